@@ -1,0 +1,56 @@
+"""nda: an eager array library whose ops dispatch per (device type, dtype, layout) to pluggable backends.
+
+This module only re-exports; see ``nda._api`` (functions generated from the op catalog),
+``nda.ops`` (the catalog), ``nda.dispatch``, ``nda.engine`` and ``nda.backends``.
+"""
+
+from __future__ import annotations
+
+import math as _math
+
+from . import backends, dispatch, engine, ops
+from ._api import *  # noqa: F403
+from ._api import __all__ as _api_all
+from ._array import NDArray
+from ._devices import ArrayMeta, Device, KernelKey, Layout, default_device
+from ._dtypes import (
+    DType,
+    bool,
+    can_cast,
+    complex64,
+    complex128,
+    float32,
+    float64,
+    int8,
+    int16,
+    int32,
+    int64,
+    isdtype,
+    result_type,
+    uint8,
+    uint16,
+    uint32,
+    uint64,
+)
+from .backends import BackendError, BackendValidationError
+from .dispatch import DeviceUnavailableError, DispatchError
+
+__version__ = "0.1.0"
+__array_api_version__ = "2024.12"
+
+e = _math.e
+pi = _math.pi
+inf = _math.inf
+nan = _math.nan
+newaxis = None
+
+__all__ = sorted(
+    set(_api_all)
+    | {
+        "NDArray", "Device", "Layout", "KernelKey", "ArrayMeta", "DType", "default_device",
+        "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+        "float32", "float64", "complex64", "complex128", "isdtype", "result_type", "can_cast",
+        "e", "pi", "inf", "nan", "newaxis", "backends", "dispatch", "engine", "ops",
+        "BackendError", "BackendValidationError", "DispatchError", "DeviceUnavailableError",
+    }
+)

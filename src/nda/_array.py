@@ -1,0 +1,276 @@
+"""NDArray: a small handle on a backend buffer.
+
+An NDArray holds four things: ``_buf`` (the backend's buffer, e.g. a ``numpy.ndarray``
+on cpu; ``None`` while the engine has not produced it yet), ``_meta`` (an interned
+:class:`~nda._devices.ArrayMeta`: device, dtype, layout and kernel key), ``_shape`` and,
+for views, ``_base`` (the array whose storage it shares, so an engine can order writes
+through views). It is slotted, and the hot path builds it with ``_new`` plus three
+attribute stores.
+
+This module defines the parts of NDArray that are not ops: attributes, conversions to
+Python and NumPy, DLPack, ``repr``, indexing entry points and sync points. Operators and
+methods that *are* ops (``+``, ``.sum()``…) are attached by ``nda._frontend`` from the op
+catalog, so they exist exactly once.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any, Iterator
+
+import numpy as np
+
+from ._devices import ArrayMeta, Device, Layout
+from ._dtypes import DType
+from .engine import state as _engine_state
+
+__all__ = ["NDArray"]
+
+
+class NDArray:
+    """An n-dimensional array on some device, computed by nda's engine.
+
+    Create arrays with ``nda.asarray``, ``nda.zeros``, ``nda.arange``…; all Array API
+    operators and methods work, and data leaves the device only through explicit calls
+    (``asnumpy()``, ``tolist()``, ``item()``, ``float(x)``, ``np.asarray(x)``), each of
+    which waits for pending work on the array.
+    """
+
+    __slots__ = ("_buf", "_meta", "_shape", "_base", "__weakref__")
+    __array_priority__ = 1000
+    # NumPy must not treat an NDArray as an array-like in its own ufuncs and operators:
+    # ``numpy_array + nda_array`` should come to nda (and fail clearly), not silently
+    # pull the data to the host.
+    __array_ufunc__ = None
+    __hash__ = None  # type: ignore[assignment]  # mutable, and == is element-wise
+
+    _buf: Any
+    _meta: ArrayMeta
+    _shape: tuple[int, ...]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError("NDArray is not constructed directly; use nda.asarray(...), nda.zeros(...), nda.empty(...) and friends")
+
+    # ------------------------------------------------------------------ attributes
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The array's dimensions."""
+        return self._shape
+
+    @property
+    def dtype(self) -> DType:
+        """The element dtype (an ``nda`` dtype such as ``nda.float32``)."""
+        return self._meta.dtype
+
+    @property
+    def device(self) -> Device:
+        """The device the array's data lives on."""
+        return self._meta.device
+
+    @property
+    def layout(self) -> Layout:
+        """The storage layout (``strided`` for dense arrays)."""
+        return self._meta.layout
+
+    @property
+    def ndim(self) -> int:
+        """Number of dimensions."""
+        return len(self._shape)
+
+    @property
+    def size(self) -> int:
+        """Number of elements."""
+        n = 1
+        for s in self._shape:
+            n *= s
+        return n
+
+    @property
+    def T(self) -> NDArray:
+        """The transpose: axes reversed (for a 2-D array, the matrix transpose)."""
+        from . import _api
+
+        return _api.permute_dims(self, tuple(range(self.ndim - 1, -1, -1)))
+
+    @property
+    def mT(self) -> NDArray:
+        """Transpose of the last two axes (a stack of matrices transposed)."""
+        from . import _api
+
+        if self.ndim < 2:
+            raise ValueError(f"mT needs an array of at least 2 dimensions, got shape {self._shape}")
+        axes = tuple(range(self.ndim - 2)) + (self.ndim - 1, self.ndim - 2)
+        return _api.permute_dims(self, axes)
+
+    # ------------------------------------------------------------------ sync points
+    def wait_to_read(self) -> NDArray:
+        """Block until every pending write to this array has finished; raise its error if it failed."""
+        if not _engine_state.inline or self._buf is None:
+            _engine_state.wait_for(self)
+        return self
+
+    def wait_to_write(self) -> NDArray:
+        """Block until every pending read and write of this array has finished."""
+        _engine_state.wait_for(self)
+        return self
+
+    def _host(self) -> np.ndarray:
+        """The data as a NumPy array (no copy on cpu), after waiting for pending writes."""
+        self.wait_to_read()
+        from . import backends
+
+        return backends.to_host(self)
+
+    # ------------------------------------------------------------------ conversions
+    def asnumpy(self) -> np.ndarray:
+        """A NumPy copy of the data (waits for pending work)."""
+        return np.array(self._host(), copy=True)
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        host = self._host()
+        if copy:
+            host = host.copy()
+        if dtype is not None:
+            host = host.astype(dtype, copy=False)
+        return host
+
+    def tolist(self) -> Any:
+        """The data as nested Python lists of Python scalars."""
+        return self._host().tolist()
+
+    def item(self) -> bool | int | float | complex:
+        """The single element as a Python scalar (the array must have exactly one element)."""
+        if self.size != 1:
+            raise ValueError(f"item() needs an array with exactly one element, got shape {self._shape}")
+        return self._host().item()  # type: ignore[no-any-return]
+
+    def _scalar(self, kind: str) -> Any:
+        if self.size != 1:
+            raise TypeError(f"only arrays with exactly one element can be converted to Python {kind}, got shape {self._shape}")
+        return self._host().reshape(()).item()
+
+    def __bool__(self) -> bool:
+        if self.size != 1:
+            raise ValueError(
+                f"the truth value of an array of shape {self._shape} is ambiguous; use nda.any(x) or nda.all(x)"
+            )
+        return bool(self._scalar("bool"))
+
+    def __int__(self) -> int:
+        value = self._scalar("int")
+        if isinstance(value, complex):
+            raise TypeError("cannot convert a complex array to int; take nda.real(x) first")
+        return int(value)
+
+    def __float__(self) -> float:
+        value = self._scalar("float")
+        if isinstance(value, complex):
+            raise TypeError("cannot convert a complex array to float; take nda.real(x) first")
+        return float(value)
+
+    def __complex__(self) -> complex:
+        return complex(self._scalar("complex"))
+
+    def __index__(self) -> int:
+        if self.ndim != 0 or self._meta.dtype.kind not in ("signed integer", "unsigned integer"):
+            raise TypeError(
+                f"only 0-d integer arrays can be used as an index, got a {self._meta.dtype.name} array of shape {self._shape}"
+            )
+        return int(self._host().item())
+
+    def __len__(self) -> int:
+        if not self._shape:
+            raise TypeError("len() of a 0-d array")
+        return self._shape[0]
+
+    def __iter__(self) -> Iterator[NDArray]:
+        if not self._shape:
+            raise TypeError("iteration over a 0-d array")
+        for i in range(self._shape[0]):
+            yield self[i]
+
+    def __dlpack__(self, *, stream: Any = None, max_version: Any = None, dl_device: Any = None, copy: bool | None = None) -> Any:
+        self.wait_to_read()
+        from . import backends
+
+        return backends.for_device(self._meta.device).dlpack(self._buf, stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        from . import backends
+
+        return backends.for_device(self._meta.device).dlpack_device(self._meta.device)  # type: ignore[no-any-return]
+
+    # ------------------------------------------------------------------ indexing
+    def __getitem__(self, key: Any) -> NDArray:
+        from . import _api
+
+        return _api.getitem(self, key)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        from . import _api
+
+        _api.setitem(self, key, value)
+
+    # ------------------------------------------------------------------ devices
+    def to_device(self, device: Device | str, /, *, stream: Any = None) -> NDArray:
+        """This array on ``device`` (``self`` when it is already there)."""
+        from . import _api
+
+        return _api.to_device(self, device, stream=stream)
+
+    def __array_namespace__(self, *, api_version: str | None = None) -> Any:
+        import nda
+
+        if api_version is not None and api_version not in ("2022.12", "2023.12", "2024.12"):
+            raise ValueError(f"unsupported Array API version {api_version!r}; nda implements 2024.12 (and accepts 2022.12, 2023.12)")
+        return nda
+
+    # ------------------------------------------------------------------ display
+    def __repr__(self) -> str:
+        body = np.array_repr(self._host())
+        dev = self._meta.device
+        extras = []
+        if dev.type != "cpu" or dev.index != 0:
+            extras.append(f"device='{dev}'")
+        if self._meta.layout.name != "strided":
+            extras.append(f"layout='{self._meta.layout.name}'")
+        if extras:
+            body = body[:-1] + ", " + ", ".join(extras) + ")"
+        return body
+
+    def __str__(self) -> str:
+        return np.array_str(self._host())
+
+    def __format__(self, spec: str) -> str:
+        if self.ndim == 0:
+            return format(self.item(), spec)
+        return format(str(self), spec)
+
+    def __reduce__(self) -> Any:
+        from . import _api
+
+        return (_api._from_pickle, (self.asnumpy(), str(self._meta.device)))
+
+    def __copy__(self) -> NDArray:
+        from . import _api
+
+        return _api.copy(self)
+
+    def __deepcopy__(self, memo: Any) -> NDArray:
+        return self.__copy__()
+
+
+_new = object.__new__
+
+
+def new_array(buf: Any, meta: ArrayMeta, shape: tuple[int, ...]) -> NDArray:
+    """Build an NDArray around a buffer (no checks; front-end use only)."""
+    out = _new(NDArray)
+    out._buf = buf
+    out._meta = meta
+    out._shape = shape
+    return out
+
+
+def index_value(i: Any) -> int:
+    return operator.index(i)

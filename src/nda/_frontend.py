@@ -1,0 +1,439 @@
+"""Generate public functions and NDArray operators from the op catalog.
+
+Nothing here is written per op. For each :class:`~nda.ops._spec.OpDecl` this module makes
+one Python function with the op's real ``__name__``, ``__doc__`` and ``__signature__``
+(closures, no ``exec``), and attaches the NDArray operators and methods the declaration
+names.
+
+Element-wise ops get a specialised hot path. The op's dispatch-table cache maps the
+argument metadata (``(meta1, meta2)``, or ``(meta1, int)`` for a Python scalar) to a
+``(kernel, out_meta)`` pair; a hit costs one dict lookup, a shape comparison, one check of
+``engine.state.inline`` and the kernel call. A miss goes to the slow path, which plans
+the call (validation, promotion, casts, errors) and fills the cache. Every other op
+plans on every call, then runs through :func:`execute`.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable
+
+from . import _dtypes
+from ._array import NDArray, new_array
+from ._devices import ArrayMeta
+from .dispatch import resolve
+from .engine import state as _state
+from .ops._spec import CATALOG, Cast, OpDecl, Plan, broadcast_shapes
+
+__all__ = ["build_namespace", "execute", "unwrap"]
+
+_new = object.__new__
+_META = ArrayMeta._registry
+_SCALARS = (bool, int, float, complex)
+
+
+# ---------------------------------------------------------------------------- running
+
+def unwrap(value: Any) -> Any:
+    """Replace NDArrays (also inside tuples/lists) by their buffers, applying casts."""
+    cls = value.__class__
+    if cls is NDArray:
+        return value._buf
+    if cls is tuple or cls is list:
+        return cls([v._buf if v.__class__ is NDArray else unwrap(v) for v in value])
+    if cls is Cast:
+        return cast_buffer(value.array, value.dtype)
+    return value
+
+
+def cast_buffer(x: NDArray, dtype: _dtypes.DType) -> Any:
+    """Cast ``x``'s buffer to ``dtype`` with its device's ``astype`` kernel."""
+    kernel = resolve("astype", x._meta.key)
+    return kernel(x._buf, dtype, copy=False)
+
+
+def base_of(x: NDArray) -> NDArray:
+    """The array that owns ``x``'s storage (``x`` itself unless it is a view)."""
+    base = getattr(x, "_base", None)
+    return x if base is None else base
+
+
+def execute(name: str, plan: Plan) -> NDArray:
+    """Run a planned call through the engine and return its (possibly pending) output."""
+    kernel = resolve(name, plan.key)
+    meta = _META.get((plan.device, plan.out_dtype, plan.key.layout)) or ArrayMeta(plan.device, plan.out_dtype, plan.key.layout)
+    out = new_array(None, meta, plan.out_shape)
+    if plan.view_of is not None:
+        out._base = base_of(plan.view_of)
+    args, kwargs = plan.args, plan.kwargs
+    if _state.inline:
+        out._buf = kernel(*unwrap(args), **kwargs)
+        return out
+
+    def run() -> None:
+        out._buf = kernel(*unwrap(args), **kwargs)
+
+    _state.push(run, plan.reads, (out,), plan.device, name)
+    return out
+
+
+def execute_mutation(name: str, plan: Plan, target: NDArray) -> None:
+    """Run a planned call whose kernel mutates ``target``'s buffer in place."""
+    kernel = resolve(name, plan.key)
+    args, kwargs = plan.args, plan.kwargs
+    if _state.inline:
+        kernel(*unwrap(args), **kwargs)
+        return
+
+    def run() -> None:
+        kernel(*unwrap(args), **kwargs)
+
+    _state.push(run, plan.reads, (base_of(target),), plan.device, name)
+
+
+def _run_elementwise(name: str, kernel: Callable[..., Any], args: tuple[Any, ...], meta: ArrayMeta, shape: tuple[int, ...]) -> NDArray:
+    """The engine path of an element-wise op (taken when the engine is not inline)."""
+    out = new_array(None, meta, shape)
+    reads = tuple(a for a in args if a.__class__ is NDArray)
+
+    def run() -> None:
+        out._buf = kernel(*[a._buf if a.__class__ is NDArray else a for a in args])
+
+    _state.push(run, reads, (out,), meta.device, name)
+    return out
+
+
+# ---------------------------------------------------------------------------- element-wise
+
+def _entry_from_plan(decl: OpDecl, plan: Plan) -> tuple[Callable[..., Any], ArrayMeta]:
+    """A cache entry: the kernel with its casts folded in, and the output metadata."""
+    kernel = resolve(decl.name, plan.key)
+    casts = [a.dtype if a.__class__ is Cast else None for a in plan.args]
+    if any(casts):
+        kernel = _with_casts(kernel, casts, plan)
+    return kernel, ArrayMeta(plan.device, plan.out_dtype, plan.key.layout)
+
+
+def _with_casts(kernel: Callable[..., Any], casts: list[Any], plan: Plan) -> Callable[..., Any]:
+    cast_kernels = []
+    for arg, dtype in zip(plan.args, casts):
+        cast_kernels.append(None if dtype is None else (resolve("astype", arg.array._meta.key), dtype))
+    if len(cast_kernels) == 1:
+        (ck, dt), = cast_kernels
+
+        def cast1(x: Any) -> Any:
+            return kernel(ck(x, dt, copy=False))
+
+        return cast1
+
+    def cast2(x1: Any, x2: Any) -> Any:
+        c1, c2 = cast_kernels
+        if c1 is not None:
+            x1 = c1[0](x1, c1[1], copy=False)
+        if c2 is not None:
+            x2 = c2[0](x2, c2[1], copy=False)
+        return kernel(x1, x2)
+
+    return cast2
+
+
+def make_unary(decl: OpDecl) -> Callable[..., NDArray]:
+    cache = decl.table.cache
+    name = decl.name
+    plan_fn = decl.plan
+
+    def slow(x: Any) -> NDArray:
+        plan = plan_fn(x)
+        kernel, meta = cache[x._meta] = _entry_from_plan(decl, plan)
+        return _finish_unary(kernel, x, meta)
+
+    def _finish_unary(kernel: Callable[..., Any], x: NDArray, meta: ArrayMeta) -> NDArray:
+        if _state.inline:
+            out = _new(NDArray)
+            out._buf = kernel(x._buf)
+            out._meta = meta
+            out._shape = x._shape
+            return out
+        return _run_elementwise(name, kernel, (x,), meta, x._shape)
+
+    def fn(x: Any, /) -> NDArray:
+        try:
+            kernel, meta = cache[x._meta]
+        except (KeyError, AttributeError):
+            return slow(x)
+        if _state.inline:
+            out = _new(NDArray)
+            out._buf = kernel(x._buf)
+            out._meta = meta
+            out._shape = x._shape
+            return out
+        return _run_elementwise(name, kernel, (x,), meta, x._shape)
+
+    return fn
+
+
+def make_binary(decl: OpDecl) -> tuple[Callable[..., NDArray], Callable[..., Any], Callable[..., Any]]:
+    """The public function plus the forward and reflected operator methods."""
+    cache = decl.table.cache
+    name = decl.name
+    plan_fn = decl.plan
+
+    def slow(x1: Any, x2: Any) -> NDArray:
+        plan = plan_fn(x1, x2)
+        k1 = x1._meta if x1.__class__ is NDArray else x1.__class__
+        k2 = x2._meta if x2.__class__ is NDArray else x2.__class__
+        kernel, meta = cache[k1, k2] = _entry_from_plan(decl, plan)
+        args = tuple(a if a.__class__ is NDArray else a for a in (x1, x2))
+        return _finish(kernel, args, meta, plan.out_shape)
+
+    def _finish(kernel: Callable[..., Any], args: tuple[Any, ...], meta: ArrayMeta, shape: tuple[int, ...]) -> NDArray:
+        if _state.inline:
+            a, b = args
+            out = _new(NDArray)
+            out._buf = kernel(a._buf if a.__class__ is NDArray else a, b._buf if b.__class__ is NDArray else b)
+            out._meta = meta
+            out._shape = shape
+            return out
+        return _run_elementwise(name, kernel, args, meta, shape)
+
+    def scalar_path(x1: Any, x2: Any, k1: Any, k2: Any) -> NDArray:
+        entry = cache.get((k1, k2))
+        if entry is None:
+            return slow(x1, x2)
+        scalar = x2 if k1.__class__ is ArrayMeta else x1
+        if scalar.__class__ is int and not _int_fits(scalar, k1 if k1.__class__ is ArrayMeta else k2):
+            return slow(x1, x2)  # the planner raises the OverflowError
+        arr = x1 if k1.__class__ is ArrayMeta else x2
+        return _finish(entry[0], (x1, x2), entry[1], arr._shape)
+
+    def build(as_operator: bool) -> Callable[..., Any]:
+        # The public function and the forward operator share this body (one closure
+        # each) so that ``x + y`` runs in a single Python frame. They differ only in
+        # what an unsupported operand does: the operator returns NotImplemented so that
+        # Python can try the other operand, the function raises TypeError.
+        def binary(x1: Any, x2: Any, /) -> Any:
+            c2 = x2.__class__
+            if c2 is NDArray and x1.__class__ is NDArray:
+                entry = cache_get((x1._meta, x2._meta))
+                if entry is not None:
+                    shape = x1._shape
+                    if shape != x2._shape:
+                        shape = broadcast_shapes(shape, x2._shape)
+                    if _state.inline:
+                        out = _new(NDArray)
+                        out._buf = entry[0](x1._buf, x2._buf)
+                        out._meta = entry[1]
+                        out._shape = shape
+                        return out
+                    return _run_elementwise(name, entry[0], (x1, x2), entry[1], shape)
+                return slow(x1, x2)
+            c1 = x1.__class__
+            if c1 is NDArray and c2 in _SCALARS:
+                return scalar_path(x1, x2, x1._meta, c2)
+            if c2 is NDArray and c1 in _SCALARS:
+                return scalar_path(x1, x2, c1, x2._meta)
+            if as_operator:
+                return NotImplemented
+            return slow(x1, x2)
+
+        return binary
+
+    cache_get = cache.get
+    fn = build(False)
+    forward = build(True)
+
+    def reflected(self: NDArray, other: Any) -> Any:
+        if other.__class__ in _SCALARS:
+            return fn(other, self)
+        return NotImplemented
+
+    return fn, forward, reflected
+
+
+def _int_fits(value: int, array_meta: ArrayMeta) -> bool:
+    dtype = array_meta.dtype
+    bounds = _INT_BOUNDS.get(dtype)
+    return bounds is None or bounds[0] <= value <= bounds[1]
+
+
+def _int_bounds() -> dict[_dtypes.DType, tuple[int, int]]:
+    import numpy as np
+
+    return {d: (int(np.iinfo(d.numpy).min), int(np.iinfo(d.numpy).max)) for d in _dtypes.CATEGORIES["integer"]}
+
+
+_INT_BOUNDS = _int_bounds()
+
+
+def make_inplace(decl: OpDecl, fn: Callable[..., NDArray]) -> Callable[..., Any]:
+    """``x op= y``: compute in the promoted dtype, store into ``x`` (same-kind cast, no broadcasting of x)."""
+    cache = decl.table.cache
+    name = decl.name
+
+    def inplace(self: NDArray, other: Any) -> Any:
+        if other.__class__ is not NDArray and other.__class__ not in _SCALARS:
+            return NotImplemented
+        key = ("inplace", self._meta, other._meta if other.__class__ is NDArray else other.__class__)
+        entry = cache.get(key)
+        if entry is None:
+            plan = decl.plan(self, other)
+            if plan.out_shape != self._shape:
+                raise ValueError(f"{name}: in-place result of shape {plan.out_shape} does not fit the target's shape {self._shape}")
+            if not _dtypes.same_kind_castable(plan.out_dtype, self._meta.dtype):
+                raise TypeError(
+                    f"{name}: cannot store the {plan.out_dtype.name} result in place in a {self._meta.dtype.name} array; "
+                    f"use x = x {_OPERATOR_SYMBOL.get(name, name)} y to get a new array"
+                )
+            kernel, meta = _entry_from_plan(decl, plan)
+            entry = cache[key] = (kernel, meta is not self._meta)
+        elif other.__class__ is NDArray and other._shape != self._shape and broadcast_shapes(self._shape, other._shape) != self._shape:
+            raise ValueError(f"{name}: in-place result of shape {broadcast_shapes(self._shape, other._shape)} does not fit the target's shape {self._shape}")
+        elif other.__class__ is int and not _int_fits(other, self._meta):
+            decl.plan(self, other)  # raises the OverflowError with its message
+        kernel, needs_cast = entry
+        other_buf = other._buf if other.__class__ is NDArray else other
+        if _state.inline and not needs_cast and _accepts_out(kernel):
+            kernel(self._buf, other_buf, out=self._buf)
+            return self
+        store = _store_kernel(self)
+        target = self
+
+        def run() -> None:
+            store(target._buf, kernel(target._buf, other._buf if other.__class__ is NDArray else other))
+
+        if _state.inline:
+            run()
+        else:
+            reads = (self, other) if other.__class__ is NDArray else (self,)
+            _state.push(run, reads, (base_of(self),), self._meta.device, name + " (in-place)")
+        return self
+
+    return inplace
+
+
+def _accepts_out(kernel: Callable[..., Any]) -> bool:
+    """NumPy ufuncs write straight into the target; other kernels go through setitem."""
+    return getattr(kernel, "nin", None) is not None  # numpy.ufunc
+
+
+def _store_kernel(target: NDArray) -> Callable[[Any, Any], None]:
+    setitem = resolve("setitem", target._meta.key)
+    dtype = target._meta.dtype
+    astype = resolve("astype", target._meta.key)
+
+    def store(buf: Any, value: Any) -> None:
+        setitem(buf, (), astype(value, dtype, copy=False) if getattr(value, "dtype", None) != dtype.numpy else value)
+
+    return store
+
+
+_OPERATOR_SYMBOL = {
+    "add": "+", "subtract": "-", "multiply": "*", "divide": "/", "floor_divide": "//", "remainder": "%",
+    "pow": "**", "bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^", "bitwise_left_shift": "<<",
+    "bitwise_right_shift": ">>", "matmul": "@",
+}
+
+
+# ---------------------------------------------------------------------------- indexing
+
+def make_getitem(generic: Callable[..., NDArray]) -> Callable[..., NDArray]:
+    """``x[i]`` and ``x[a:b]`` on the first axis skip planning; everything else plans."""
+    table_cache = CATALOG["getitem"].table.cache
+
+    def __getitem__(self: NDArray, key: Any) -> NDArray:
+        kc = key.__class__
+        if (kc is slice or kc is int) and _state.inline and self._shape:
+            shape = self._shape
+            n = shape[0]
+            if kc is int:
+                if not -n <= key < n:
+                    return generic(self, key)  # raises the IndexError
+                new_shape = shape[1:]
+            else:
+                try:
+                    new_shape = (len(range(*key.indices(n))),) + shape[1:]
+                except (TypeError, ValueError):
+                    return generic(self, key)  # raises the right error
+            kernel = table_cache.get(self._meta.key)
+            if kernel is None:
+                kernel = resolve("getitem", self._meta.key)
+            out = _new(NDArray)
+            out._buf = kernel(self._buf, (key,))
+            out._meta = self._meta
+            out._shape = new_shape
+            out._base = base_of(self)
+            return out
+        return generic(self, key)
+
+    return __getitem__
+
+
+# ---------------------------------------------------------------------------- generic ops
+
+def make_generic(decl: OpDecl) -> Callable[..., Any]:
+    plan_fn = decl.plan
+    name = decl.name
+
+    if decl.mutates:
+        def fn(*args: Any, **kwargs: Any) -> Any:
+            plan = plan_fn(*args, **kwargs)
+            execute_mutation(name, plan, args[0])
+            return None
+    else:
+        def fn(*args: Any, **kwargs: Any) -> Any:
+            return execute(name, plan_fn(*args, **kwargs))
+
+    return fn
+
+
+def _finalize(fn: Callable[..., Any], decl: OpDecl, module: str) -> Callable[..., Any]:
+    fn.__name__ = decl.name
+    fn.__qualname__ = decl.name
+    fn.__doc__ = decl.doc
+    fn.__module__ = module
+    fn.__signature__ = decl.signature  # type: ignore[attr-defined]
+    fn.__wrapped_decl__ = decl  # type: ignore[attr-defined]
+    return fn
+
+
+def _method(fn: Callable[..., Any], decl: OpDecl, method_name: str) -> Callable[..., Any]:
+    @functools.wraps(fn)
+    def method(self: NDArray, *args: Any, **kwargs: Any) -> Any:
+        return fn(self, *args, **kwargs)
+
+    method.__name__ = method.__qualname__ = method_name
+    return method
+
+
+def build_namespace(module: str) -> dict[str, Callable[..., Any]]:
+    """Make every catalog op's public function and attach NDArray operators/methods."""
+    namespace: dict[str, Callable[..., Any]] = {}
+    for decl in CATALOG.values():
+        if decl.family == "unary":
+            fn = make_unary(decl)
+            for op_name in decl.operators:
+                setattr(NDArray, op_name, _rename(fn, op_name))
+        elif decl.family == "binary":
+            fn, forward, reflected = make_binary(decl)
+            for i, op_name in enumerate(decl.operators):
+                if i == 0:
+                    setattr(NDArray, op_name, _rename(forward, op_name))
+                elif op_name.startswith("__i"):
+                    setattr(NDArray, op_name, _rename(make_inplace(decl, fn), op_name))
+                else:
+                    setattr(NDArray, op_name, _rename(reflected, op_name))
+        else:
+            fn = make_generic(decl)
+            for op_name in decl.operators:
+                setattr(NDArray, op_name, _rename(_method(fn, decl, op_name), op_name))
+        namespace[decl.name] = _finalize(fn, decl, module)
+        if decl.method:
+            setattr(NDArray, decl.method, _method(fn, decl, decl.method))
+    NDArray.__getitem__ = make_getitem(namespace["getitem"])  # type: ignore[method-assign]
+    return namespace
+
+
+def _rename(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
+    fn.__name__ = name
+    fn.__qualname__ = f"NDArray.{name}"
+    return fn

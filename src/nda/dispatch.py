@@ -1,0 +1,264 @@
+"""Per-op dispatch tables keyed by ``(device type, dtype, layout)``.
+
+Every op of the catalog owns an :class:`OpTable`. Backends add kernels to it with
+:func:`register`; the front end asks :func:`resolve` for the kernel of a key. A table
+holds, per key, the kernels sorted by priority (highest first, later registration wins
+ties). A kernel may carry a ``supports(*args, **kwargs)`` predicate: the kernel is used
+only for calls it accepts, and the next kernel of the key gets the others.
+
+Resolution is cached. The cache of a table (``OpTable.cache``) is shared with the front
+end, which stores its own hot-path entries there (for example "float32 + float32 on
+cpu:0 -> this kernel, this output metadata"); registering a kernel clears it. So the hot
+path of an op is one dict lookup, and the slow path below runs once per key.
+
+A missing key raises :class:`DispatchError` (a ``TypeError``, since it means the dtype,
+layout or device is not supported) naming the op, the key and the keys that do exist.
+If the device type has a backend that is installed but not yet loaded, resolution loads
+it first (see :mod:`nda.backends`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable
+
+from ._devices import KernelKey, Layout, as_layout, strided
+from ._dtypes import DType, as_dtype
+
+__all__ = ["DispatchError", "DeviceUnavailableError", "KernelEntry", "OpTable", "register", "resolve", "table", "explain", "kernels"]
+
+
+class DispatchError(TypeError):
+    """No kernel is registered for an op at the requested (device type, dtype, layout)."""
+
+
+class DeviceUnavailableError(ValueError):
+    """No loaded backend serves the requested device type (unknown, excluded or failed to load)."""
+
+
+class KernelEntry:
+    """A registered kernel: the function and how it was registered."""
+
+    __slots__ = ("fn", "key", "priority", "supports", "backend", "order")
+
+    def __init__(self, fn: Callable[..., Any], key: KernelKey, priority: int, supports: Callable[..., bool] | None, backend: str, order: int) -> None:
+        self.fn = fn
+        self.key = key
+        self.priority = priority
+        self.supports = supports
+        self.backend = backend
+        self.order = order
+
+    @property
+    def qualname(self) -> str:
+        module = getattr(self.fn, "__module__", None) or "?"
+        name = getattr(self.fn, "__qualname__", None) or repr(self.fn)
+        return f"{module}.{name}"
+
+    def __repr__(self) -> str:
+        extra = ", with supports()" if self.supports is not None else ""
+        return f"<kernel {self.qualname} for {self.key} from backend {self.backend!r}, priority {self.priority}{extra}>"
+
+
+class OpTable:
+    """The kernels of one op, by key, plus the resolution cache shared with the front end."""
+
+    __slots__ = ("op_name", "kernels", "cache")
+
+    def __init__(self, op_name: str) -> None:
+        self.op_name = op_name
+        self.kernels: dict[KernelKey, list[KernelEntry]] = {}
+        self.cache: dict[Any, Any] = {}
+
+    def __repr__(self) -> str:
+        return f"<OpTable {self.op_name!r}: {len(self.kernels)} keys>"
+
+
+_TABLES: dict[str, OpTable] = {}
+_registration_counter = 0
+
+
+def table(op_name: str) -> OpTable:
+    """The table of ``op_name``; raises ValueError for an op the catalog does not declare."""
+    try:
+        return _TABLES[op_name]
+    except KeyError:
+        raise ValueError(f"unknown op {op_name!r}; the catalog declares {len(_TABLES)} ops, e.g. {', '.join(sorted(_TABLES)[:8])}, …") from None
+
+
+def _declare_table(op_name: str) -> OpTable:
+    """Create the table of a catalog op (called by the op catalog only)."""
+    if op_name in _TABLES:
+        return _TABLES[op_name]
+    tbl = _TABLES[op_name] = OpTable(op_name)
+    return tbl
+
+
+def op_names() -> list[str]:
+    return sorted(_TABLES)
+
+
+def register(
+    op_name: str,
+    device_type: str,
+    dtypes: Iterable[DType | str] | DType | str,
+    fn: Callable[..., Any],
+    *,
+    layout: Layout | str = strided,
+    priority: int = 0,
+    supports: Callable[..., bool] | None = None,
+    backend: str = "<runtime>",
+) -> None:
+    """Register ``fn`` as the kernel of ``op_name`` for each ``(device_type, dtype, layout)``.
+
+    Kernels receive the op's arguments with every array replaced by its backend buffer
+    (for cpu: a ``numpy.ndarray``), inputs already cast to the key's dtype. ``priority``
+    orders kernels of the same key (highest first); ``supports(*args, **kwargs)``, if
+    given, restricts the kernel to the calls it accepts.
+    """
+    global _registration_counter
+    tbl = table(op_name)
+    if not isinstance(device_type, str) or not device_type:
+        raise TypeError(f"device_type must be a non-empty string such as 'cpu', got {device_type!r}")
+    if not callable(fn):
+        raise TypeError(f"kernel for {op_name!r} must be callable, got {fn!r}")
+    if supports is not None and not callable(supports):
+        raise TypeError(f"supports for {op_name!r} must be callable or None, got {supports!r}")
+    lay = as_layout(layout)
+    if isinstance(dtypes, (DType, str)):
+        dtypes = (dtypes,)
+    for dt in dtypes:
+        key = KernelKey(device_type, as_dtype(dt), lay)
+        _registration_counter += 1
+        entry = KernelEntry(fn, key, int(priority), supports, backend, _registration_counter)
+        entries = tbl.kernels.setdefault(key, [])
+        entries.append(entry)
+        entries.sort(key=lambda e: (-e.priority, -e.order))
+    tbl.cache.clear()
+
+
+def unregister_backend(backend: str) -> None:
+    """Remove every kernel a backend registered (used when a backend fails validation)."""
+    for tbl in _TABLES.values():
+        for key in list(tbl.kernels):
+            kept = [e for e in tbl.kernels[key] if e.backend != backend]
+            if kept:
+                tbl.kernels[key] = kept
+            else:
+                del tbl.kernels[key]
+        tbl.cache.clear()
+
+
+def kernels(op_name: str, key: KernelKey | None = None) -> list[KernelEntry]:
+    """The kernels registered for ``op_name`` (at ``key``, or all of them)."""
+    tbl = table(op_name)
+    if key is not None:
+        return list(tbl.kernels.get(key, ()))
+    return [e for entries in tbl.kernels.values() for e in entries]
+
+
+def _chooser(entries: list[KernelEntry], op_name: str, key: KernelKey) -> Callable[..., Any]:
+    """A kernel that asks each entry's ``supports`` in priority order."""
+
+    def choose(*args: Any, **kwargs: Any) -> Any:
+        for entry in entries:
+            if entry.supports is None or entry.supports(*args, **kwargs):
+                return entry.fn(*args, **kwargs)
+        raise DispatchError(
+            f"{op_name}: every kernel registered for {key} declined these arguments via supports(); kernels: {entries}"
+        )
+
+    choose.__qualname__ = f"choose[{op_name}@{key}]"
+    return choose
+
+
+def _missing(tbl: OpTable, key: KernelKey) -> DispatchError:
+    existing = sorted(tbl.kernels, key=repr)
+    if existing:
+        have = ", ".join(repr(k) for k in existing[:24]) + (" …" if len(existing) > 24 else "")
+    else:
+        have = "none"
+    from . import backends
+
+    hint = backends.explain_missing(key.device_type)
+    return DispatchError(f"no kernel for op {tbl.op_name!r} at key {key}; registered keys: {have}.{hint}")
+
+
+def lookup(op_name: str, key: KernelKey) -> list[KernelEntry]:
+    """Kernel entries for ``key`` after making sure the device's backend is loaded."""
+    tbl = table(op_name)
+    entries = tbl.kernels.get(key)
+    if not entries:
+        from . import backends
+
+        if backends.ensure_device_type(key.device_type):
+            entries = tbl.kernels.get(key)
+    if not entries:
+        from . import backends
+
+        if not backends.serves(key.device_type):
+            raise DeviceUnavailableError(f"{tbl.op_name}: device type {key.device_type!r} is not available.{backends.explain_missing(key.device_type)}")
+        raise _missing(tbl, key)
+    return entries
+
+
+def resolve(op_name: str, key: KernelKey) -> Callable[..., Any]:
+    """The callable that runs ``op_name`` at ``key`` (cached; raises DispatchError when missing)."""
+    tbl = table(op_name)
+    cached = tbl.cache.get(key)
+    if cached is not None:
+        return cached  # type: ignore[no-any-return]
+    entries = lookup(op_name, key)
+    fn = entries[0].fn if entries[0].supports is None else _chooser(entries, op_name, key)
+    tbl.cache[key] = fn
+    return fn
+
+
+class Explanation:
+    """What :func:`explain` found: the route a call would take, readable by people."""
+
+    __slots__ = ("op", "key", "kernel", "casts", "out_dtype", "out_shape", "device", "candidates")
+
+    def __init__(self, op: str, key: KernelKey, kernel: KernelEntry, casts: list[str], out_dtype: DType, out_shape: tuple[int, ...], device: Any, candidates: list[KernelEntry]) -> None:
+        self.op = op
+        self.key = key
+        self.kernel = kernel
+        self.casts = casts
+        self.out_dtype = out_dtype
+        self.out_shape = out_shape
+        self.device = device
+        self.candidates = candidates
+
+    def __str__(self) -> str:
+        lines = [
+            f"op:      {self.op}",
+            f"device:  {self.device}",
+            f"key:     {self.key}",
+            f"kernel:  {self.kernel.qualname} (backend {self.kernel.backend!r}, priority {self.kernel.priority})",
+        ]
+        if self.kernel.supports is not None:
+            lines.append("         chosen per call by supports(); candidates in order: " + ", ".join(e.qualname for e in self.candidates))
+        for cast in self.casts:
+            lines.append(f"cast:    {cast}")
+        lines.append(f"output:  {self.out_dtype.name} {self.out_shape}")
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return f"<Explanation {self.op} {self.key} -> {self.kernel.qualname}>"
+
+
+def explain(op: str | Callable[..., Any], *args: Any, **kwargs: Any) -> Explanation:
+    """Say which kernel ``op(*args, **kwargs)`` would run, at which key, with which casts.
+
+    Nothing is computed: the op's front end plans the call (validation, promotion, output
+    shape) and the dispatch table is consulted, so bad arguments raise just as the call
+    would.
+    """
+    from .ops import CATALOG
+
+    name = op if isinstance(op, str) else getattr(op, "__name__", None)
+    decl = CATALOG.get(name)  # type: ignore[arg-type]
+    if decl is None:
+        raise ValueError(f"unknown op {name!r}; see nda.ops.CATALOG for the declared ops")
+    plan = decl.plan(*args, **kwargs)
+    entries = lookup(decl.name, plan.key)
+    return Explanation(decl.name, plan.key, entries[0], plan.casts, plan.out_dtype, plan.out_shape, plan.device, entries)

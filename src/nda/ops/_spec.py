@@ -1,0 +1,301 @@
+"""How an op is declared: :class:`OpDecl`, the :class:`Plan` a declaration returns, helpers.
+
+An op is declared once. Element-wise ops are rows of a table (see ``elementwise.py``);
+every other op is a *planning function* decorated with :func:`declare`::
+
+    @declare("flip", dtypes="any", reference=_flip, method=None)
+    def flip(x: NDArray, /, *, axis: int | tuple[int, ...] | None = None) -> Plan:
+        "Reverse the order of elements along ``axis``."
+        ...validate, work out the output shape and dtype...
+        return Plan.of(x, out_shape=x.shape, args=(x,), kwargs={"axis": axes})
+
+The planning function *is* the op's shape/dtype rule and its argument validation. It
+never touches data, so it runs at the caller's line (errors there have the Array API's
+exception types) and it is what ``nda.dispatch.explain`` uses. The public function
+``nda.flip`` is generated from it (same name, signature and docstring) by
+``nda._frontend``: it plans, resolves the kernel for ``plan.key``, and hands the work to
+the engine.
+
+Kernels use the "kernel convention": the plan's ``args``/``kwargs`` with every NDArray
+replaced by its backend buffer, cast first where the plan says so. ``reference`` is the
+NumPy implementation in that same convention; the cpu backend registers it and the
+conformance tests compare every backend against it.
+"""
+
+from __future__ import annotations
+
+import inspect
+import operator
+from typing import Any, Callable, Sequence
+
+from .. import _dtypes
+from .._devices import ArrayMeta, Device, KernelKey, strided
+from .._dtypes import CATEGORIES, DType
+
+from .._array import NDArray
+
+__all__ = ["OpDecl", "Plan", "Cast", "declare", "CATALOG", "broadcast_shapes", "normalize_axis", "normalize_axes"]
+
+_META = ArrayMeta._registry
+_new = object.__new__
+
+#: Every declared op by name (element-wise, reductions, manipulation, creation, …).
+CATALOG: dict[str, OpDecl] = {}
+
+
+class Cast:
+    """Marks an argument that must be cast to ``dtype`` on its device before the kernel runs."""
+
+    __slots__ = ("array", "dtype")
+
+    def __init__(self, array: NDArray, dtype: DType) -> None:
+        self.array = array
+        self.dtype = dtype
+
+    def __repr__(self) -> str:
+        return f"Cast({self.array.dtype.name} -> {self.dtype.name})"
+
+
+class Plan:
+    """What a call will do: kernel key, arguments in kernel convention, output metadata."""
+
+    __slots__ = ("key", "device", "out_dtype", "out_shape", "args", "kwargs", "reads", "view_of")
+
+    def __init__(
+        self,
+        device: Device,
+        key_dtype: DType,
+        out_dtype: DType,
+        out_shape: tuple[int, ...],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any] | None = None,
+        reads: Sequence[NDArray] = (),
+        view_of: NDArray | None = None,
+        layout: Any = None,
+    ) -> None:
+        meta = _META.get((device, key_dtype, strided if layout is None else layout))
+        if meta is None:
+            meta = ArrayMeta(device, key_dtype, strided if layout is None else layout)
+        self.key: KernelKey = meta.key
+        self.device = device
+        self.out_dtype = out_dtype
+        self.out_shape = out_shape
+        self.args = args
+        self.kwargs = kwargs or {}
+        self.reads = tuple(reads)
+        self.view_of = view_of
+
+    @property
+    def casts(self) -> list[str]:
+        """The casts the call needs, for people (``nda.dispatch.explain`` shows them)."""
+        found = []
+        for i, a in enumerate(self.args):
+            for item in (a if isinstance(a, (list, tuple)) else (a,)):
+                if item.__class__ is Cast:
+                    found.append(f"{item.array.dtype.name} -> {item.dtype.name} (argument {i})")
+        return found
+
+    @classmethod
+    def of(
+        cls,
+        x: NDArray,
+        *,
+        out_shape: tuple[int, ...],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any] | None = None,
+        out_dtype: DType | None = None,
+        view: bool = False,
+    ) -> Plan:
+        """A plan whose kernel key comes from the one array ``x`` (the common case)."""
+        meta = x._meta
+        plan = _new(cls)
+        plan.key = meta.key
+        plan.device = meta.device
+        plan.out_dtype = meta.dtype if out_dtype is None else out_dtype
+        plan.out_shape = out_shape
+        plan.args = args
+        plan.kwargs = kwargs or {}
+        plan.reads = (x,)
+        plan.view_of = x if view else None
+        return plan
+
+    def __repr__(self) -> str:
+        return f"<Plan {self.key} -> {self.out_dtype.name}{self.out_shape}>"
+
+
+class OpDecl:
+    """The declaration of one op: the single source its public function is generated from."""
+
+    __slots__ = (
+        "name", "family", "signature", "dtypes", "plan", "reference", "mutates",
+        "method", "operators", "doc", "view", "result", "ufunc_name", "table",
+    )
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        family: str,
+        signature: inspect.Signature,
+        dtypes: str,
+        plan: Callable[..., Plan],
+        reference: Callable[..., Any],
+        doc: str,
+        mutates: tuple[str, ...] = (),
+        method: str | None = None,
+        operators: tuple[str, ...] = (),
+        view: bool = False,
+        result: str = "same",
+    ) -> None:
+        if dtypes not in CATEGORIES:
+            raise ValueError(f"op {name!r}: unknown dtype category {dtypes!r}; known: {', '.join(CATEGORIES)}")
+        from ..dispatch import _declare_table
+
+        self.name = name
+        self.family = family
+        self.signature = signature
+        self.dtypes = dtypes
+        self.plan = plan
+        self.reference = reference
+        self.doc = doc
+        self.mutates = mutates
+        self.method = method
+        self.operators = operators
+        self.view = view
+        self.result = result
+        self.table = _declare_table(name)
+
+    @property
+    def supported_dtypes(self) -> tuple[DType, ...]:
+        """The dtypes a kernel of this op may be registered for (the declared category)."""
+        return CATEGORIES[self.dtypes]
+
+    def __repr__(self) -> str:
+        return f"<op {self.name} ({self.family}, dtypes: {self.dtypes})>"
+
+
+def declare(
+    name: str,
+    *,
+    dtypes: str,
+    reference: Callable[..., Any],
+    family: str = "generic",
+    method: str | None = None,
+    operators: tuple[str, ...] = (),
+    mutates: tuple[str, ...] = (),
+    view: bool = False,
+) -> Callable[[Callable[..., Plan]], OpDecl]:
+    """Declare an op from its planning function (see the module docstring)."""
+
+    def wrap(plan: Callable[..., Plan]) -> OpDecl:
+        if name in CATALOG:
+            raise ValueError(f"op {name!r} is declared twice")
+        decl = OpDecl(
+            name,
+            family=family,
+            signature=inspect.signature(plan),
+            dtypes=dtypes,
+            plan=plan,
+            reference=reference,
+            doc=inspect.getdoc(plan) or "",
+            mutates=mutates,
+            method=method,
+            operators=operators,
+            view=view,
+        )
+        CATALOG[name] = decl
+        return decl
+
+    return wrap
+
+
+# --------------------------------------------------------------------------- helpers
+
+def check_array(x: Any, op: str, argname: str = "x") -> NDArray:
+    if x.__class__ is not NDArray:
+        raise TypeError(f"{op}() expects an nda array for {argname!r}, got {type(x).__name__}; convert with nda.asarray()")
+    return x  # type: ignore[no-any-return]
+
+
+def check_dtype_category(x: NDArray, category: str, op: str, argname: str = "x") -> None:
+    if x._meta.dtype not in CATEGORIES[category]:
+        allowed = ", ".join(d.name for d in CATEGORIES[category])
+        raise TypeError(f"{op}() does not support dtype {x._meta.dtype.name} for {argname!r}; {category} dtypes are allowed: {allowed}")
+
+
+def same_device(op: str, arrays: Sequence[NDArray]) -> Device:
+    device = arrays[0]._meta.device
+    for a in arrays[1:]:
+        if a._meta.device is not device:
+            raise ValueError(
+                f"{op}() got arrays on different devices ({device} and {a._meta.device}); "
+                f"move them to one device first with x.to_device(...)"
+            )
+    return device
+
+
+def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
+    """Array API broadcasting; ValueError names the shapes that do not broadcast."""
+    ndim = max(len(s) for s in shapes)
+    out = [1] * ndim
+    for s in shapes:
+        offset = ndim - len(s)
+        for i, n in enumerate(s):
+            cur = out[offset + i]
+            if cur == 1:
+                out[offset + i] = n
+            elif n != 1 and n != cur:
+                raise ValueError(f"shapes {', '.join(map(str, shapes))} cannot be broadcast together (size {n} vs {cur} in axis {offset + i - ndim})")
+    return tuple(out)
+
+
+def normalize_axis(axis: Any, ndim: int, op: str) -> int:
+    try:
+        ax = operator.index(axis)
+    except TypeError:
+        raise TypeError(f"{op}(): axis must be an int, got {type(axis).__name__}") from None
+    if not -ndim <= ax < ndim:
+        raise IndexError(f"{op}(): axis {ax} is out of bounds for an array of {ndim} dimensions (valid: {-ndim}..{ndim - 1})" if ndim else f"{op}(): axis {ax} given for a 0-d array, which has no axes")
+    return ax % ndim
+
+
+def normalize_axes(axis: Any, ndim: int, op: str) -> tuple[int, ...]:
+    """``None`` -> all axes; an int or a tuple of ints -> sorted non-negative axes (no repeats)."""
+    if axis is None:
+        return tuple(range(ndim))
+    if isinstance(axis, tuple):
+        axes = tuple(normalize_axis(a, ndim, op) for a in axis)
+        if len(set(axes)) != len(axes):
+            raise ValueError(f"{op}(): repeated axis in {axis}")
+        return tuple(sorted(axes))
+    return (normalize_axis(axis, ndim, op),)
+
+
+def check_shape(shape: Any, op: str) -> tuple[int, ...]:
+    """A shape argument: an int or a sequence of non-negative ints."""
+    if isinstance(shape, int) and not isinstance(shape, bool):
+        shape = (shape,)
+    try:
+        dims = tuple(operator.index(n) for n in shape)
+    except TypeError:
+        raise TypeError(f"{op}(): shape must be an int or a tuple of ints, got {shape!r}") from None
+    for n in dims:
+        if n < 0:
+            raise ValueError(f"{op}(): negative dimension {n} in shape {dims}")
+    return dims
+
+
+def prod(shape: Sequence[int]) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def dtype_arg(dtype: Any, op: str) -> DType | None:
+    if dtype is None:
+        return None
+    try:
+        return _dtypes.as_dtype(dtype)
+    except TypeError as err:
+        raise TypeError(f"{op}(): {err}") from None

@@ -1,0 +1,244 @@
+"""Element-wise ops: one row per op of the Array API's element-wise functions.
+
+A row gives the name, the arity, the dtype category, the result rule, the NumPy reference
+and the NDArray operators the op backs. Rows become :class:`OpDecl` objects with the
+``unary``/``binary`` family; their public functions get a specialised fast path in
+``nda._frontend``.
+
+Dtype rules (decided here, documented in the README):
+
+* inputs are promoted to one key dtype (``nda.result_type``; Python scalars are weak);
+  kernels always receive inputs of the key dtype (or a Python scalar);
+* ops of a floating category given integer or bool inputs compute in the default float
+  dtype (``float64``), as NumPy and PyTorch do, rather than raising;
+* result rules: ``same`` (the key dtype), ``bool`` (comparisons and tests), ``real``
+  (``abs``, ``real``, ``imag`` of complex give the matching real dtype).
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, Callable
+
+import numpy as np
+
+from .. import _dtypes
+from .._dtypes import CATEGORIES, DType
+from ._spec import CATALOG, OpDecl, Plan
+
+__all__ = ["ELEMENTWISE", "unary_result", "binary_result"]
+
+_P = inspect.Parameter
+_ARRAY = "NDArray"
+UNARY_SIGNATURE = inspect.Signature([_P("x", _P.POSITIONAL_ONLY, annotation=_ARRAY)], return_annotation=_ARRAY)
+BINARY_SIGNATURE = inspect.Signature(
+    [
+        _P("x1", _P.POSITIONAL_ONLY, annotation="NDArray | bool | int | float | complex"),
+        _P("x2", _P.POSITIONAL_ONLY, annotation="NDArray | bool | int | float | complex"),
+    ],
+    return_annotation=_ARRAY,
+)
+
+_FLOATING_CATEGORIES = ("floating", "real floating", "complex floating")
+
+
+def _real_copy(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    result = np.real(x)
+    if out is not None:
+        out[...] = result
+        return out
+    return result.copy()
+
+
+def _imag_copy(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    result = np.imag(x)
+    if out is not None:
+        out[...] = result
+        return out
+    return result.copy()
+
+
+def _round(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    return np.round(x, out=out)
+
+
+# name, arity, dtype category, result rule, NumPy reference, operators (forward, reflected, in-place), doc
+_ROWS: list[tuple[str, int, str, str, Callable[..., Any], tuple[str, ...], str]] = [
+    ("abs", 1, "numeric", "real", np.absolute, ("__abs__",), "Absolute value; complex input gives the magnitude in the matching real dtype."),
+    ("acos", 1, "floating", "same", np.arccos, (), "Inverse cosine."),
+    ("acosh", 1, "floating", "same", np.arccosh, (), "Inverse hyperbolic cosine."),
+    ("add", 2, "numeric", "same", np.add, ("__add__", "__radd__", "__iadd__"), "Sum ``x1 + x2``."),
+    ("asin", 1, "floating", "same", np.arcsin, (), "Inverse sine."),
+    ("asinh", 1, "floating", "same", np.arcsinh, (), "Inverse hyperbolic sine."),
+    ("atan", 1, "floating", "same", np.arctan, (), "Inverse tangent."),
+    ("atan2", 2, "real floating", "same", np.arctan2, (), "Quadrant-aware inverse tangent of ``x1 / x2``."),
+    ("atanh", 1, "floating", "same", np.arctanh, (), "Inverse hyperbolic tangent."),
+    ("bitwise_and", 2, "integer or boolean", "same", np.bitwise_and, ("__and__", "__rand__", "__iand__"), "Bitwise AND."),
+    ("bitwise_left_shift", 2, "integer", "same", np.left_shift, ("__lshift__", "__rlshift__", "__ilshift__"), "Shift the bits of ``x1`` left by ``x2``."),
+    ("bitwise_invert", 1, "integer or boolean", "same", np.invert, ("__invert__",), "Bitwise NOT (logical NOT for bool)."),
+    ("bitwise_or", 2, "integer or boolean", "same", np.bitwise_or, ("__or__", "__ror__", "__ior__"), "Bitwise OR."),
+    ("bitwise_right_shift", 2, "integer", "same", np.right_shift, ("__rshift__", "__rrshift__", "__irshift__"), "Shift the bits of ``x1`` right by ``x2``."),
+    ("bitwise_xor", 2, "integer or boolean", "same", np.bitwise_xor, ("__xor__", "__rxor__", "__ixor__"), "Bitwise XOR."),
+    ("ceil", 1, "real numeric", "same", np.ceil, (), "Smallest integer-valued number not less than ``x`` (integers pass through)."),
+    ("conj", 1, "numeric", "same", np.conjugate, (), "Complex conjugate (real input passes through)."),
+    ("copysign", 2, "real floating", "same", np.copysign, (), "Magnitude of ``x1`` with the sign of ``x2``."),
+    ("cos", 1, "floating", "same", np.cos, (), "Cosine."),
+    ("cosh", 1, "floating", "same", np.cosh, (), "Hyperbolic cosine."),
+    ("divide", 2, "floating", "same", np.true_divide, ("__truediv__", "__rtruediv__", "__itruediv__"), "True division ``x1 / x2``; integer inputs compute in float64."),
+    ("equal", 2, "any", "bool", np.equal, ("__eq__",), "Element-wise ``x1 == x2``."),
+    ("exp", 1, "floating", "same", np.exp, (), "Exponential."),
+    ("expm1", 1, "floating", "same", np.expm1, (), "``exp(x) - 1``, accurate near zero."),
+    ("floor", 1, "real numeric", "same", np.floor, (), "Largest integer-valued number not greater than ``x``."),
+    ("floor_divide", 2, "real numeric", "same", np.floor_divide, ("__floordiv__", "__rfloordiv__", "__ifloordiv__"), "Floor division ``x1 // x2``."),
+    ("greater", 2, "real numeric", "bool", np.greater, ("__gt__",), "Element-wise ``x1 > x2``."),
+    ("greater_equal", 2, "real numeric", "bool", np.greater_equal, ("__ge__",), "Element-wise ``x1 >= x2``."),
+    ("hypot", 2, "real floating", "same", np.hypot, (), "``sqrt(x1**2 + x2**2)`` without undue overflow."),
+    ("imag", 1, "complex floating", "real", _imag_copy, (), "Imaginary part, in the matching real dtype."),
+    ("isfinite", 1, "numeric", "bool", np.isfinite, (), "Whether each element is finite."),
+    ("isinf", 1, "numeric", "bool", np.isinf, (), "Whether each element is infinite."),
+    ("isnan", 1, "numeric", "bool", np.isnan, (), "Whether each element is NaN."),
+    ("less", 2, "real numeric", "bool", np.less, ("__lt__",), "Element-wise ``x1 < x2``."),
+    ("less_equal", 2, "real numeric", "bool", np.less_equal, ("__le__",), "Element-wise ``x1 <= x2``."),
+    ("log", 1, "floating", "same", np.log, (), "Natural logarithm."),
+    ("log1p", 1, "floating", "same", np.log1p, (), "``log(1 + x)``, accurate near zero."),
+    ("log2", 1, "floating", "same", np.log2, (), "Base-2 logarithm."),
+    ("log10", 1, "floating", "same", np.log10, (), "Base-10 logarithm."),
+    ("logaddexp", 2, "real floating", "same", np.logaddexp, (), "``log(exp(x1) + exp(x2))`` without overflow."),
+    ("logical_and", 2, "bool", "same", np.logical_and, (), "Logical AND of bool arrays."),
+    ("logical_not", 1, "bool", "same", np.logical_not, (), "Logical NOT of a bool array."),
+    ("logical_or", 2, "bool", "same", np.logical_or, (), "Logical OR of bool arrays."),
+    ("logical_xor", 2, "bool", "same", np.logical_xor, (), "Logical XOR of bool arrays."),
+    ("maximum", 2, "real numeric", "same", np.maximum, (), "Element-wise maximum (NaN propagates)."),
+    ("minimum", 2, "real numeric", "same", np.minimum, (), "Element-wise minimum (NaN propagates)."),
+    ("multiply", 2, "numeric", "same", np.multiply, ("__mul__", "__rmul__", "__imul__"), "Product ``x1 * x2``."),
+    ("negative", 1, "numeric", "same", np.negative, ("__neg__",), "Numerical negative ``-x``."),
+    ("nextafter", 2, "real floating", "same", np.nextafter, (), "Next representable value after ``x1`` towards ``x2``."),
+    ("not_equal", 2, "any", "bool", np.not_equal, ("__ne__",), "Element-wise ``x1 != x2``."),
+    ("positive", 1, "numeric", "same", np.positive, ("__pos__",), "Numerical positive ``+x`` (a copy)."),
+    ("pow", 2, "numeric", "same", np.power, ("__pow__", "__rpow__", "__ipow__"), "``x1 ** x2``."),
+    ("real", 1, "numeric", "real", _real_copy, (), "Real part, in the matching real dtype (real input is copied)."),
+    ("reciprocal", 1, "floating", "same", np.reciprocal, (), "``1 / x``."),
+    ("remainder", 2, "real numeric", "same", np.remainder, ("__mod__", "__rmod__", "__imod__"), "Remainder of floor division; the sign follows ``x2``."),
+    ("round", 1, "numeric", "same", _round, (), "Round to the nearest integer-valued number, halves to even."),
+    ("sign", 1, "numeric", "same", np.sign, (), "Sign: -1, 0 or 1 (``x / abs(x)`` for complex)."),
+    ("signbit", 1, "real floating", "bool", np.signbit, (), "Whether the sign bit is set (true for -0.0)."),
+    ("sin", 1, "floating", "same", np.sin, (), "Sine."),
+    ("sinh", 1, "floating", "same", np.sinh, (), "Hyperbolic sine."),
+    ("square", 1, "numeric", "same", np.square, (), "``x * x``."),
+    ("sqrt", 1, "floating", "same", np.sqrt, (), "Square root."),
+    ("subtract", 2, "numeric", "same", np.subtract, ("__sub__", "__rsub__", "__isub__"), "Difference ``x1 - x2``."),
+    ("tan", 1, "floating", "same", np.tan, (), "Tangent."),
+    ("tanh", 1, "floating", "same", np.tanh, (), "Hyperbolic tangent."),
+    ("trunc", 1, "real numeric", "same", np.trunc, (), "Round towards zero."),
+]
+
+_REAL_OF = {_dtypes.complex64: _dtypes.float32, _dtypes.complex128: _dtypes.float64}
+
+
+def key_dtype_for(category: str, dtype: DType, op: str) -> DType:
+    """The dtype an element-wise op computes in for (already promoted) input ``dtype``."""
+    allowed = CATEGORIES[category]
+    if dtype in allowed:
+        return dtype
+    if category in _FLOATING_CATEGORIES and dtype.kind in ("bool", "signed integer", "unsigned integer"):
+        return _dtypes.default_float
+    names = ", ".join(d.name for d in allowed)
+    raise TypeError(f"{op}() does not support dtype {dtype.name}; it accepts {category} dtypes: {names}")
+
+
+def result_dtype(rule: str, key: DType) -> DType:
+    if rule == "same":
+        return key
+    if rule == "bool":
+        return _dtypes.bool
+    return _REAL_OF.get(key, key)  # "real"
+
+
+def unary_result(decl: OpDecl, dtype: DType) -> tuple[DType, DType]:
+    """(key dtype, output dtype) for a unary op on ``dtype``."""
+    key = key_dtype_for(decl.dtypes, dtype, decl.name)
+    return key, result_dtype(decl.result, key)
+
+
+def binary_result(decl: OpDecl, d1: DType | type, d2: DType | type) -> tuple[DType, DType]:
+    """(key dtype, output dtype) for a binary op; either side may be a Python scalar type."""
+    if d1.__class__ is DType and d2.__class__ is DType:
+        promoted = _dtypes.promote(d1, d2)  # type: ignore[arg-type]
+    elif d1.__class__ is DType:
+        promoted = _dtypes.promote_scalar(d1, d2)  # type: ignore[arg-type]
+    else:
+        promoted = _dtypes.promote_scalar(d2, d1)  # type: ignore[arg-type]
+    key = key_dtype_for(decl.dtypes, promoted, decl.name)
+    return key, result_dtype(decl.result, key)
+
+
+def _plan_unary(decl: OpDecl) -> Callable[..., Plan]:
+    from ._spec import Cast, check_array
+
+    def plan(x: Any, /) -> Plan:
+        x = check_array(x, decl.name)
+        key, out = unary_result(decl, x._meta.dtype)
+        arg = x if key is x._meta.dtype else Cast(x, key)
+        return Plan(x._meta.device, key, out, x._shape, (arg,), reads=(x,), layout=x._meta.layout)
+
+    return plan
+
+
+def _plan_binary(decl: OpDecl) -> Callable[..., Plan]:
+    from .._array import NDArray
+    from ._spec import Cast, broadcast_shapes, same_device
+
+    def plan(x1: Any, x2: Any, /) -> Plan:
+        arrays = [a for a in (x1, x2) if isinstance(a, NDArray)]
+        if not arrays:
+            raise TypeError(f"{decl.name}() needs at least one nda array, got {type(x1).__name__} and {type(x2).__name__}")
+        for a in (x1, x2):
+            if not isinstance(a, NDArray) and a.__class__ not in (bool, int, float, complex):
+                raise TypeError(
+                    f"{decl.name}() operands must be nda arrays or Python scalars (bool, int, float, complex), "
+                    f"got {type(a).__name__}; convert with nda.asarray()"
+                )
+        device = same_device(decl.name, arrays)
+        t1 = x1._meta.dtype if isinstance(x1, NDArray) else x1.__class__
+        t2 = x2._meta.dtype if isinstance(x2, NDArray) else x2.__class__
+        key, out = binary_result(decl, t1, t2)
+        args = []
+        for a in (x1, x2):
+            if isinstance(a, NDArray):
+                args.append(a if a._meta.dtype is key else Cast(a, key))
+            else:
+                args.append(_check_scalar(a, key, decl.name))
+        shape = broadcast_shapes(*(a._shape for a in arrays))
+        return Plan(device, key, out, shape, tuple(args), reads=arrays)
+
+    return plan
+
+
+def _check_scalar(value: Any, key: DType, op: str) -> Any:
+    """A Python scalar must be representable in the key dtype (NumPy raises for ``int8 + 1000``)."""
+    if key.kind in ("signed integer", "unsigned integer"):
+        if value.__class__ is int:
+            info = np.iinfo(key.numpy)
+            if not info.min <= value <= info.max:
+                raise OverflowError(f"{op}(): Python int {value} is out of bounds for {key.name} (range {info.min}..{info.max})")
+        elif value.__class__ is not bool:
+            raise TypeError(f"{op}(): a {type(value).__name__} scalar cannot combine with {key.name} here")
+    return value
+
+
+ELEMENTWISE: dict[str, OpDecl] = {}
+
+for _name, _arity, _category, _result, _ref, _operators, _doc in _ROWS:
+    _decl = OpDecl(
+        _name,
+        family="unary" if _arity == 1 else "binary",
+        signature=UNARY_SIGNATURE if _arity == 1 else BINARY_SIGNATURE,
+        dtypes=_category,
+        plan=lambda *a, **k: None,  # type: ignore[arg-type,return-value]  # replaced below
+        reference=_ref,
+        doc=_doc,
+        operators=_operators,
+        result=_result,
+    )
+    _decl.plan = _plan_unary(_decl) if _arity == 1 else _plan_binary(_decl)
+    ELEMENTWISE[_name] = CATALOG[_name] = _decl

@@ -1,0 +1,196 @@
+"""Indexing: ``x[key]`` (getitem) and ``x[key] = value`` (setitem).
+
+Keys may combine ints, slices, ``...``, ``None``, integer arrays (nda arrays or lists of
+ints) and bool masks, with NumPy's semantics. The planner checks what it can without data
+(number of indices, int bounds, devices, dtypes) and raises ``IndexError``/``TypeError``
+at the caller's line. The output shape of basic indexing is computed directly; with
+integer arrays or masks it is computed by NumPy on a zero-strided stand-in of ``x``,
+which allocates nothing of ``x``'s size. A bool mask decides the output size from its
+data, so it is a sync point for the mask (not for ``x``).
+
+Kernel convention: ``getitem(x, key)`` returns a buffer (a view for basic keys) and
+``setitem(x, key, value)`` writes into ``x`` in place; arrays inside ``key`` arrive as
+buffers and ``value`` is a buffer of ``x``'s dtype or a Python scalar.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import numpy as np
+
+from .. import _dtypes
+from .._array import NDArray
+from ._spec import Cast, Plan, broadcast_shapes, check_array, declare
+
+_ARRAY = "NDArray"
+
+
+def _normalize_key(x: Any, key: Any, op: str) -> tuple[tuple[Any, ...], tuple[int, ...], list[Any], bool]:
+    """(kernel key with NDArrays in place, output shape, arrays read, is_basic)."""
+    items = key if isinstance(key, tuple) else (key,)
+    out: list[Any] = []
+    reads: list[Any] = []
+    basic = True
+    consumed = 0
+    ellipsis = 0
+    for item in items:
+        if item is None:
+            out.append(None)
+        elif item is Ellipsis:
+            ellipsis += 1
+            if ellipsis > 1:
+                raise IndexError(f"{op}: an index can only have a single ellipsis ('...'), got {key!r}")
+            out.append(Ellipsis)
+        elif isinstance(item, slice):
+            for part in (item.start, item.stop, item.step):
+                if part is not None and not isinstance(part, int):
+                    try:
+                        operator.index(part)
+                    except TypeError:
+                        raise IndexError(f"{op}: slice bounds must be ints or None, got {item!r}") from None
+            if item.step == 0:
+                raise ValueError(f"{op}: slice step cannot be zero")
+            out.append(item)
+            consumed += 1
+        elif isinstance(item, (list, NDArray)):
+            if isinstance(item, list):
+                from .._api import asarray
+
+                item = asarray(item, device=x.device)
+            arr = item
+            if arr.device is not x.device:
+                raise ValueError(f"{op}: index array is on {arr.device} but the array is on {x.device}; move one with to_device()")
+            if arr.dtype is _dtypes.bool:
+                consumed += max(arr.ndim, 1)
+            elif arr.dtype.kind in ("signed integer", "unsigned integer"):
+                consumed += 1
+            else:
+                raise IndexError(f"{op}: index arrays must have an integer or bool dtype, got {arr.dtype.name}")
+            basic = False
+            out.append(arr)
+            reads.append(arr)
+        elif isinstance(item, bool):
+            raise IndexError(f"{op}: a Python bool is not a valid index; use a bool array mask")
+        else:
+            try:
+                out.append(operator.index(item))
+            except TypeError:
+                raise IndexError(
+                    f"{op}: only integers, slices, '...', None, integer arrays and bool masks are valid indices, got {type(item).__name__}"
+                ) from None
+            consumed += 1
+    if consumed > x.ndim:
+        raise IndexError(f"{op}: too many indices for an array of {x.ndim} dimensions: {key!r} indexes {consumed}")
+    # Bounds of plain ints are known now; array indices are checked by the kernel.
+    dim = 0
+    for i, item in enumerate(out):
+        if item is Ellipsis:
+            dim += x.ndim - consumed
+        elif item is None:
+            continue
+        elif isinstance(item, int):
+            n = x.shape[dim]
+            if not -n <= item < n:
+                raise IndexError(f"{op}: index {item} is out of bounds for axis {dim} with size {n}")
+            dim += 1
+        elif isinstance(item, slice):
+            dim += 1
+        else:
+            dim += max(item.ndim, 1) if item.dtype is _dtypes.bool else 1
+    shape = _basic_shape(x.shape, out, consumed) if basic else _advanced_shape(x, out)
+    return tuple(out), shape, reads, basic
+
+
+def _basic_shape(shape: tuple[int, ...], items: list[Any], consumed: int) -> tuple[int, ...]:
+    result: list[int] = []
+    dim = 0
+    for item in items:
+        if item is None:
+            result.append(1)
+        elif item is Ellipsis:
+            span = len(shape) - consumed
+            result.extend(shape[dim:dim + span])
+            dim += span
+        elif isinstance(item, slice):
+            result.append(len(range(*item.indices(shape[dim]))))
+            dim += 1
+        else:
+            dim += 1
+    result.extend(shape[dim:])
+    return tuple(result)
+
+
+def _advanced_shape(x: Any, items: list[Any]) -> tuple[int, ...]:
+    standin = np.lib.stride_tricks.as_strided(np.zeros(1, np.int8), shape=x.shape, strides=(0,) * x.ndim)
+    probe: list[Any] = []
+    for item in items:
+        if isinstance(item, NDArray):
+            if item.dtype is _dtypes.bool:
+                probe.append(item._host())  # the mask's data decides the shape
+            else:
+                probe.append(np.zeros(item.shape, np.intp))
+        else:
+            probe.append(item)
+    try:
+        return tuple(standin[tuple(probe)].shape)
+    except IndexError as err:
+        raise IndexError(f"indexing an array of shape {x.shape}: {err}") from None
+
+
+def _ref_getitem(x: np.ndarray, key: tuple[Any, ...]) -> np.ndarray:
+    result = x[key]
+    return result if isinstance(result, np.ndarray) else np.asarray(result)
+
+
+def _ref_setitem(x: np.ndarray, key: tuple[Any, ...], value: Any) -> None:
+    x[key] = value
+
+
+@declare("getitem", dtypes="any", reference=_ref_getitem, view=True)
+def getitem(x: _ARRAY, key: Any, /) -> Plan:
+    """``x[key]``: basic indexing returns a view; integer arrays and masks return a copy."""
+    x = check_array(x, "getitem")
+    kernel_key, shape, reads, basic = _normalize_key(x, key, "x[...]")
+    plan = Plan.of(x, out_shape=shape, args=(x, kernel_key), view=basic)
+    plan.reads = (x, *reads)
+    return plan
+
+
+def _check_value(x: Any, value: Any, shape: tuple[int, ...]) -> Any:
+    from .elementwise import _check_scalar
+
+    target = x.dtype
+    if isinstance(value, NDArray):
+        if value.device is not x.device:
+            raise ValueError(f"x[...] = value: value is on {value.device} but x is on {x.device}; move one with to_device()")
+        if value.dtype is not target:
+            if not _dtypes.same_kind_castable(value.dtype, target):
+                raise TypeError(f"x[...] = value: cannot store {value.dtype.name} values in a {target.name} array without losing information; cast with astype() first")
+            value = Cast(value, target)
+        vshape = value.shape if isinstance(value, NDArray) else value.array.shape
+        if broadcast_shapes(vshape, shape) != shape:
+            raise ValueError(f"x[...] = value: value of shape {vshape} cannot be broadcast to the selection's shape {shape}")
+        return value
+    if value.__class__ not in (bool, int, float, complex):
+        raise TypeError(f"x[...] = value: value must be an nda array or a Python scalar, got {type(value).__name__}")
+    if value.__class__ is float and target.kind in ("bool", "signed integer", "unsigned integer"):
+        raise TypeError(f"x[...] = value: cannot store float {value!r} in a {target.name} array")
+    if value.__class__ is complex and target.kind != "complex floating":
+        raise TypeError(f"x[...] = value: cannot store complex {value!r} in a {target.name} array")
+    if value.__class__ is int and target is _dtypes.bool:
+        raise TypeError(f"x[...] = value: cannot store int {value!r} in a bool array; use True or False")
+    return _check_scalar(value, target, "x[...] = value")
+
+
+@declare("setitem", dtypes="any", reference=_ref_setitem, mutates=("x",))
+def setitem(x: _ARRAY, key: Any, value: Any, /) -> Plan:
+    """``x[key] = value``: write ``value`` (broadcast to the selection, cast to ``x``'s dtype) into ``x``."""
+    x = check_array(x, "setitem")
+    kernel_key, shape, reads, _ = _normalize_key(x, key, "x[...] = value")
+    checked = _check_value(x, value, shape)
+    more = [checked.array if isinstance(checked, Cast) else checked] if not isinstance(checked, (bool, int, float, complex)) else []
+    plan = Plan.of(x, out_shape=x.shape, args=(x, kernel_key, checked))
+    plan.reads = (x, *reads, *more)
+    return plan

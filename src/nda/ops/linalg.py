@@ -1,0 +1,185 @@
+"""Products, selection and sorting: matmul, tensordot, vecdot, where, sort, argsort.
+
+Binary ops here promote their array arguments to one dtype (the kernel key) and cast
+the others, exactly like element-wise ops, so kernels see inputs of the key dtype.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import _dtypes
+from ._spec import Cast, Plan, broadcast_shapes, check_array, check_dtype_category, declare, normalize_axis, same_device
+
+_ARRAY = "NDArray"
+
+
+def _promote_pair(op: str, x1: Any, x2: Any, category: str) -> tuple[Any, Any, list[Any]]:
+    x1 = check_array(x1, op, "x1")
+    x2 = check_array(x2, op, "x2")
+    device = same_device(op, [x1, x2])
+    dtype = _dtypes.promote(x1.dtype, x2.dtype)
+    from .._dtypes import CATEGORIES
+
+    if dtype not in CATEGORIES[category]:
+        allowed = ", ".join(d.name for d in CATEGORIES[category])
+        raise TypeError(f"{op}() does not support dtypes {x1.dtype.name} and {x2.dtype.name}; {category} dtypes are allowed: {allowed}")
+    args = [a if a.dtype is dtype else Cast(a, dtype) for a in (x1, x2)]
+    return device, dtype, args
+
+
+def _ref_matmul(x1: np.ndarray, x2: np.ndarray) -> np.ndarray:
+    return np.asarray(np.matmul(x1, x2))
+
+
+@declare("matmul", dtypes="numeric", reference=_ref_matmul, operators=("__matmul__",))
+def matmul(x1: _ARRAY, x2: _ARRAY, /) -> Plan:
+    """Matrix product ``x1 @ x2``, broadcasting over leading (batch) dimensions.
+
+    A 1-D first argument is treated as a row vector and a 1-D second argument as a column
+    vector; the added dimension is removed from the result. 0-d arguments are not allowed.
+    """
+    device, dtype, args = _promote_pair("matmul", x1, x2, "numeric")
+    s1, s2 = x1.shape, x2.shape
+    if not s1 or not s2:
+        raise ValueError(f"matmul() does not accept 0-d arrays (shapes {s1} and {s2}); use multiply for scalars")
+    a = (1,) + s1 if len(s1) == 1 else s1
+    b = s2 + (1,) if len(s2) == 1 else s2
+    if a[-1] != b[-2]:
+        raise ValueError(f"matmul(): shapes {s1} and {s2} are not aligned: {a[-1]} (last axis of x1) != {b[-2]} (second-to-last axis of x2)")
+    batch = broadcast_shapes(a[:-2], b[:-2])
+    out = batch + (a[-2], b[-1])
+    if len(s1) == 1:
+        out = out[:-2] + out[-1:]
+    if len(s2) == 1:
+        out = out[:-1]
+    return Plan(device, dtype, dtype, out, tuple(args), reads=(x1, x2))
+
+
+def _ref_tensordot(x1: np.ndarray, x2: np.ndarray, axes: Any = 2) -> np.ndarray:
+    return np.asarray(np.tensordot(x1, x2, axes=axes))
+
+
+@declare("tensordot", dtypes="numeric", reference=_ref_tensordot)
+def tensordot(x1: _ARRAY, x2: _ARRAY, /, *, axes: int | tuple[tuple[int, ...], tuple[int, ...]] = 2) -> Plan:
+    """Sum of products over the last ``axes`` axes of ``x1`` and the first of ``x2`` (or over explicit axis lists)."""
+    device, dtype, args = _promote_pair("tensordot", x1, x2, "numeric")
+    if isinstance(axes, int) and not isinstance(axes, bool):
+        if axes < 0 or axes > min(x1.ndim, x2.ndim):
+            raise ValueError(f"tensordot(): axes={axes} must be between 0 and {min(x1.ndim, x2.ndim)} for shapes {x1.shape} and {x2.shape}")
+        a1 = tuple(range(x1.ndim - axes, x1.ndim))
+        a2 = tuple(range(axes))
+    else:
+        try:
+            first, second = axes
+            a1 = tuple(normalize_axis(a, x1.ndim, "tensordot") for a in first)
+            a2 = tuple(normalize_axis(a, x2.ndim, "tensordot") for a in second)
+        except (TypeError, ValueError):
+            raise TypeError(f"tensordot(): axes must be an int or a pair of axis sequences, got {axes!r}") from None
+        if len(a1) != len(a2):
+            raise ValueError(f"tensordot(): axes {axes} pair sequences of different lengths")
+    for i, j in zip(a1, a2):
+        if x1.shape[i] != x2.shape[j]:
+            raise ValueError(f"tensordot(): axis {i} of x1 has size {x1.shape[i]} but axis {j} of x2 has size {x2.shape[j]}")
+    out = tuple(n for i, n in enumerate(x1.shape) if i not in a1) + tuple(n for j, n in enumerate(x2.shape) if j not in a2)
+    return Plan(device, dtype, dtype, out, tuple(args), {"axes": (a1, a2)}, reads=(x1, x2))
+
+
+def _ref_vecdot(x1: np.ndarray, x2: np.ndarray, axis: int = -1) -> np.ndarray:
+    return np.asarray(np.sum(np.conj(x1) * x2, axis=axis))
+
+
+@declare("vecdot", dtypes="numeric", reference=_ref_vecdot)
+def vecdot(x1: _ARRAY, x2: _ARRAY, /, *, axis: int = -1) -> Plan:
+    """Dot product of vectors along ``axis`` (``x1`` is conjugated), broadcasting the other axes."""
+    device, dtype, args = _promote_pair("vecdot", x1, x2, "numeric")
+    if x1.ndim == 0 or x2.ndim == 0:
+        raise ValueError(f"vecdot() needs arrays of at least one dimension, got shapes {x1.shape} and {x2.shape}")
+    ndim = max(x1.ndim, x2.ndim)
+    neg = normalize_axis(axis, ndim, "vecdot") - ndim  # counted from the end, as the standard does
+    n1 = x1.shape[neg] if x1.ndim >= -neg else None
+    n2 = x2.shape[neg] if x2.ndim >= -neg else None
+    if n1 != n2:
+        raise ValueError(f"vecdot(): axis {axis} has size {n1} in x1 (shape {x1.shape}) but {n2} in x2 (shape {x2.shape})")
+    shape = broadcast_shapes(x1.shape, x2.shape)
+    out = shape[:neg] + (shape[neg + 1:] if neg != -1 else ())
+    return Plan(device, dtype, dtype, out, tuple(args), {"axis": neg}, reads=(x1, x2))
+
+
+def _ref_where(condition: np.ndarray, x1: Any, x2: Any) -> np.ndarray:
+    return np.asarray(np.where(condition, x1, x2))
+
+
+@declare("where", dtypes="any", reference=_ref_where)
+def where(condition: _ARRAY, x1: _ARRAY | bool | int | float | complex, x2: _ARRAY | bool | int | float | complex, /) -> Plan:
+    """Elements of ``x1`` where ``condition`` is true and of ``x2`` elsewhere (all three broadcast).
+
+    ``x1`` or ``x2`` may be a Python scalar; it takes the other array's dtype as in binary ops.
+    The key dtype is the promoted dtype of ``x1`` and ``x2``; ``condition`` must be bool.
+    """
+    from .._array import NDArray
+    from .elementwise import _check_scalar
+
+    condition = check_array(condition, "where", "condition")
+    if condition.dtype is not _dtypes.bool:
+        raise TypeError(f"where(): condition must be a bool array, got {condition.dtype.name}")
+    arrays = [condition] + [a for a in (x1, x2) if isinstance(a, NDArray)]
+    for name, a in (("x1", x1), ("x2", x2)):
+        if not isinstance(a, NDArray) and a.__class__ not in (bool, int, float, complex):
+            raise TypeError(f"where(): {name} must be an nda array or a Python scalar, got {type(a).__name__}")
+    device = same_device("where", arrays)
+    if isinstance(x1, NDArray) and isinstance(x2, NDArray):
+        dtype = _dtypes.promote(x1.dtype, x2.dtype)
+    elif isinstance(x1, NDArray):
+        dtype = _dtypes.promote_scalar(x1.dtype, x2.__class__)
+    elif isinstance(x2, NDArray):
+        dtype = _dtypes.promote_scalar(x2.dtype, x1.__class__)
+    else:
+        raise TypeError("where(): at least one of x1 and x2 must be an nda array")
+    args = [condition] + [
+        (a if a.dtype is dtype else Cast(a, dtype)) if isinstance(a, NDArray) else _check_scalar(a, dtype, "where") for a in (x1, x2)
+    ]
+    shape = broadcast_shapes(*(a.shape for a in arrays))
+    return Plan(device, dtype, dtype, shape, tuple(args), reads=arrays)
+
+
+def _sort_args(op: str, x: Any, axis: Any, descending: Any, stable: Any) -> tuple[Any, int]:
+    x = check_array(x, op)
+    check_dtype_category(x, "real numeric", op)
+    if x.ndim == 0:
+        raise ValueError(f"{op}() needs an array of at least one dimension, got a 0-d array")
+    ax = normalize_axis(axis, x.ndim, op)
+    for name, flag in (("descending", descending), ("stable", stable)):
+        if not isinstance(flag, bool):
+            raise TypeError(f"{op}(): {name} must be a bool, got {flag!r}")
+    return x, ax
+
+
+def _ref_argsort(x: np.ndarray, axis: int = -1, descending: bool = False, stable: bool = True) -> np.ndarray:
+    if not descending:
+        return np.argsort(x, axis=axis, kind="stable").astype(np.int64, copy=False)
+    # Stable descending order: sort the reversed array ascending, then map indices back.
+    n = x.shape[axis]
+    idx = np.argsort(np.flip(x, axis=axis), axis=axis, kind="stable")
+    return np.flip(n - 1 - idx, axis=axis).astype(np.int64, copy=False)
+
+
+def _ref_sort(x: np.ndarray, axis: int = -1, descending: bool = False, stable: bool = True) -> np.ndarray:
+    out = np.sort(x, axis=axis, kind="stable")
+    return np.flip(out, axis=axis).copy() if descending else out
+
+
+@declare("sort", dtypes="real numeric", reference=_ref_sort)
+def sort(x: _ARRAY, /, *, axis: int = -1, descending: bool = False, stable: bool = True) -> Plan:
+    """A sorted copy of ``x`` along ``axis`` (NaNs last in ascending order)."""
+    x, ax = _sort_args("sort", x, axis, descending, stable)
+    return Plan.of(x, out_shape=x.shape, args=(x,), kwargs={"axis": ax, "descending": descending, "stable": stable})
+
+
+@declare("argsort", dtypes="real numeric", reference=_ref_argsort)
+def argsort(x: _ARRAY, /, *, axis: int = -1, descending: bool = False, stable: bool = True) -> Plan:
+    """Indices (int64) that sort ``x`` along ``axis``; equal elements keep their order."""
+    x, ax = _sort_args("argsort", x, axis, descending, stable)
+    return Plan.of(x, out_shape=x.shape, out_dtype=_dtypes.int64, args=(x,), kwargs={"axis": ax, "descending": descending, "stable": stable})

@@ -1,0 +1,218 @@
+"""Shape manipulation: reshape, permute_dims, concat, stack, expand_dims, squeeze, flip, roll, broadcast_to.
+
+Ops marked ``view=True`` may return a buffer that shares memory with their input, as
+NumPy does (``reshape`` when it can, ``permute_dims``, ``expand_dims``, ``squeeze``,
+``flip``, ``broadcast_to``). The front end records the input as the output's ``_base``
+so that an engine orders writes through a view against users of the base.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any, Sequence
+
+import numpy as np
+
+from .. import _dtypes
+from ._spec import (
+    Cast, Plan, broadcast_shapes, check_array, check_shape, declare, normalize_axes, normalize_axis, prod, same_device,
+)
+
+_ARRAY = "NDArray"
+
+
+def _ref_reshape(x: np.ndarray, shape: tuple[int, ...], copy: bool | None = None) -> np.ndarray:
+    if copy:
+        return np.reshape(x, shape).copy()
+    if copy is False:
+        try:
+            view = x.view()
+            view.shape = shape  # raises when a view is impossible
+        except AttributeError:
+            raise ValueError(f"reshape(copy=False): cannot reshape an array of shape {x.shape} with these strides into {shape} without copying") from None
+        return view
+    return np.reshape(x, shape)
+
+
+@declare("reshape", dtypes="any", reference=_ref_reshape, view=True, method="reshape")
+def reshape(x: _ARRAY, /, shape: tuple[int, ...], *, copy: bool | None = None) -> Plan:
+    """Give ``x`` a new ``shape`` with the same number of elements; one dimension may be -1.
+
+    ``copy=None`` returns a view when the memory layout allows and copies otherwise,
+    ``copy=True`` always copies, ``copy=False`` raises ValueError when a copy would be needed.
+    """
+    x = check_array(x, "reshape")
+    if isinstance(shape, int) and not isinstance(shape, bool):
+        shape = (shape,)
+    try:
+        dims = [operator.index(n) for n in shape]
+    except TypeError:
+        raise TypeError(f"reshape(): shape must be a tuple of ints, got {shape!r}") from None
+    unknown = [i for i, n in enumerate(dims) if n == -1]
+    if len(unknown) > 1 or any(n < -1 for n in dims):
+        raise ValueError(f"reshape(): invalid shape {tuple(dims)}; dimensions must be >= 0, with at most one -1")
+    known = prod(n for n in dims if n != -1)
+    if unknown:
+        if known == 0 or x.size % known:
+            raise ValueError(f"reshape(): cannot reshape an array of size {x.size} (shape {x.shape}) into shape {tuple(dims)}")
+        dims[unknown[0]] = x.size // known
+    elif known != x.size:
+        raise ValueError(f"reshape(): cannot reshape an array of size {x.size} (shape {x.shape}) into shape {tuple(dims)}")
+    if copy is not None and not isinstance(copy, bool):
+        raise TypeError(f"reshape(): copy must be True, False or None, got {copy!r}")
+    out_shape = tuple(dims)
+    return Plan.of(x, out_shape=out_shape, args=(x, out_shape), kwargs={"copy": copy}, view=not copy)
+
+
+def _ref_permute_dims(x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
+    return np.transpose(x, axes)
+
+
+@declare("permute_dims", dtypes="any", reference=_ref_permute_dims, view=True)
+def permute_dims(x: _ARRAY, /, axes: tuple[int, ...]) -> Plan:
+    """Permute the axes of ``x``: output axis ``i`` is input axis ``axes[i]`` (a view)."""
+    x = check_array(x, "permute_dims")
+    try:
+        norm = tuple(normalize_axis(a, x.ndim, "permute_dims") for a in axes)
+    except TypeError:
+        raise TypeError(f"permute_dims(): axes must be a tuple of ints, got {axes!r}") from None
+    if sorted(norm) != list(range(x.ndim)):
+        raise ValueError(f"permute_dims(): axes {tuple(axes)} are not a permutation of the {x.ndim} axes of an array of shape {x.shape}")
+    return Plan.of(x, out_shape=tuple(x.shape[a] for a in norm), args=(x, norm), view=True)
+
+
+def _check_arrays(arrays: Any, op: str) -> list[Any]:
+    if not isinstance(arrays, (list, tuple)) or not arrays:
+        raise TypeError(f"{op}() expects a non-empty tuple or list of arrays, got {type(arrays).__name__}")
+    return [check_array(a, op, f"arrays[{i}]") for i, a in enumerate(arrays)]
+
+
+def _promoted_args(arrays: Sequence[Any], op: str) -> tuple[Any, list[Any]]:
+    device = same_device(op, arrays)
+    dtype = _dtypes.result_type(*(a.dtype for a in arrays))
+    return device, dtype
+
+
+def _ref_concat(arrays: list[np.ndarray], axis: int | None = 0) -> np.ndarray:
+    return np.concatenate(arrays, axis=axis)
+
+
+@declare("concat", dtypes="any", reference=_ref_concat)
+def concat(arrays: tuple[_ARRAY, ...] | list[_ARRAY], /, *, axis: int | None = 0) -> Plan:
+    """Join arrays along an existing ``axis`` (``axis=None`` flattens them first); dtypes are promoted."""
+    arrays = _check_arrays(arrays, "concat")
+    device, dtype = _promoted_args(arrays, "concat")
+    if axis is None:
+        out_shape: tuple[int, ...] = (sum(a.size for a in arrays),)
+    else:
+        first = arrays[0]
+        if first.ndim == 0:
+            raise ValueError("concat() cannot join 0-d arrays; use stack() or axis=None")
+        ax = normalize_axis(axis, first.ndim, "concat")
+        for i, a in enumerate(arrays[1:], 1):
+            if a.ndim != first.ndim or any(a.shape[d] != first.shape[d] for d in range(first.ndim) if d != ax):
+                raise ValueError(f"concat(): arrays[{i}] has shape {a.shape}, which does not match {first.shape} outside axis {ax}")
+        out_shape = tuple(sum(a.shape[ax] for a in arrays) if d == ax else n for d, n in enumerate(first.shape))
+        axis = ax
+    args = [a if a.dtype is dtype else Cast(a, dtype) for a in arrays]
+    return Plan(device, dtype, dtype, out_shape, (args,), {"axis": axis}, reads=arrays)
+
+
+def _ref_stack(arrays: list[np.ndarray], axis: int = 0) -> np.ndarray:
+    return np.stack(arrays, axis=axis)
+
+
+@declare("stack", dtypes="any", reference=_ref_stack)
+def stack(arrays: tuple[_ARRAY, ...] | list[_ARRAY], /, *, axis: int = 0) -> Plan:
+    """Join arrays of one shape along a new ``axis``; dtypes are promoted."""
+    arrays = _check_arrays(arrays, "stack")
+    device, dtype = _promoted_args(arrays, "stack")
+    first = arrays[0]
+    for i, a in enumerate(arrays[1:], 1):
+        if a.shape != first.shape:
+            raise ValueError(f"stack(): all arrays need the same shape; arrays[0] has {first.shape}, arrays[{i}] has {a.shape}")
+    ax = normalize_axis(axis, first.ndim + 1, "stack")
+    out_shape = first.shape[:ax] + (len(arrays),) + first.shape[ax:]
+    args = [a if a.dtype is dtype else Cast(a, dtype) for a in arrays]
+    return Plan(device, dtype, dtype, out_shape, (args,), {"axis": ax}, reads=arrays)
+
+
+def _ref_expand_dims(x: np.ndarray, axis: int = 0) -> np.ndarray:
+    return np.expand_dims(x, axis)
+
+
+@declare("expand_dims", dtypes="any", reference=_ref_expand_dims, view=True)
+def expand_dims(x: _ARRAY, /, *, axis: int = 0) -> Plan:
+    """Insert a dimension of size one at ``axis`` (``-1`` appends it; a view)."""
+    x = check_array(x, "expand_dims")
+    ax = normalize_axis(axis, x.ndim + 1, "expand_dims")
+    return Plan.of(x, out_shape=x.shape[:ax] + (1,) + x.shape[ax:], args=(x,), kwargs={"axis": ax}, view=True)
+
+
+def _ref_squeeze(x: np.ndarray, axis: tuple[int, ...]) -> np.ndarray:
+    return np.squeeze(x, axis=axis)
+
+
+@declare("squeeze", dtypes="any", reference=_ref_squeeze, view=True)
+def squeeze(x: _ARRAY, /, axis: int | tuple[int, ...]) -> Plan:
+    """Remove the size-one dimensions named by ``axis`` (a view)."""
+    x = check_array(x, "squeeze")
+    axes = normalize_axes(axis, x.ndim, "squeeze")
+    for a in axes:
+        if x.shape[a] != 1:
+            raise ValueError(f"squeeze(): axis {a} has size {x.shape[a]}, only axes of size 1 can be removed (shape {x.shape})")
+    out_shape = tuple(n for i, n in enumerate(x.shape) if i not in axes)
+    return Plan.of(x, out_shape=out_shape, args=(x,), kwargs={"axis": axes}, view=True)
+
+
+def _ref_flip(x: np.ndarray, axis: tuple[int, ...] | None = None) -> np.ndarray:
+    return np.flip(x, axis=axis)
+
+
+@declare("flip", dtypes="any", reference=_ref_flip, view=True)
+def flip(x: _ARRAY, /, *, axis: int | tuple[int, ...] | None = None) -> Plan:
+    """Reverse the order of elements along ``axis`` (all axes by default; a view)."""
+    x = check_array(x, "flip")
+    axes = normalize_axes(axis, x.ndim, "flip")
+    return Plan.of(x, out_shape=x.shape, args=(x,), kwargs={"axis": axes}, view=True)
+
+
+def _ref_roll(x: np.ndarray, shift: int | tuple[int, ...], axis: int | tuple[int, ...] | None = None) -> np.ndarray:
+    return np.roll(x, shift, axis=axis)
+
+
+@declare("roll", dtypes="any", reference=_ref_roll)
+def roll(x: _ARRAY, /, shift: int | tuple[int, ...], *, axis: int | tuple[int, ...] | None = None) -> Plan:
+    """Shift elements along ``axis`` cyclically (over the flattened array when ``axis`` is None)."""
+    x = check_array(x, "roll")
+    shifts = shift if isinstance(shift, tuple) else (shift,)
+    try:
+        shifts = tuple(operator.index(s) for s in shifts)
+    except TypeError:
+        raise TypeError(f"roll(): shift must be an int or a tuple of ints, got {shift!r}") from None
+    if axis is None:
+        if len(shifts) != 1:
+            raise ValueError("roll(): a tuple shift needs a tuple axis of the same length")
+        kernel_axis: Any = None
+    else:
+        axes = axis if isinstance(axis, tuple) else (axis,)
+        kernel_axis = tuple(normalize_axis(a, x.ndim, "roll") for a in axes)
+        if len(shifts) == 1 and len(kernel_axis) > 1:
+            shifts = shifts * len(kernel_axis)
+        if len(shifts) != len(kernel_axis):
+            raise ValueError(f"roll(): shift {shift} and axis {axis} must have the same length")
+    return Plan.of(x, out_shape=x.shape, args=(x, shifts if len(shifts) > 1 else shifts[0]), kwargs={"axis": kernel_axis})
+
+
+def _ref_broadcast_to(x: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    return np.broadcast_to(x, shape)
+
+
+@declare("broadcast_to", dtypes="any", reference=_ref_broadcast_to, view=True)
+def broadcast_to(x: _ARRAY, /, shape: tuple[int, ...]) -> Plan:
+    """Broadcast ``x`` to ``shape`` (a read-only view)."""
+    x = check_array(x, "broadcast_to")
+    target = check_shape(shape, "broadcast_to")
+    if len(target) < x.ndim or broadcast_shapes(x.shape, target) != target:
+        raise ValueError(f"broadcast_to(): an array of shape {x.shape} cannot be broadcast to {target}")
+    return Plan.of(x, out_shape=target, args=(x, target), view=True)

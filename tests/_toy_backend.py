@@ -1,0 +1,62 @@
+"""A small runtime-loaded backend used by the tests: device type ``toy`` with its own buffers.
+
+Buffers are ``ToyBuffer`` objects (not NumPy arrays), so the core can only read them
+through ``to_host``; it implements a handful of ops and proves that dispatch, explain and
+runtime loading work for a backend other than cpu.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import nda
+
+
+class ToyBuffer:
+    __slots__ = ("data",)
+
+    def __init__(self, data: np.ndarray) -> None:
+        self.data = data
+
+
+def _wrap(fn):
+    def kernel(*args, **kwargs):
+        unwrapped = [a.data if isinstance(a, ToyBuffer) else a for a in args]
+        return ToyBuffer(np.asarray(fn(*unwrapped, **kwargs)))
+
+    kernel.__name__ = kernel.__qualname__ = f"toy_{fn.__name__}"
+    return kernel
+
+
+class ToyBackend:
+    name = "toy"
+    api_version = "1.0"
+    device_types = ("toy",)
+
+    def register(self, register_kernel):
+        from nda.ops import CATALOG
+
+        for op in ("add", "multiply", "zeros", "ones", "asarray", "sum", "astype", "getitem", "setitem", "arange"):
+            decl = CATALOG[op]
+            dtypes = [d for d in decl.supported_dtypes if d in (nda.float32, nda.float64, nda.int64)]
+            if op == "setitem":
+                def setitem(x, key, value):
+                    x.data[key] = value.data if isinstance(value, ToyBuffer) else value
+                register_kernel(op, dtypes, setitem)
+            else:
+                register_kernel(op, dtypes, _wrap(decl.reference))
+
+    def to_host(self, buf):
+        return buf.data
+
+    def from_host(self, host, device):
+        return ToyBuffer(np.array(host))
+
+    def dlpack(self, buf, **kwargs):
+        return buf.data.__dlpack__()
+
+    def dlpack_device(self, device):
+        return (1, 0)
+
+
+backend = ToyBackend()

@@ -1,0 +1,145 @@
+"""Dispatch tables: registration, priority, supports(), caching, errors, explain, generated functions."""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import pytest
+
+import nda
+from nda import dispatch
+from nda.ops import CATALOG
+
+
+@pytest.fixture(scope="module")
+def toy():
+    nda.backends.load("_toy_backend")
+    return nda.Device("toy", 0)
+
+
+def test_every_catalog_op_is_public_with_real_metadata():
+    for name, decl in CATALOG.items():
+        fn = getattr(nda, name)
+        assert fn.__name__ == name
+        assert fn.__doc__ and fn.__doc__ == decl.doc
+        assert inspect.signature(fn) == decl.signature
+
+
+def test_signatures_are_the_declared_ones():
+    assert str(inspect.signature(nda.add)).startswith("(x1")
+    params = inspect.signature(nda.sum).parameters
+    assert list(params) == ["x", "axis", "dtype", "keepdims"]
+    assert params["x"].kind is inspect.Parameter.POSITIONAL_ONLY
+    assert params["keepdims"].default is False
+
+
+def test_operators_come_from_the_catalog():
+    assert nda.NDArray.__add__.__name__ == "__add__"
+    x = nda.asarray([1, 2, 3])
+    assert (x + 1).tolist() == [2, 3, 4]
+    assert (1 - x).tolist() == [0, -1, -2]
+    assert (x @ x).item() == 14
+
+
+def test_explain_names_key_and_kernel():
+    x = nda.ones(3, dtype=nda.float32)
+    y = nda.ones(3, dtype=nda.float32)
+    ex = nda.dispatch.explain("add", x, y)
+    assert ex.key == nda.KernelKey("cpu", nda.float32, nda.Layout("strided"))
+    assert ex.kernel.backend == "cpu"
+    text = str(ex)
+    assert "(cpu, float32, strided)" in text and "numpy.add" in text
+    mixed = nda.dispatch.explain(nda.add, nda.arange(3, dtype=nda.int8), x)
+    assert mixed.casts == ["int8 -> float32 (argument 0)"]
+
+
+def test_explain_validates_like_the_call():
+    with pytest.raises(ValueError, match="cannot be broadcast"):
+        nda.dispatch.explain("add", nda.ones(2), nda.ones(3))
+    with pytest.raises(ValueError, match="unknown op"):
+        nda.dispatch.explain("no_such_op", nda.ones(2))
+
+
+def test_missing_key_error_names_op_key_and_existing_keys(toy):
+    x = nda.ones(3, dtype=nda.float32, device=toy)
+    with pytest.raises(nda.DispatchError) as info:
+        nda.sin(x)
+    message = str(info.value)
+    assert "'sin'" in message and "(toy, float32, strided)" in message and "(cpu, float32, strided)" in message
+
+
+def test_unknown_device_is_a_value_error():
+    with pytest.raises(ValueError, match="'nosuchdev' is not available"):
+        nda.zeros(3, device="nosuchdev")
+
+
+def test_runtime_backend_computes_through_its_own_buffers(toy):
+    x = nda.asarray([1.0, 2.0, 3.0], device=toy)
+    y = x * 2 + x
+    assert y.device == toy
+    assert type(y._buf).__name__ == "ToyBuffer"
+    assert y.tolist() == [3.0, 6.0, 9.0]
+    assert float(nda.sum(y)) == 18.0
+    assert "device='toy:0'" in repr(y)
+    with pytest.raises(ValueError, match="different devices"):
+        nda.add(y, nda.ones(3))
+
+
+def test_priority_and_supports_and_cache_invalidation(toy):
+    x = nda.asarray([1.0, 2.0], device=toy)
+    calls = []
+
+    def fast_add(a, b):
+        calls.append("fast")
+        return type(a)(a.data + b.data + 100)
+
+    def only_small(a, b):
+        return a.data.shape[0] < 2
+
+    assert (x + x).tolist() == [2.0, 4.0]  # fills the cache
+    dispatch.register("add", "toy", [nda.float64], fast_add, priority=10, supports=only_small, backend="test")
+    try:
+        assert (x + x).tolist() == [2.0, 4.0], "supports() declined, so the default kernel runs"
+        one = nda.asarray([1.0], device=toy)
+        assert (one + one).tolist() == [102.0]
+        assert calls == ["fast"]
+        ex = nda.dispatch.explain("add", one, one)
+        assert ex.kernel.fn is fast_add and "supports()" in str(ex)
+    finally:
+        dispatch.unregister_backend("test")
+    assert (x + x).tolist() == [2.0, 4.0]
+
+
+def test_register_rejects_bad_arguments():
+    with pytest.raises(ValueError, match="unknown op"):
+        dispatch.register("nope", "cpu", [nda.float32], np.add)
+    with pytest.raises(TypeError, match="callable"):
+        dispatch.register("add", "cpu", [nda.float32], 3)
+    with pytest.raises(TypeError, match="not a supported dtype"):
+        dispatch.register("add", "cpu", ["float16"], np.add)
+
+
+def test_value_types_are_interned_hashable_and_frozen():
+    assert nda.Device("cuda", 1) is nda.Device("cuda:1")
+    assert nda.KernelKey("cpu", nda.float32) is nda.KernelKey("cpu", nda.float32, nda.Layout("strided"))
+    assert {nda.Device("cpu"): 1}[nda.Device("cpu", 0)] == 1
+    assert repr(nda.Device("cpu")) == "Device('cpu', 0)"
+    assert repr(nda.float32) == "nda.float32"
+    with pytest.raises(AttributeError):
+        nda.float32.name = "x"
+    with pytest.raises(AttributeError):
+        nda.Device("cpu").index = 2
+    import pickle
+
+    assert pickle.loads(pickle.dumps(nda.Device("cuda", 3))) is nda.Device("cuda", 3)
+    assert pickle.loads(pickle.dumps(nda.int16)) is nda.int16
+    with pytest.raises(ValueError, match="invalid device"):
+        nda.Device("CPU!")
+
+
+def test_default_device_context(toy):
+    with toy:
+        x = nda.zeros(2)
+    assert x.device == toy
+    assert nda.zeros(2).device == nda.Device("cpu")
