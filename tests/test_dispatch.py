@@ -143,3 +143,16 @@ def test_default_device_context(toy):
         x = nda.zeros(2)
     assert x.device == toy
     assert nda.zeros(2).device == nda.Device("cpu")
+
+
+def test_plan_memo_distinguishes_value_types():
+    x = nda.ones((2, 3), dtype=nda.float32)
+    assert nda.full_like(x, 1).dtype == nda.float32
+    assert nda.full_like(x, True, dtype=None).dtype == nda.float32
+    b = nda.ones(2, dtype=nda.bool)
+    assert nda.full_like(b, True).tolist() == [True, True]
+    with pytest.raises(TypeError, match="shape must be a tuple of ints"):
+        nda.reshape(x, (2.0, 3))  # must not hit the plan memoised for (2, 3)
+    nda.reshape(x, (2, 3))
+    with pytest.raises(TypeError):
+        nda.reshape(x, (2.0, 3))

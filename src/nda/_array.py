@@ -47,6 +47,7 @@ class NDArray:
     _buf: Any
     _meta: ArrayMeta
     _shape: tuple[int, ...]
+    _base: NDArray | None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError("NDArray is not constructed directly; use nda.asarray(...), nda.zeros(...), nda.empty(...) and friends")
@@ -269,6 +270,7 @@ def new_array(buf: Any, meta: ArrayMeta, shape: tuple[int, ...]) -> NDArray:
     out._buf = buf
     out._meta = meta
     out._shape = shape
+    out._base = None
     return out
 
 

@@ -54,7 +54,7 @@ def cast_buffer(x: NDArray, dtype: _dtypes.DType) -> Any:
 
 def base_of(x: NDArray) -> NDArray:
     """The array that owns ``x``'s storage (``x`` itself unless it is a view)."""
-    base = getattr(x, "_base", None)
+    base = x._base
     return x if base is None else base
 
 
@@ -91,13 +91,22 @@ def execute_mutation(name: str, plan: Plan, target: NDArray) -> None:
     _state.push(run, plan.reads, (base_of(target),), plan.device, name)
 
 
+def zero_d_buffer(result: Any, meta: ArrayMeta) -> Any:
+    """Element-wise kernels may return a scalar for 0-d input (NumPy's ufuncs do); make it a buffer."""
+    from . import backends
+
+    ensure = getattr(backends.for_device(meta.device), "ensure_buffer", None)
+    return result if ensure is None else ensure(result)
+
+
 def _run_elementwise(name: str, kernel: Callable[..., Any], args: tuple[Any, ...], meta: ArrayMeta, shape: tuple[int, ...]) -> NDArray:
     """The engine path of an element-wise op (taken when the engine is not inline)."""
     out = new_array(None, meta, shape)
     reads = tuple(a for a in args if a.__class__ is NDArray)
 
     def run() -> None:
-        out._buf = kernel(*[a._buf if a.__class__ is NDArray else a for a in args])
+        buf = kernel(*[a._buf if a.__class__ is NDArray else a for a in args])
+        out._buf = buf if shape else zero_d_buffer(buf, meta)
 
     _state.push(run, reads, (out,), meta.device, name)
     return out
@@ -150,9 +159,10 @@ def make_unary(decl: OpDecl) -> Callable[..., NDArray]:
     def _finish_unary(kernel: Callable[..., Any], x: NDArray, meta: ArrayMeta) -> NDArray:
         if _state.inline:
             out = _new(NDArray)
-            out._buf = kernel(x._buf)
+            out._buf = kernel(x._buf) if x._shape else zero_d_buffer(kernel(x._buf), meta)
             out._meta = meta
             out._shape = x._shape
+            out._base = None
             return out
         return _run_elementwise(name, kernel, (x,), meta, x._shape)
 
@@ -163,9 +173,10 @@ def make_unary(decl: OpDecl) -> Callable[..., NDArray]:
             return slow(x)
         if _state.inline:
             out = _new(NDArray)
-            out._buf = kernel(x._buf)
+            out._buf = kernel(x._buf) if x._shape else zero_d_buffer(kernel(x._buf), meta)
             out._meta = meta
             out._shape = x._shape
+            out._base = None
             return out
         return _run_elementwise(name, kernel, (x,), meta, x._shape)
 
@@ -190,9 +201,11 @@ def make_binary(decl: OpDecl) -> tuple[Callable[..., NDArray], Callable[..., Any
         if _state.inline:
             a, b = args
             out = _new(NDArray)
-            out._buf = kernel(a._buf if a.__class__ is NDArray else a, b._buf if b.__class__ is NDArray else b)
+            buf = kernel(a._buf if a.__class__ is NDArray else a, b._buf if b.__class__ is NDArray else b)
+            out._buf = buf if shape else zero_d_buffer(buf, meta)
             out._meta = meta
             out._shape = shape
+            out._base = None
             return out
         return _run_elementwise(name, kernel, args, meta, shape)
 
@@ -221,9 +234,11 @@ def make_binary(decl: OpDecl) -> tuple[Callable[..., NDArray], Callable[..., Any
                         shape = broadcast_shapes(shape, x2._shape)
                     if _state.inline:
                         out = _new(NDArray)
-                        out._buf = entry[0](x1._buf, x2._buf)
+                        buf = entry[0](x1._buf, x2._buf)
+                        out._buf = buf if shape else zero_d_buffer(buf, entry[1])
                         out._meta = entry[1]
                         out._shape = shape
+                        out._base = None
                         return out
                     return _run_elementwise(name, entry[0], (x1, x2), entry[1], shape)
                 return slow(x1, x2)
@@ -285,15 +300,16 @@ def make_inplace(decl: OpDecl, fn: Callable[..., NDArray]) -> Callable[..., Any]
                     f"use x = x {_OPERATOR_SYMBOL.get(name, name)} y to get a new array"
                 )
             kernel, meta = _entry_from_plan(decl, plan)
-            entry = cache[key] = (kernel, meta is not self._meta)
+            # "direct": a NumPy ufunc computing in x's own dtype can write straight into x.
+            entry = cache[key] = (kernel, meta is self._meta and _accepts_out(kernel))
         elif other.__class__ is NDArray and other._shape != self._shape and broadcast_shapes(self._shape, other._shape) != self._shape:
             raise ValueError(f"{name}: in-place result of shape {broadcast_shapes(self._shape, other._shape)} does not fit the target's shape {self._shape}")
         elif other.__class__ is int and not _int_fits(other, self._meta):
             decl.plan(self, other)  # raises the OverflowError with its message
-        kernel, needs_cast = entry
-        other_buf = other._buf if other.__class__ is NDArray else other
-        if _state.inline and not needs_cast and _accepts_out(kernel):
-            kernel(self._buf, other_buf, out=self._buf)
+        kernel, direct = entry
+        if direct and _state.inline:
+            buf = self._buf
+            kernel(buf, other._buf if other.__class__ is NDArray else other, buf)
             return self
         store = _store_kernel(self)
         target = self
@@ -361,7 +377,8 @@ def make_getitem(generic: Callable[..., NDArray]) -> Callable[..., NDArray]:
             out._buf = kernel(self._buf, (key,))
             out._meta = self._meta
             out._shape = new_shape
-            out._base = base_of(self)
+            base = self._base
+            out._base = self if base is None else base
             return out
         return generic(self, key)
 
@@ -370,18 +387,97 @@ def make_getitem(generic: Callable[..., NDArray]) -> Callable[..., NDArray]:
 
 # ---------------------------------------------------------------------------- generic ops
 
+_MEMO_LIMIT = 512  # memoised plans per op; past it the op's cache starts over
+
+
+def _memo_key(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...] | None:
+    """What a plan of these arguments depends on: metadata of the arrays, values of the rest.
+
+    None when an argument is not hashable (an NDArray inside an index, a list, a slice
+    before Python 3.12): such calls plan every time.
+    """
+    parts = []
+    for a in args:
+        parts.append((a._meta, a._shape) if a.__class__ is NDArray else _typed(a))
+    key = (tuple(parts), tuple((k, _typed(v)) for k, v in kwargs.items()) if kwargs else ())
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+def _typed(value: Any) -> Any:
+    """``value`` tagged with its type, so that ``1``, ``True`` and ``1.0`` key different plans."""
+    cls = value.__class__
+    if cls is tuple:
+        return (tuple, tuple(_typed(v) for v in value))
+    return (cls, value)
+
+
+def _recipe(plan: Plan, args: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """How to rebuild the kernel arguments from a later call's arguments, or None if impossible.
+
+    Each kernel argument is either a user array (``(0, j)``), a user array cast on the way
+    in (``(1, j, cast_kernel, dtype)``) or a constant (``(2, value)``) that holds no array.
+    """
+    steps = []
+    for a in plan.args:
+        if a.__class__ is NDArray or a.__class__ is Cast:
+            arr = a if a.__class__ is NDArray else a.array
+            j = next((j for j, u in enumerate(args) if u is arr), None)
+            if j is None:
+                return None
+            steps.append((0, j) if a is arr else (1, j, resolve("astype", arr._meta.key), a.dtype))
+        elif a.__class__ in (list, tuple) and any(v.__class__ in (NDArray, Cast) for v in a):
+            return None
+        else:
+            steps.append((2, a))
+    if any(v.__class__ in (NDArray, Cast) for v in plan.kwargs.values()):
+        return None
+    return tuple(steps)
+
+
 def make_generic(decl: OpDecl) -> Callable[..., Any]:
+    """Ops that plan: the plan is memoised per argument metadata, so a repeated call skips it."""
     plan_fn = decl.plan
     name = decl.name
+    cache = decl.table.cache
+    view = decl.view
 
     if decl.mutates:
-        def fn(*args: Any, **kwargs: Any) -> Any:
+        def mutating(*args: Any, **kwargs: Any) -> Any:
             plan = plan_fn(*args, **kwargs)
             execute_mutation(name, plan, args[0])
             return None
-    else:
-        def fn(*args: Any, **kwargs: Any) -> Any:
-            return execute(name, plan_fn(*args, **kwargs))
+
+        return mutating
+
+    def fn(*args: Any, **kwargs: Any) -> Any:
+        key = _memo_key(args, kwargs) if args and args[0].__class__ is NDArray else None
+        if key is not None and _state.inline:
+            entry = cache.get(key)
+            if entry is not None:
+                kernel, meta, shape, steps, kernel_kwargs = entry
+                kernel_args = [
+                    args[s[1]]._buf if s[0] == 0 else s[1] if s[0] == 2 else s[2](args[s[1]]._buf, s[3], copy=False)
+                    for s in steps
+                ]
+                out = _new(NDArray)
+                out._buf = kernel(*kernel_args, **kernel_kwargs)
+                out._meta = meta
+                out._shape = shape
+                out._base = base_of(args[0]) if view else None
+                return out
+        plan = plan_fn(*args, **kwargs)
+        if key is not None and (plan.view_of is None or plan.view_of is args[0]):
+            steps = _recipe(plan, args)
+            if steps is not None:
+                if len(cache) > _MEMO_LIMIT:
+                    cache.clear()
+                meta = _META.get((plan.device, plan.out_dtype, plan.key.layout)) or ArrayMeta(plan.device, plan.out_dtype, plan.key.layout)
+                cache[key] = (resolve(name, plan.key), meta, plan.out_shape, steps, plan.kwargs)
+        return execute(name, plan)
 
     return fn
 

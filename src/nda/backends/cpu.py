@@ -32,6 +32,10 @@ class CpuBackend:
         for decl in CATALOG.values():
             register_kernel(decl.name, decl.supported_dtypes, decl.reference)
 
+    def ensure_buffer(self, result: Any) -> np.ndarray:
+        """NumPy ufuncs return scalars for 0-d input; buffers are always arrays."""
+        return result if isinstance(result, np.ndarray) else np.asarray(result)
+
     def to_host(self, buf: np.ndarray) -> np.ndarray:
         return buf
 

@@ -88,7 +88,7 @@ def tensordot(x1: _ARRAY, x2: _ARRAY, /, *, axes: int | tuple[tuple[int, ...], t
 
 
 def _ref_vecdot(x1: np.ndarray, x2: np.ndarray, axis: int = -1) -> np.ndarray:
-    return np.asarray(np.sum(np.conj(x1) * x2, axis=axis))
+    return np.asarray(np.vecdot(x1, x2, axis=axis))
 
 
 @declare("vecdot", dtypes="numeric", reference=_ref_vecdot)

@@ -37,9 +37,11 @@ def _check_keepdims(keepdims: Any, op: str) -> bool:
     return keepdims
 
 
-def _sum_dtype(x: DType, dtype: DType | None) -> DType:
+def _sum_dtype(x: DType, dtype: DType | None, op: str = "sum") -> DType:
     """Array API rule: small integers accumulate in the default integer of their signedness."""
     if dtype is not None:
+        if x.kind == "complex floating" and dtype.kind != "complex floating":
+            raise TypeError(f"{op}(): accumulating complex {x.name} input in {dtype.name} would drop the imaginary part; pass a complex dtype")
         return dtype
     if x is _dtypes.bool or x.kind == "signed integer":
         return _dtypes.int64
@@ -52,7 +54,7 @@ def _plan_accumulating(op: str, x: Any, axis: Any, dtype: Any, keepdims: Any) ->
     x = check_array(x, op)
     if x.dtype is not _dtypes.bool:
         check_dtype_category(x, "numeric", op)
-    out_dtype = _sum_dtype(x.dtype, dtype_arg(dtype, op))
+    out_dtype = _sum_dtype(x.dtype, dtype_arg(dtype, op), op)
     axes = normalize_axes(axis, x.ndim, op)
     keepdims = _check_keepdims(keepdims, op)
     return Plan.of(
@@ -252,7 +254,7 @@ def cumulative_sum(x: _ARRAY, /, *, axis: int | None = None, dtype: DType | None
     axis = normalize_axis(axis, x.ndim, "cumulative_sum")
     if not isinstance(include_initial, bool):
         raise TypeError(f"cumulative_sum(): include_initial must be a bool, got {include_initial!r}")
-    out_dtype = _sum_dtype(x.dtype, dtype_arg(dtype, "cumulative_sum"))
+    out_dtype = _sum_dtype(x.dtype, dtype_arg(dtype, "cumulative_sum"), "cumulative_sum")
     shape = list(x.shape)
     shape[axis] += int(include_initial)
     return Plan.of(x, out_shape=tuple(shape), out_dtype=out_dtype, args=(x,),

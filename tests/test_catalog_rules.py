@@ -1,0 +1,132 @@
+"""Every op's declared shape/dtype rule must match what its kernel produces.
+
+An engine creates an op's output before the kernel runs, from the planner's shape and
+dtype. If the two ever disagreed, a deferred or threaded engine would hand out arrays
+whose metadata lies. These tests run representative calls of every catalog op under the
+deferred engine (so metadata is fixed before any kernel runs) and compare the metadata
+with the buffer that the cpu kernel produced.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import nda
+from nda.ops import CATALOG
+
+
+@pytest.fixture(scope="module")
+def deferred():
+    previous = nda.engine.current().name
+    nda.engine.use("deferred")
+    yield
+    nda.engine.use(previous)
+
+
+def _check(result: nda.NDArray) -> None:
+    nda.waitall()
+    buf = result._buf
+    assert isinstance(buf, np.ndarray), f"cpu kernels must return numpy arrays, got {type(buf).__name__}"
+    assert buf.shape == result.shape, f"planned shape {result.shape}, kernel produced {buf.shape}"
+    assert buf.dtype == result.dtype.numpy, f"planned dtype {result.dtype}, kernel produced {buf.dtype}"
+
+
+ELEMENTWISE = [(name, dt) for name, d in sorted(CATALOG.items()) if d.family in ("unary", "binary") for dt in d.supported_dtypes]
+
+
+SHAPE_PAIRS = [((2, 3), (2, 3)), ((), ()), ((), (3,)), ((2, 1), (1, 3)), ((0,), (1,))]
+
+
+@pytest.mark.parametrize(("name", "dtype"), ELEMENTWISE, ids=[f"{n}-{d.name}" for n, d in ELEMENTWISE])
+def test_elementwise_metadata_matches_kernel(deferred, name, dtype):
+    decl = CATALOG[name]
+    fn = getattr(nda, name)
+    for s1, s2 in SHAPE_PAIRS:
+        x1 = nda.asarray(_values(s1, dtype))
+        if decl.family == "unary":
+            _check(fn(x1))
+            continue
+        _check(fn(x1, nda.asarray(_values(s2, dtype))))
+        for other in decl.supported_dtypes:  # mixed dtypes: casts are inserted
+            if nda.result_type(dtype, other) not in decl.supported_dtypes and decl.dtypes not in ("floating", "real floating"):
+                with pytest.raises(TypeError, match=f"{name}.. does not support dtype"):
+                    fn(x1, nda.asarray(_values(s2, other)))  # e.g. int8 & uint64 promotes to float64
+                continue
+            _check(fn(x1, nda.asarray(_values(s2, other))))
+        for scalar in (True, 1, 1.5, 1j):
+            try:
+                result = fn(x1, scalar)
+            except (TypeError, OverflowError):
+                continue  # the scalar's kind does not fit this op; the planner said so
+            _check(result)
+
+
+def _values(shape: tuple[int, ...], dtype: nda.DType) -> np.ndarray:
+    """Small positive values: valid for every op (shifts, powers, logs) and every dtype."""
+    return (np.arange(int(np.prod(shape))).reshape(shape) % 3 + 1).astype(dtype.numpy)
+
+
+CALLS = {
+    "sum": [lambda x: nda.sum(x), lambda x: nda.sum(x, axis=0, keepdims=True), lambda x: nda.sum(x, dtype=nda.complex128)],
+    "prod": [lambda x: nda.prod(x, axis=-1)],
+    "mean": [lambda x: nda.mean(x, axis=(0, 1))],
+    "std": [lambda x: nda.std(x, correction=1)],
+    "var": [lambda x: nda.var(x, axis=1, keepdims=True)],
+    "min": [lambda x: nda.min(x, axis=0)],
+    "max": [lambda x: nda.max(x)],
+    "argmin": [lambda x: nda.argmin(x), lambda x: nda.argmin(x, axis=1, keepdims=True)],
+    "argmax": [lambda x: nda.argmax(x, axis=0)],
+    "all": [lambda x: nda.all(x, axis=1)],
+    "any": [lambda x: nda.any(x)],
+    "cumulative_sum": [lambda x: nda.cumulative_sum(x, axis=1, include_initial=True)],
+    "reshape": [lambda x: nda.reshape(x, (-1,)), lambda x: nda.reshape(x, (3, 2, 1), copy=True)],
+    "permute_dims": [lambda x: nda.permute_dims(x, (1, 0))],
+    "concat": [lambda x: nda.concat([x, x], axis=1), lambda x: nda.concat([x, x], axis=None)],
+    "stack": [lambda x: nda.stack([x, x], axis=-1)],
+    "expand_dims": [lambda x: nda.expand_dims(x, axis=-1)],
+    "squeeze": [lambda x: nda.squeeze(nda.expand_dims(x, axis=0), axis=0)],
+    "flip": [lambda x: nda.flip(x, axis=1)],
+    "roll": [lambda x: nda.roll(x, 1), lambda x: nda.roll(x, (1, -1), axis=(0, 1))],
+    "broadcast_to": [lambda x: nda.broadcast_to(x, (4, 2, 3))],
+    "matmul": [lambda x: x @ nda.permute_dims(x, (1, 0)), lambda x: nda.matmul(x[0], nda.permute_dims(x, (1, 0)))],
+    "tensordot": [lambda x: nda.tensordot(x, x, axes=([0, 1], [0, 1])), lambda x: nda.tensordot(x, x, axes=0)],
+    "vecdot": [lambda x: nda.vecdot(x, x), lambda x: nda.vecdot(x, x, axis=0)],
+    "where": [lambda x: nda.where(nda.ones(x.shape, dtype=nda.bool), x, x)],
+    "sort": [lambda x: nda.sort(x, axis=0, descending=True)],
+    "argsort": [lambda x: nda.argsort(x)],
+    "astype": [lambda x: nda.astype(x, nda.complex128)],
+    "getitem": [lambda x: x[1], lambda x: x[:, ::2], lambda x: x[None, ..., 0], lambda x: x[nda.asarray([0, 1, 0])]],
+    "zeros_like": [lambda x: nda.zeros_like(x)],
+    "ones_like": [lambda x: nda.ones_like(x, dtype=nda.int8)],
+    "empty_like": [lambda x: nda.empty_like(x)],
+    "full_like": [lambda x: nda.full_like(x, 1)],
+}
+
+CREATION = [
+    lambda: nda.zeros((2, 0)), lambda: nda.ones(3, dtype=nda.uint8), lambda: nda.empty((1, 2)),
+    lambda: nda.full((2,), 1.5), lambda: nda.full((2,), 1, dtype=nda.int16), lambda: nda.arange(5),
+    lambda: nda.arange(0.0, 1.0, 0.1), lambda: nda.arange(10, 0, -3), lambda: nda.linspace(0, 1, 7),
+    lambda: nda.linspace(0, 1, 4, endpoint=False, dtype=nda.float32), lambda: nda.eye(3, 4, k=-1),
+    lambda: nda.asarray([[1, 2], [3, 4]]), lambda: nda.asarray(1.5), lambda: nda.asarray([True]),
+]
+
+
+def test_every_catalog_op_is_covered_here():
+    covered = set(CALLS) | {"zeros", "ones", "empty", "full", "arange", "linspace", "eye", "asarray", "setitem"}
+    covered |= {n for n, d in CATALOG.items() if d.family in ("unary", "binary")}
+    assert covered == set(CATALOG), f"ops without a metadata check: {sorted(set(CATALOG) - covered)}"
+
+
+@pytest.mark.parametrize("name", sorted(CALLS))
+def test_generic_metadata_matches_kernel(deferred, name):
+    decl = CATALOG[name]
+    for dtype in decl.supported_dtypes:
+        host = (np.arange(6).reshape(2, 3) % 3).astype(dtype.numpy)
+        for call in CALLS[name]:
+            _check(call(nda.asarray(host)))
+
+
+@pytest.mark.parametrize("index", range(len(CREATION)))
+def test_creation_metadata_matches_kernel(deferred, index):
+    _check(CREATION[index]())
