@@ -9,6 +9,7 @@ from __future__ import annotations
 import math as _math
 
 from . import backends, dispatch, engine, ops
+from .engine import profiler
 from ._api import *  # noqa: F403
 from ._api import __all__ as _api_all
 from ._array import NDArray
@@ -50,7 +51,7 @@ __all__ = sorted(
         "NDArray", "Device", "Layout", "KernelKey", "ArrayMeta", "DType", "default_device",
         "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
         "float32", "float64", "complex64", "complex128", "isdtype", "result_type", "can_cast",
-        "e", "pi", "inf", "nan", "newaxis", "backends", "dispatch", "engine", "ops",
+        "e", "pi", "inf", "nan", "newaxis", "backends", "dispatch", "engine", "ops", "profiler",
         "BackendError", "BackendValidationError", "DispatchError", "DeviceUnavailableError",
     }
 )

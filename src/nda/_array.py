@@ -1,11 +1,12 @@
 """NDArray: a small handle on a backend buffer.
 
-An NDArray holds four things: ``_buf`` (the backend's buffer, e.g. a ``numpy.ndarray``
+An NDArray holds five things: ``_buf`` (the backend's buffer, e.g. a ``numpy.ndarray``
 on cpu; ``None`` while the engine has not produced it yet), ``_meta`` (an interned
-:class:`~nda._devices.ArrayMeta`: device, dtype, layout and kernel key), ``_shape`` and,
-for views, ``_base`` (the array whose storage it shares, so an engine can order writes
-through views). It is slotted, and the hot path builds it with ``_new`` plus three
-attribute stores.
+:class:`~nda._devices.ArrayMeta`: device, dtype, layout and kernel key), ``_shape``,
+``_size`` (its element count, which decides whether an op on it may run inline) and
+``_base`` (for a view, the array whose storage it shares, so that the engine orders
+writes through views; ``None`` otherwise). It is slotted, and the hot path builds it with
+``object.__new__`` plus five attribute stores.
 
 This module defines the parts of NDArray that are not ops: attributes, conversions to
 Python and NumPy, DLPack, ``repr``, indexing entry points and sync points. Operators and
@@ -15,7 +16,7 @@ catalog, so they exist exactly once.
 
 from __future__ import annotations
 
-import operator
+from math import prod
 from typing import Any, Iterator
 
 import numpy as np
@@ -36,7 +37,7 @@ class NDArray:
     which waits for pending work on the array.
     """
 
-    __slots__ = ("_buf", "_meta", "_shape", "_base", "__weakref__")
+    __slots__ = ("_buf", "_meta", "_shape", "_size", "_base", "__weakref__")
     __array_priority__ = 1000
     # NumPy must not treat an NDArray as an array-like in its own ufuncs and operators:
     # ``numpy_array + nda_array`` should come to nda (and fail clearly), not silently
@@ -47,6 +48,7 @@ class NDArray:
     _buf: Any
     _meta: ArrayMeta
     _shape: tuple[int, ...]
+    _size: int
     _base: NDArray | None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -81,10 +83,7 @@ class NDArray:
     @property
     def size(self) -> int:
         """Number of elements."""
-        n = 1
-        for s in self._shape:
-            n *= s
-        return n
+        return self._size
 
     @property
     def T(self) -> NDArray:
@@ -106,13 +105,12 @@ class NDArray:
     # ------------------------------------------------------------------ sync points
     def wait_to_read(self) -> NDArray:
         """Block until every pending write to this array has finished; raise its error if it failed."""
-        if not _engine_state.inline or self._buf is None:
-            _engine_state.wait_for(self)
+        _engine_state.wait_for(self, False)
         return self
 
     def wait_to_write(self) -> NDArray:
-        """Block until every pending read and write of this array has finished."""
-        _engine_state.wait_for(self)
+        """Block until every pending read and write of this array has finished; raise its error if it failed."""
+        _engine_state.wait_for(self, True)
         return self
 
     def _host(self) -> np.ndarray:
@@ -270,9 +268,6 @@ def new_array(buf: Any, meta: ArrayMeta, shape: tuple[int, ...]) -> NDArray:
     out._buf = buf
     out._meta = meta
     out._shape = shape
+    out._size = prod(shape)
     out._base = None
     return out
-
-
-def index_value(i: Any) -> int:
-    return operator.index(i)

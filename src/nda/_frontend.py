@@ -7,21 +7,29 @@ names.
 
 Element-wise ops get a specialised hot path. The op's dispatch-table cache maps the
 argument metadata (``(meta1, meta2)``, or ``(meta1, int)`` for a Python scalar) to a
-``(kernel, out_meta)`` pair; a hit costs one dict lookup, a shape comparison, one check of
-``engine.state.inline`` and the kernel call. A miss goes to the slow path, which plans
-the call (validation, promotion, casts, errors) and fills the cache. Every other op
-plans on every call, then runs through :func:`execute`.
+``(kernel, out_meta)`` pair; a hit costs one dict lookup, a shape comparison, one
+comparison of the op's size with ``engine.state.limit`` and the kernel call. A miss goes
+to the slow path, which plans the call (validation, promotion, casts, errors) and fills
+the cache. Other ops memoise their plan per argument metadata (see :func:`make_generic`).
+
+Whether an op runs right here, on the caller's thread, is decided by one comparison:
+``size < engine.state.limit``, where ``size`` is the number of elements the op touches.
+The synchronous engine's limit is unbounded; a threaded engine sets it to its inline
+threshold while it is idle and to 0 while work is pending, so that every op then goes
+through ``engine.state.push`` and is ordered after the work it depends on.
 """
 
 from __future__ import annotations
 
 import functools
+from math import prod
 from typing import Any, Callable
 
 from . import _dtypes
 from ._array import NDArray, new_array
 from ._devices import ArrayMeta
 from .dispatch import resolve
+from .engine import Completion
 from .engine import state as _state
 from .ops._spec import CATALOG, Cast, OpDecl, Plan, broadcast_shapes
 
@@ -66,29 +74,45 @@ def execute(name: str, plan: Plan) -> NDArray:
     if plan.view_of is not None:
         out._base = base_of(plan.view_of)
     args, kwargs = plan.args, plan.kwargs
-    if _state.inline:
+    size = work_size(plan)
+    if size < _state.limit:
         out._buf = kernel(*unwrap(args), **kwargs)
         return out
 
-    def run() -> None:
-        out._buf = kernel(*unwrap(args), **kwargs)
+    def run() -> Any:
+        result = kernel(*unwrap(args), **kwargs)
+        if result.__class__ is Completion:  # asynchronous work: the engine waits for the signal
+            out._buf = result.value
+            return result
+        out._buf = result
+        return None
 
-    _state.push(run, plan.reads, (out,), plan.device, name)
+    _state.push(run, plan.reads, (out,), plan.device, name, cost=size, route=kernel)
     return out
+
+
+def work_size(plan: Plan) -> int:
+    """Elements an op touches: the largest of its output and its inputs."""
+    size = prod(plan.out_shape)
+    for a in plan.reads:
+        if a._size > size:
+            size = a._size
+    return size
 
 
 def execute_mutation(name: str, plan: Plan, target: NDArray) -> None:
     """Run a planned call whose kernel mutates ``target``'s buffer in place."""
     kernel = resolve(name, plan.key)
     args, kwargs = plan.args, plan.kwargs
-    if _state.inline:
+    size = work_size(plan)
+    if size < _state.limit:
         kernel(*unwrap(args), **kwargs)
         return
 
-    def run() -> None:
-        kernel(*unwrap(args), **kwargs)
+    def run() -> Any:
+        return kernel(*unwrap(args), **kwargs)  # a Completion when the work finishes later
 
-    _state.push(run, plan.reads, (base_of(target),), plan.device, name)
+    _state.push(run, plan.reads, (base_of(target),), plan.device, name, cost=size, route=kernel)
 
 
 def zero_d_buffer(result: Any, meta: ArrayMeta) -> Any:
@@ -100,7 +124,7 @@ def zero_d_buffer(result: Any, meta: ArrayMeta) -> Any:
 
 
 def _run_elementwise(name: str, kernel: Callable[..., Any], args: tuple[Any, ...], meta: ArrayMeta, shape: tuple[int, ...]) -> NDArray:
-    """The engine path of an element-wise op (taken when the engine is not inline)."""
+    """The engine path of an element-wise op (taken when it does not run inline)."""
     out = new_array(None, meta, shape)
     reads = tuple(a for a in args if a.__class__ is NDArray)
 
@@ -108,7 +132,7 @@ def _run_elementwise(name: str, kernel: Callable[..., Any], args: tuple[Any, ...
         buf = kernel(*[a._buf if a.__class__ is NDArray else a for a in args])
         out._buf = buf if shape else zero_d_buffer(buf, meta)
 
-    _state.push(run, reads, (out,), meta.device, name)
+    _state.push(run, reads, (out,), meta.device, name, cost=out._size, route=kernel)
     return out
 
 
@@ -157,11 +181,12 @@ def make_unary(decl: OpDecl) -> Callable[..., NDArray]:
         return _finish_unary(kernel, x, meta)
 
     def _finish_unary(kernel: Callable[..., Any], x: NDArray, meta: ArrayMeta) -> NDArray:
-        if _state.inline:
+        if x._size < _state.limit:
             out = _new(NDArray)
             out._buf = kernel(x._buf) if x._shape else zero_d_buffer(kernel(x._buf), meta)
             out._meta = meta
             out._shape = x._shape
+            out._size = x._size
             out._base = None
             return out
         return _run_elementwise(name, kernel, (x,), meta, x._shape)
@@ -171,11 +196,12 @@ def make_unary(decl: OpDecl) -> Callable[..., NDArray]:
             kernel, meta = cache[x._meta]
         except (KeyError, AttributeError):
             return slow(x)
-        if _state.inline:
+        if x._size < _state.limit:
             out = _new(NDArray)
             out._buf = kernel(x._buf) if x._shape else zero_d_buffer(kernel(x._buf), meta)
             out._meta = meta
             out._shape = x._shape
+            out._size = x._size
             out._base = None
             return out
         return _run_elementwise(name, kernel, (x,), meta, x._shape)
@@ -194,17 +220,17 @@ def make_binary(decl: OpDecl) -> tuple[Callable[..., NDArray], Callable[..., Any
         k1 = x1._meta if x1.__class__ is NDArray else x1.__class__
         k2 = x2._meta if x2.__class__ is NDArray else x2.__class__
         kernel, meta = cache[k1, k2] = _entry_from_plan(decl, plan)
-        args = tuple(a if a.__class__ is NDArray else a for a in (x1, x2))
-        return _finish(kernel, args, meta, plan.out_shape)
+        return _finish(kernel, (x1, x2), meta, plan.out_shape, prod(plan.out_shape))
 
-    def _finish(kernel: Callable[..., Any], args: tuple[Any, ...], meta: ArrayMeta, shape: tuple[int, ...]) -> NDArray:
-        if _state.inline:
+    def _finish(kernel: Callable[..., Any], args: tuple[Any, ...], meta: ArrayMeta, shape: tuple[int, ...], size: int) -> NDArray:
+        if size < _state.limit:
             a, b = args
             out = _new(NDArray)
             buf = kernel(a._buf if a.__class__ is NDArray else a, b._buf if b.__class__ is NDArray else b)
             out._buf = buf if shape else zero_d_buffer(buf, meta)
             out._meta = meta
             out._shape = shape
+            out._size = size
             out._base = None
             return out
         return _run_elementwise(name, kernel, args, meta, shape)
@@ -217,7 +243,7 @@ def make_binary(decl: OpDecl) -> tuple[Callable[..., NDArray], Callable[..., Any
         if scalar.__class__ is int and not _int_fits(scalar, k1 if k1.__class__ is ArrayMeta else k2):
             return slow(x1, x2)  # the planner raises the OverflowError
         arr = x1 if k1.__class__ is ArrayMeta else x2
-        return _finish(entry[0], (x1, x2), entry[1], arr._shape)
+        return _finish(entry[0], (x1, x2), entry[1], arr._shape, arr._size)
 
     def build(as_operator: bool) -> Callable[..., Any]:
         # The public function and the forward operator share this body (one closure
@@ -230,14 +256,17 @@ def make_binary(decl: OpDecl) -> tuple[Callable[..., NDArray], Callable[..., Any
                 entry = cache_get((x1._meta, x2._meta))
                 if entry is not None:
                     shape = x1._shape
+                    size = x1._size
                     if shape != x2._shape:
                         shape = broadcast_shapes(shape, x2._shape)
-                    if _state.inline:
+                        size = prod(shape)
+                    if size < _state.limit:
                         out = _new(NDArray)
                         buf = entry[0](x1._buf, x2._buf)
                         out._buf = buf if shape else zero_d_buffer(buf, entry[1])
                         out._meta = entry[1]
                         out._shape = shape
+                        out._size = size
                         out._base = None
                         return out
                     return _run_elementwise(name, entry[0], (x1, x2), entry[1], shape)
@@ -307,7 +336,8 @@ def make_inplace(decl: OpDecl, fn: Callable[..., NDArray]) -> Callable[..., Any]
         elif other.__class__ is int and not _int_fits(other, self._meta):
             decl.plan(self, other)  # raises the OverflowError with its message
         kernel, direct = entry
-        if direct and _state.inline:
+        size = self._size
+        if direct and size < _state.limit:
             buf = self._buf
             kernel(buf, other._buf if other.__class__ is NDArray else other, buf)
             return self
@@ -317,11 +347,11 @@ def make_inplace(decl: OpDecl, fn: Callable[..., NDArray]) -> Callable[..., Any]
         def run() -> None:
             store(target._buf, kernel(target._buf, other._buf if other.__class__ is NDArray else other))
 
-        if _state.inline:
+        if size < _state.limit:
             run()
         else:
             reads = (self, other) if other.__class__ is NDArray else (self,)
-            _state.push(run, reads, (base_of(self),), self._meta.device, name + " (in-place)")
+            _state.push(run, reads, (base_of(self),), self._meta.device, name + " (in-place)", cost=size, route=kernel)
         return self
 
     return inplace
@@ -358,7 +388,7 @@ def make_getitem(generic: Callable[..., NDArray]) -> Callable[..., NDArray]:
 
     def __getitem__(self: NDArray, key: Any) -> NDArray:
         kc = key.__class__
-        if (kc is slice or kc is int) and _state.inline and self._shape:
+        if (kc is slice or kc is int) and self._size < _state.limit and self._shape:
             shape = self._shape
             n = shape[0]
             if kc is int:
@@ -377,6 +407,7 @@ def make_getitem(generic: Callable[..., NDArray]) -> Callable[..., NDArray]:
             out._buf = kernel(self._buf, (key,))
             out._meta = self._meta
             out._shape = new_shape
+            out._size = prod(new_shape)
             base = self._base
             out._base = self if base is None else base
             return out
@@ -455,10 +486,10 @@ def make_generic(decl: OpDecl) -> Callable[..., Any]:
 
     def fn(*args: Any, **kwargs: Any) -> Any:
         key = _memo_key(args, kwargs) if args and args[0].__class__ is NDArray else None
-        if key is not None and _state.inline:
+        if key is not None:
             entry = cache.get(key)
-            if entry is not None:
-                kernel, meta, shape, steps, kernel_kwargs = entry
+            if entry is not None and entry[5] < _state.limit:
+                kernel, meta, shape, steps, kernel_kwargs, work, size = entry
                 kernel_args = [
                     args[s[1]]._buf if s[0] == 0 else s[1] if s[0] == 2 else s[2](args[s[1]]._buf, s[3], copy=False)
                     for s in steps
@@ -467,6 +498,7 @@ def make_generic(decl: OpDecl) -> Callable[..., Any]:
                 out._buf = kernel(*kernel_args, **kernel_kwargs)
                 out._meta = meta
                 out._shape = shape
+                out._size = size
                 out._base = base_of(args[0]) if view else None
                 return out
         plan = plan_fn(*args, **kwargs)
@@ -476,7 +508,7 @@ def make_generic(decl: OpDecl) -> Callable[..., Any]:
                 if len(cache) > _MEMO_LIMIT:
                     cache.clear()
                 meta = _META.get((plan.device, plan.out_dtype, plan.key.layout)) or ArrayMeta(plan.device, plan.out_dtype, plan.key.layout)
-                cache[key] = (resolve(name, plan.key), meta, plan.out_shape, steps, plan.kwargs)
+                cache[key] = (resolve(name, plan.key), meta, plan.out_shape, steps, plan.kwargs, work_size(plan), prod(plan.out_shape))
         return execute(name, plan)
 
     return fn

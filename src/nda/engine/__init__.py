@@ -3,67 +3,126 @@
 The front end never calls a kernel "by hand"; it asks the *current engine*, held in the
 module-level :data:`state`, in exactly one of two ways:
 
-``state.inline``
-    True when running the op right now, on the caller's thread, gives the same result as
-    running every op in program order (nothing is pending that the op could depend on).
-    The hot path of every op checks this one attribute and, when it holds, calls the
-    kernel directly. A synchronous engine is always inline; a threaded engine is inline
-    while it is idle, so a tiny op in an interactive session never pays for a thread hop.
+``size < state.limit``
+    The op touches ``size`` elements. When this holds, running the op right now on the
+    caller's thread gives the same result as running every op in program order, and the
+    op is cheap enough that a thread hop would cost more than the op. The front end then
+    calls the kernel directly. The synchronous engine's limit is unbounded; the threaded
+    engine's is its inline threshold while it is idle (nothing pending, nothing failed)
+    and 0 otherwise.
 
-``state.push(run, reads, writes, device, name)``
+``state.push(run, reads, writes, device, name, cost=0, route=None)``
     Otherwise the op becomes a task: ``run()`` does the work (it reads the buffers of the
     ``reads`` arrays and fills or mutates the ``writes`` arrays) and the engine orders it
     after earlier writers of what it reads and earlier readers/writers of what it writes.
+    ``run`` may return a :class:`Completion` when the work finishes later (an accelerator
+    stream); the task ends when the completion is signalled.
 
-Sync points (``wait_to_read``, ``asnumpy``, ``repr``…) call ``state.wait_for(array)`` and
-``state.wait_all()``. The engine that issue "threaded dependency engine" adds implements
-the same four members; swapping engines does not touch any op.
+Sync points call ``state.wait_for(array, for_write)`` and ``state.wait_all()``.
+
+Engines: ``threaded`` (the default: per-device worker threads, the inline fast path,
+errors raised at sync points), ``naive`` (synchronous, for debugging: ``NDA_ENGINE=naive``
+or :func:`use`), and ``deferred`` (runs the queue at sync points; a test tool proving that
+no op depends on running inline).
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any, Callable, Sequence
 
-__all__ = ["Engine", "SyncEngine", "state", "use", "current"]
+from ._profile import Profiler, profiler
+
+__all__ = ["Engine", "SyncEngine", "DeferredEngine", "Completion", "state", "use", "current", "waitall", "profiler"]
+
+UNBOUNDED = sys.maxsize
+
+
+class Completion:
+    """Returned by a task's ``run`` when its work finishes later; call :meth:`done` then.
+
+    A backend whose kernels only *enqueue* work (a CUDA stream, the sim device's stream
+    thread) returns one and signals it from its completion callback, so the engine does
+    not treat "the function returned" as "the work is done".
+    """
+
+    __slots__ = ("_callbacks", "_result", "_finished", "value")
+
+    def __init__(self, value: Any = None) -> None:
+        #: For a kernel that produces an array: the buffer it will have filled when done.
+        self.value = value
+        self._callbacks: list[Callable[[BaseException | None], None]] = []
+        self._result: BaseException | None = None
+        self._finished = False
+
+    def done(self, error: BaseException | None = None) -> None:
+        """Signal that the work finished (with ``error`` if it failed). Idempotent."""
+        if self._finished:
+            return
+        self._result = error
+        self._finished = True
+        for callback in self._callbacks:
+            callback(error)
+
+    def add_done_callback(self, callback: Callable[[BaseException | None], None]) -> None:
+        if self._finished:
+            callback(self._result)
+        else:
+            self._callbacks.append(callback)
 
 
 class Engine:
     """Interface of an engine (see the module docstring for the contract)."""
 
-    __slots__ = ("inline",)
     name = "abstract"
+    #: The ``state.limit`` this engine wants while idle.
+    idle_limit = 0
 
-    def __init__(self) -> None:
-        self.inline = False
-
-    def push(self, run: Callable[[], Any], reads: Sequence[Any], writes: Sequence[Any], device: Any, name: str) -> None:
+    def push(self, run: Callable[[], Any], reads: Sequence[Any], writes: Sequence[Any], device: Any, name: str, cost: int = 0, route: Any = None) -> None:
         raise NotImplementedError(f"engine {self.name!r} does not implement push")
 
-    def wait_for(self, array: Any) -> None:
+    def wait_for(self, array: Any, for_write: bool = False) -> None:
         raise NotImplementedError(f"engine {self.name!r} does not implement wait_for")
 
     def wait_all(self) -> None:
         raise NotImplementedError(f"engine {self.name!r} does not implement wait_all")
 
+    def shutdown(self) -> None:
+        """Release threads; the engine must not be used afterwards."""
+
+
+def _run_now(run: Callable[[], Any]) -> None:
+    result = run()
+    if isinstance(result, Completion):
+        errors: list[BaseException | None] = []
+        result.add_done_callback(errors.append)
+        while not errors:  # synchronous engines wait for asynchronous completion right here
+            import time
+
+            time.sleep(0.0002)
+        if errors[0] is not None:
+            raise errors[0]
+
 
 class SyncEngine(Engine):
     """Runs every op immediately on the caller's thread, in program order.
 
-    This is the debugging engine (``NDA_ENGINE=naive``) and the reference the threaded
-    engine is compared against. Errors surface at the call that caused them.
+    The debugging engine (``NDA_ENGINE=naive``) and the reference the threaded engine is
+    compared against. Errors surface at the call that caused them.
     """
 
-    __slots__ = ()
     name = "naive"
+    idle_limit = UNBOUNDED
 
-    def __init__(self) -> None:
-        self.inline = True
+    def push(self, run: Callable[[], Any], reads: Sequence[Any], writes: Sequence[Any], device: Any, name: str, cost: int = 0, route: Any = None) -> None:
+        if profiler.active:
+            with profiler.span(name, device, route):
+                _run_now(run)
+        else:
+            _run_now(run)
 
-    def push(self, run: Callable[[], Any], reads: Sequence[Any], writes: Sequence[Any], device: Any, name: str) -> None:
-        run()
-
-    def wait_for(self, array: Any) -> None:
+    def wait_for(self, array: Any, for_write: bool = False) -> None:
         return None
 
     def wait_all(self) -> None:
@@ -73,40 +132,51 @@ class SyncEngine(Engine):
 class DeferredEngine(Engine):
     """Queues every op and runs the queue, in order, at the next sync point.
 
-    It exists to prove the front end's contract: no op may rely on ``inline`` being
-    true, and every result must be the same when work happens later. The test suite
-    runs the op tests under it. It is single-threaded and not meant for real use.
+    It exists to prove the front end's contract: no op may rely on running inline, and
+    every result must be the same when work happens later. The test suite runs the op
+    tests under it. It is single-threaded and not meant for real use.
     """
 
-    __slots__ = ("_queue",)
     name = "deferred"
+    idle_limit = 0
 
     def __init__(self) -> None:
-        self.inline = False
-        self._queue: list[Callable[[], Any]] = []
+        self._queue: list[tuple[Callable[[], Any], str, Any, Any]] = []
 
-    def push(self, run: Callable[[], Any], reads: Sequence[Any], writes: Sequence[Any], device: Any, name: str) -> None:
-        self._queue.append(run)
+    def push(self, run: Callable[[], Any], reads: Sequence[Any], writes: Sequence[Any], device: Any, name: str, cost: int = 0, route: Any = None) -> None:
+        self._queue.append((run, name, device, route))
 
-    def wait_for(self, array: Any) -> None:
+    def wait_for(self, array: Any, for_write: bool = False) -> None:
         self.wait_all()
 
     def wait_all(self) -> None:
         queue, self._queue = self._queue, []
-        for run in queue:
-            run()
+        for run, name, device, route in queue:
+            if profiler.active:
+                with profiler.span(name, device, route):
+                    _run_now(run)
+            else:
+                _run_now(run)
 
 
-_ENGINES: dict[str, Callable[[], Engine]] = {"naive": SyncEngine, "sync": SyncEngine, "deferred": DeferredEngine}
+def _threaded() -> Engine:
+    from .threaded import ThreadedEngine
+
+    return ThreadedEngine()
+
+
+_ENGINES: dict[str, Callable[[], Engine]] = {"threaded": _threaded, "naive": SyncEngine, "sync": SyncEngine, "deferred": DeferredEngine}
 
 
 class _State:
-    """Holder of the current engine; ops read ``state.inline`` and call ``state.push``."""
+    """Holder of the current engine; ops compare with ``state.limit`` and call ``state.push``."""
 
-    __slots__ = ("engine", "inline", "push", "wait_for", "wait_all")
+    __slots__ = ("engine", "limit", "push", "wait_for", "wait_all")
 
     def __init__(self) -> None:
-        self.set(SyncEngine())
+        self.engine: Engine = SyncEngine()
+        self.limit = UNBOUNDED
+        self.set(self.engine)
 
     def set(self, engine: Engine) -> None:
         self.engine = engine
@@ -114,20 +184,38 @@ class _State:
         self.push = engine.push
         self.wait_for = engine.wait_for
         self.wait_all = engine.wait_all
-        self.inline = engine.inline
+        self.refresh_limit()
+
+    def refresh_limit(self) -> None:
+        """Recompute ``limit``: the profiler routes every op through ``push`` to record it."""
+        engine = self.engine
+        if profiler.active:
+            self.limit = 0
+        elif hasattr(engine, "current_limit"):
+            self.limit = engine.current_limit()
+        else:
+            self.limit = engine.idle_limit
 
 
 state = _State()
+profiler._on_change = state.refresh_limit
 
 
-def use(name: str) -> Engine:
-    """Switch the process to engine ``name`` (``"naive"`` or ``"deferred"``) after draining the old one."""
-    factory = _ENGINES.get(name)
-    if factory is None:
-        raise ValueError(f"unknown engine {name!r}; available engines: {', '.join(sorted(_ENGINES))}")
-    state.wait_all()
-    engine = factory()
-    state.set(engine)
+def use(engine: str | Engine) -> Engine:
+    """Switch the process to ``engine`` (a name or an Engine instance) after draining the current one."""
+    if not isinstance(engine, Engine):
+        factory = _ENGINES.get(engine)
+        if factory is None:
+            raise ValueError(f"unknown engine {engine!r}; available engines: {', '.join(sorted(_ENGINES))}")
+        engine = factory()
+    old = state.engine
+    try:
+        old.wait_all()  # raises the old engine's pending error, after the switch below
+    finally:
+        if hasattr(engine, "attach"):
+            engine.attach(state)
+        state.set(engine)
+        old.shutdown()
     return engine
 
 
@@ -137,10 +225,17 @@ def current() -> Engine:
 
 
 def waitall() -> None:
-    """Block until every op issued so far has finished (a sync point)."""
+    """Block until every op issued so far has finished; raises the first error of that work once."""
     state.wait_all()
 
 
-_env_engine = os.environ.get("NDA_ENGINE")
-if _env_engine:
-    use(_env_engine)
+def _initial_engine() -> None:
+    name = os.environ.get("NDA_ENGINE", "threaded")
+    if name not in _ENGINES:
+        raise ValueError(f"NDA_ENGINE={name!r} is not an engine; available engines: {', '.join(sorted(_ENGINES))}")
+    if name != "naive":
+        use(name)
+
+
+__all__ += ["Profiler"]
+_initial_engine()

@@ -39,7 +39,9 @@ BINARY_SIGNATURE = inspect.Signature(
     return_annotation=_ARRAY,
 )
 
-_FLOATING_CATEGORIES = ("floating", "real floating", "complex floating")
+# Categories whose ops accept integer/bool input by computing in float64 (``imag``'s
+# "complex floating" is not one: the imaginary part of a real array is not a float64 op).
+_FLOATING_CATEGORIES = ("floating", "real floating")
 
 
 def _real_copy(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:

@@ -1,0 +1,217 @@
+"""The dependency state of the threaded engine: explicit state plus small transitions.
+
+No threads and no locks live here (the threaded engine holds one lock around every call),
+so the ordering rules can be tested directly. The rules are MXNet's:
+
+* each *base* array that has pending work owns a :class:`Var` (views share their base's);
+* a task that **reads** a var waits for the var's last pending write (read-after-write);
+* a task that **writes** a var waits for the last pending write and for every pending read
+  issued since it (write-after-read, write-after-write); consecutive reads do not wait
+  for each other, so they may run together;
+* a var disappears as soon as nothing is pending on it, so idle arrays cost nothing.
+
+A task that fails *poisons* the arrays it writes. A task whose input is poisoned does not
+run: it fails with the same exception and poisons its own outputs. Poison lives in
+:attr:`Graph.poison`, keyed by ``id(base)`` with a weak reference, so it goes when the
+array goes; reading a poisoned array re-raises the original exception.
+
+Transitions: :meth:`Graph.add` (a new task: its dependencies, ready or not),
+:meth:`Graph.finish` (a task ended, with or without an error: which tasks became ready),
+:meth:`Graph.blockers` (what a sync point must wait for).
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any, Callable, Sequence
+
+__all__ = ["Task", "Var", "Graph"]
+
+PENDING, READY, RUNNING, DONE = "pending", "ready", "running", "done"
+
+
+class Task:
+    """One pushed op."""
+
+    __slots__ = (
+        "run", "name", "device", "reads", "writes", "cost", "site", "state", "error",
+        "deps_left", "dependents", "start", "end", "thread", "seq", "route",
+    )
+
+    def __init__(self, run: Callable[[], Any], reads: Sequence[Any], writes: Sequence[Any], device: Any, name: str, cost: int = 0, site: str = "") -> None:
+        self.run = run
+        self.name = name
+        self.device = device
+        self.reads = reads  # base arrays
+        self.writes = writes  # base arrays
+        self.cost = cost
+        self.site = site
+        self.state = PENDING
+        self.error: BaseException | None = None
+        self.deps_left = 0
+        self.dependents: list[Task] = []
+        self.start = 0.0
+        self.end = 0.0
+        self.thread = ""
+        self.seq = 0
+        self.route: Any = None
+
+    def __repr__(self) -> str:
+        return f"<Task #{self.seq} {self.name} on {self.device} {self.state}>"
+
+
+class Var:
+    """Pending work on one base array: its last pending write and the reads issued since."""
+
+    __slots__ = ("array", "last_write", "readers")
+
+    def __init__(self, array: Any) -> None:
+        self.array = array
+        self.last_write: Task | None = None
+        self.readers: list[Task] = []
+
+    def empty(self) -> bool:
+        return self.last_write is None and not self.readers
+
+
+class Graph:
+    """All pending tasks and vars; the poison of failed arrays."""
+
+    def __init__(self) -> None:
+        self.vars: dict[int, Var] = {}
+        self.pending = 0  # tasks added and not finished
+        self.poison: dict[int, tuple[weakref.ref[Any], BaseException]] = {}
+        self.first_error: BaseException | None = None
+        self.dead: list[int] = []  # ids of poisoned arrays that were garbage collected
+        self._seq = 0
+
+    # ------------------------------------------------------------------ transitions
+    def add(self, task: Task) -> bool:
+        """Register ``task``; True when it may run now (no unfinished dependency)."""
+        self._seq += 1
+        task.seq = self._seq
+        self.pending += 1
+        deps: list[Task] = []
+        for base in task.reads:
+            var = self.vars.get(id(base))
+            if var is None:
+                var = self.vars[id(base)] = Var(base)
+            if var.last_write is not None and var.last_write not in deps:
+                deps.append(var.last_write)
+            var.readers.append(task)
+        for base in task.writes:
+            var = self.vars.get(id(base))
+            if var is None:
+                var = self.vars[id(base)] = Var(base)
+            if var.last_write is not None and var.last_write is not task and var.last_write not in deps:
+                deps.append(var.last_write)
+            for reader in var.readers:
+                if reader is not task and reader not in deps:
+                    deps.append(reader)
+            var.readers = [r for r in var.readers if r is task]
+            var.last_write = task
+        for dep in deps:
+            dep.dependents.append(task)
+        task.deps_left = len(deps)
+        if task.deps_left == 0:
+            task.state = READY
+            return True
+        return False
+
+    def finish(self, task: Task, error: BaseException | None) -> list[Task]:
+        """``task`` ended (``error`` if it failed). Returns the tasks that became ready.
+
+        Tasks that became ready but read a poisoned array are finished here too, with the
+        poison's exception, without running; only runnable tasks are returned.
+        """
+        ready: list[Task] = []
+        stack = [(task, error)]
+        while stack:
+            current, err = stack.pop()
+            current.state = DONE
+            current.error = err
+            self.pending -= 1
+            if err is not None:
+                if self.first_error is None:
+                    self.first_error = err
+                for base in current.writes:
+                    self._poison(base, err)
+            for base in current.reads:
+                var = self.vars.get(id(base))
+                if var is not None:
+                    try:
+                        var.readers.remove(current)
+                    except ValueError:
+                        pass
+                    if var.empty():
+                        del self.vars[id(base)]
+            for base in current.writes:
+                var = self.vars.get(id(base))
+                if var is not None and var.last_write is current:
+                    var.last_write = None
+                    if var.empty():
+                        del self.vars[id(base)]
+            for dep in current.dependents:
+                dep.deps_left -= 1
+                if dep.deps_left == 0:
+                    inherited = self.poisoned_input(dep)
+                    if inherited is not None:
+                        stack.append((dep, inherited))
+                    else:
+                        dep.state = READY
+                        ready.append(dep)
+            current.dependents = []
+            current.run = _done  # drop references held by the closure
+        return ready
+
+    # ------------------------------------------------------------------ queries
+    def poisoned_input(self, task: Task) -> BaseException | None:
+        for base in task.reads:
+            entry = self.poison.get(id(base))
+            if entry is not None and entry[0]() is base:
+                return entry[1]
+        return None
+
+    def error_of(self, base: Any) -> BaseException | None:
+        entry = self.poison.get(id(base))
+        if entry is not None and entry[0]() is base:
+            return entry[1]
+        return None
+
+    def blockers(self, base: Any, for_write: bool) -> list[Task]:
+        """Unfinished tasks a read (or a write) of ``base`` must wait for."""
+        var = self.vars.get(id(base))
+        if var is None:
+            return []
+        tasks = [var.last_write] if var.last_write is not None else []
+        if for_write:
+            tasks.extend(var.readers)
+        return tasks
+
+    def idle(self) -> bool:
+        """Nothing pending and nothing poisoned: ops may run inline without any bookkeeping."""
+        self.collect_dead()
+        return self.pending == 0 and not self.poison
+
+    def collect_dead(self) -> None:
+        while self.dead:
+            key = self.dead.pop()
+            entry = self.poison.get(key)
+            if entry is not None and entry[0]() is None:
+                del self.poison[key]
+
+    def clear_poison(self, base: Any) -> None:
+        self.poison.pop(id(base), None)
+
+    def _poison(self, base: Any, err: BaseException) -> None:
+        key = id(base)
+        dead = self.dead
+
+        def forget(_ref: Any, key: int = key) -> None:
+            dead.append(key)  # list.append is atomic; collect_dead runs under the engine's lock
+
+        self.poison[key] = (weakref.ref(base, forget), err)
+
+
+def _done() -> None:
+    raise RuntimeError("this task already ran")

@@ -1,0 +1,249 @@
+"""The threaded engine: concurrency, ordering, errors at sync points, Ctrl-C, fork, async completion, profiler."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import nda
+from nda import dispatch
+from nda.engine import Completion
+from nda.engine.threaded import ThreadedEngine
+
+
+@pytest.fixture
+def all_tasks():
+    """A threaded engine that sends every op to the workers (no inline fast path)."""
+    previous = nda.engine.current()
+    engine = nda.engine.use(ThreadedEngine(inline_limit=0))
+    yield engine
+    try:
+        nda.waitall()
+    except Exception:  # noqa: BLE001 - a test may leave an error behind on purpose
+        pass
+    nda.engine.use(previous if previous.name != "threaded" else "threaded")
+
+
+@pytest.fixture
+def failing_sin():
+    """``sin`` of a float64 (3, 5) array fails inside the kernel; other shapes work."""
+
+    def exploding_sin(x):
+        raise ZeroDivisionError("kernel exploded")
+
+    dispatch.register("sin", "cpu", ["float64"], exploding_sin, priority=100, supports=lambda x: x.shape == (3, 5), backend="test-failing")
+    yield
+    dispatch.unregister_backend("test-failing")
+
+
+def test_results_match_numpy_with_every_op_a_task(all_tasks):
+    x = nda.reshape(nda.arange(12, dtype=nda.float64), (3, 4))
+    y = x * 2 + 1
+    y += x
+    v = y[1]
+    v *= 10
+    s = nda.sum(nda.sin(y), axis=0)
+    assert all_tasks.pending() >= 0
+    host = np.arange(12, dtype=np.float64).reshape(3, 4)
+    ref = host * 2 + 1
+    ref += host
+    ref[1] *= 10
+    np.testing.assert_allclose(y.asnumpy(), ref)
+    np.testing.assert_allclose(s.asnumpy(), np.sin(ref).sum(axis=0))
+    nda.waitall()
+    assert all_tasks.pending() == 0
+
+
+def test_error_raised_at_sync_point_with_op_and_site(all_tasks, failing_sin):
+    x = nda.ones((3, 5))
+    y = nda.sin(x)  # fails in the kernel, not here
+    z = y + 1  # reads a poisoned array: does not run, inherits the error
+    ok = nda.cos(nda.ones((2, 2)))  # independent: fine
+    np.testing.assert_allclose(ok.asnumpy(), np.cos(np.ones((2, 2))))
+    with pytest.raises(ZeroDivisionError, match="kernel exploded") as info:
+        y.asnumpy()
+    note = "\n".join(getattr(info.value, "__notes__", []))
+    assert "op 'sin'" in note and f"{os.path.basename(__file__)}:" in note
+    with pytest.raises(ZeroDivisionError):
+        z.wait_to_read()
+    with pytest.raises(ZeroDivisionError):
+        nda.waitall()
+    nda.waitall()  # raised once, then clean
+    assert (nda.ones(2) + 1).tolist() == [2.0, 2.0]
+
+
+def test_waitall_raises_first_error_once_in_default_engine(failing_sin):
+    big = nda.ones(1 << 18)  # large: goes to a worker
+    y = nda.sin(nda.ones((3, 5)))
+    with pytest.raises(ZeroDivisionError):
+        nda.waitall()
+    nda.waitall()
+    assert float(nda.sum(big)) == float(1 << 18)
+    with pytest.raises(ZeroDivisionError):
+        repr(y)
+
+
+def test_out_of_memory_surfaces_as_memory_error(all_tasks):
+    huge = nda.zeros((1 << 20, 1 << 20, 1 << 10))  # 8 PiB: the allocation fails in the kernel
+    assert huge.shape == (1 << 20, 1 << 20, 1 << 10)
+    fine = nda.arange(3) + 1
+    with pytest.raises(MemoryError):
+        huge.wait_to_read()
+    assert fine.tolist() == [1, 2, 3]
+    with pytest.raises(MemoryError):
+        nda.waitall()
+
+
+def test_error_inside_view_write_poisons_the_base(all_tasks):
+    x = nda.zeros(10)
+    v = x[2:6]
+    v[nda.asarray([7])] = 1.0  # index 7 is out of bounds for the view: only the kernel knows
+    unrelated = nda.ones(3) * 2
+    with pytest.raises(IndexError):
+        x.asnumpy()
+    with pytest.raises(IndexError):
+        v.asnumpy()
+    assert unrelated.tolist() == [2.0, 2.0, 2.0]
+    with pytest.raises(IndexError):
+        nda.waitall()
+
+
+def test_two_independent_chains_overlap():
+    """Large ops go to the workers: issuing two chains returns before the work is done."""
+    a = nda.ones(1 << 22)
+    b = nda.ones(1 << 22)
+    nda.waitall()
+    start = time.perf_counter()
+    for _ in range(4):
+        a = nda.exp(nda.sin(a))
+        b = nda.exp(nda.sin(b))
+    issued = time.perf_counter() - start
+    a.wait_to_read()
+    b.wait_to_read()
+    total = time.perf_counter() - start
+    assert issued < total, "issuing must not wait for the work"
+    np.testing.assert_allclose(a.asnumpy()[:3], b.asnumpy()[:3])
+
+
+def test_async_completion_is_awaited(all_tasks):
+    """A kernel may return a Completion; dependants wait until it is signalled."""
+    finished = []
+
+    def slow_fill(x):
+        done = Completion()
+
+        def later():
+            time.sleep(0.2)
+            x[...] = 7.0
+            finished.append(True)
+            done.done()
+
+        threading.Thread(target=later).start()
+        return done
+
+    x = nda.zeros(4)
+    dispatch.register("setitem", "cpu", ["float64"], lambda x, key, value: slow_fill(x), priority=100,
+                      supports=lambda x, key, value: value == -123.0, backend="test-async")
+    try:
+        x[...] = -123.0
+        y = x + 1
+        assert y.tolist() == [8.0] * 4
+        assert finished == [True]
+    finally:
+        dispatch.unregister_backend("test-async")
+
+
+def test_many_user_threads(all_tasks):
+    results = {}
+
+    def work(i):
+        x = nda.full((50,), float(i))
+        for _ in range(20):
+            x = x + 1
+        results[i] = float(nda.sum(x))
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert results == {i: 50.0 * (i + 20) for i in range(3)}
+
+
+def _child_computes(queue):
+    x = nda.arange(1 << 18, dtype=nda.float64)  # large: uses the child's fresh workers
+    queue.put(float(nda.sum(x * 2)))
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="fork start method is POSIX-only")
+def test_fork_child_gets_a_fresh_engine():
+    pending = nda.exp(nda.ones(1 << 20))  # work in flight in the parent at fork time
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    proc = ctx.Process(target=_child_computes, args=(queue,))
+    proc.start()
+    value = queue.get(timeout=60)
+    proc.join(timeout=60)
+    assert proc.exitcode == 0
+    n = 1 << 18
+    assert value == float(n * (n - 1))
+    assert float(pending[0]) == pytest.approx(np.e)
+
+
+@pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="needs setitimer")
+def test_ctrl_c_interrupts_a_wait_and_leaves_the_engine_consistent(all_tasks):
+    def slow(x):
+        time.sleep(1.5)
+        return x
+
+    dispatch.register("positive", "cpu", ["float64"], slow, priority=100, supports=lambda x: x.shape == (1, 1, 1), backend="test-slow")
+    old = signal.signal(signal.SIGALRM, lambda *a: (_ for _ in ()).throw(KeyboardInterrupt()))
+    try:
+        y = nda.positive(nda.ones((1, 1, 1)))
+        signal.setitimer(signal.ITIMER_REAL, 0.2)
+        start = time.perf_counter()
+        with pytest.raises(KeyboardInterrupt):
+            y.wait_to_read()
+        assert time.perf_counter() - start < 1.2, "the wait must be interrupted, not finish"
+        assert y.tolist() == [[[1.0]]], "the op still completes; the engine is consistent"
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+        dispatch.unregister_backend("test-slow")
+
+
+def test_profiler_records_ops_and_writes_chrome_trace(tmp_path):
+    nda.profiler.start()
+    x = nda.ones(8)
+    y = nda.exp(x) + x
+    big = nda.sin(nda.ones(1 << 18))
+    y.wait_to_read()
+    events = nda.profiler.stop()
+    names = [e.name for e in events]
+    assert {"ones", "exp", "add", "sin"} <= set(names)
+    add = next(e for e in events if e.name == "add")
+    assert add.route_name == "numpy.add" and add.device == "cpu:0" and add.end >= add.start
+    trace = nda.profiler.chrome_trace(str(tmp_path / "trace.json"))
+    assert (tmp_path / "trace.json").stat().st_size > 0
+    assert any(ev.get("name") == "sin" and ev["ph"] == "X" for ev in trace["traceEvents"])
+    assert "exp" in nda.profiler.summary()
+    assert big.shape == (1 << 18,)
+    assert nda.engine.state.limit > 0, "after stop() small ops run inline again"
+
+
+def test_env_selects_engine():
+    import subprocess
+
+    code = "import nda; print(nda.engine.current().name)"
+    for name in ("naive", "threaded", "deferred"):
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "NDA_ENGINE": name}, timeout=60)
+        assert out.stdout.strip() == name, out.stderr
+    bad = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "NDA_ENGINE": "turbo"}, timeout=60)
+    assert bad.returncode != 0 and "available engines" in bad.stderr
