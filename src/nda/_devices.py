@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextvars
 import re
+import threading
 from typing import Any
 
 from ._dtypes import DType
@@ -30,6 +31,18 @@ class _Interned:
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"{type(self).__name__} is immutable; cannot set {name!r}")
+
+    @classmethod
+    def _intern(cls, registry_key: Any, **fields: Any) -> Any:
+        """The instance for ``registry_key``, created with ``fields`` the first time it is asked for."""
+        existing = cls._registry.get(registry_key)  # type: ignore[attr-defined]
+        if existing is not None:
+            return existing
+        self = object.__new__(cls)
+        for name, value in fields.items():
+            object.__setattr__(self, name, value)
+        cls._registry[registry_key] = self  # type: ignore[attr-defined]
+        return self
 
     def __copy__(self) -> Any:
         return self
@@ -49,7 +62,7 @@ class Device(_Interned):
             x = nda.zeros(3)      # lives on sim:0
     """
 
-    __slots__ = ("type", "index", "_tokens")
+    __slots__ = ("type", "index")
     _registry: dict[tuple[str, int], Device] = {}
 
     type: str
@@ -76,7 +89,6 @@ class Device(_Interned):
         self = object.__new__(cls)
         object.__setattr__(self, "type", dev_type)
         object.__setattr__(self, "index", index)
-        object.__setattr__(self, "_tokens", [])
         cls._registry[dev_type, index] = self
         return self
 
@@ -90,11 +102,13 @@ class Device(_Interned):
         return (Device, (self.type, self.index))
 
     def __enter__(self) -> Device:
-        self._tokens.append(_default_device.set(self))
+        # Tokens live per thread (and per context), so nested and concurrent ``with``
+        # blocks on the same interned Device never pop each other's token.
+        _token_stack().append(_default_device.set(self))
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        _default_device.reset(self._tokens.pop())
+        _default_device.reset(_token_stack().pop())
 
 
 class Layout(_Interned):
@@ -149,15 +163,7 @@ class KernelKey(_Interned):
     layout: Layout
 
     def __new__(cls, device_type: str, dtype: DType, layout: Layout = strided) -> KernelKey:
-        existing = cls._registry.get((device_type, dtype, layout))
-        if existing is not None:
-            return existing
-        self = object.__new__(cls)
-        object.__setattr__(self, "device_type", device_type)
-        object.__setattr__(self, "dtype", dtype)
-        object.__setattr__(self, "layout", layout)
-        cls._registry[device_type, dtype, layout] = self
-        return self
+        return cls._intern((device_type, dtype, layout), device_type=device_type, dtype=dtype, layout=layout)  # type: ignore[no-any-return]
 
     def __iter__(self) -> Any:
         return iter((self.device_type, self.dtype, self.layout))
@@ -184,19 +190,24 @@ class ArrayMeta(_Interned):
         existing = cls._registry.get((device, dtype, layout))
         if existing is not None:
             return existing
-        self = object.__new__(cls)
-        object.__setattr__(self, "device", device)
-        object.__setattr__(self, "dtype", dtype)
-        object.__setattr__(self, "layout", layout)
-        object.__setattr__(self, "key", KernelKey(device.type, dtype, layout))
-        cls._registry[device, dtype, layout] = self
-        return self
+        key = KernelKey(device.type, dtype, layout)
+        return cls._intern((device, dtype, layout), device=device, dtype=dtype, layout=layout, key=key)  # type: ignore[no-any-return]
 
     def __repr__(self) -> str:
         return f"ArrayMeta({self.device}, {self.dtype.name}, {self.layout.name})"
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (ArrayMeta, (self.device, self.dtype, self.layout))
+
+
+_tokens = threading.local()
+
+
+def _token_stack() -> list[contextvars.Token[Device]]:
+    stack = getattr(_tokens, "stack", None)
+    if stack is None:
+        stack = _tokens.stack = []
+    return stack
 
 
 cpu = Device("cpu", 0)

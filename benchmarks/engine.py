@@ -1,0 +1,114 @@
+"""Engine benchmarks: concurrency of independent work, and tiny-op latency per engine.
+
+(a) Two independent chains of 8 ``exp``/``sin`` ops on separate 8M-element float64 arrays,
+    issued back to back and then waited, against the same work in sequential NumPy (and a
+    hand-made NumPy version with a 2-thread pool, the best a user gets by hand).
+    Target: >= 1.7x speedup over sequential NumPy on 2 cores.
+(b) Tiny-op latency (``x + y`` on float32 (4,)) with the threaded engine against the naive
+    engine. Target: within 10%.
+
+    python benchmarks/engine.py [--quick] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+import timeit
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+
+import nda
+
+N = 8 * 1024 * 1024
+STEPS = 8
+
+
+def chain_numpy(a: np.ndarray) -> np.ndarray:
+    for i in range(STEPS):
+        a = np.exp(a) if i % 2 == 0 else np.sin(a)
+    return a
+
+
+def chain_nda(a: nda.NDArray) -> nda.NDArray:
+    for i in range(STEPS):
+        a = nda.exp(a) if i % 2 == 0 else nda.sin(a)
+    return a
+
+
+def concurrency(rounds: int) -> dict[str, float]:
+    host_a = np.random.default_rng(0).random(N)
+    host_b = np.random.default_rng(1).random(N)
+    a, b = nda.asarray(host_a), nda.asarray(host_b)
+    pool = ThreadPoolExecutor(2)
+    times: dict[str, list[float]] = {"numpy sequential": [], "numpy 2-thread pool": [], "nda": []}
+    for _ in range(rounds):
+        start = time.perf_counter()
+        chain_numpy(host_a)
+        chain_numpy(host_b)
+        times["numpy sequential"].append(time.perf_counter() - start)
+
+        start = time.perf_counter()
+        fa, fb = pool.submit(chain_numpy, host_a), pool.submit(chain_numpy, host_b)
+        fa.result()
+        fb.result()
+        times["numpy 2-thread pool"].append(time.perf_counter() - start)
+
+        start = time.perf_counter()
+        ra, rb = chain_nda(a), chain_nda(b)
+        ra.wait_to_read()
+        rb.wait_to_read()
+        times["nda"].append(time.perf_counter() - start)
+    pool.shutdown()
+    np.testing.assert_allclose(ra.asnumpy()[:10], chain_numpy(host_a[:10]))
+    return {k: statistics.median(v) for k, v in times.items()}
+
+
+def tiny_latency(rounds: int, number: int) -> dict[str, float]:
+    x = nda.ones(4, dtype=nda.float32)
+    y = nda.ones(4, dtype=nda.float32)
+    samples: dict[str, list[float]] = {"naive": [], "threaded": []}
+    engines = {"naive": nda.engine.SyncEngine(), "threaded": None}
+    from nda.engine.threaded import ThreadedEngine
+
+    engines["threaded"] = ThreadedEngine()
+    for _ in range(rounds):
+        for name, engine in engines.items():
+            nda.engine.use(engine)
+            samples[name].append(timeit.timeit(lambda: x + y, number=number) / number)
+    nda.engine.use("threaded")
+    return {k: statistics.median(v) for k, v in samples.items()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--json", metavar="PATH")
+    args = parser.parse_args(argv)
+    rounds = 3 if args.quick else 7
+    print(f"engine benchmarks ({'quick' if args.quick else 'full'}: {rounds} rounds, median)", file=sys.stderr)
+    print("  [1/2] two independent chains of 8 exp/sin on 8M float64", file=sys.stderr, flush=True)
+    conc = concurrency(rounds)
+    print("  [2/2] tiny-op latency per engine", file=sys.stderr, flush=True)
+    tiny = tiny_latency(rounds * 2, 20_000)
+    seq = conc["numpy sequential"]
+    print(f"{'two chains of 8 ops, 8M float64':<40} {'seconds':>9} {'speedup vs sequential numpy':>28}")
+    for name, t in conc.items():
+        print(f"{name:<40} {t:>9.3f} {seq / t:>27.2f}x")
+    print(f"\n{'tiny op x + y (float32, (4,))':<40} {'ns':>9} {'vs naive':>28}")
+    for name, t in tiny.items():
+        print(f"{name + ' engine':<40} {t * 1e9:>9.0f} {t / tiny['naive']:>27.2f}x")
+    if args.json:
+        report: dict[str, Any] = {"concurrency_seconds": conc, "tiny_op_seconds": tiny}
+        with open(args.json, "w") as fh:
+            json.dump(report, fh, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
