@@ -85,6 +85,11 @@ def test_broken_backends_are_isolated(tmp_path, monkeypatch):
         import numpy as np
         class B:
             name = "unknownop"; api_version = "1.0"; device_types = ("unknownop",)
+            def devices(self):
+                import nda
+                return [nda.backends.DeviceInfo(nda.Device(self.name, 0), "fake")]
+            def to_host(self, b): return b
+            def from_host(self, h, d, out=None): return h
             def register(self, register_kernel):
                 register_kernel("add", ["float32"], np.add)
                 register_kernel("frobnicate", ["float32"], np.add)
@@ -94,13 +99,18 @@ def test_broken_backends_are_isolated(tmp_path, monkeypatch):
         import numpy as np
         class B:
             name = "baddtype"; api_version = "1.0"; device_types = ("baddtype",)
+            def devices(self):
+                import nda
+                return [nda.backends.DeviceInfo(nda.Device(self.name, 0), "fake")]
+            def to_host(self, b): return b
+            def from_host(self, h, d, out=None): return h
             def register(self, register_kernel):
                 register_kernel("bitwise_and", ["float32"], np.bitwise_and)
         backend = B()
     """)
     with pytest.raises(nda.BackendError, match="driver exploded"):
         nda.backends.load("nda_test_raises")
-    with pytest.raises(nda.BackendValidationError, match="implements backend API 0.3.*speaks 1.0"):
+    with pytest.raises(nda.BackendValidationError, match="implements backend API 0.3.*speaks 1.1"):
         nda.backends.load("nda_test_oldapi")
     with pytest.raises(nda.BackendValidationError, match="unknown op 'frobnicate'"):
         nda.backends.load("nda_test_unknownop")

@@ -12,9 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from . import _dtypes, _frontend, ops
-from ._array import NDArray
-from ._devices import Device, as_device
+from . import _dtypes, _frontend, backends, ops
+from ._array import NDArray, new_array
+from ._devices import ArrayMeta, Device, as_device
+from .engine import state as _state
 from ._dtypes import DType
 
 _generated = _frontend.build_namespace("nda")
@@ -64,13 +65,50 @@ NDArray.astype.__doc__ = astype.__doc__  # type: ignore[attr-defined]
 
 
 def to_device(x: NDArray, device: Device | str, /, *, stream: Any = None) -> NDArray:
-    """``x`` on ``device``: ``x`` itself if it is there already, else a copy made through the host."""
+    """``x`` on ``device``: ``x`` itself if it is there already, else a copy.
+
+    The copy goes through the backends' copy interface (a direct device-to-device copy
+    when one backend serves both devices and offers it, else through host memory) and
+    through the engine, so it is ordered like any op: after pending writes to ``x``.
+    """
     target = as_device(device)
     if target is x.device:
         return x
     if stream is not None:
-        raise ValueError("to_device(): stream= is not supported by the host copy route")
-    return _catalog_asarray(x._host(), device=target, copy=True)  # type: ignore[no-any-return]
+        raise ValueError("to_device(): stream= is not supported; nda orders copies with its engine")
+    backends.validate_device(target)
+    src = backends.for_device(x.device)
+    dst = backends.for_device(target)
+    direct = src is dst and hasattr(src, "copy_to_device")
+    out = new_array(None, ArrayMeta(target, x.dtype, x.layout), x.shape)
+
+    def run() -> None:
+        out._buf = src.copy_to_device(x._buf, target) if direct else dst.from_host(src.to_host(x._buf), target)
+
+    if x._size < _state.limit:
+        run()
+    else:
+        route = f"{x.device} -> {target} ({'direct' if direct else 'through host memory'})"
+        _state.push(run, (x,), (out,), target, "to_device", cost=x._size, route=route)
+    return out
+
+
+def copyto(x: NDArray, y: NDArray, /) -> NDArray:
+    """Copy ``x``'s data into the existing array ``y`` (any device, same shape); returns ``y``.
+
+    Values are cast to ``y``'s dtype under the same-kind rule; the copy is ordered by the
+    engine after pending work on both arrays.
+    """
+    if not isinstance(x, NDArray) or not isinstance(y, NDArray):
+        raise TypeError(f"copyto() expects two nda arrays, got {type(x).__name__} and {type(y).__name__}")
+    if x.shape != y.shape:
+        raise ValueError(f"copyto(): shapes differ: source {x.shape}, destination {y.shape}")
+    setitem(y, ..., to_device(x, y.device))
+    return y
+
+
+NDArray.copyto = lambda self, other, /: copyto(self, other)  # type: ignore[attr-defined]
+NDArray.copyto.__doc__ = copyto.__doc__  # type: ignore[attr-defined]
 
 
 def copy(x: NDArray, /) -> NDArray:
@@ -89,11 +127,10 @@ def _from_pickle(host: np.ndarray, device: str) -> NDArray:
 
 
 def waitall() -> None:
-    """Wait for all pending work; raises the first pending error (a sync point)."""
-    from .engine import state
+    """Wait for all pending work, on every device; raises the first error of that work once."""
+    _state.wait_all()
+    backends.synchronize_all()
 
-    state.wait_all()
 
-
-__all__ = sorted(set(_generated) | {"asarray", "astype", "to_device", "copy", "from_dlpack", "waitall"})
+__all__ = sorted(set(_generated) | {"asarray", "astype", "to_device", "copyto", "copy", "from_dlpack", "waitall"})
 del ops, DType

@@ -24,11 +24,19 @@ from typing import Any, Callable, Iterable
 from ._devices import KernelKey, Layout, as_layout, strided
 from ._dtypes import DType, as_dtype
 
-__all__ = ["DispatchError", "DeviceUnavailableError", "KernelEntry", "OpTable", "register", "resolve", "table", "explain", "kernels"]
+__all__ = ["DispatchError", "DeviceUnavailableError", "FallbackWarning", "FallbackError", "coverage", "Coverage", "KernelEntry", "OpTable", "register", "resolve", "table", "explain", "kernels"]
 
 
 class DispatchError(TypeError):
     """No kernel is registered for an op at the requested (device type, dtype, layout)."""
+
+
+class FallbackWarning(UserWarning):
+    """An op ran through a fallback route (for example on cpu, with copies in and out)."""
+
+
+class FallbackError(DispatchError):
+    """An op would need a fallback route and ``nda.config.fallback`` is ``"error"``."""
 
 
 class DeviceUnavailableError(ValueError):
@@ -197,7 +205,10 @@ def lookup(op_name: str, key: KernelKey) -> list[KernelEntry]:
 
         if not backends.serves(key.device_type):
             raise DeviceUnavailableError(f"{tbl.op_name}: device type {key.device_type!r} is not available.{backends.explain_missing(key.device_type)}")
-        raise _missing(tbl, key)
+        fallback = _host_fallback(tbl, key)
+        if fallback is None:
+            raise _missing(tbl, key)
+        entries = [fallback]
     return entries
 
 
@@ -211,6 +222,139 @@ def resolve(op_name: str, key: KernelKey) -> Callable[..., Any]:
     fn = entries[0].fn if entries[0].supports is None else _chooser(entries, op_name, key)
     tbl.cache[key] = fn
     return fn
+
+
+_warned_routes: set[tuple[str, str]] = set()
+_PACKAGE_DIR = __file__.rsplit("/", 1)[0] if "/" in __file__ else ""
+
+
+def _user_stacklevel() -> int:
+    """The ``stacklevel`` that points a warning at the user's line, outside nda."""
+    import sys
+
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def _host_fallback(tbl: OpTable, key: KernelKey) -> KernelEntry | None:
+    """A kernel that runs ``key``'s op on cpu with copies in and out, if the backend opts in."""
+    from . import backends
+    from .config import config
+    from .ops import CATALOG
+
+    backend = backends.for_device_type(key.device_type)
+    if not getattr(backend, "fallback_to_host", False) or key.device_type == "cpu":
+        return None
+    cpu_key = KernelKey("cpu", key.dtype, key.layout)
+    try:
+        cpu_kernel = resolve(tbl.op_name, cpu_key)
+    except (DispatchError, DeviceUnavailableError):
+        return None
+    decl = CATALOG[tbl.op_name]
+    buffer_type = backend.buffer_type
+    to_host, from_host, device_of = backend.to_host, backend.from_host, backend.device_of
+    route = f"{tbl.op_name} on {key}: no {key.device_type} kernel; copies the inputs to cpu, runs {getattr(cpu_kernel, '__qualname__', cpu_kernel)} there and copies the result back"
+    mutates = bool(decl.mutates)
+    from ._devices import Device
+
+    cpu = Device("cpu", 0)
+
+    def convert(value: Any) -> Any:
+        if isinstance(value, buffer_type):
+            return to_host(value)
+        if value.__class__ in (list, tuple):
+            return value.__class__(convert(v) for v in value)
+        return value
+
+    def find_device(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if "device" in kwargs:
+            return kwargs["device"]
+        for value in args:
+            for item in value if value.__class__ in (list, tuple) else (value,):
+                if isinstance(item, buffer_type):
+                    return device_of(item)
+        raise DispatchError(f"{tbl.op_name}: host fallback found no {key.device_type} buffer to copy the result to")
+
+    def fallback(*args: Any, **kwargs: Any) -> Any:
+        mode = config.fallback
+        if mode == "error":
+            raise FallbackError(f"{route}; nda.config.fallback is 'error'")
+        if mode == "warn" and (tbl.op_name, route) not in _warned_routes:
+            _warned_routes.add((tbl.op_name, route))
+            import warnings
+
+            warnings.warn(route, FallbackWarning, stacklevel=_user_stacklevel())
+        device = find_device(args, kwargs)
+        host_args = [convert(a) for a in args]
+        host_kwargs = {k: (cpu if k == "device" else convert(v)) for k, v in kwargs.items()}
+        result = cpu_kernel(*host_args, **host_kwargs)
+        if mutates:
+            return from_host(host_args[0], device, out=args[0])
+        return from_host(result, device)
+
+    fallback.__qualname__ = f"host_fallback[{tbl.op_name}]"
+    fallback._nda_route = route  # type: ignore[attr-defined]
+    return KernelEntry(fallback, key, -1, None, f"{backend.name} (host fallback)", 0)
+
+
+class Coverage:
+    """Per op and dtype of one device type: ``native``, ``fallback`` or ``missing``."""
+
+    def __init__(self, device_type: str, rows: dict[str, dict[str, str]]) -> None:
+        self.device_type = device_type
+        self.rows = rows
+
+    def as_dict(self) -> dict[str, dict[str, str]]:
+        return {op: dict(by_dtype) for op, by_dtype in self.rows.items()}
+
+    def counts(self) -> dict[str, int]:
+        counts = {"native": 0, "fallback": 0, "missing": 0}
+        for by_dtype in self.rows.values():
+            for status in by_dtype.values():
+                counts[status] += 1
+        return counts
+
+    def __str__(self) -> str:
+        lines = [f"coverage of device type {self.device_type!r}: " + ", ".join(f"{v} {k}" for k, v in self.counts().items()), ""]
+        width = max(len(op) for op in self.rows) if self.rows else 2
+        for op, by_dtype in self.rows.items():
+            groups: dict[str, list[str]] = {}
+            for dtype, status in by_dtype.items():
+                groups.setdefault(status, []).append(dtype)
+            parts = [f"{status}: {', '.join(dts)}" for status, dts in groups.items()]
+            lines.append(f"{op:<{width}}  " + "; ".join(parts))
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return f"<Coverage {self.device_type}: {self.counts()}>"
+
+
+def coverage(device: Any) -> Coverage:
+    """Which ops run natively on ``device`` (a Device, a type or a string), per declared dtype."""
+    from . import backends
+    from ._devices import Device
+    from .ops import CATALOG
+
+    device_type = device.type if isinstance(device, Device) else str(device).split(":")[0]
+    backends.ensure_device_type(device_type)
+    backend = backends.for_device_type(device_type)
+    opts_in = bool(getattr(backend, "fallback_to_host", False)) and device_type != "cpu"
+    rows: dict[str, dict[str, str]] = {}
+    for name, decl in sorted(CATALOG.items()):
+        tbl = _TABLES[name]
+        by_dtype = {}
+        for dt in decl.supported_dtypes:
+            key = KernelKey(device_type, dt)
+            if tbl.kernels.get(key):
+                by_dtype[dt.name] = "native"
+            elif opts_in and tbl.kernels.get(KernelKey("cpu", dt)):
+                by_dtype[dt.name] = "fallback"
+            else:
+                by_dtype[dt.name] = "missing"
+        rows[name] = by_dtype
+    return Coverage(device_type, rows)
 
 
 class Explanation:
@@ -235,6 +379,9 @@ class Explanation:
             f"key:     {self.key}",
             f"kernel:  {self.kernel.qualname} (backend {self.kernel.backend!r}, priority {self.kernel.priority})",
         ]
+        route = getattr(self.kernel.fn, "_nda_route", None)
+        if route:
+            lines.append(f"route:   {route}")
         if self.kernel.supports is not None:
             lines.append("         chosen per call by supports(); candidates in order: " + ", ".join(e.qualname for e in self.candidates))
         for cast in self.casts:

@@ -1,22 +1,19 @@
-"""Backend discovery and loading through the ``nda.backends`` entry-point group.
+"""Backend discovery, loading, validation and status, through the ``nda.backends`` entry points.
 
 Every backend, the built-in numpy one included, arrives the same way: a distribution
 declares an entry point in the group ``nda.backends`` whose name is the device type it
-serves (``cpu = "nda.backends.cpu:backend"``) and whose object is the backend. Nothing is
-imported at ``import nda``: the first time an op needs a kernel for a device type that
-has none, dispatch calls :func:`ensure_device_type`, which loads that entry point,
-checks it and lets it register its kernels. ``nda.backends.load(name)`` does the same on
-request, and also accepts ``"package.module"`` or ``"package.module:attr"`` for a
-backend that is not installed as an entry point.
+serves (``cpu = "nda.backends.cpu:backend"``) and whose object is the backend (the
+contract is in :mod:`nda.backends.contract`). Nothing is imported at ``import nda``: the
+first time an op needs a device type that has no kernels, dispatch calls
+:func:`ensure_device_type`, which imports that entry point's module, checks the backend
+and lets it register its kernels. :func:`load` does the same on request, and also accepts
+``"package.module[:attr]"`` for a backend that is not installed as an entry point.
 
-``NDA_BACKENDS`` selects backends: ``cpu,sim`` loads only those, ``-cuda`` excludes one.
-A backend that fails to import or to register is isolated: it is recorded with its full
-cause in :func:`status`, and nda and the other backends keep working.
-
-A backend object provides: ``name``; ``api_version`` (``"1.0"``); ``device_types``;
-``register(register_kernel)``, which calls ``register_kernel(op, dtypes, fn, layout=,
-priority=, supports=)`` for its kernels; ``to_host(buf)`` and ``from_host(ndarray,
-device)``; and ``dlpack(buf, **kw)``/``dlpack_device(device)`` for DLPack export.
+``NDA_BACKENDS`` selects backends: ``cpu,sim`` allows only those, ``-cuda`` excludes one.
+A backend that fails to import, fails validation or finds no device is isolated: it is
+recorded with its full cause in :func:`status`, and nda and the other backends keep
+working. States: ``installed`` (found, not loaded yet), ``loaded``, ``failed``,
+``unavailable`` (loaded but no usable device) and ``excluded``.
 """
 
 from __future__ import annotations
@@ -28,12 +25,16 @@ import traceback
 from typing import Any, Callable
 
 from .. import dispatch
+from .._devices import Device, as_layout
 from .._dtypes import CATEGORIES, DType, as_dtype
+from .contract import API_VERSION, DeviceInfo, check_kernel_signature
 
-__all__ = ["BackendError", "BackendValidationError", "API_VERSION", "load", "status", "status_table", "for_device", "to_host"]
+__all__ = [
+    "BackendError", "BackendValidationError", "API_VERSION", "DeviceInfo", "load", "status", "status_table",
+    "for_device", "to_host", "devices", "memory_stats", "release_all", "validate_device",
+]
 
 GROUP = "nda.backends"
-API_VERSION = "1.0"
 
 
 class BackendError(RuntimeError):
@@ -45,29 +46,37 @@ class BackendValidationError(BackendError):
 
 
 class _Record:
-    __slots__ = ("name", "source", "state", "reason", "backend", "device_types")
+    __slots__ = ("name", "source", "state", "reason", "backend", "device_types", "devices", "api_version")
 
     def __init__(self, name: str, source: str) -> None:
         self.name = name
         self.source = source
-        self.state = "installed"  # installed | loaded | failed | excluded
+        self.state = "installed"
         self.reason = ""
         self.backend: Any = None
         self.device_types: tuple[str, ...] = ()
+        self.devices: list[DeviceInfo] = []
+        self.api_version = ""
+
+    def fail(self, state: str, reason: str) -> None:
+        self.state, self.reason = state, reason
 
     def as_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "source": self.source, "state": self.state, "reason": self.reason, "device_types": list(self.device_types)}
+        return {
+            "name": self.name, "source": self.source, "state": self.state, "reason": self.reason,
+            "api_version": self.api_version, "device_types": list(self.device_types),
+            "devices": [d.as_dict() for d in self.devices],
+        }
 
 
 _records: dict[str, _Record] | None = None
 _by_device_type: dict[str, Any] = {}
+_devices: dict[Device, DeviceInfo] = {}
 
 
 def _selection() -> tuple[set[str] | None, set[str]]:
     """(only these, or None for all; excluded) from ``NDA_BACKENDS``."""
     raw = os.environ.get("NDA_BACKENDS", "").strip()
-    if not raw:
-        return None, set()
     only: set[str] = set()
     excluded: set[str] = set()
     for part in (p.strip() for p in raw.split(",")):
@@ -88,8 +97,7 @@ def _discover() -> dict[str, _Record]:
         for ep in entry_points(group=GROUP):
             rec = records.setdefault(ep.name, _Record(ep.name, ep.value))
             if ep.name in excluded or (only is not None and ep.name not in only):
-                rec.state = "excluded"
-                rec.reason = f"excluded by NDA_BACKENDS={os.environ.get('NDA_BACKENDS', '')!r}"
+                rec.fail("excluded", f"excluded by NDA_BACKENDS={os.environ.get('NDA_BACKENDS', '')!r}")
         _records = records
     return _records
 
@@ -104,19 +112,26 @@ def _import_object(spec: str) -> Any:
     return obj
 
 
-def _validate_version(name: str, backend: Any) -> None:
+def _validate_version(name: str, backend: Any) -> str:
     version = getattr(backend, "api_version", None)
-    if not isinstance(version, str) or not version.count(".") == 1:
+    if not isinstance(version, str) or version.count(".") != 1:
         raise BackendValidationError(f"backend {name!r}: api_version must be a 'major.minor' string such as {API_VERSION!r}, got {version!r}")
     if version.split(".")[0] != API_VERSION.split(".")[0]:
         raise BackendValidationError(
             f"backend {name!r} implements backend API {version}, but this nda speaks {API_VERSION}; "
             f"install a version of the backend built for nda's backend API {API_VERSION.split('.')[0]}.x"
         )
+    for member in ("register", "to_host", "from_host", "devices"):
+        if not callable(getattr(backend, member, None)):
+            raise BackendValidationError(f"backend {name!r} lacks the required method {member}(); see nda.backends.contract")
+    return version
 
 
 def _registrar(name: str, device_types: tuple[str, ...]) -> Callable[..., None]:
-    def register_kernel(op: str, dtypes: Any, fn: Callable[..., Any], *, device_type: str | None = None, layout: str = "strided", priority: int = 0, supports: Callable[..., bool] | None = None) -> None:
+    def register_kernel(
+        op: str, dtypes: Any, fn: Callable[..., Any], *, device_type: str | None = None,
+        layout: str = "strided", priority: int = 0, supports: Callable[..., bool] | None = None,
+    ) -> None:
         from ..ops import CATALOG
 
         decl = CATALOG.get(op)
@@ -132,6 +147,13 @@ def _registrar(name: str, device_types: tuple[str, ...]) -> Callable[..., None]:
                 raise BackendValidationError(
                     f"backend {name!r} registers {op!r} for {resolved.name}, but {op!r} is declared for {decl.dtypes} dtypes only"
                 )
+        try:
+            as_layout(layout)
+        except ValueError as err:
+            raise BackendValidationError(f"backend {name!r}, op {op!r}: {err}") from None
+        problem = check_kernel_signature(fn, decl)
+        if problem is not None:
+            raise BackendValidationError(f"backend {name!r}, op {op!r}: {problem}")
         dev = device_type or device_types[0]
         if dev not in device_types:
             raise BackendValidationError(f"backend {name!r} registers a kernel for device type {dev!r}, which it does not declare in device_types {device_types}")
@@ -147,21 +169,40 @@ def _activate(rec: _Record, spec: str) -> Any:
     try:
         backend = _import_object(spec)
     except Exception as err:  # noqa: BLE001 - any import failure isolates the backend
-        rec.state, rec.reason = "failed", f"import of {spec!r} failed: {type(err).__name__}: {err}\n{traceback.format_exc()}"
+        rec.fail("failed", f"import of {spec!r} failed: {type(err).__name__}: {err}\n{traceback.format_exc()}")
         raise BackendError(f"backend {rec.name!r} could not be imported ({type(err).__name__}: {err}); see nda.backends.status()") from err
     try:
-        _validate_version(rec.name, backend)
+        rec.api_version = _validate_version(rec.name, backend)
         device_types = tuple(getattr(backend, "device_types", ()) or (rec.name,))
+        try:
+            infos = list(backend.devices())
+        except Exception as err:  # noqa: BLE001 - a failing probe means "no device here"
+            rec.device_types = device_types
+            rec.fail("unavailable", f"device probe failed: {type(err).__name__}: {err}")
+            raise BackendError(f"backend {rec.name!r} is unavailable: {type(err).__name__}: {err}") from err
+        bad = [i for i in infos if not isinstance(i, DeviceInfo)]
+        if bad:
+            raise BackendValidationError(f"backend {rec.name!r}: devices() must return nda.backends.DeviceInfo objects, got {type(bad[0]).__name__}")
+        if not infos:
+            rec.device_types = device_types
+            rec.fail("unavailable", "no device found")
+            raise BackendError(f"backend {rec.name!r} is unavailable: no device found")
         backend.register(_registrar(rec.name, device_types))
+    except BackendError:
+        dispatch.unregister_backend(rec.name)
+        if rec.state not in ("unavailable",):
+            rec.state = "failed"
+            rec.reason = rec.reason or traceback.format_exc()
+        raise
     except Exception as err:  # noqa: BLE001
         dispatch.unregister_backend(rec.name)
-        rec.state, rec.reason = "failed", f"{type(err).__name__}: {err}\n{traceback.format_exc()}"
-        if isinstance(err, BackendError):
-            raise
+        rec.fail("failed", f"{type(err).__name__}: {err}\n{traceback.format_exc()}")
         raise BackendValidationError(f"backend {rec.name!r} failed to register its kernels: {type(err).__name__}: {err}") from err
-    rec.state, rec.reason, rec.backend, rec.device_types = "loaded", "", backend, device_types
+    rec.state, rec.reason, rec.backend, rec.device_types, rec.devices = "loaded", "", backend, device_types, infos
     for dev in device_types:
         _by_device_type[dev] = backend
+    for info in infos:
+        _devices[info.device] = info
     return backend
 
 
@@ -177,7 +218,10 @@ def ensure_device_type(device_type: str) -> bool:
     rec = _discover().get(device_type)
     if rec is None or rec.state != "installed":
         return False
-    _activate(rec, rec.source)
+    try:
+        _activate(rec, rec.source)
+    except BackendError:
+        return False  # recorded in status(); the caller raises its own "not available" error
     return True
 
 
@@ -218,17 +262,18 @@ def status() -> list[dict[str, Any]]:
 
 
 def status_table() -> str:
-    """:func:`status` as a table for people."""
-    rows = [("backend", "state", "devices", "entry point", "reason")]
+    """:func:`status` as a table for people (the first line of each reason)."""
+    rows = [("backend", "state", "api", "devices", "entry point", "reason")]
     for rec in _discover().values():
         reason = rec.reason.strip().splitlines()[0] if rec.reason else ""
-        rows.append((rec.name, rec.state, ",".join(rec.device_types) or "-", rec.source, reason))
-    widths = [max(len(r[i]) for r in rows) for i in range(4)]
-    return "\n".join("  ".join(r[i].ljust(widths[i]) for i in range(4)) + "  " + r[4] for r in rows)
+        devs = ", ".join(f"{d.device} ({d.name})" for d in rec.devices) or ",".join(rec.device_types) or "-"
+        rows.append((rec.name, rec.state, rec.api_version or "-", devs, rec.source, reason))
+    widths = [max(len(r[i]) for r in rows) for i in range(5)]
+    return "\n".join("  ".join(r[i].ljust(widths[i]) for i in range(5)) + "  " + r[5] for r in rows)
 
 
 def explain_missing(device_type: str) -> str:
-    """A sentence on why a device type has no kernels (used in DispatchError messages)."""
+    """A sentence on why a device type has no kernels (used in error messages)."""
     if device_type in _by_device_type:
         return ""
     rec = _discover().get(device_type)
@@ -237,8 +282,8 @@ def explain_missing(device_type: str) -> str:
         return f" No backend serves device type {device_type!r} (installed backends: {known}); install one that registers it in the {GROUP!r} entry-point group."
     if rec.state == "excluded":
         return f" Backend {device_type!r} is {rec.reason}."
-    if rec.state == "failed":
-        return f" Backend {device_type!r} failed to load: {rec.reason.splitlines()[0]}"
+    if rec.state in ("failed", "unavailable"):
+        return f" Backend {device_type!r} is {rec.state}: {rec.reason.splitlines()[0] if rec.reason else 'see nda.backends.status()'}"
     return ""
 
 
@@ -251,6 +296,66 @@ def for_device(device: Any) -> Any:
         if backend is None:
             raise BackendError(f"no backend available for device {device}.{explain_missing(device.type)}")
     return backend
+
+
+def for_device_type(device_type: str) -> Any:
+    """The loaded backend serving ``device_type`` (loading it if needed)."""
+    return for_device(Device(device_type, 0))
+
+
+def validate_device(device: Device) -> None:
+    """Raise ValueError unless ``device`` exists (its backend is loaded and lists it)."""
+    if device in _devices:
+        return
+    ensure_device_type(device.type)
+    if device in _devices:
+        return
+    if device.type not in _by_device_type:
+        raise dispatch.DeviceUnavailableError(f"device type {device.type!r} is not available.{explain_missing(device.type)}")
+    have = ", ".join(str(d) for d in _devices if d.type == device.type)
+    raise dispatch.DeviceUnavailableError(f"device {device} does not exist; {device.type} devices: {have}")
+
+
+def devices(device_type: str | None = None) -> list[DeviceInfo]:
+    """Devices of the loaded backends (loading the one for ``device_type`` if given)."""
+    if device_type is not None:
+        ensure_device_type(device_type)
+    return [info for dev, info in _devices.items() if device_type is None or dev.type == device_type]
+
+
+def memory_stats(device: Device | str) -> dict[str, int]:
+    """``in_use``, ``peak``, ``cached`` (and ``capacity``) bytes of ``device``'s allocator."""
+    from .._devices import as_device
+
+    dev = as_device(device)
+    backend = for_device(dev)
+    if not hasattr(backend, "memory_stats"):
+        raise NotImplementedError(f"backend {backend.name!r} does not report memory statistics for {dev}")
+    return dict(backend.memory_stats(dev))
+
+
+def release_all(device: Device | str) -> int:
+    """Give ``device``'s cached (free but held) memory back; returns the bytes released."""
+    from .._devices import as_device
+
+    dev = as_device(device)
+    backend = for_device(dev)
+    if not hasattr(backend, "release_all"):
+        return 0
+    from ..engine import state
+
+    state.wait_all()
+    return int(backend.release_all(dev))
+
+
+def synchronize_all() -> None:
+    """Wait for work enqueued on every loaded backend's devices (``nda.waitall`` calls it)."""
+    for backend in {id(b): b for b in _by_device_type.values()}.values():
+        sync = getattr(backend, "synchronize", None)
+        if sync is not None:
+            for info in _devices.values():
+                if info.device.type in getattr(backend, "device_types", ()):
+                    sync(info.device)
 
 
 def to_host(array: Any) -> Any:

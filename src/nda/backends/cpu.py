@@ -13,18 +13,27 @@ from typing import Any, Callable
 
 import numpy as np
 
+import os
+
 from .._devices import Device
+from .contract import DeviceInfo
 
 
 class CpuBackend:
     """NumPy on the host. Buffers are ``numpy.ndarray``; there is one device, ``cpu:0``."""
 
     name = "cpu"
-    api_version = "1.0"
+    api_version = "1.1"
     device_types = ("cpu",)
 
-    def devices(self) -> list[Device]:
-        return [Device("cpu", 0)]
+    def devices(self) -> list[DeviceInfo]:
+        import platform
+
+        try:
+            memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (AttributeError, ValueError, OSError):
+            memory = None
+        return [DeviceInfo(Device("cpu", 0), platform.processor() or platform.machine() or "cpu", memory, cores=os.cpu_count())]
 
     def register(self, register_kernel: Callable[..., None]) -> None:
         from ..ops import CATALOG
@@ -39,8 +48,14 @@ class CpuBackend:
     def to_host(self, buf: np.ndarray) -> np.ndarray:
         return buf
 
-    def from_host(self, host: np.ndarray, device: Device) -> np.ndarray:
+    def from_host(self, host: np.ndarray, device: Device, out: np.ndarray | None = None) -> np.ndarray:
+        if out is not None:
+            out[...] = host
+            return out
         return host
+
+    def device_of(self, buf: np.ndarray) -> Device:
+        return Device("cpu", 0)
 
     def dlpack(self, buf: np.ndarray, **kwargs: Any) -> Any:
         kwargs = {k: v for k, v in kwargs.items() if v is not None}

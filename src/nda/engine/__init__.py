@@ -92,8 +92,32 @@ class Engine:
         """Release threads; the engine must not be used afterwards."""
 
 
-def _run_now(run: Callable[[], Any]) -> None:
+_NO_HOOK = object()
+_completion_hooks: dict[Any, Any] = {}
+
+
+def device_completion(device: Any) -> Completion | None:
+    """The device backend's ``record_completion(device)``: a marker for work enqueued so far.
+
+    Backends whose kernels return before their work is done (streams) provide it; for the
+    others (cpu) this is one dict lookup returning None.
+    """
+    hook = _completion_hooks.get(device, _NO_HOOK)
+    if hook is _NO_HOOK:
+        from .. import backends
+
+        try:
+            hook = getattr(backends.for_device(device), "record_completion", None)
+        except Exception:  # noqa: BLE001 - no backend, no asynchronous completion
+            hook = None
+        _completion_hooks[device] = hook
+    return hook(device) if hook is not None else None
+
+
+def _run_now(run: Callable[[], Any], device: Any = None) -> None:
     result = run()
+    if result is None and device is not None:
+        result = device_completion(device)
     if isinstance(result, Completion):
         errors: list[BaseException | None] = []
         result.add_done_callback(errors.append)
@@ -118,9 +142,9 @@ class SyncEngine(Engine):
     def push(self, run: Callable[[], Any], reads: Sequence[Any], writes: Sequence[Any], device: Any, name: str, cost: int = 0, route: Any = None) -> None:
         if profiler.active:
             with profiler.span(name, device, route):
-                _run_now(run)
+                _run_now(run, device)
         else:
-            _run_now(run)
+            _run_now(run, device)
 
     def wait_for(self, array: Any, for_write: bool = False) -> None:
         return None
@@ -154,9 +178,9 @@ class DeferredEngine(Engine):
         for run, name, device, route in queue:
             if profiler.active:
                 with profiler.span(name, device, route):
-                    _run_now(run)
+                    _run_now(run, device)
             else:
-                _run_now(run)
+                _run_now(run, device)
 
 
 def _threaded() -> Engine:

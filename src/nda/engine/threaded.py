@@ -36,7 +36,7 @@ import threading
 import time
 from typing import Any, Callable, Sequence
 
-from . import Completion, Engine, profiler
+from . import Completion, Engine, device_completion, profiler
 from ._graph import RUNNING, Graph, Task
 
 __all__ = ["ThreadedEngine", "WorkerPool"]
@@ -162,6 +162,8 @@ class ThreadedEngine(Engine):
             result = None
             try:
                 result = task.run()
+                if result is None:
+                    result = device_completion(task.device)  # work enqueued on a device stream
             except BaseException as err:  # noqa: BLE001 - a kernel must never kill a worker
                 error = err
             if isinstance(result, Completion) and error is None:

@@ -25,10 +25,14 @@ _ARRAY = "NDArray"
 
 
 def _device(device: Any, op: str) -> Device:
+    from .. import backends
+
     try:
-        return as_device(device)
+        dev = as_device(device)
+        backends.validate_device(dev)
     except (TypeError, ValueError) as err:
         raise type(err)(f"{op}(): {err}") from None
+    return dev
 
 
 def _creation_plan(op: str, shape: tuple[int, ...], dtype: DType, device: Any, args: tuple[Any, ...], kwargs: dict[str, Any] | None = None) -> Plan:

@@ -1,0 +1,241 @@
+"""nda-sim: a simulated accelerator backend for nda, and the template for writing one.
+
+The backend object ``backend`` is what the entry point ``sim = "nda_sim:backend"`` names.
+It follows nda's backend contract (``nda.backends.contract``):
+
+* identity: ``name``, ``api_version``, ``device_types``;
+* processor info: ``devices()`` (``NDA_SIM_DEVICES`` devices, ``NDA_SIM_CAPACITY`` bytes each);
+* memory: a capacity-limited allocator per device with a cache of freed blocks
+  (``memory_stats``, ``release_all``); exceeding the capacity raises ``MemoryError``;
+* data movement: ``to_host`` / ``from_host`` (its buffers are opaque ``SimBuffer``
+  handles), ``copy_to_device`` between sim devices;
+* kernels: native kernels for a subset of the catalog, each enqueued on the device's
+  stream thread (they return at once), and ``fallback_to_host = True`` for the rest;
+* execution: ``record_completion`` (a marker on the stream the engine waits for) and
+  ``synchronize``.
+
+Kernels reuse the catalog's NumPy reference implementations on the simulated device
+memory, so the simulation is exact and any difference from cpu is a bug in the plumbing.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import Any, Callable
+
+import numpy as np
+from nda import Device
+from nda.backends import DeviceInfo
+from nda.ops import CATALOG
+
+from ._device import Allocator, SimBuffer, Stream, track
+
+__all__ = ["SimBackend", "SimBuffer", "backend", "NATIVE_OPS"]
+
+_PREALLOCATED = {"zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like"}
+_OTHER_NATIVE = {
+    "sum", "prod", "mean", "max", "min", "arange", "asarray", "astype", "reshape", "permute_dims",
+    "expand_dims", "squeeze", "flip", "broadcast_to", "getitem", "setitem", "matmul", "where",
+}
+#: The ops with a native sim kernel; everything else runs through nda's host fallback.
+NATIVE_OPS = sorted(_PREALLOCATED | _OTHER_NATIVE | {n for n, d in CATALOG.items() if d.family in ("unary", "binary")})
+_CPU = Device("cpu", 0)
+
+
+class SimBackend:
+    """The simulated accelerator (see the module docstring)."""
+
+    name = "sim"
+    api_version = "1.1"
+    device_types = ("sim",)
+    fallback_to_host = True
+    buffer_type = SimBuffer
+
+    def __init__(self) -> None:
+        self.device_count = int(os.environ.get("NDA_SIM_DEVICES", "2"))
+        self.capacity = int(os.environ.get("NDA_SIM_CAPACITY", str(1 << 30)))
+        self._allocators: dict[Device, Allocator] = {}
+        self._streams: dict[Device, Stream] = {}
+        self._reset_streams()
+        if hasattr(os, "register_at_fork"):
+            os.register_at_fork(before=self._synchronize_all, after_in_child=self._reset_streams)
+
+    # ------------------------------------------------------------------ processor info
+    def devices(self) -> list[DeviceInfo]:
+        if self.device_count < 1:
+            raise RuntimeError("NDA_SIM_DEVICES is 0: no simulated device")
+        return [DeviceInfo(Device("sim", i), "nda simulated accelerator", self.capacity, stream="thread") for i in range(self.device_count)]
+
+    def _allocator(self, device: Device) -> Allocator:
+        alloc = self._allocators.get(device)
+        if alloc is None:
+            alloc = self._allocators[device] = Allocator(device, self.capacity)
+        return alloc
+
+    def _stream(self, device: Device) -> Stream:
+        return self._streams[device]
+
+    def _reset_streams(self) -> None:
+        self._streams = {Device("sim", i): Stream(f"nda-sim{i}-stream") for i in range(self.device_count)}
+
+    # ------------------------------------------------------------------ kernels
+    def register(self, register_kernel: Callable[..., None]) -> None:
+        for name in NATIVE_OPS:
+            decl = CATALOG[name]
+            register_kernel(name, decl.supported_dtypes, self._native(decl))
+
+    def _native(self, decl: Any) -> Callable[..., Any]:
+        reference = decl.reference
+        mutating = bool(decl.mutates)
+        preallocated = decl.name in _PREALLOCATED
+        is_asarray = decl.name == "asarray"
+        backend = self
+
+        def kernel(*args: Any, **kwargs: Any) -> Any:
+            device = kwargs.get("device") or _device_of_args(args)
+            stream = backend._stream(device)
+            alloc = backend._allocator(device)
+            out = None if mutating else SimBuffer(device)
+            reserved = 0
+            if out is not None and (preallocated or is_asarray):
+                shape, dtype = (args[0].shape, args[0].dtype) if is_asarray else (args[0], kwargs["dtype"].numpy)
+                reserved = alloc.allocate(math.prod(shape) * np.dtype(dtype).itemsize)  # MemoryError here, at the call
+                track(out, alloc, reserved)
+
+            def work() -> None:
+                try:
+                    inputs: list[SimBuffer] = []
+                    host_args = [_on_device(a, inputs) for a in args]
+                    host_kwargs = {k: (_CPU if k == "device" else _on_device(v, inputs)) for k, v in kwargs.items()}
+                    result = reference(*host_args, **host_kwargs)
+                    if out is None:
+                        return
+                    result = np.asarray(result)
+                    if is_asarray:
+                        result = np.array(result, copy=True)  # into the device's own memory
+                    elif not reserved:
+                        owner = next((b for b in inputs if np.may_share_memory(result, b._array)), None)
+                        if owner is not None:  # a view: no new memory, keep the owner alive
+                            out._base = owner._base or owner
+                        else:
+                            track(out, alloc, alloc.allocate(result.nbytes))
+                    out._array = result
+                except BaseException as err:  # noqa: BLE001 - recorded on the buffer and the stream
+                    stream.report(err)
+                    if out is not None:
+                        out._error = err
+                    elif args and isinstance(args[0], SimBuffer):
+                        _poison(args[0], err)  # a failed in-place write leaves its target undefined
+                finally:
+                    if out is not None:
+                        out._ready.set()
+
+            stream.enqueue(work)
+            return out
+
+        kernel.__name__ = kernel.__qualname__ = f"sim_{decl.name}"
+        kernel.__module__ = __name__
+        return kernel
+
+    # ------------------------------------------------------------------ data movement
+    def to_host(self, buf: SimBuffer) -> np.ndarray:
+        return np.array(buf.wait(), copy=True)
+
+    def from_host(self, host: np.ndarray, device: Device, out: SimBuffer | None = None) -> SimBuffer:
+        host = np.asarray(host)
+        if out is not None:
+            data = np.array(host, copy=True)
+
+            def write() -> None:
+                try:
+                    out.wait()[...] = data
+                except BaseException as err:  # noqa: BLE001
+                    self._stream(device).report(err)
+                    _poison(out, err)
+
+            self._stream(device).enqueue(write)
+            return out
+        buf = SimBuffer(device)
+        alloc = self._allocator(device)
+        track(buf, alloc, alloc.allocate(host.nbytes))
+        buf._array = np.array(host, copy=True)
+        buf._ready.set()
+        return buf
+
+    def copy_to_device(self, buf: SimBuffer, device: Device) -> SimBuffer:
+        """Direct sim-to-sim copy: the target stream waits for the source buffer, then copies."""
+        out = SimBuffer(device)
+        alloc = self._allocator(device)
+
+        def copy() -> None:
+            try:
+                source = buf.wait()
+                track(out, alloc, alloc.allocate(source.nbytes))
+                out._array = np.array(source, copy=True)
+            except BaseException as err:  # noqa: BLE001
+                out._error = err
+                self._stream(device).report(err)
+            finally:
+                out._ready.set()
+
+        self._stream(device).enqueue(copy)
+        return out
+
+    def device_of(self, buf: SimBuffer) -> Device:
+        return buf.device
+
+    def dlpack(self, buf: SimBuffer, **kwargs: Any) -> Any:
+        raise BufferError("sim device memory cannot be exported through DLPack; use x.to_device('cpu') first")
+
+    def dlpack_device(self, device: Device) -> tuple[int, int]:
+        raise BufferError("sim device memory cannot be exported through DLPack; use x.to_device('cpu') first")
+
+    # ------------------------------------------------------------------ memory
+    def memory_stats(self, device: Device) -> dict[str, int]:
+        return self._allocator(device).stats()
+
+    def release_all(self, device: Device) -> int:
+        self._stream(device).synchronize()
+        return self._allocator(device).release_all()
+
+    # ------------------------------------------------------------------ execution
+    def record_completion(self, device: Device) -> Any:
+        return self._stream(device).marker()
+
+    def synchronize(self, device: Device) -> None:
+        self._stream(device).synchronize()
+
+    def _synchronize_all(self) -> None:
+        for stream in self._streams.values():
+            stream.synchronize()
+
+    def __repr__(self) -> str:
+        return f"<nda-sim backend: {self.device_count} devices of {self.capacity:,} bytes>"
+
+
+def _on_device(value: Any, inputs: list[SimBuffer]) -> Any:
+    """Replace SimBuffers (also inside tuples/lists, e.g. index keys) by their device arrays."""
+    if isinstance(value, SimBuffer):
+        inputs.append(value)
+        return value.wait()
+    if value.__class__ in (tuple, list):
+        return value.__class__(_on_device(v, inputs) for v in value)
+    return value
+
+
+def _device_of_args(args: tuple[Any, ...]) -> Device:
+    for value in args:
+        for item in value if value.__class__ in (tuple, list) else (value,):
+            if isinstance(item, SimBuffer):
+                return item.device
+    raise TypeError("a sim kernel was called without a sim buffer or device")
+
+
+def _poison(buf: SimBuffer, err: BaseException) -> None:
+    buf._error = err
+    if buf._base is not None:
+        buf._base._error = err
+
+
+backend = SimBackend()

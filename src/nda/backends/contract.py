@@ -1,0 +1,120 @@
+"""The backend contract, version 1.1 (``API_VERSION``): what a backend object provides.
+
+nda accepts a backend whose ``api_version`` has the same major number; a minor version
+only adds optional members. The members (see "Writing a backend" in ``docs/``):
+
+Identity
+    ``name``, ``api_version``, ``device_types`` (the device types it serves; its entry
+    point's name is the first one).
+Processor info
+    ``devices() -> list[DeviceInfo]``: the devices it can run on. Raising, or returning an
+    empty list, marks the backend *unavailable* with that reason; nda keeps working.
+Kernels
+    ``register(register_kernel)``: calls ``register_kernel(op, dtypes, fn, layout=,
+    priority=, supports=, device_type=)`` for each kernel. Every call is validated at once
+    (unknown op, dtype outside the op's category, unknown layout, a signature that does not
+    accept the op's kernel arguments, an incompatible ``api_version``); one failure rejects
+    the whole backend with :class:`BackendValidationError` naming it and the fix.
+Data movement
+    ``to_host(buf) -> numpy.ndarray`` (a copy, after the buffer's pending work);
+    ``from_host(host, device, out=None)`` (a new buffer, or written into ``out``);
+    optional ``copy_to_device(buf, device)`` for direct device-to-device copies (else the
+    route goes through host memory); ``device_of(buf)``.
+Memory (optional, for accelerators)
+    ``allocate(nbytes, device)``/``free(allocation)`` as the allocator its kernels use,
+    ``memory_stats(device) -> dict`` with ``in_use``, ``peak``, ``cached`` (and
+    ``capacity``), ``release_all(device) -> int`` (bytes of cached memory given back).
+Execution (optional)
+    ``executor(device)``: an object with ``submit(fn)`` the engine runs this device's large
+    tasks on (default: one worker thread per device). ``record_completion(device)``: an
+    :class:`nda.engine.Completion` signalled when the work enqueued so far on ``device``
+    has finished; the engine calls it after each task, so kernels may return as soon as
+    their work is enqueued. ``synchronize(device)``: wait for all enqueued work
+    (``nda.waitall()`` calls it).
+Fallback (optional)
+    ``fallback_to_host = True``: ops without a kernel run on cpu with copies in and out
+    (``nda.FallbackWarning`` once per route; ``nda.config.fallback`` makes it silent or an
+    error).
+DLPack (optional)
+    ``dlpack(buf, **kwargs)`` and ``dlpack_device(device)``.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, Callable, Protocol, runtime_checkable
+
+from .._devices import Device
+
+__all__ = ["API_VERSION", "DeviceInfo", "Backend", "check_kernel_signature"]
+
+API_VERSION = "1.1"
+
+
+class DeviceInfo:
+    """What a backend says about one of its devices."""
+
+    __slots__ = ("device", "name", "memory", "extra")
+
+    def __init__(self, device: Device, name: str, memory: int | None = None, **extra: Any) -> None:
+        self.device = device
+        self.name = name
+        self.memory = memory
+        self.extra = extra
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"device": str(self.device), "name": self.name, "memory": self.memory, **self.extra}
+
+    def __repr__(self) -> str:
+        mem = f", {self.memory / 2**30:.1f} GiB" if self.memory else ""
+        return f"<{self.device}: {self.name}{mem}>"
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """The required members; the optional ones are listed in the module docstring."""
+
+    name: str
+    api_version: str
+    device_types: tuple[str, ...]
+
+    def devices(self) -> list[DeviceInfo]: ...
+
+    def register(self, register_kernel: Callable[..., None]) -> None: ...
+
+    def to_host(self, buf: Any) -> Any: ...
+
+    def from_host(self, host: Any, device: Device, out: Any = None) -> Any: ...
+
+
+def kernel_parameters(decl: Any) -> tuple[list[str], list[str]]:
+    """(positional, keyword) argument names the front end passes to a kernel of ``decl``.
+
+    Element-wise kernels take their operands positionally and nothing else. Other ops'
+    kernels take the reference implementation's required parameters positionally and its
+    parameters with defaults by keyword.
+    """
+    if decl.family in ("unary", "binary"):
+        return (["x"] if decl.family == "unary" else ["x1", "x2"]), []
+    ref = inspect.signature(decl.reference)
+    positional = [p.name for p in ref.parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty]
+    keywords = [p.name for p in ref.parameters.values() if p.default is not p.empty or p.kind is p.KEYWORD_ONLY]
+    return positional, keywords
+
+
+def check_kernel_signature(fn: Callable[..., Any], decl: Any) -> str | None:
+    """Why ``fn`` cannot be called the way the front end calls kernels of ``decl``, or None.
+
+    Callables without an introspectable signature (some C functions) pass.
+    """
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+    positional, keywords = kernel_parameters(decl)
+    try:
+        sig.bind(*[None] * len(positional), **{k: None for k in keywords})
+    except TypeError as err:
+        wanted = ", ".join(positional + [f"{k}=" for k in keywords])
+        return f"kernel {getattr(fn, '__qualname__', fn)!r}{sig} cannot be called as {decl.name}({wanted}): {err}"
+    return None

@@ -1,0 +1,45 @@
+"""Shared pytest/hypothesis configuration for the nda test suite.
+
+Hypothesis profiles (select one with the ``HYPOTHESIS_PROFILE`` environment variable):
+
+* ``ci`` (default): 25 examples per test, no deadline; keeps the whole suite fast.
+* ``dev``: 60 examples per test, for local work.
+* ``deep``: 500 examples per test, for occasional thorough runs.
+
+No profile uses the example database, so running the suite writes nothing outside
+``tests/`` and every run is reproducible from its seed (``--hypothesis-seed``).
+"""
+
+from __future__ import annotations
+
+import os
+
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "ci",
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    database=None,
+    print_blob=True,
+)
+settings.register_profile("deep", max_examples=500, deadline=None, database=None, print_blob=True)
+settings.register_profile("dev", max_examples=60, deadline=None, database=None, print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+def pytest_configure(config):
+    # Edge values (inf, nan, int extremes, division by zero) make NumPy -- and therefore
+    # nda's cpu backend and the expected values computed in the tests -- warn; that is
+    # expected and not what these tests check.
+    for message in (
+        "overflow encountered",
+        "invalid value encountered",
+        "divide by zero encountered",
+        "Mean of empty slice",
+        "Degrees of freedom <= 0",
+    ):
+        config.addinivalue_line("filterwarnings", f"ignore:{message}:RuntimeWarning")
+    # Raised while hypothesis explains a failure (libcst imports); not about nda.
+    config.addinivalue_line("filterwarnings", "ignore:mypy_extensions.TypedDict is deprecated:DeprecationWarning")
