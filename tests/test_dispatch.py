@@ -156,3 +156,15 @@ def test_plan_memo_distinguishes_value_types():
     nda.reshape(x, (2, 3))
     with pytest.raises(TypeError):
         nda.reshape(x, (2.0, 3))
+
+
+def test_plan_memo_keeps_arguments_apart():
+    """A call with one array twice must not teach the memo a recipe that reuses it."""
+    v = nda.asarray([1.0, 0.0])
+    w = nda.asarray([0.0, 2.0])
+    assert float(nda.vecdot(v, v)) == 1.0
+    assert float(nda.vecdot(v, w)) == 0.0
+    assert float(nda.vecdot(w, w)) == 4.0
+    m = nda.reshape(nda.arange(4.0), (2, 2))
+    assert (m @ m).tolist() == [[2.0, 3.0], [6.0, 11.0]]
+    assert (m @ nda.eye(2)).tolist() == m.tolist()

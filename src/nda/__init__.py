@@ -9,6 +9,7 @@ from __future__ import annotations
 import math as _math
 
 from . import backends, dispatch, engine, ops
+from ._config import config
 from .engine import profiler
 from ._api import *  # noqa: F403
 from ._api import __all__ as _api_all
@@ -34,7 +35,7 @@ from ._dtypes import (
     uint64,
 )
 from .backends import BackendError, BackendValidationError
-from .dispatch import DeviceUnavailableError, DispatchError
+from .dispatch import DeviceUnavailableError, DispatchError, FallbackError, FallbackWarning
 
 __version__ = "0.1.0"
 __array_api_version__ = "2024.12"
@@ -52,6 +53,6 @@ __all__ = sorted(
         "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
         "float32", "float64", "complex64", "complex128", "isdtype", "result_type", "can_cast",
         "e", "pi", "inf", "nan", "newaxis", "backends", "dispatch", "engine", "ops", "profiler",
-        "BackendError", "BackendValidationError", "DispatchError", "DeviceUnavailableError",
+        "BackendError", "BackendValidationError", "DispatchError", "DeviceUnavailableError", "FallbackWarning", "FallbackError", "config",
     }
 )

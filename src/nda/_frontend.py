@@ -445,9 +445,12 @@ def _recipe(plan: Plan, args: tuple[Any, ...]) -> tuple[Any, ...] | None:
     for a in plan.args:
         if a.__class__ is NDArray or a.__class__ is Cast:
             arr = a if a.__class__ is NDArray else a.array
-            j = next((j for j, u in enumerate(args) if u is arr), None)
-            if j is None:
+            positions = [j for j, u in enumerate(args) if u is arr]
+            if len(positions) != 1:
+                # Not found, or the same array passed twice (vecdot(v, v)): a later call
+                # (vecdot(v, w)) could not tell which argument is which, so do not memoise.
                 return None
+            j = positions[0]
             steps.append((0, j) if a is arr else (1, j, resolve("astype", arr._meta.key), a.dtype))
         elif a.__class__ in (list, tuple) and any(v.__class__ in (NDArray, Cast) for v in a):
             return None

@@ -144,6 +144,12 @@ def register(
     tbl.cache.clear()
 
 
+def clear_caches() -> None:
+    """Forget every resolution (and memoised plan); the next call of each op resolves again."""
+    for tbl in _TABLES.values():
+        tbl.cache.clear()
+
+
 def unregister_backend(backend: str) -> None:
     """Remove every kernel a backend registered (used when a backend fails validation)."""
     for tbl in _TABLES.values():
@@ -219,9 +225,26 @@ def resolve(op_name: str, key: KernelKey) -> Callable[..., Any]:
     if cached is not None:
         return cached  # type: ignore[no-any-return]
     entries = lookup(op_name, key)
+    route = getattr(entries[0].fn, "_nda_route", None)
+    if route is not None:
+        _announce_fallback(op_name, route)
     fn = entries[0].fn if entries[0].supports is None else _chooser(entries, op_name, key)
     tbl.cache[key] = fn
     return fn
+
+
+def _announce_fallback(op_name: str, route: str) -> None:
+    """On the caller's thread, when a fallback route is chosen: warn once, or refuse."""
+    from ._config import config
+
+    mode = config.fallback
+    if mode == "error":
+        raise FallbackError(f"{route}; nda.config.fallback is 'error' (set it to 'warn' or 'silent' to allow fallbacks)")
+    if mode == "warn" and (op_name, route) not in _warned_routes:
+        _warned_routes.add((op_name, route))
+        import warnings
+
+        warnings.warn(route, FallbackWarning, stacklevel=_user_stacklevel())
 
 
 _warned_routes: set[tuple[str, str]] = set()
@@ -241,7 +264,6 @@ def _user_stacklevel() -> int:
 def _host_fallback(tbl: OpTable, key: KernelKey) -> KernelEntry | None:
     """A kernel that runs ``key``'s op on cpu with copies in and out, if the backend opts in."""
     from . import backends
-    from .config import config
     from .ops import CATALOG
 
     backend = backends.for_device_type(key.device_type)
@@ -278,14 +300,6 @@ def _host_fallback(tbl: OpTable, key: KernelKey) -> KernelEntry | None:
         raise DispatchError(f"{tbl.op_name}: host fallback found no {key.device_type} buffer to copy the result to")
 
     def fallback(*args: Any, **kwargs: Any) -> Any:
-        mode = config.fallback
-        if mode == "error":
-            raise FallbackError(f"{route}; nda.config.fallback is 'error'")
-        if mode == "warn" and (tbl.op_name, route) not in _warned_routes:
-            _warned_routes.add((tbl.op_name, route))
-            import warnings
-
-            warnings.warn(route, FallbackWarning, stacklevel=_user_stacklevel())
         device = find_device(args, kwargs)
         host_args = [convert(a) for a in args]
         host_kwargs = {k: (cpu if k == "device" else convert(v)) for k, v in kwargs.items()}

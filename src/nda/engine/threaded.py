@@ -21,7 +21,7 @@ The shape of the hot path:
 Errors: an exception in a kernel is caught (nothing can kill a worker), gets a note
 naming the op and the user's ``file:line`` that issued it, poisons the arrays the op
 writes, and is raised at the sync point that reads one of them (``asnumpy()``,
-``wait_to_read()``, ``repr`` …). ``waitall()`` raises the first error once. Ctrl-C during a
+``wait_to_read()``, ``repr`` …). ``waitall()`` raises the first error not raised yet, once. Ctrl-C during a
 wait interrupts the wait (waits poll with a short timeout) and leaves the engine as it
 was. After ``os.fork`` the child gets a fresh engine (the parent drains its work before
 forking, so the child inherits finished arrays).
@@ -202,6 +202,8 @@ class ThreadedEngine(Engine):
             while self._graph.blockers(base, for_write):
                 self._cond.wait(_WAIT_SLICE)
             error = self._graph.error_of(base)
+            if error is not None and self._graph.first_error is error:
+                self._graph.first_error = None  # delivered here; waitall() reports only errors not yet raised
         if error is not None:
             raise error.with_traceback(getattr(error, "_nda_traceback", error.__traceback__))
 

@@ -140,6 +140,9 @@ class SimBackend:
 
     # ------------------------------------------------------------------ data movement
     def to_host(self, buf: SimBuffer) -> np.ndarray:
+        # Like a device-to-host copy on a real stream: everything enqueued before it (later
+        # in-place writes to this buffer included) happens first.
+        self._stream(buf.device).flush()
         return np.array(buf.wait(), copy=True)
 
     def from_host(self, host: np.ndarray, device: Device, out: SimBuffer | None = None) -> SimBuffer:
@@ -167,6 +170,7 @@ class SimBackend:
         """Direct sim-to-sim copy: the target stream waits for the source buffer, then copies."""
         out = SimBuffer(device)
         alloc = self._allocator(device)
+        self._stream(buf.device).flush()  # the source's pending writes land before the copy
 
         def copy() -> None:
             try:

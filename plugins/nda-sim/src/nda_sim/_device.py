@@ -126,6 +126,7 @@ class Stream:
             except BaseException as err:  # noqa: BLE001 - the stream must survive any work item
                 self._errors.append(err)
             finally:
+                del work  # do not keep the last item's buffers alive until the next one arrives
                 with self._cond:
                     self._outstanding -= 1
                     self._cond.notify_all()
@@ -143,6 +144,15 @@ class Stream:
 
         self.enqueue(signal)
         return done
+
+    def flush(self) -> None:
+        """Wait for the work enqueued so far (not for work other threads enqueue later)."""
+        if self._thread is None:
+            return
+        reached = threading.Event()
+        self.enqueue(reached.set)
+        while not reached.wait(_WAIT_SLICE):
+            pass
 
     def synchronize(self) -> None:
         with self._cond:

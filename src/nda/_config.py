@@ -20,8 +20,10 @@ class Config:
     __slots__ = ("_fallback",)
 
     def __init__(self) -> None:
-        self._fallback = "warn"
-        self.fallback = os.environ.get("NDA_FALLBACK", "warn")
+        mode = os.environ.get("NDA_FALLBACK", "warn")
+        if mode not in _FALLBACK_MODES:
+            raise ValueError(f"NDA_FALLBACK must be one of {', '.join(_FALLBACK_MODES)}, got {mode!r}")
+        self._fallback = mode
 
     @property
     def fallback(self) -> str:
@@ -32,6 +34,9 @@ class Config:
         if mode not in _FALLBACK_MODES:
             raise ValueError(f"nda.config.fallback must be one of {', '.join(_FALLBACK_MODES)}, got {mode!r}")
         self._fallback = mode
+        from . import dispatch
+
+        dispatch.clear_caches()  # routes are announced (warned about, or refused) when resolved
 
     def __repr__(self) -> str:
         return f"nda.config(fallback={self._fallback!r})"
