@@ -250,3 +250,19 @@ def test_env_selects_engine():
         assert out.stdout.strip() == name, out.stderr
     bad = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "NDA_ENGINE": "turbo"}, timeout=60)
     assert bad.returncode != 0 and "available engines" in bad.stderr
+
+
+def test_dropping_an_array_waits_for_the_ops_that_use_it(all_tasks):
+    """A task keeps the arrays it reads alive: freeing is ordered after the ops using them."""
+    import gc
+    import weakref
+
+    x = nda.arange(1 << 16, dtype=nda.float64)
+    probe = weakref.ref(x)
+    y = nda.sin(x) * 2
+    del x
+    gc.collect()
+    np.testing.assert_allclose(y.asnumpy(), np.sin(np.arange(1 << 16, dtype=np.float64)) * 2)
+    nda.waitall()
+    gc.collect()
+    assert probe() is None, "once the work is done the array is freed"

@@ -21,7 +21,6 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
-import traceback
 from typing import Any, Callable
 
 from .. import dispatch
@@ -112,6 +111,12 @@ def _import_object(spec: str) -> Any:
     return obj
 
 
+def _traceback() -> str:
+    import traceback  # only when something failed
+
+    return traceback.format_exc()
+
+
 def _validate_version(name: str, backend: Any) -> str:
     version = getattr(backend, "api_version", None)
     if not isinstance(version, str) or version.count(".") != 1:
@@ -169,7 +174,7 @@ def _activate(rec: _Record, spec: str) -> Any:
     try:
         backend = _import_object(spec)
     except Exception as err:  # noqa: BLE001 - any import failure isolates the backend
-        rec.fail("failed", f"import of {spec!r} failed: {type(err).__name__}: {err}\n{traceback.format_exc()}")
+        rec.fail("failed", f"import of {spec!r} failed: {type(err).__name__}: {err}\n{_traceback()}")
         raise BackendError(f"backend {rec.name!r} could not be imported ({type(err).__name__}: {err}); see nda.backends.status()") from err
     try:
         rec.api_version = _validate_version(rec.name, backend)
@@ -192,11 +197,11 @@ def _activate(rec: _Record, spec: str) -> Any:
         dispatch.unregister_backend(rec.name)
         if rec.state not in ("unavailable",):
             rec.state = "failed"
-            rec.reason = rec.reason or traceback.format_exc()
+            rec.reason = rec.reason or _traceback()
         raise
     except Exception as err:  # noqa: BLE001
         dispatch.unregister_backend(rec.name)
-        rec.fail("failed", f"{type(err).__name__}: {err}\n{traceback.format_exc()}")
+        rec.fail("failed", f"{type(err).__name__}: {err}\n{_traceback()}")
         raise BackendValidationError(f"backend {rec.name!r} failed to register its kernels: {type(err).__name__}: {err}") from err
     rec.state, rec.reason, rec.backend, rec.device_types, rec.devices = "loaded", "", backend, device_types, infos
     for dev in device_types:
