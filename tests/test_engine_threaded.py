@@ -32,6 +32,19 @@ def all_tasks():
 
 
 @pytest.fixture
+def threaded():
+    """The default threaded engine, whatever NDA_ENGINE the suite runs under."""
+    previous = nda.engine.current()
+    engine = nda.engine.use(ThreadedEngine())
+    yield engine
+    try:
+        nda.waitall()
+    except Exception:  # noqa: BLE001
+        pass
+    nda.engine.use(previous)
+
+
+@pytest.fixture
 def failing_sin():
     """``sin`` of a float64 (3, 5) array fails inside the kernel; other shapes work."""
 
@@ -84,7 +97,7 @@ def test_error_raised_at_sync_point_with_op_and_site(all_tasks, failing_sin):
     assert (nda.ones(2) + 1).tolist() == [2.0, 2.0]
 
 
-def test_waitall_raises_first_error_once_in_default_engine(failing_sin):
+def test_waitall_raises_first_error_once_in_default_engine(threaded, failing_sin):
     big = nda.ones(1 << 18)  # large: goes to a worker
     y = nda.sin(nda.ones((3, 5)))
     with pytest.raises(ZeroDivisionError):
@@ -118,7 +131,7 @@ def test_error_inside_view_write_poisons_the_base(all_tasks):
     nda.waitall()
 
 
-def test_two_independent_chains_overlap():
+def test_two_independent_chains_overlap(threaded):
     """Large ops go to the workers: issuing two chains returns before the work is done."""
     a = nda.ones(1 << 22)
     b = nda.ones(1 << 22)
@@ -222,7 +235,7 @@ def test_ctrl_c_interrupts_a_wait_and_leaves_the_engine_consistent(all_tasks):
         dispatch.unregister_backend("test-slow")
 
 
-def test_profiler_records_ops_and_writes_chrome_trace(tmp_path):
+def test_profiler_records_ops_and_writes_chrome_trace(threaded, tmp_path):
     nda.profiler.start()
     x = nda.ones(8)
     y = nda.exp(x) + x

@@ -417,8 +417,15 @@ def _memo_key(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...] 
     before Python 3.12): such calls plan every time.
     """
     parts = []
-    for a in args:
-        parts.append((a._meta, a._shape) if a.__class__ is NDArray else _typed(a))
+    for i, a in enumerate(args):
+        if a.__class__ is NDArray:
+            # Which earlier argument is this very array (vecdot(v, v) vs vecdot(v, w)): the
+            # recipe maps kernel arguments to call arguments by position, so aliasing is
+            # part of what the plan depends on.
+            alias = next((j for j in range(i) if args[j] is a), i)
+            parts.append((a._meta, a._shape, alias))
+        else:
+            parts.append(_typed(a))
     key = (tuple(parts), tuple((k, _typed(v)) for k, v in kwargs.items()) if kwargs else ())
     try:
         hash(key)
@@ -445,12 +452,9 @@ def _recipe(plan: Plan, args: tuple[Any, ...]) -> tuple[Any, ...] | None:
     for a in plan.args:
         if a.__class__ is NDArray or a.__class__ is Cast:
             arr = a if a.__class__ is NDArray else a.array
-            positions = [j for j, u in enumerate(args) if u is arr]
-            if len(positions) != 1:
-                # Not found, or the same array passed twice (vecdot(v, v)): a later call
-                # (vecdot(v, w)) could not tell which argument is which, so do not memoise.
-                return None
-            j = positions[0]
+            j = next((j for j, u in enumerate(args) if u is arr), None)
+            if j is None:
+                return None  # an array the call did not pass (made by the planner): plan every time
             steps.append((0, j) if a is arr else (1, j, resolve("astype", arr._meta.key), a.dtype))
         elif a.__class__ in (list, tuple) and any(v.__class__ in (NDArray, Cast) for v in a):
             return None
