@@ -75,8 +75,10 @@ def execute(name: str, plan: Plan) -> NDArray:
         out._base = base_of(plan.view_of)
     args, kwargs = plan.args, plan.kwargs
     size = work_size(plan)
+    zero_d = not plan.out_shape
     if size < _state.limit:
-        out._buf = kernel(*unwrap(args), **kwargs)
+        result = kernel(*unwrap(args), **kwargs)
+        out._buf = zero_d_buffer(result, meta) if zero_d else result
         return out
 
     def run() -> Any:
@@ -84,7 +86,7 @@ def execute(name: str, plan: Plan) -> NDArray:
         if result.__class__ is Completion:  # asynchronous work: the engine waits for the signal
             out._buf = result.value
             return result
-        out._buf = result
+        out._buf = zero_d_buffer(result, meta) if zero_d else result
         return None
 
     _state.push(run, plan.reads, (out,), plan.device, name, cost=size, route=kernel)
@@ -116,7 +118,7 @@ def execute_mutation(name: str, plan: Plan, target: NDArray) -> None:
 
 
 def zero_d_buffer(result: Any, meta: ArrayMeta) -> Any:
-    """Element-wise kernels may return a scalar for 0-d input (NumPy's ufuncs do); make it a buffer."""
+    """A kernel may return a scalar for a 0-d result (NumPy does); the backend makes it a buffer."""
     from . import backends
 
     ensure = getattr(backends.for_device(meta.device), "ensure_buffer", None)
@@ -384,19 +386,23 @@ def make_getitem(generic: Callable[..., NDArray]) -> Callable[..., NDArray]:
                 if not -n <= key < n:
                     return generic(self, key)  # raises the IndexError
                 new_shape = shape[1:]
+                size = self._size // n
             else:
                 try:
-                    new_shape = (len(range(*key.indices(n))),) + shape[1:]
+                    length = len(range(*key.indices(n)))
                 except (TypeError, ValueError):
                     return generic(self, key)  # raises the right error
+                new_shape = (length,) + shape[1:]
+                size = length * (self._size // n) if n else 0
             kernel = table_cache.get(self._meta.key)
             if kernel is None:
                 kernel = resolve("getitem", self._meta.key)
             out = _new(NDArray)
-            out._buf = kernel(self._buf, (key,))
+            buf = kernel(self._buf, (key,))
+            out._buf = buf if new_shape else zero_d_buffer(buf, self._meta)
             out._meta = self._meta
             out._shape = new_shape
-            out._size = prod(new_shape)
+            out._size = size
             base = self._base
             out._base = self if base is None else base
             return out
@@ -491,7 +497,8 @@ def make_generic(decl: OpDecl) -> Callable[..., Any]:
                     for s in steps
                 ]
                 out = _new(NDArray)
-                out._buf = kernel(*kernel_args, **kernel_kwargs)
+                result = kernel(*kernel_args, **kernel_kwargs)
+                out._buf = result if shape else zero_d_buffer(result, meta)
                 out._meta = meta
                 out._shape = shape
                 out._size = size

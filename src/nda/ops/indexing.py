@@ -139,9 +139,8 @@ def _advanced_shape(x: Any, items: list[Any]) -> tuple[int, ...]:
         raise IndexError(f"indexing an array of shape {x.shape}: {err}") from None
 
 
-def _ref_getitem(x: np.ndarray, key: tuple[Any, ...]) -> np.ndarray:
-    result = x[key]
-    return result if isinstance(result, np.ndarray) else np.asarray(result)
+#: ``x[key]``; a 0-d result may come back as a NumPy scalar, which the front end makes a buffer.
+_ref_getitem = operator.getitem
 
 
 def _ref_setitem(x: np.ndarray, key: tuple[Any, ...], value: Any) -> None:
