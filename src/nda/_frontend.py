@@ -428,7 +428,11 @@ def _memo_key(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...] 
             # Which earlier argument is this very array (vecdot(v, v) vs vecdot(v, w)): the
             # recipe maps kernel arguments to call arguments by position, so aliasing is
             # part of what the plan depends on.
-            alias = next((j for j in range(i) if args[j] is a), i)
+            alias = i
+            for j in range(i):
+                if args[j] is a:
+                    alias = j
+                    break
             parts.append((a._meta, a._shape, alias))
         else:
             parts.append(_typed(a))
