@@ -1,87 +1,303 @@
-"""``python -m nda info`` (what is installed and loaded) and ``python -m nda demo`` (the main job).
+"""``python -m nda info`` (what is installed and why) and ``python -m nda demo`` (the main job).
 
-The demo runs a few steps of power iteration on a generated symmetric matrix on every
-device whose backend is available, checks the eigenvalue against NumPy's, and prints
-the time and the dispatch route of the ops it used.
+``info`` prints the versions, the engine, and for every backend of the ``nda.backends``
+entry-point group its state, its devices with their memory (and the allocator's
+statistics where the backend reports them), a dispatch-coverage summary (how many
+op × dtype pairs run natively, through the host fallback, or not at all) and, for a
+backend that failed or found no device, the reason. It loads every installed backend to
+find out, which is what a person asking "what do I have?" wants; ``import nda`` never does.
+
+``demo`` runs a short, real computation on every available device: power iteration on a
+generated symmetric matrix whose largest eigenvalue is known, checked against NumPy. The
+iteration issues its ops without syncing (one ``float()`` at the end), so the engine is
+free to run ahead; then the same work is issued on all devices at once. Everything runs
+under the profiler, and the demo writes what it recorded:
+
+* ``nda-demo-trace.json``: a Chrome trace (Perfetto, chrome://tracing);
+* ``nda-demo-timeline.png``: :meth:`nda.profiler.timeline`, one lane per device and
+  thread, when matplotlib is installed (the ``notebooks`` extra); without it the PNG is
+  skipped with a message and everything else still runs.
+
+Both go to the current directory or ``--out DIR``.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import platform
 import sys
 import time
+import warnings
+from typing import Any
 
 import numpy as np
 
 import nda
 
+TRACE_NAME = "nda-demo-trace.json"
+TIMELINE_NAME = "nda-demo-timeline.png"
 
-def info() -> int:
-    print(f"nda {nda.__version__} (Array API {nda.__array_api_version__}), numpy {np.__version__}, Python {sys.version.split()[0]}")
-    print(f"engine: {nda.engine.current().name}")
+
+# ---------------------------------------------------------------------- info
+def _bytes(n: int | None) -> str:
+    if n is None:
+        return "unknown"
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if value < 1024 or unit == "TiB":
+            return f"{int(value)} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{n} B"  # pragma: no cover
+
+
+def _matplotlib_version() -> str | None:
+    """matplotlib's version without importing it (importing it costs about a second)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("matplotlib")
+    except PackageNotFoundError:
+        return None
+
+
+def _load_installed() -> None:
     for rec in nda.backends.status():
         if rec["state"] == "installed":
             try:
                 nda.backends.load(rec["name"])
             except nda.BackendError:
-                pass
-    print(nda.backends.status_table())
+                pass  # recorded in status() with the reason
+
+
+def _device_lines(rec: dict[str, Any]) -> list[str]:
+    lines = []
+    for dev in rec["devices"]:
+        line = f"    {dev['device']:<7} {dev['name']}, memory {_bytes(dev.get('memory'))}"
+        try:
+            stats = nda.backends.memory_stats(dev["device"])
+        except (NotImplementedError, nda.BackendError, ValueError):
+            stats = None
+        if stats:
+            line += " (" + ", ".join(f"{k.replace('_', ' ')} {_bytes(v)}" for k, v in stats.items() if k != "capacity") + ")"
+        lines.append(line)
+    return lines
+
+
+def _coverage_line(device_type: str) -> str:
+    try:
+        counts = nda.dispatch.coverage(device_type).counts()
+    except Exception as err:  # noqa: BLE001 - info must report, never crash
+        return f"    coverage: unavailable ({type(err).__name__}: {err})"
+    total = sum(counts.values())
+    return (
+        f"    coverage: {counts['native']} native, {counts['fallback']} host fallback, {counts['missing']} missing"
+        f" of {total} op x dtype pairs (nda.dispatch.coverage({device_type!r}))"
+    )
+
+
+def info() -> int:
+    """Print versions, engine and every backend with devices, memory, coverage and reasons."""
+    print(
+        f"nda {nda.__version__} (Array API {nda.__array_api_version__}), numpy {np.__version__}, "
+        f"Python {platform.python_version()} ({platform.python_implementation()}, {platform.system()} {platform.machine()})"
+    )
+    engine = nda.engine.current()
+    inline = getattr(engine, "idle_limit", 0)
+    detail = f"ops under {inline} elements run inline" if engine.name == "threaded" else "set by NDA_ENGINE"
+    print(f"engine: {engine.name} ({detail})")
+    mpl = _matplotlib_version()
+    print(f"matplotlib: {mpl} (profiler timelines)" if mpl else "matplotlib: not installed (pip install 'nda[notebooks]' for profiler timelines)")
+    selection = os.environ.get("NDA_BACKENDS")
+    print(f"\nbackends (entry-point group 'nda.backends'{', NDA_BACKENDS=' + repr(selection) if selection else ''}):")
+    _load_installed()
+    records = nda.backends.status()
+    width = max([6] + [len(rec["name"]) for rec in records])
+    for rec in records:
+        api = f"api {rec['api_version']}" if rec["api_version"] else "api -"
+        print(f"  {rec['name']:<{width}} {rec['state']:<11} {api:<8} from {rec['source']}")
+        if rec["state"] == "loaded":
+            print("\n".join(_device_lines(rec)))
+            for device_type in rec["device_types"]:
+                print(_coverage_line(device_type))
+        elif rec["reason"]:
+            reason = rec["reason"].strip().splitlines()[0]
+            print(f"    reason: {reason}")
+            if "\n" in rec["reason"].strip():
+                print("    (the full traceback: nda.backends.status())")
     return 0
 
 
-def _power_iteration(a: nda.NDArray, steps: int) -> tuple[float, nda.NDArray]:
-    v = nda.ones(a.shape[0], dtype=a.dtype, device=a.device)
-    v = v / nda.sqrt(nda.vecdot(v, v))
-    eig = 0.0
-    for _ in range(steps):
-        w = a @ v
-        eig = float(nda.vecdot(v, w))
-        v = w / nda.sqrt(nda.vecdot(w, w))
-    return eig, v
-
-
-def demo(n: int = 256, steps: int = 50) -> int:
+# ---------------------------------------------------------------------- demo
+def _problem(n: int) -> tuple[np.ndarray, float]:
+    """A symmetric ``n x n`` matrix with a known spectrum and a clear gap, and its top eigenvalue."""
     rng = np.random.default_rng(0)
     q, _ = np.linalg.qr(rng.standard_normal((n, n)))
     spectrum = np.linspace(0.0, 5.0, n)
     spectrum[-1] = 10.0  # a clear gap, so 50 steps converge to machine precision
-    host = (q * spectrum) @ q.T
-    expected = float(np.linalg.eigvalsh(host)[-1])
-    devices = [nda.Device(rec["name"]) for rec in nda.backends.status() if rec["state"] in ("installed", "loaded")]
-    print(f"power iteration: {n}x{n} symmetric matrix with a known spectrum, {steps} steps; NumPy's largest eigenvalue is {expected:.6f}\n")
-    failures = 0
-    for device in devices:
-        try:
-            a = nda.asarray(host, device=device)
-        except (nda.BackendError, ValueError) as err:
-            print(f"{device}: unavailable ({err})")
-            continue
-        start = time.perf_counter()
-        eig, v = _power_iteration(a, steps)
+    return (q * spectrum) @ q.T, 10.0
+
+
+def _issue_step(a: nda.NDArray, v: nda.NDArray) -> nda.NDArray:
+    """One power-iteration step; issues ops and returns at once (no sync)."""
+    w = a @ v
+    return w / nda.sqrt(nda.vecdot(w, w))
+
+
+def _start_vector(a: nda.NDArray) -> nda.NDArray:
+    n = a.shape[0]
+    return nda.full(n, 1.0 / np.sqrt(n), dtype=a.dtype, device=a.device)
+
+
+def _rayleigh(a: nda.NDArray, v: nda.NDArray) -> float:
+    return float(nda.vecdot(v, a @ v))  # the one sync point of a run
+
+
+def _routes(a: nda.NDArray, v: nda.NDArray) -> list[str]:
+    lines = []
+    for op, args in (("matmul", (a, v)), ("vecdot", (v, v)), ("divide", (v, 2.0)), ("sqrt", (v,))):
+        ex = nda.dispatch.explain(op, *args)
+        fallback = " (host fallback: copies to cpu and back)" if "host fallback" in ex.kernel.backend else ""
+        lines.append(f"    {op:<7} {ex.key} -> {ex.kernel.qualname}{fallback}")
+    return lines
+
+
+def _select_devices(spec: str | None) -> list[nda.Device]:
+    """Every device of every available backend, or those ``spec`` names (``cpu,sim`` or ``sim:1``)."""
+    _load_installed()
+    available = [info.device for info in nda.backends.devices()]
+    if not spec:
+        return available
+    chosen: list[nda.Device] = []
+    reasons = {rec["name"]: f" (backend {rec['name']!r} is {rec['state']}: {rec['reason'].strip().splitlines()[0]})" for rec in nda.backends.status() if rec["reason"]}
+    for part in filter(None, (p.strip() for p in spec.split(","))):
+        matches = [d for d in available if str(d) == part or d.type == part]
+        if not matches:
+            kind = part.split(":")[0]
+            known = {rec["name"] for rec in nda.backends.status()}
+            why = reasons.get(kind, "" if kind in known else f" (no backend for device type {kind!r} is installed)")
+            raise SystemExit(f"python -m nda demo: no device {part!r}{why}; available: {', '.join(str(d) for d in available)}")
+        chosen += [d for d in matches if d not in chosen]
+    return chosen
+
+
+_SKIP = (nda.DispatchError, nda.DeviceUnavailableError, nda.BackendError)
+
+
+def _drain() -> None:
+    """After a failed run: let the engine finish and forget that run's errors."""
+    try:
         nda.waitall()
+    except Exception:  # noqa: BLE001 - already reported
+        pass
+
+
+def _run_alone(device: nda.Device, host: np.ndarray, steps: int, expected: float, tolerance: float) -> tuple[str, nda.NDArray | None]:
+    """One device's run: ``("ok" | "wrong" | "skipped" | "failed", its matrix)``; prints what happened."""
+    nda.profiler.mark(f"{device} alone")
+    try:
+        a = nda.asarray(host, device=device)
+        start = time.perf_counter()
+        v = _start_vector(a)
+        for _ in range(steps):
+            v = _issue_step(a, v)
+        eig = _rayleigh(a, v)
         elapsed = time.perf_counter() - start
-        ok = abs(eig - expected) <= 1e-6 * max(1.0, abs(expected))
-        failures += not ok
-        print(f"{device}: eigenvalue {eig:.6f} ({'matches' if ok else 'DIFFERS FROM'} NumPy) in {elapsed * 1e3:.1f} ms")
-        print("  dispatch routes:")
-        for op, args in (("matmul", (a, v)), ("vecdot", (v, v)), ("divide", (v, 2.0)), ("sqrt", (v,))):
-            ex = nda.dispatch.explain(op, *args)
-            print(f"    {op:<7} key {ex.key} -> {ex.kernel.qualname} (backend {ex.kernel.backend!r})")
+        routes = _routes(a, v)
+    except _SKIP as err:  # the backend lacks an op the demo needs: not a wrong result
+        print(f"{device}: skipped, its backend cannot run this computation ({type(err).__name__}: {str(err).splitlines()[0][:160]})")
+        _drain()
+        return "skipped", None
+    except Exception as err:  # noqa: BLE001 - report every device, then fail the exit status
+        print(f"{device}: FAILED with {type(err).__name__}: {str(err).splitlines()[0][:200] if str(err) else ''}")
+        _drain()
+        return "failed", None
+    ok = abs(eig - expected) <= tolerance
+    print(f"{device}: eigenvalue {eig:.9f} ({'matches' if ok else 'DIFFERS FROM'} NumPy) in {elapsed * 1e3:.1f} ms")
+    print("\n".join(routes))
+    return ("ok" if ok else "wrong"), a
+
+
+def _run_together(inputs: dict[nda.Device, nda.NDArray], steps: int, expected: float, tolerance: float) -> int:
+    """The same iteration on all devices, steps issued interleaved; returns the number of wrong results."""
+    nda.profiler.mark("all at once")
+    start = time.perf_counter()
+    vs = {d: _start_vector(a) for d, a in inputs.items()}
+    for _ in range(steps):
+        for d, a in inputs.items():  # each device's chain is ordered by the engine; chains are independent
+            vs[d] = _issue_step(a, vs[d])
+    eigs = {d: _rayleigh(inputs[d], vs[d]) for d in inputs}
+    elapsed = time.perf_counter() - start
+    bad = [str(d) for d, e in eigs.items() if abs(e - expected) > tolerance]
+    print(f"\nall {len(inputs)} devices at once (steps issued interleaved, the engine orders each device's chain): {elapsed * 1e3:.1f} ms, "
+          + ("every eigenvalue matches NumPy" if not bad else f"WRONG on {', '.join(bad)}"))
+    return len(bad)
+
+
+def _write_outputs(out: str) -> None:
+    os.makedirs(out, exist_ok=True)
+    trace_path = os.path.join(out, TRACE_NAME)
+    nda.profiler.chrome_trace(trace_path)
+    print(f"\ntrace:    {os.path.abspath(trace_path)} (open in Perfetto or chrome://tracing)")
+    png_path = os.path.join(out, TIMELINE_NAME)
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        print("timeline: skipped, matplotlib is not installed (pip install 'nda[notebooks]' or matplotlib to get the PNG)")
+    else:
+        nda.profiler.timeline(path=png_path)
+        print(f"timeline: {os.path.abspath(png_path)} (one lane per device and thread, ops coloured by name)")
+
+
+def demo(n: int = 256, steps: int = 50, out: str = ".", devices: str | None = None) -> int:
+    """Power iteration on every available device under the profiler; writes the trace and the PNG.
+
+    Exit status 1 when a result differs from NumPy or a device's run crashed; a device whose
+    backend lacks an op the demo needs (and has no fallback) is reported and skipped.
+    """
+    host, expected = _problem(n)
+    chosen = _select_devices(devices)
+    print(f"power iteration: {n}x{n} symmetric matrix, known largest eigenvalue {expected}, {steps} steps, "
+          f"on {len(chosen)} device(s): {', '.join(str(d) for d in chosen)}")
+    print("every run issues its steps without syncing and reads one float at the end; the profiler records every op\n")
+    tolerance = 1e-6 * max(1.0, abs(expected))
+    failures = 0
+    nda.profiler.start()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", nda.FallbackWarning)  # the routes printed say it
+            inputs: dict[nda.Device, nda.NDArray] = {}
+            for device in chosen:
+                outcome, a = _run_alone(device, host, steps, expected, tolerance)
+                failures += outcome in ("wrong", "failed")
+                if a is not None:
+                    inputs[device] = a
+            if len(inputs) > 1:
+                failures += _run_together(inputs, steps, expected, tolerance)
+    finally:
+        events = nda.profiler.stop()
+    print(f"\nprofile: {len(events)} ops recorded; the busiest:")
+    print("\n".join("  " + line for line in nda.profiler.summary().splitlines()[:8]))
+    _write_outputs(out)
+    if failures:
+        print(f"\n{failures} run(s) failed or differ from NumPy by more than {tolerance:g} (with few --steps the iteration has not converged yet)")
     return 1 if failures else 0
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m nda", description="nda command line")
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("info", help="version, engine and backends with their status")
-    d = sub.add_parser("demo", help="power iteration on every available device, checked against NumPy")
-    d.add_argument("--n", type=int, default=256)
-    d.add_argument("--steps", type=int, default=50)
+    sub.add_parser("info", help="versions, engine, backends with devices, memory, coverage and why one is missing")
+    d = sub.add_parser("demo", help="power iteration on every available device, checked against NumPy, profiled")
+    d.add_argument("--n", type=int, default=256, help="matrix size (default 256)")
+    d.add_argument("--steps", type=int, default=50, help="power-iteration steps (default 50)")
+    d.add_argument("--out", default=".", help=f"where to write {TRACE_NAME} and {TIMELINE_NAME} (default: the current directory)")
+    d.add_argument("--devices", default=None, help="comma-separated device types or devices, e.g. cpu,sim:1 (default: every available device)")
     args = parser.parse_args(argv)
     if args.command == "info":
         return info()
-    return demo(args.n, args.steps)
+    return demo(args.n, args.steps, args.out, args.devices)
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    sys.exit(main())

@@ -9,7 +9,8 @@ writes through views; ``None`` otherwise). It is slotted, and the hot path build
 ``object.__new__`` plus five attribute stores.
 
 This module defines the parts of NDArray that are not ops: attributes, conversions to
-Python and NumPy, DLPack, ``repr``, indexing entry points and sync points. Operators and
+Python and NumPy, DLPack, ``repr`` and the notebook view (``_repr_html_``, which like
+every display is a sync point), indexing entry points and sync points. Operators and
 methods that *are* ops (``+``, ``.sum()``…) are attached by ``nda._frontend`` from the op
 catalog, so they exist exactly once.
 """
@@ -17,6 +18,7 @@ catalog, so they exist exactly once.
 from __future__ import annotations
 
 from math import prod
+from time import perf_counter
 from typing import Any, Iterator
 
 import numpy as np
@@ -226,7 +228,11 @@ class NDArray:
 
     # ------------------------------------------------------------------ display
     def __repr__(self) -> str:
-        body = np.array_repr(self._host())
+        return self._repr_of(self._host())
+
+    def _repr_of(self, host: np.ndarray) -> str:
+        """NumPy's repr of the data, plus ``device=``/``layout=`` when they are not the defaults."""
+        body = np.array_repr(host)
         dev = self._meta.device
         extras = []
         if dev.type != "cpu" or dev.index != 0:
@@ -239,6 +245,29 @@ class NDArray:
 
     def __str__(self) -> str:
         return np.array_str(self._host())
+
+    def _repr_html_(self) -> str:
+        """The notebook view: shape, dtype, device, layout, readiness, nbytes and values.
+
+        Displaying is a sync point like ``repr``: it waits for pending writes and raises the
+        error of a failed op (with its note naming the op and the line that issued it)
+        instead of rendering something that hides it. Whether the array was still being
+        computed when it was displayed is recorded before waiting, so the header says
+        ``ready`` or ``pending → ready`` with the time the display waited. Values are
+        truncated the way NumPy truncates them (``np.get_printoptions()``); a non-strided
+        (sparse) layout also shows its number of stored non-zeros and the density.
+        """
+        return _html(self, *_fetch_for_display(self))
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        """``text/plain`` and ``text/html`` from one wait.
+
+        IPython asks for this bundle before any single-format ``_repr_*_`` method. Without
+        it, IPython renders ``text/plain`` (``repr``, which waits) before ``text/html``, and
+        the HTML view could never see that the array was still pending.
+        """
+        host, pending, waited = _fetch_for_display(self)
+        return {"text/plain": self._repr_of(host), "text/html": _html(self, host, pending, waited)}
 
     def __format__(self, spec: str) -> str:
         if self.ndim == 0:
@@ -257,6 +286,69 @@ class NDArray:
 
     def __deepcopy__(self, memo: Any) -> NDArray:
         return self.__copy__()
+
+
+def _is_pending(array: NDArray) -> bool:
+    """Whether the engine still has unfinished writes to ``array`` (never blocks).
+
+    Only the threaded engine runs work in the background; its dependency graph answers
+    under its lock. The deferred test engine is pending while its queue is not empty, and
+    the synchronous engine never is.
+    """
+    engine = _engine_state.engine
+    graph = getattr(engine, "_graph", None)
+    if graph is not None and hasattr(graph, "blockers"):
+        base = array._base if array._base is not None else array
+        with engine._lock:
+            return bool(graph.blockers(base, False))
+    return bool(getattr(engine, "_queue", None))
+
+
+def _fetch_for_display(array: NDArray) -> tuple[np.ndarray, bool, float]:
+    """(host data, was it pending, seconds waited): the one sync point of a display."""
+    pending = _is_pending(array)
+    start = perf_counter()
+    host = array._host()  # raises a failed op's error, with its note
+    return host, pending, perf_counter() - start
+
+
+def _html(array: NDArray, host: np.ndarray, pending: bool, waited: float) -> str:
+    """The notebook view of ``array`` (see ``NDArray._repr_html_``)."""
+    import html
+
+    meta = array._meta
+    state = f"pending → ready (waited {waited * 1e3:.1f} ms)" if pending else "ready"
+    facts = [
+        ("shape", str(array._shape)),
+        ("dtype", meta.dtype.name),
+        ("device", str(meta.device)),
+        ("layout", meta.layout.name),
+        ("state", state),
+        ("nbytes", _format_bytes(array._size * np.dtype(meta.dtype.name).itemsize)),
+    ]
+    if meta.layout.name != "strided":
+        nnz = getattr(host, "nnz", None)
+        nnz = int(np.count_nonzero(host) if nnz is None else nnz)
+        facts.append(("nnz", f"{nnz:,}"))
+        facts.append(("density", f"{nnz / array._size:.2%}" if array._size else "-"))
+    header = " ".join(
+        f'<span style="margin-right:0.9em"><span style="opacity:0.6">{html.escape(k)}</span> {html.escape(v)}</span>' for k, v in facts
+    )
+    data = np.asarray(host)
+    values = np.array2string(data, separator=", ") if data.ndim else repr(data.item())
+    return (
+        '<div class="nda-ndarray" style="font-family:var(--jp-code-font-family, monospace);font-size:var(--jp-code-font-size, 13px)">'
+        f"<div><b>nda.NDArray</b> {header}</div>"
+        f'<pre style="margin:0.3em 0 0 0">{html.escape(values)}</pre></div>'
+    )
+
+
+def _format_bytes(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024  # type: ignore[assignment]
+    return f"{n} B"  # pragma: no cover
 
 
 _new = object.__new__

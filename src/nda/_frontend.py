@@ -449,6 +449,10 @@ def _typed(value: Any) -> Any:
     cls = value.__class__
     if cls is tuple:
         return (tuple, tuple(_typed(v) for v in value))
+    if cls is float:
+        return (float, value.hex())  # 0.0 == -0.0 (and hash alike), but they fill differently
+    if cls is complex:
+        return (complex, value.real.hex(), value.imag.hex())
     return (cls, value)
 
 

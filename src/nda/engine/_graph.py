@@ -10,7 +10,10 @@ so the ordering rules can be tested directly. The rules are MXNet's:
   for each other, so they may run together;
 * a var disappears as soon as nothing is pending on it, so idle arrays cost nothing.
 
-A task that fails *poisons* the arrays it writes. A task whose input is poisoned does not
+A task that fails *poisons* the arrays it writes, as the op named them: the output of a
+failed view op is poisoned, not the array it views; a failed in-place write poisons the
+base it writes (its contents are undefined). Reading an array raises its own poison or
+its base's. A task whose input is poisoned does not
 run: it fails with the same exception and poisons its own outputs. Poison lives in
 :attr:`Graph.poison`, keyed by ``id(base)`` with a weak reference, so it goes when the
 array goes; reading a poisoned array re-raises the original exception.
@@ -35,7 +38,7 @@ class Task:
 
     __slots__ = (
         "run", "name", "device", "reads", "writes", "cost", "site", "state", "error",
-        "deps_left", "dependents", "start", "end", "thread", "seq", "route",
+        "deps_left", "dependents", "start", "end", "thread", "seq", "route", "inputs", "outputs",
     )
 
     def __init__(self, run: Callable[[], Any], reads: Sequence[Any], writes: Sequence[Any], device: Any, name: str, cost: int = 0, site: str = "") -> None:
@@ -55,6 +58,10 @@ class Task:
         self.thread = ""
         self.seq = 0
         self.route: Any = None
+        # The arrays as the op named them (views included). Dependencies use the bases;
+        # poison uses these, so that a failed *view* op does not poison the array it views.
+        self.inputs: Sequence[Any] = reads
+        self.outputs: Sequence[Any] = writes
 
     def __repr__(self) -> str:
         return f"<Task #{self.seq} {self.name} on {self.device} {self.state}>"
@@ -134,8 +141,8 @@ class Graph:
             if err is not None:
                 if self.first_error is None:
                     self.first_error = err
-                for base in current.writes:
-                    self._poison(base, err)
+                for array in current.outputs:
+                    self._poison(array, err)
             for base in current.reads:
                 var = self.vars.get(id(base))
                 if var is not None:
@@ -166,16 +173,22 @@ class Graph:
 
     # ------------------------------------------------------------------ queries
     def poisoned_input(self, task: Task) -> BaseException | None:
-        for base in task.reads:
-            entry = self.poison.get(id(base))
-            if entry is not None and entry[0]() is base:
-                return entry[1]
+        if not self.poison:
+            return None
+        for array in task.inputs:
+            err = self.error_of(array)
+            if err is not None:
+                return err
         return None
 
-    def error_of(self, base: Any) -> BaseException | None:
-        entry = self.poison.get(id(base))
-        if entry is not None and entry[0]() is base:
-            return entry[1]
+    def error_of(self, array: Any) -> BaseException | None:
+        """The exception a read of ``array`` raises: its own poison, or its base's."""
+        for candidate in (array, getattr(array, "_base", None)):
+            if candidate is None:
+                continue
+            entry = self.poison.get(id(candidate))
+            if entry is not None and entry[0]() is candidate:
+                return entry[1]
         return None
 
     def blockers(self, base: Any, for_write: bool) -> list[Task]:

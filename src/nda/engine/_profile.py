@@ -108,6 +108,8 @@ class Profiler:
     def __init__(self) -> None:
         self.active = False
         self.events: list[Event] = []
+        #: ``(perf_counter time, label)`` of :meth:`mark` calls since :meth:`start`.
+        self.marks: list[tuple[float, str]] = []
         self._lock = threading.Lock()
         self._on_change: Callable[[], None] = lambda: None
         self._origin = time.perf_counter()
@@ -117,6 +119,7 @@ class Profiler:
         """Clear earlier events and start recording."""
         with self._lock:
             self.events = []
+            self.marks = []
             self._origin = time.perf_counter()
             self.active = True
         self._on_change()
@@ -136,6 +139,13 @@ class Profiler:
         event = Event(name, device, threading.current_thread().name, start, end, route)
         with self._lock:
             self.events.append(event)
+
+    def mark(self, label: str) -> None:
+        """Note a moment (a phase of your program) while recording: an instant event in the
+        Chrome trace and a labelled vertical line in :meth:`timeline`. Ignored when not recording."""
+        if self.active:
+            with self._lock:
+                self.marks.append((time.perf_counter(), str(label)))
 
     @contextlib.contextmanager
     def span(self, name: str, device: Any, route: Any) -> Iterator[None]:
@@ -158,6 +168,7 @@ class Profiler:
                 }
                 for e in self.events
             ]
+            + [{"name": label, "ph": "i", "s": "g", "pid": 1, "tid": 0, "ts": (t - self._origin) * 1e6} for t, label in self.marks]
             + [{"name": "thread_name", "ph": "M", "pid": 1, "tid": tid, "args": {"name": name}} for name, tid in threads.items()],
             "displayTimeUnit": "ms",
         }
@@ -257,7 +268,7 @@ class Profiler:
             ax.text(0.5, 0.5, "no events recorded (call nda.profiler.start() before the work)", ha="center", va="center", transform=ax.transAxes)
             ax.set_axis_off()
             return
-        end = max(span.end_ms for lane in lanes for span in lane.spans)
+        end = max([span.end_ms for lane in lanes for span in lane.spans] + [(t - self._origin) * 1e3 for t, _ in self.marks])
         bar_height = 0.7
         devices_seen: list[str] = []
         for row, lane in enumerate(lanes):
@@ -265,13 +276,22 @@ class Profiler:
                 devices_seen.append(lane.device)
             if len(devices_seen) % 2 == 0:
                 ax.axhspan(row - 0.5, row + 0.5, color=(0.93, 0.93, 0.93), zorder=0, lw=0)
-            by_op: dict[str, list[tuple[float, float]]] = {}
-            for span in lane.spans:
-                # a bar at least 0.1% of the plot wide, so that microsecond ops stay visible
-                width = max(span.end_ms - span.start_ms, end * 1e-3)
-                by_op.setdefault(span.event.name, []).append((span.start_ms, width))
-            for name, bars in by_op.items():
-                ax.broken_barh(bars, (row - bar_height / 2, bar_height), facecolors=colours.get(name, other), linewidth=0, zorder=2)
+            # One collection per lane, in time order, at true widths and without edges: where
+            # ops are shorter than a pixel, the pixel blends their colours in proportion to the
+            # time they took, instead of showing whichever op happened to be drawn last.
+            spans = sorted(lane.spans, key=lambda sp: sp.start_ms)
+            ax.broken_barh(
+                [(sp.start_ms, sp.end_ms - sp.start_ms) for sp in spans], (row - bar_height / 2, bar_height),
+                facecolors=[colours.get(sp.event.name, other) for sp in spans], linewidth=0, zorder=2,
+            )
+        last_x, level = float("-inf"), 0
+        for t, label in sorted(self.marks):
+            x = (t - self._origin) * 1e3
+            level = (level + 1) % 3 if x - last_x < 0.15 * max(end, 1e-9) else 0  # stagger close labels
+            last_x = x
+            ax.axvline(x, color="black", linewidth=0.8, linestyle="--", zorder=3)
+            ax.annotate(label, (x, -0.5), xytext=(3, -3 - 12 * level), textcoords="offset points", va="top", ha="left", fontsize="small", zorder=4,
+                        bbox={"boxstyle": "round,pad=0.15", "facecolor": "white", "edgecolor": "none", "alpha": 0.8})
         ax.set_yticks(range(len(lanes)))
         ax.set_yticklabels([f"{lane.label}  ({len(lane.spans)} ops)" for lane in lanes])
         ax.set_ylim(len(lanes) - 0.5, -0.5)

@@ -74,6 +74,7 @@ class WorkerPool:
             if fn is None:
                 return
             fn()  # the engine's task runner catches everything itself
+            del fn  # do not keep the last task's arrays alive until the next task arrives
 
     def shutdown(self) -> None:
         for _ in self._threads:
@@ -117,6 +118,7 @@ class ThreadedEngine(Engine):
     def push(self, run: Callable[[], Any], reads: Sequence[Any], writes: Sequence[Any], device: Any, name: str, cost: int = 0, route: Any = None) -> None:
         task = Task(run, _bases(reads), _bases(writes), device, name, cost, _user_site())
         task.route = route
+        task.inputs, task.outputs = reads, writes
         with self._lock:
             ready = self._graph.add(task)
             self._set_limit()
@@ -201,7 +203,7 @@ class ThreadedEngine(Engine):
         with self._lock:
             while self._graph.blockers(base, for_write):
                 self._cond.wait(_WAIT_SLICE)
-            error = self._graph.error_of(base)
+            error = self._graph.error_of(array)
             if error is not None and self._graph.first_error is error:
                 self._graph.first_error = None  # delivered here; waitall() reports only errors not yet raised
         if error is not None:

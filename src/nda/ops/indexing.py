@@ -58,12 +58,13 @@ def _normalize_key(x: Any, key: Any, op: str) -> tuple[tuple[Any, ...], tuple[in
             if isinstance(item, list):
                 from .._api import asarray
 
-                item = asarray(item, device=x.device)
+                # An empty list is an empty integer index, as in NumPy (not a float64 array).
+                item = asarray(item, device=x.device, dtype=None if item else _dtypes.int64)
             arr = item
             if arr.device is not x.device:
                 raise ValueError(f"{op}: index array is on {arr.device} but the array is on {x.device}; move one with to_device()")
             if arr.dtype is _dtypes.bool:
-                consumed += max(arr.ndim, 1)
+                consumed += arr.ndim  # a 0-d mask indexes no dimension (it adds one of length 0 or 1)
             elif arr.dtype.kind in ("signed integer", "unsigned integer"):
                 consumed += 1
             else:
@@ -98,7 +99,7 @@ def _normalize_key(x: Any, key: Any, op: str) -> tuple[tuple[Any, ...], tuple[in
         elif isinstance(item, slice):
             dim += 1
         else:
-            dim += max(item.ndim, 1) if item.dtype is _dtypes.bool else 1
+            dim += item.ndim if item.dtype is _dtypes.bool else 1
     shape = _basic_shape(x.shape, out, consumed) if basic else _advanced_shape(x, out)
     return tuple(out), shape, reads, basic
 

@@ -200,7 +200,7 @@ class SimBackend:
         return self._allocator(device).stats()
 
     def release_all(self, device: Device) -> int:
-        self._stream(device).synchronize()
+        self._stream(device).drain()
         return self._allocator(device).release_all()
 
     # ------------------------------------------------------------------ execution
@@ -212,7 +212,7 @@ class SimBackend:
 
     def _synchronize_all(self) -> None:
         for stream in self._streams.values():
-            stream.synchronize()
+            stream.drain()  # before fork: finish the work, never raise
 
     def __repr__(self) -> str:
         return f"<nda-sim backend: {self.device_count} devices of {self.capacity:,} bytes>"

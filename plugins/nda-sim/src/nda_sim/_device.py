@@ -154,10 +154,18 @@ class Stream:
         while not reached.wait(_WAIT_SLICE):
             pass
 
-    def synchronize(self) -> None:
+    def drain(self) -> None:
+        """Wait for all enqueued work."""
         with self._cond:
             while self._outstanding:
                 self._cond.wait(_WAIT_SLICE)
+
+    def synchronize(self) -> None:
+        """Wait for all enqueued work; raise the first error no completion marker reported yet."""
+        self.drain()
+        errors, self._errors = self._errors, []
+        if errors:
+            raise errors[0]
 
 
 def track(buffer: SimBuffer, allocator: Allocator, nbytes: int) -> None:

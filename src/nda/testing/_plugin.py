@@ -1,0 +1,128 @@
+"""The pytest plugin of nda.testing (entry point ``pytest11``): options, profiles, report.
+
+A backend vendor runs::
+
+    pytest --pyargs nda.testing.conformance --nda-device=mydev
+
+which collects ``nda/testing/conformance/test_conformance.py``: one test per (op, dtype,
+layout) of the device type, named ``test_cell[add-int8-strided]``. A failing cell fails
+with the minimal example Hypothesis (or the edge sweep) found; cells that run through
+the host fallback, or that nothing serves, are skipped with their status as the reason.
+At the end the plugin prints the op × dtype table and, with ``--nda-report=PATH``,
+writes the JSON report (``-`` prints it).
+
+The plugin is loaded by every pytest run in an environment where nda is installed, so
+it only registers options and the ``nda-quick``/``nda-deep`` Hypothesis profiles; it
+imports nda only when conformance tests are collected. With plugin autoloading off
+(``PYTEST_DISABLE_PLUGIN_AUTOLOAD``), pass ``-p nda.testing._plugin``.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+import pytest
+
+from . import _profiles
+
+__all__ = ["session", "ConformanceSession"]
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("nda", "nda conformance kit (pytest --pyargs nda.testing.conformance --nda-device=TYPE)")
+    group.addoption("--nda-device", metavar="TYPE[:INDEX]", default=None, help="the device type (or device) whose kernels the conformance tests check, e.g. sim")
+    group.addoption("--nda-reference", metavar="reference|DEVICE", default="reference", help="compare with the catalog's NumPy reference functions (default) or with another device, e.g. cpu")
+    group.addoption("--nda-profile", choices=("quick", "deep"), default=None, help="hypothesis profile nda-quick (default: 8 cases per cell, derandomized) or nda-deep (200 random cases per cell)")
+    group.addoption("--nda-ops", metavar="OP,OP", default=None, help="test only these ops")
+    group.addoption("--nda-dtypes", metavar="DTYPE,DTYPE", default=None, help="test only these dtypes")
+    group.addoption("--nda-load", metavar="MODULE[:ATTR]", action="append", default=[], help="load a backend that is not installed before testing (nda.backends.load); repeatable")
+    group.addoption("--nda-report", metavar="PATH", default=None, help="write the JSON report to PATH ('-' prints it to the terminal)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    _profiles.register()
+
+
+class ConformanceSession:
+    """The runner, the cells and the results of one pytest session."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        import nda
+        from .conformance import Runner, cells
+
+        device = config.getoption("nda_device")
+        if not device:
+            installed = ", ".join(sorted(r["name"] for r in nda.backends.status())) or "none"
+            raise pytest.UsageError(f"the nda conformance tests need --nda-device=TYPE (installed backends: {installed}); e.g. pytest --pyargs nda.testing.conformance --nda-device=cpu")
+        for spec in config.getoption("nda_load"):
+            nda.backends.load(spec)
+        profile = config.getoption("nda_profile")
+        if profile is None:
+            chosen = config.getoption("hypothesis_profile", None)
+            profile = chosen if chosen in _profiles.PROFILES else "quick"
+        try:
+            self.runner = Runner(device, config.getoption("nda_reference"), profile=profile)
+            self.cells = cells(self.runner.device, ops=_split(config.getoption("nda_ops")), dtypes=_split(config.getoption("nda_dtypes")))
+        except (ValueError, TypeError, nda.BackendError) as err:
+            raise pytest.UsageError(f"nda conformance: {err}") from None
+        self.results: list[Any] = []
+        self.started = time.perf_counter()
+
+    def check(self, cell: Any) -> None:
+        """Run one cell; fail or skip the calling test according to its status."""
+        result = self.runner.run_cell(cell)
+        self.results.append(result)
+        if result.status == "failed":
+            pytest.fail(result.describe(), pytrace=False)
+        if result.status != "passed":
+            pytest.skip(f"{result.status}: {result.reason}")
+
+    def report(self) -> Any:
+        from .conformance._kit import environment
+        from .conformance._report import Report
+
+        runner = self.runner
+        return Report(str(runner.device), runner.reference, runner.profile, self.results, environment(runner), time.perf_counter() - self.started)
+
+
+_SESSION = pytest.StashKey[ConformanceSession]()
+
+
+def _split(value: str | None) -> list[str] | None:
+    return None if not value else [v.strip() for v in value.split(",") if v.strip()]
+
+
+def session(config: pytest.Config) -> ConformanceSession:
+    """The conformance session of this pytest run (created when the tests are collected)."""
+    found = config.stash.get(_SESSION, None)
+    if found is None:
+        found = config.stash[_SESSION] = ConformanceSession(config)
+    return found
+
+
+@pytest.fixture(scope="session")
+def nda_conformance(request: pytest.FixtureRequest) -> ConformanceSession:
+    """The conformance session: ``nda_conformance.check(cell)`` runs one cell."""
+    return session(request.config)
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    found = config.stash.get(_SESSION, None)
+    if found is None or not found.results:
+        return
+    report = found.report()
+    terminalreporter.write_sep("=", "nda conformance")
+    terminalreporter.write_line(report.table(failures=False))
+    path = config.getoption("nda_report")
+    if path == "-":
+        terminalreporter.write_line(report.to_json())
+    elif path:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(report.to_json() + "\n")
+        terminalreporter.write_line(f"nda conformance: JSON report written to {path}")
+
+
+if "hypothesis" in sys.modules:  # registered as early as possible for --hypothesis-profile=nda-deep
+    _profiles.register()

@@ -1,0 +1,29 @@
+"""The cross-backend conformance kit: every op × dtype × layout a device serves, against the reference.
+
+For a backend vendor, through pytest (the plugin is installed with nda)::
+
+    pytest --pyargs nda.testing.conformance --nda-device=mydev            # quick profile
+    pytest --pyargs nda.testing.conformance --nda-device=mydev --nda-profile=deep --nda-report=report.json
+
+From Python::
+
+    from nda.testing import conformance
+    report = conformance.run("sim", reference="cpu", ops=["add", "sum"])
+    print(report.table())           # for people
+    report.to_json()                # for tools
+
+From a shell: ``python -m nda.testing.conformance sim --reference cpu --json report.json``.
+
+How a cell is tested is described in :mod:`nda.testing.conformance._kit`; what the inputs
+are in :mod:`nda.testing.conformance._cases` and ``._generators``; the statuses in
+:mod:`nda.testing.conformance._report`.
+"""
+
+from __future__ import annotations
+
+from ._cases import Case
+from ._generators import GENERATED_OPS
+from ._kit import Cell, ConformanceFailure, Runner, cells, run
+from ._report import STATUSES, CellResult, Report
+
+__all__ = ["run", "cells", "Runner", "Cell", "Case", "CellResult", "Report", "STATUSES", "ConformanceFailure", "GENERATED_OPS"]

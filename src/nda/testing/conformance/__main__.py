@@ -1,0 +1,57 @@
+"""``python -m nda.testing.conformance DEVICE``: run the conformance kit, print the table and/or JSON.
+
+Exits with status 1 when a cell failed, 2 on a usage error. ``--json -`` prints the JSON
+report on stdout (the table then goes to stderr), ``--json PATH`` writes it to a file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ._kit import run
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m nda.testing.conformance", description="Compare a device's kernels with the reference, per (op, dtype, layout).")
+    parser.add_argument("device", help="device type or device, e.g. sim or sim:1")
+    parser.add_argument("--reference", default="reference", help="'reference' (the catalog's NumPy functions, default) or a device such as cpu")
+    parser.add_argument("--profile", choices=("quick", "deep"), default="quick")
+    parser.add_argument("--ops", help="comma-separated ops to test (default: all)")
+    parser.add_argument("--dtypes", help="comma-separated dtypes to test (default: all)")
+    parser.add_argument("--load", action="append", default=[], metavar="MODULE[:ATTR]", help="load a backend at run time first (repeatable)")
+    parser.add_argument("--json", metavar="PATH", help="write the JSON report to PATH ('-': stdout)")
+    parser.add_argument("--quiet", action="store_true", help="no progress dots")
+    args = parser.parse_args(argv)
+
+    import nda
+
+    for spec in args.load:
+        nda.backends.load(spec)
+    table_out = sys.stderr if args.json == "-" else sys.stdout
+
+    def progress(result: object) -> None:
+        if not args.quiet:
+            mark = {"passed": ".", "failed": "F", "fallback": "f", "not covered": "-"}[result.status]  # type: ignore[attr-defined]
+            print(mark, end="", file=sys.stderr, flush=True)
+
+    split = (lambda v: [s.strip() for s in v.split(",") if s.strip()] if v else None)
+    try:
+        report = run(args.device, reference=args.reference, ops=split(args.ops), dtypes=split(args.dtypes), profile=args.profile, progress=progress)
+    except (ValueError, TypeError, nda.BackendError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    if not args.quiet:
+        print(file=sys.stderr)
+    print(report.table(), file=table_out)
+    if args.json == "-":
+        print(report.to_json())
+    elif args.json:
+        with open(args.json, "w", encoding="utf-8") as fh:
+            fh.write(report.to_json() + "\n")
+        print(f"JSON report written to {args.json}", file=table_out)
+    return 0 if report.ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

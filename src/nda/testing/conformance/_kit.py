@@ -1,0 +1,479 @@
+"""The conformance kit: compare a device's kernels with the reference, cell by cell.
+
+A *cell* is one ``(op, dtype, layout)`` of the catalog on one device type. :func:`cells`
+classifies every cell from the dispatch tables (never by calling anything): ``native``
+(the device registers a kernel), ``fallback`` (no kernel, but the backend opted into the
+host fallback and cpu has one), ``missing`` (neither) or ``undeclared`` (a kernel
+registered for a dtype outside the op's declared category, itself a failure).
+
+:class:`Runner` tests native cells. For each it lets Hypothesis draw cases (host inputs,
+see :mod:`._generators`), runs every case
+
+* on the device under test, through nda's public function, so the whole route (planning,
+  casts, dispatch, the engine, the backend's copies) is exercised, and reads the result
+  back at a sync point (errors raised by asynchronous work surface there);
+* on the reference: either the catalog's NumPy reference functions (``reference=
+  "reference"``), called with exactly the arguments nda's planner hands the kernel, or
+  the same call on another device (``reference="cpu"``);
+
+and checks that the result's buffer has the dtype and shape nda declared, that values
+agree (:func:`nda.testing.assert_allclose`, dtype-aware tolerances, NaN/inf/signed
+zeros), that both raised the same exception type if either raised, and that no input
+array changed (a kernel must not write into its inputs; ``setitem`` writes only into
+its target). Hypothesis shrinks a failure to a minimal example. After a passing
+Hypothesis run, a deterministic edge sweep (:func:`._cases.sweep`) runs; a failing sweep
+is reduced to the one- or two-element case that still fails.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from typing import Any, Callable, Iterable
+
+import numpy as np
+from hypothesis import given, reject
+from hypothesis import errors as hyp_errors
+
+import nda
+from nda._devices import Device, KernelKey, Layout, as_device, strided
+from nda._dtypes import ALL_DTYPES, DType, as_dtype
+from nda.ops import CATALOG
+from nda.ops._spec import Cast
+
+from .._compare import assert_allclose, default_tolerance
+from .._profiles import profile_settings
+from ..strategies import to_layout
+from . import _cases, _generators
+from ._cases import DEVICE, Arr, Case, Raw
+from ._report import CellResult, Report
+
+__all__ = ["Cell", "cells", "Runner", "run", "ConformanceFailure"]
+
+CPU = Device("cpu", 0)
+
+
+class ConformanceFailure(AssertionError):
+    """A case on which the device and the reference disagree."""
+
+
+class _Invalid(Exception):
+    """nda's front end refused the drawn inputs: not a case of this cell."""
+
+
+class Cell:
+    """One (op, dtype, layout) of a device type and how the device serves it."""
+
+    __slots__ = ("op", "dtype", "layout", "route")
+
+    def __init__(self, op: str, dtype: DType, layout: Layout, route: str) -> None:
+        self.op, self.dtype, self.layout, self.route = op, dtype, layout, route
+
+    @property
+    def id(self) -> str:
+        return f"{self.op}-{self.dtype.name}-{self.layout.name}"
+
+    def __repr__(self) -> str:
+        return f"<Cell {self.id}: {self.route}>"
+
+
+def _device_type(device: Any) -> str:
+    return device.type if isinstance(device, Device) else str(device).split(":")[0]
+
+
+def cells(device: Device | str, *, ops: Iterable[str] | None = None, dtypes: Iterable[Any] | None = None) -> list[Cell]:
+    """Every cell of ``device``'s type: each catalog op × each declared dtype × strided and each
+    layout the device registers kernels for (plus any registered dtype the op does not declare)."""
+    device_type = _device_type(device)
+    nda.backends.ensure_device_type(device_type)
+    if not nda.backends.serves(device_type):
+        raise ValueError(f"cannot test device type {device_type!r}: it is not available.{nda.backends.explain_missing(device_type)}")
+    backend = nda.backends.for_device_type(device_type)
+    opts_in = bool(getattr(backend, "fallback_to_host", False)) and device_type != "cpu"
+    if opts_in:
+        nda.backends.ensure_device_type("cpu")  # the fallback runs cpu's kernels: they must be registered
+    wanted_ops = None if ops is None else set(ops)
+    if wanted_ops is not None and wanted_ops - set(CATALOG):
+        raise ValueError(f"unknown op(s) {sorted(wanted_ops - set(CATALOG))}; see nda.ops.CATALOG")
+    wanted_dtypes = None if dtypes is None else {as_dtype(d) for d in dtypes}
+    found = []
+    for name, decl in sorted(CATALOG.items()):
+        if wanted_ops is not None and name not in wanted_ops:
+            continue
+        kernels = nda.dispatch.table(name).kernels
+        layouts = {k.layout for k, entries in kernels.items() if k.device_type == device_type and entries} | {strided}
+        for layout in sorted(layouts, key=lambda lay: (lay is not strided, lay.name)):
+            for dt in ALL_DTYPES:
+                if wanted_dtypes is not None and dt not in wanted_dtypes:
+                    continue
+                native = bool(kernels.get(KernelKey(device_type, dt, layout)))
+                declared = dt in decl.supported_dtypes
+                if not declared:
+                    if native:
+                        found.append(Cell(name, dt, layout, "undeclared"))
+                    continue
+                if native:
+                    route = "native"
+                elif opts_in and kernels.get(KernelKey("cpu", dt, layout)):
+                    route = "fallback"
+                else:
+                    route = "missing"
+                found.append(Cell(name, dt, layout, route))
+    return found
+
+
+class _Outcome:
+    __slots__ = ("value", "error", "problems", "plan", "hosts", "metadata_ok")
+
+    def __init__(self) -> None:
+        self.metadata_ok = True
+        self.value: np.ndarray | None = None
+        self.error: BaseException | None = None
+        self.problems: list[str] = []
+        self.plan: Any = None
+        self.hosts: dict[int, np.ndarray] = {}
+
+
+def _same_bits(a: np.ndarray, b: np.ndarray) -> bool:
+    return a.dtype == b.dtype and a.shape == b.shape and np.ascontiguousarray(a).tobytes() == np.ascontiguousarray(b).tobytes()
+
+
+def _short(err: BaseException) -> str:
+    text = f"{type(err).__name__}: {err}"
+    return text if len(text) < 400 else text[:400] + " …"
+
+
+def _fmt(a: np.ndarray) -> str:
+    return _cases.fmt(a)
+
+
+class Runner:
+    """Runs cells of one device against one reference (see the module docstring)."""
+
+    def __init__(self, device: Device | str, reference: str = "reference", *, profile: str = "quick", settings: Any = None) -> None:
+        self.device = as_device(device if ":" in str(device) or isinstance(device, Device) else f"{device}:0")
+        nda.backends.validate_device(self.device)
+        self.reference_device: Device | None = None
+        if reference != "reference":
+            self.reference_device = as_device(reference if ":" in reference else f"{reference}:0")
+            nda.backends.validate_device(self.reference_device)
+            if self.reference_device.type == self.device.type:
+                raise ValueError(f"the reference must be another device type than the one tested ({self.device})")
+        self.reference = reference if self.reference_device is None else str(self.reference_device)
+        self.profile = profile
+        self.settings = settings if settings is not None else profile_settings(profile)
+
+    # ------------------------------------------------------------------ one cell
+    def run_cell(self, cell: Cell) -> CellResult:
+        start = time.perf_counter()
+        result = self._run_cell(cell)
+        result.seconds = time.perf_counter() - start
+        return result
+
+    def _run_cell(self, cell: Cell) -> CellResult:
+        base = dict(op=cell.op, dtype=cell.dtype.name, layout=cell.layout.name)
+        decl = CATALOG[cell.op]
+        if cell.route == "undeclared":
+            return CellResult(**base, status="failed", error=f"a kernel is registered for {cell.dtype.name}, but {cell.op!r} is declared for {decl.dtypes} dtypes only")
+        if cell.route == "fallback":
+            return CellResult(**base, status="fallback", reason="no native kernel; nda runs it on cpu through the host fallback")
+        if cell.route == "missing":
+            return CellResult(**base, status="not covered", reason="no kernel and no host fallback")
+        strategy = _generators.strategy(cell.op, cell.dtype)
+        if strategy is None:
+            return CellResult(**base, status="not covered", reason=f"the kit has no input generator for {cell.op!r}")
+        if cell.layout is not strided and getattr(nda.NDArray, "to_layout", None) is None:
+            return CellResult(**base, status="not covered", reason=f"cannot build {cell.layout.name} inputs: this nda has no layout converters")
+        state: dict[str, Any] = {"examples": 0, "failed": None}
+
+        def conformance_case(case: Case) -> None:
+            try:
+                self.check(case, cell)
+            except _Invalid:
+                reject()
+            except BaseException:
+                state["failed"] = case
+                raise
+            state["examples"] += 1
+
+        test = self.settings(given(case=strategy)(conformance_case))
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            try:
+                test()
+            except hyp_errors.Unsatisfiable:
+                return CellResult(**base, status="not covered", reason="every generated input was refused by nda's front end (a kit bug)")
+            except (KeyboardInterrupt, SystemExit):
+                raise
+            except BaseException as err:  # noqa: BLE001 - any failure of the device is a result
+                flaky = isinstance(err, getattr(hyp_errors, "FlakyFailure", ())) or isinstance(err, hyp_errors.Flaky)
+                case = state["failed"]
+                error = _short(err) if not isinstance(err, ConformanceFailure) else str(err)
+                if flaky:
+                    error = "the failure did not reproduce when replayed (flaky: a race, or state kept between calls): " + error
+                error += self._diagnose(case, cell) if case is not None and not flaky else ""
+                return CellResult(**base, status="failed", examples=state["examples"], example=repr(case), error=error, found_by="hypothesis", case=case)
+            for case in _cases.sweep(cell.op, cell.dtype):
+                failure = self._try(case, cell)
+                if failure is None:
+                    state["examples"] += 1
+                    continue
+                minimal, error = case, failure
+                for smaller in _cases.sub_cases(case):
+                    found = self._try(smaller, cell)
+                    if found is not None:
+                        minimal, error = smaller, found
+                        break
+                error += self._diagnose(minimal, cell)
+                return CellResult(**base, status="failed", examples=state["examples"], example=repr(minimal), error=error, found_by="edge sweep", case=minimal)
+        return CellResult(**base, status="passed", examples=state["examples"])
+
+    def _try(self, case: Case, cell: Cell) -> str | None:
+        try:
+            self.check(case, cell)
+        except _Invalid:
+            return None
+        except ConformanceFailure as err:
+            return str(err)
+        except Exception as err:  # noqa: BLE001
+            return _short(err)
+        return None
+
+    def _diagnose(self, case: Case, cell: Cell) -> str:
+        """Whose bug is it? Call the device's kernel directly with the planned arguments.
+
+        If the kernel alone agrees with the catalog's reference, the difference came from
+        nda's front end or engine (plan memos, casts, scheduling), not from the backend.
+        """
+        from nda._frontend import unwrap
+
+        try:
+            with warnings.catch_warnings(), np.errstate(all="ignore"):
+                warnings.simplefilter("ignore")
+                args, kwargs, inputs, hosts = self._materialize(case, self.device, cell)
+                for x, _, _ in inputs:
+                    x.wait_to_read()
+                decl = CATALOG[case.op]
+                direct = _Outcome()
+                direct.plan, direct.hosts = decl.plan(*args, **kwargs), hosts
+                kernel = nda.dispatch.resolve(case.op, direct.plan.key)
+                result = kernel(*unwrap(direct.plan.args), **{k: unwrap(v) for k, v in direct.plan.kwargs.items()})
+                buf = args[0]._buf if decl.mutates else result
+                value = np.asarray(nda.backends.for_device(self.device).to_host(buf))
+                expected = self._reference(case, direct).value
+                if expected is None or value.dtype != expected.dtype or value.shape != expected.shape:
+                    return ""
+                if any(not _same_bits(x.asnumpy(), snapshot) for x, snapshot, _ in inputs if not (decl.mutates and x is args[0])):
+                    return ""
+                if case.check_values:
+                    rtol, atol = self._tolerance(case, expected.dtype)
+                    assert_allclose(value, expected, rtol=rtol, atol=atol, signed_zeros=case.signed_zeros, check_dtype=False)
+        except Exception:  # noqa: BLE001 - no verdict: the kernel alone fails too, or cannot be called
+            return ""
+        return (
+            "\nnote: the device's kernel, called directly with the arguments nda planned, gives the reference's "
+            "result; the difference comes from nda's front end or engine (an nda bug, not the backend's)"
+        )
+
+    # ------------------------------------------------------------------ one case
+    def check(self, case: Case, cell: Cell) -> None:
+        """Run ``case`` on the device and the reference; raise ConformanceFailure if they differ."""
+        got = self._run_on(case, self.device, cell)
+        if self.reference_device is None:
+            expected = self._reference(case, got)
+            where = "the catalog's reference"
+        else:
+            expected = self._run_on(case, self.reference_device, cell, reference=True)
+            where = f"the reference device {self.reference_device}"
+        problems = list(got.problems)
+        problems += [f"{where}: {p}" for p in expected.problems]
+        if expected.error is not None or got.error is not None:
+            if got.error is None:
+                problems.append(f"{where} raised {_short(expected.error)}, but {self.device} returned {_fmt(got.value)}")  # type: ignore[arg-type]
+            elif expected.error is None:
+                problems.append(f"{self.device} raised {_short(got.error)}")
+            elif not isinstance(got.error, type(expected.error)):
+                problems.append(f"{self.device} raised {_short(got.error)}, but {where} raised {_short(expected.error)}")
+        else:
+            a, d = got.value, expected.value
+            assert a is not None and d is not None
+            if a.dtype != d.dtype or a.shape != d.shape:
+                if got.metadata_ok and expected.metadata_ok:
+                    problems.append(f"result is {a.dtype} of shape {a.shape}, {where} gives {d.dtype} of shape {d.shape}")
+            elif case.check_values:
+                rtol, atol = self._tolerance(case, d.dtype)
+                try:
+                    assert_allclose(a, d, rtol=rtol, atol=atol, signed_zeros=case.signed_zeros, check_dtype=False)
+                except AssertionError as err:
+                    problems.append(f"values differ from {where}: {err}")
+        if problems:
+            raise ConformanceFailure("\n".join(problems))
+
+    def _tolerance(self, case: Case, dtype: np.dtype) -> tuple[float, float]:
+        rtol, atol = default_tolerance(dtype)
+        if case.op in _cases.ACCUMULATING and dtype.kind in "fc":
+            # Rounding depends on the order of accumulation: allow rtol times the size of what is summed.
+            sizes, largest = [], 1
+            for arr in case.arrays():
+                v = arr.base
+                finite = np.abs(v[np.isfinite(v)]) if v.size else v
+                sizes.append(float(finite.max()) if finite.size else 0.0)
+                largest = max(largest, v.size)
+            scale = largest * float(np.prod([max(s, 1.0) for s in sizes]))
+            if case.op == "prod":
+                rtol *= largest
+            atol = max(atol, rtol * scale)
+        return rtol, atol
+
+    def _materialize(self, case: Case, device: Device, cell: Cell) -> tuple[list[Any], dict[str, Any], list[tuple[Any, np.ndarray, str]], dict[int, np.ndarray]]:
+        made: dict[int, Any] = {}
+        inputs: list[tuple[Any, np.ndarray, str]] = []
+        hosts: dict[int, np.ndarray] = {}
+
+        def conv(value: Any, label: str, top: bool) -> Any:
+            if isinstance(value, Arr):
+                if id(value) in made:
+                    return made[id(value)]
+                x = value.on(device)
+                if top and cell.layout is not strided and x.dtype is cell.dtype:
+                    x = to_layout(x, cell.layout.name)
+                made[id(value)] = x
+                snapshot = value.host()
+                inputs.append((x, snapshot, label))
+                hosts[id(x)] = snapshot
+                return x
+            if isinstance(value, Raw):
+                return np.array(value.array, copy=True)
+            if value is DEVICE:
+                return device
+            if isinstance(value, (tuple, list)):
+                return type(value)(conv(v, f"{label}[{i}]", False) for i, v in enumerate(value))
+            return value
+
+        args = [conv(a, f"argument {i}", True) for i, a in enumerate(case.args)]
+        kwargs = {k: conv(v, k, True) for k, v in case.kwargs.items()}
+        return args, kwargs, inputs, hosts
+
+    def _run_on(self, case: Case, device: Device, cell: Cell, reference: bool = False) -> _Outcome:
+        out = _Outcome()
+        try:
+            args, kwargs, inputs, out.hosts = self._materialize(case, device, cell)
+        except Exception as err:  # noqa: BLE001
+            raise ConformanceFailure(f"building the inputs on {device} failed: {_short(err)}") from err
+        decl = CATALOG[case.op]
+        try:
+            out.plan = decl.plan(*args, **kwargs)
+        except Exception:  # noqa: BLE001 - refused at the call: not a case of this cell
+            raise _Invalid() from None
+        key = out.plan.key
+        if not reference and (key.dtype is not cell.dtype or key.layout is not cell.layout or key.device_type != device.type):
+            raise _Invalid()
+        target = None
+        try:
+            result = getattr(nda, case.op)(*args, **kwargs)
+            target = args[0] if decl.mutates else result
+            out.value = target.asnumpy()
+        except Exception as err:  # noqa: BLE001 - compared with the reference's behaviour
+            out.error = err
+        if out.value is not None and target is not None:
+            if out.value.dtype != target.dtype.numpy or out.value.shape != target.shape:
+                out.metadata_ok = False
+                out.problems.append(
+                    f"the kernel returned {out.value.dtype} data of shape {out.value.shape}, but nda declared "
+                    f"{target.dtype.name} of shape {target.shape} for this call"
+                )
+        mutated = args[0] if decl.mutates else None
+        for x, snapshot, label in inputs:
+            if x is mutated:
+                continue
+            try:
+                now = x.asnumpy()
+            except Exception as err:  # noqa: BLE001
+                out.problems.append(f"reading input {label} back after the op failed: {_short(err)}")
+                continue
+            if not _same_bits(now, snapshot):
+                out.problems.append(f"the op wrote into its input ({label}): it held {_fmt(snapshot)}, afterwards {_fmt(now)}")
+        return out
+
+    def _reference(self, case: Case, got: _Outcome) -> _Outcome:
+        """The catalog's reference on exactly the kernel arguments of nda's plan."""
+        out = _Outcome()
+        plan, hosts = got.plan, got.hosts
+        decl = CATALOG[case.op]
+
+        def conv(value: Any) -> Any:
+            if isinstance(value, nda.NDArray):
+                return np.array(hosts[id(value)], copy=True) if id(value) in hosts else value.asnumpy()
+            if isinstance(value, Cast):
+                return np.asarray(conv(value.array)).astype(value.dtype.numpy)
+            if isinstance(value, (tuple, list)):
+                return type(value)(conv(v) for v in value)
+            if isinstance(value, Device):
+                return CPU
+            return value
+
+        args = [conv(a) for a in plan.args]
+        kwargs = {k: conv(v) for k, v in plan.kwargs.items()}
+        try:
+            result = decl.reference(*args, **kwargs)
+        except Exception as err:  # noqa: BLE001
+            out.error = err
+            return out
+        value = np.asarray(args[0] if decl.mutates else result)
+        want_dtype = args[0].dtype if decl.mutates else plan.out_dtype.numpy
+        want_shape = args[0].shape if decl.mutates else plan.out_shape
+        if value.dtype != want_dtype or value.shape != want_shape:
+            out.metadata_ok = False
+            out.problems.append(
+                f"nda core: the reference returns {value.dtype} of shape {value.shape} where nda's planner "
+                f"declares {np.dtype(want_dtype).name} of shape {want_shape}"
+            )
+        out.value = value
+        return out
+
+    # ------------------------------------------------------------------ many cells
+    def run(self, selected: list[Cell], progress: Callable[[CellResult], None] | None = None) -> Report:
+        start = time.perf_counter()
+        results = []
+        for cell in selected:
+            result = self.run_cell(cell)
+            results.append(result)
+            if progress is not None:
+                progress(result)
+        return Report(str(self.device), self.reference, self.profile, results, environment(self), time.perf_counter() - start)
+
+
+def environment(runner: Runner) -> dict[str, Any]:
+    """Versions and settings a report needs to be reproduced."""
+    import platform
+
+    import hypothesis
+
+    record = next((r for r in nda.backends.status() if runner.device.type in (r["device_types"] or [r["name"]])), {})
+    s = runner.settings
+    return {
+        "nda": nda.__version__, "numpy": np.__version__, "hypothesis": hypothesis.__version__,
+        "python": platform.python_version(), "engine": nda.engine.current().name,
+        "backend": {k: record.get(k) for k in ("name", "source", "state", "api_version")},
+        "max_examples": s.max_examples, "derandomize": s.derandomize,
+    }
+
+
+def run(
+    device: Device | str,
+    *,
+    reference: str = "reference",
+    ops: Iterable[str] | None = None,
+    dtypes: Iterable[Any] | None = None,
+    profile: str = "quick",
+    settings: Any = None,
+    progress: Callable[[CellResult], None] | None = None,
+) -> Report:
+    """Run the conformance kit on ``device`` (a type such as ``"sim"`` or a device ``"sim:1"``).
+
+    ``reference`` is ``"reference"`` (the catalog's NumPy reference functions) or another
+    device (``"cpu"``). ``ops``/``dtypes`` restrict the cells; ``profile`` is ``"quick"``
+    or ``"deep"`` (or pass Hypothesis ``settings``). Returns a :class:`Report`.
+    """
+    runner = Runner(device, reference, profile=profile, settings=settings)
+    return runner.run(cells(runner.device, ops=ops, dtypes=dtypes), progress)

@@ -1,0 +1,275 @@
+"""Display of arrays (repr, the notebook view) and of profiles (lanes, marks, the matplotlib timeline)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import types
+
+import numpy as np
+import pytest
+
+import nda
+from nda import dispatch
+from nda._array import _html
+from nda.engine import Profiler
+from nda.engine._profile import Event
+from nda.engine.threaded import ThreadedEngine
+
+
+def _has_sim() -> bool:
+    return any(rec["name"] == "sim" and rec["state"] != "excluded" for rec in nda.backends.status())
+
+
+needs_sim = pytest.mark.skipif(not _has_sim(), reason="nda-sim is not installed (or excluded by NDA_BACKENDS)")
+
+
+@pytest.fixture
+def all_tasks():
+    """A threaded engine that sends every op to the workers (no inline fast path)."""
+    previous = nda.engine.current()
+    engine = nda.engine.use(ThreadedEngine(inline_limit=0))
+    yield engine
+    try:
+        nda.waitall()
+    except Exception:  # noqa: BLE001 - a test may leave an error behind on purpose
+        pass
+    nda.engine.use(previous if previous.name != "threaded" else "threaded")
+
+
+@pytest.fixture
+def gated_sin():
+    """``sin`` of a float64 (7, 3) array blocks until the returned event is set."""
+    gate = threading.Event()
+
+    def slow_sin(x):
+        gate.wait(10)
+        return np.sin(x)
+
+    dispatch.register("sin", "cpu", ["float64"], slow_sin, priority=100, supports=lambda x: x.shape == (7, 3), backend="test-gated")
+    yield gate
+    gate.set()
+    dispatch.unregister_backend("test-gated")
+
+
+@pytest.fixture
+def failing_sin():
+    def exploding_sin(x):
+        raise ZeroDivisionError("kernel exploded")
+
+    dispatch.register("sin", "cpu", ["float64"], exploding_sin, priority=100, supports=lambda x: x.shape == (3, 5), backend="test-failing")
+    yield
+    dispatch.unregister_backend("test-failing")
+
+
+# ---------------------------------------------------------------------- repr
+def test_repr_is_numpys_on_the_default_device():
+    x = nda.reshape(nda.arange(6.0), (2, 3))
+    assert repr(x) == repr(np.arange(6.0).reshape(2, 3))
+    f = nda.asarray([1.0, 2.0], dtype=nda.float32)
+    assert repr(f) == "array([1., 2.], dtype=float32)"
+    assert repr(nda.arange(10_000)) == repr(np.arange(10_000))  # truncated like NumPy
+
+
+@needs_sim
+def test_repr_names_a_non_default_device():
+    x = nda.ones(3, dtype=nda.float32, device="sim:1")
+    assert repr(x) == "array([1., 1., 1.], dtype=float32, device='sim:1')"
+
+
+# ---------------------------------------------------------------------- notebook view
+def test_html_shows_shape_dtype_device_layout_state_nbytes_and_values():
+    x = nda.reshape(nda.arange(6.0), (2, 3))
+    html = x._repr_html_()
+    for fact in ("(2, 3)", "float64", "cpu:0", "strided", "ready", "48 B", "[[0., 1., 2.],"):
+        assert fact in html, fact
+    assert "pending" not in html
+
+
+def test_html_truncates_like_numpy_and_escapes():
+    big = nda.arange(100_000, dtype=nda.int32)
+    html = big._repr_html_()
+    assert "..." in html and "99999" in html and "390.6 KiB" in html
+    assert len(html) < 2000
+    flags = nda.asarray([True, False])
+    assert "bool" in flags._repr_html_()
+    assert "<" not in nda.asarray([1.0])._repr_html_().split("<pre")[1].split(">", 1)[1].split("</pre>")[0]
+
+
+def test_html_of_a_0d_array_shows_the_value():
+    html = nda.asarray(3.5)._repr_html_()
+    assert "()" in html and ">3.5</pre>" in html
+
+
+def test_mimebundle_gives_plain_repr_and_html_from_one_wait():
+    x = nda.arange(4)
+    bundle = x._repr_mimebundle_()
+    assert bundle["text/plain"] == repr(x)
+    assert bundle["text/html"] == x._repr_html_()
+
+
+@needs_sim
+def test_html_of_a_device_array():
+    html = nda.arange(5.0, device="sim:0")._repr_html_()
+    assert "sim:0" in html and "[0., 1., 2., 3., 4.]" in html
+
+
+def test_html_says_pending_when_the_array_was_still_being_computed(all_tasks, gated_sin):
+    x = nda.ones((7, 3))
+    y = nda.sin(x)  # blocks on the gate in a worker
+    timer = threading.Timer(0.05, gated_sin.set)
+    timer.start()
+    html = y._repr_html_()
+    timer.join()
+    assert "pending → ready (waited" in html
+    np.testing.assert_allclose(y.asnumpy(), np.sin(np.ones((7, 3))))
+    assert "pending" not in y._repr_html_()
+
+
+def test_mimebundle_sees_pending_before_its_plain_text_waits(all_tasks, gated_sin):
+    y = nda.sin(nda.ones((7, 3)))
+    threading.Timer(0.05, gated_sin.set).start()
+    bundle = y._repr_mimebundle_()
+    assert "pending → ready" in bundle["text/html"]
+    assert bundle["text/plain"].startswith("array([[0.84147098")
+
+
+def test_displaying_a_failed_array_raises_its_error(all_tasks, failing_sin):
+    bad = nda.sin(nda.ones((3, 5))) + 1
+    ok = nda.ones(2) * 3
+    for display in (bad._repr_html_, bad._repr_mimebundle_, bad.__repr__, bad.__str__):
+        with pytest.raises(ZeroDivisionError, match="kernel exploded") as info:
+            display()
+        assert any("op 'sin' issued at" in note and "test_display.py" in note for note in info.value.__notes__)
+    assert "[3., 3.]" in ok._repr_html_()  # unrelated arrays display fine
+
+
+def test_a_sparse_layout_shows_nnz_and_density():
+    # No sparse layout exists yet (another issue); the view is ready for one.
+    fake = types.SimpleNamespace(
+        _meta=types.SimpleNamespace(layout=types.SimpleNamespace(name="csr"), dtype=nda.float64, device=nda.Device("cpu", 0)),
+        _shape=(2, 4), _size=8,
+    )
+    html = _html(fake, np.array([[0.0, 1.0, 0.0, 0.0], [0.0, 0.0, 2.0, 0.0]]), False, 0.0)
+    assert "csr" in html and "nnz</span> 2" in html and "density</span> 25.00%" in html
+
+
+# ---------------------------------------------------------------------- profiler lanes
+def _profile(*events: tuple[str, str, str, float, float]) -> Profiler:
+    prof = Profiler()
+    prof._origin = 0.0
+    prof.events = [Event(name, device, thread, start, end, None) for name, device, thread, start, end in events]
+    return prof
+
+
+def test_lanes_group_by_device_and_thread_cpu_and_main_thread_first():
+    prof = _profile(
+        ("add", "sim:1", "nda-sim1-stream", 0.001, 0.002),
+        ("mul", "cpu:0", "nda-cpu0-10", 0.0, 0.001),
+        ("mul", "cpu:0", "nda-cpu0-9", 0.0, 0.001),
+        ("add", "cpu:0", "MainThread", 0.0, 0.001),
+        ("add", "sim:0", "nda-sim0-stream", 0.0, 0.001),
+    )
+    labels = [lane.label for lane in prof.lanes()]
+    assert labels == ["cpu:0 · MainThread", "cpu:0 · nda-cpu0-9", "cpu:0 · nda-cpu0-10", "sim:0 · nda-sim0-stream", "sim:1 · nda-sim1-stream"]
+
+
+def test_lanes_show_async_spans_from_the_previous_completion_on():
+    # Three items enqueued at once on a stream, completed one after the other.
+    prof = _profile(
+        ("a", "sim:0", "stream", 0.000, 0.010),
+        ("b", "sim:0", "stream", 0.000, 0.030),
+        ("c", "sim:0", "stream", 0.001, 0.031),
+    )
+    (lane,) = prof.lanes()
+    assert [(s.event.name, round(s.start_ms, 6), round(s.end_ms, 6)) for s in lane.spans] == [("a", 0.0, 10.0), ("b", 10.0, 30.0), ("c", 30.0, 31.0)]
+    assert [e.duration for e in prof.events] == pytest.approx([0.010, 0.030, 0.030])  # raw spans untouched
+
+
+def test_marks_are_instant_events_and_ignored_when_not_recording(tmp_path):
+    prof = Profiler()
+    prof.mark("ignored")
+    prof.start()
+    prof.mark("phase 1")
+    prof.active = False  # stop() without touching the global engine
+    assert [label for _, label in prof.marks] == ["phase 1"]
+    trace = prof.chrome_trace(str(tmp_path / "t.json"))
+    instants = [e for e in trace["traceEvents"] if e["ph"] == "i"]
+    assert [e["name"] for e in instants] == ["phase 1"]
+    assert json.loads((tmp_path / "t.json").read_text())["traceEvents"]
+
+
+# ---------------------------------------------------------------------- the timeline (matplotlib)
+def test_timeline_draws_lanes_ops_and_marks_and_writes_a_png(tmp_path):
+    pytest.importorskip("matplotlib")
+    prof = _profile(
+        ("matmul", "cpu:0", "nda-cpu0-0", 0.000, 0.004),
+        ("add", "cpu:0", "MainThread", 0.001, 0.0015),
+        ("matmul", "sim:0", "nda-sim0-stream", 0.002, 0.006),
+    )
+    prof.marks = [(0.002, "phase 2")]
+    path = tmp_path / "timeline.png"
+    ax = prof.timeline(path=str(path))
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["cpu:0 · MainThread  (1 ops)", "cpu:0 · nda-cpu0-0  (1 ops)", "sim:0 · nda-sim0-stream  (1 ops)"]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["matmul (8.0 ms)", "add (0.5 ms)"]
+    assert "3 ops on 2 device(s)" in ax.get_title()
+    assert any(t.get_text() == "phase 2" for t in ax.texts)
+
+
+def test_timeline_into_a_given_axes_and_with_nothing_recorded():
+    pytest.importorskip("matplotlib")
+    from matplotlib.figure import Figure
+
+    ax = Figure().add_subplot()
+    assert Profiler().timeline(ax=ax) is ax
+    assert "no events recorded" in ax.texts[0].get_text()
+
+
+def test_timeline_of_real_work_on_every_device(tmp_path):
+    pytest.importorskip("matplotlib")
+    devices = ["cpu"] + (["sim:0", "sim:1"] if _has_sim() else [])
+    nda.profiler.start()
+    for d in devices:
+        nda.profiler.mark(d)
+        x = nda.ones((64, 64), device=d)
+        nda.tanh(x @ x).wait_to_read()
+    nda.profiler.stop()
+    ax = nda.profiler.timeline(path=str(tmp_path / "t.png"))
+    lanes = nda.profiler.lanes()
+    assert {lane.device for lane in lanes} == {"cpu:0"} | set(devices[1:])
+    assert len(ax.get_yticklabels()) == len(lanes)
+
+
+def test_timeline_without_matplotlib_says_how_to_get_it(monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    with pytest.raises(ImportError, match=r"nda\[notebooks\]"):
+        Profiler().timeline()
+
+
+def test_import_nda_and_the_timeline_never_import_pyplot():
+    code = (
+        "import sys, nda\n"
+        "nda.profiler.start(); (nda.ones(3) + 1).wait_to_read(); nda.profiler.stop()\n"
+        "assert 'matplotlib' not in sys.modules, 'import nda imported matplotlib'\n"
+        "try:\n"
+        "    import matplotlib\n"
+        "except ImportError:\n"
+        "    raise SystemExit(0)\n"
+        "import tempfile, os\n"
+        "nda.profiler.timeline(path=os.path.join(tempfile.mkdtemp(), 't.png'))\n"
+        "assert 'matplotlib.pyplot' not in sys.modules, 'timeline() imported pyplot'\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+
+
+def test_stop_leaves_recording_off_even_when_the_wait_raises(all_tasks, failing_sin):
+    nda.profiler.start()
+    nda.sin(nda.ones((3, 5)))
+    with pytest.raises(ZeroDivisionError):
+        nda.profiler.stop()
+    assert not nda.profiler.active
+    assert (nda.ones(2) + 1).tolist() == [2.0, 2.0]
