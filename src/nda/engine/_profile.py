@@ -28,7 +28,6 @@ in :attr:`Profiler.events` and in the Chrome trace.
 from __future__ import annotations
 
 import contextlib
-import json
 import re
 import sys
 import threading
@@ -174,6 +173,8 @@ class Profiler:
         }
         if path is not None:
             with open(path, "w") as fh:
+                import json  # only when a trace is written
+
                 json.dump(trace, fh)
         return trace
 
