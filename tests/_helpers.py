@@ -67,6 +67,8 @@ def elements(dtype, *, min_value=None, max_value=None, allow_nan=True, allow_inf
     if dt.kind == "b":
         return st.booleans()
     if dt.kind == "f":
+        if min_value is not None or max_value is not None:
+            allow_nan = allow_infinity = False
         return hnp.from_dtype(dt, allow_nan=allow_nan, allow_infinity=allow_infinity, min_value=min_value, max_value=max_value)
     return hnp.from_dtype(dt, allow_nan=allow_nan, allow_infinity=allow_infinity)
 
@@ -104,24 +106,40 @@ def check_buffer(result) -> np.ndarray:
     return data
 
 
-def assert_same(result, expected, *, dtype=True, rtol=None, atol=0.0) -> None:
-    """``result`` (an NDArray) equals ``expected`` (NumPy) in shape, dtype and values."""
+def assert_same(result, expected, *, dtype=True, rtol=None, atol=0.0, signed_zeros=True) -> None:
+    """``result`` (an NDArray) equals ``expected`` (NumPy) in shape, dtype and values (and signs of zeros)."""
     expected = np.asarray(expected)
     data = check_buffer(result)
     assert result.shape == expected.shape, f"shape {result.shape} != numpy's {expected.shape}"
     if dtype:
         assert result.dtype.name == expected.dtype.name, f"dtype {result.dtype.name} != numpy's {expected.dtype}"
-    assert_values(data, expected, rtol=rtol, atol=atol)
+    assert_values(data, expected, rtol=rtol, atol=atol, signed_zeros=signed_zeros)
 
 
-def assert_values(data: np.ndarray, expected: np.ndarray, *, rtol=None, atol=0.0) -> None:
+def assert_values(data: np.ndarray, expected: np.ndarray, *, rtol=None, atol=0.0, signed_zeros=True) -> None:
     expected = np.asarray(expected)
     if data.dtype.kind in "fc" or expected.dtype.kind in "fc":
         if rtol is None:
             rtol = max(tolerance(data.dtype), tolerance(expected.dtype) if expected.dtype.kind in "fc" else 0.0)
         np.testing.assert_allclose(data, expected, rtol=rtol, atol=atol, equal_nan=True, strict=False)
+        if signed_zeros and atol == 0.0:
+            _assert_signed_zeros(data, expected)
     else:
         np.testing.assert_array_equal(data, expected, strict=False)
+
+
+def _assert_signed_zeros(data: np.ndarray, expected: np.ndarray) -> None:
+    """Where NumPy gives a zero, the sign of that zero must match too (-0.0 is not 0.0)."""
+    if expected.dtype.kind not in "fc" or data.dtype.kind not in "fc":
+        return
+    data, expected = np.broadcast_arrays(data, expected)
+    parts = [(np.real(data), np.real(expected))]
+    if expected.dtype.kind == "c":
+        parts.append((np.imag(data), np.imag(expected)))
+    for got, want in parts:
+        zeros = want == 0
+        mismatch = zeros & (np.signbit(got) != np.signbit(want))
+        assert not mismatch.any(), f"signed zeros differ: got {got[mismatch]!r}, numpy gives {want[mismatch]!r}"
 
 
 def xfail_bug(reason: str):

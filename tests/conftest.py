@@ -6,15 +6,22 @@ Hypothesis profiles (select one with the ``HYPOTHESIS_PROFILE`` environment vari
 * ``dev``: 60 examples per test, for local work.
 * ``deep``: 500 examples per test, for occasional thorough runs.
 
-No profile uses the example database, so running the suite writes nothing outside
-``tests/`` and every run is reproducible from its seed (``--hypothesis-seed``).
+No profile uses the example database, and Hypothesis keeps what it stores anyway (its
+constants cache) in ``tests/.hypothesis`` unless ``HYPOTHESIS_STORAGE_DIRECTORY`` says
+otherwise, so running the suite writes nothing outside ``tests/``. A failing example is
+printed with a ``@reproduce_failure`` blob; ``--hypothesis-seed`` replays a whole run.
 """
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from hypothesis import HealthCheck, settings
+from hypothesis.configuration import set_hypothesis_home_dir
+
+if not os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
+    set_hypothesis_home_dir(Path(__file__).resolve().parent / ".hypothesis")
 
 settings.register_profile(
     "ci",

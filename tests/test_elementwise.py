@@ -31,12 +31,9 @@ from _helpers import (
     INT_DTYPES,
     arrays,
     assert_same,
-    check_buffer,
-    is_bool,
     is_int,
     np_dtype,
     to_nda,
-    xfail_bug,
 )
 
 CATALOG = nda.ops.CATALOG
@@ -157,7 +154,9 @@ UNARY_OPERATORS = {
 
 UNARY_OPS = sorted(n for n, d in CATALOG.items() if d.family == "unary")
 BINARY_OPS = sorted(n for n, d in CATALOG.items() if d.family == "binary")
-FLOATING_CATEGORIES = ("floating", "real floating", "complex floating")
+# Categories whose ops compute integer/bool input in float64 (documented in nda/ops/elementwise.py).
+# imag ("complex floating") is not one: it refuses integer input with a TypeError.
+FLOATING_CATEGORIES = ("floating", "real floating")
 SHIFTS = ("bitwise_left_shift", "bitwise_right_shift")
 
 BROADCAST_SHAPES = hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=0, max_dims=3, min_side=0, max_side=4)
@@ -219,13 +218,7 @@ FLOATING_BINARY = [n for n in BINARY_OPS if CATALOG[n].dtypes in FLOATING_CATEGO
 INT_OR_BOOL = [nda.bool] + INT_DTYPES
 
 
-IMAG_BUG = xfail_bug(
-    "imag(int or bool array) plans a float64 key that has no kernel and raises "
-    "DispatchError 'no kernel for op imag at key (cpu, float64, strided)'"
-)
-
-
-@pytest.mark.parametrize("name", [pytest.param(n, marks=IMAG_BUG) if n == "imag" else n for n in FLOATING_UNARY])
+@pytest.mark.parametrize("name", FLOATING_UNARY)
 @given(data=st.data())
 def test_floating_unary_on_integers_computes_in_float64(name, data):
     """Documented: floating-category ops given integer/bool input compute in float64."""
@@ -249,6 +242,13 @@ def test_unary_rejects_undeclared_dtypes(name):
         x = nda.asarray(np.zeros(2, np_dtype(dtype)))
         with pytest.raises(TypeError, match=rf"{name}\(\) does not support dtype {dtype.name}"):
             getattr(nda, name)(x)
+
+
+def test_imag_of_integers_is_a_clear_type_error():
+    """Regression: imag(int) used to plan a float64 key with no kernel (an internal DispatchError)."""
+    for dtype in INT_OR_BOOL:
+        with pytest.raises(TypeError, match=rf"imag\(\) does not support dtype {dtype.name}; it accepts complex floating"):
+            nda.imag(nda.asarray(np.zeros(2, np_dtype(dtype))))
 
 
 def test_unary_rejects_non_arrays():
@@ -395,8 +395,11 @@ def test_python_scalar_operands_are_weak(name, kind, data):
     def call(lhs, rhs):
         return pyop(lhs, rhs) if side == "array_first" else pyop(rhs, lhs)
 
+    # The expected value comes from the ufunc, not NumPy's operator: ``ndarray ** 2`` takes a
+    # fast path (np.square) that differs from np.power for some complex values.
+    ufunc = NUMPY_BINARY[name]
     try:
-        expected = call(a, scalar)
+        expected = ufunc(a, scalar) if side == "array_first" else ufunc(scalar, a)
         np_error = None
     except (TypeError, OverflowError, ValueError) as err:
         np_error = err
@@ -490,7 +493,8 @@ def test_inplace_operators(name, other_kind, data):
     view = x[...]
     ref = a.copy()
     try:
-        INPLACE_OPERATORS[name](ref, other_np)
+        # what ``ref op= other`` does, minus the ``**=`` fast path (np.square) of NumPy's operator
+        NUMPY_BINARY[name](ref, other_np, out=ref, casting="same_kind")
         np_error = None
     except (TypeError, OverflowError, ValueError) as err:
         np_error = err
@@ -506,8 +510,14 @@ def test_inplace_operators(name, other_kind, data):
     y = INPLACE_OPERATORS[name](y, other)
     assert y is x, "an in-place operator must return the same array"
     assert x.dtype is dtype
-    assert_same(x, ref)
-    assert_same(view, ref)  # a view taken before sees the new values
+    try:
+        assert_same(x, ref)
+    except AssertionError:
+        # NumPy itself may round differently when the output aliases an input (another inner
+        # loop: e.g. complex multiply near overflow, with or without FMA); x op y computed
+        # out of place and stored is then just as right.
+        assert_same(x, np.asarray(NUMPY_BINARY[name](a, other_np)).astype(a.dtype))
+    assert_same(view, x.asnumpy())  # a view taken before sees the new values
 
 
 @pytest.mark.parametrize("name", sorted(INPLACE_OPERATORS))

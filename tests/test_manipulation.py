@@ -78,8 +78,18 @@ def test_reshape_zero_size_with_unknown_dimension():
 def test_reshape_copy_false_of_non_contiguous_raises():
     x = nda.permute_dims(nda.asarray(np.arange(6.0).reshape(2, 3)), (1, 0))
     with pytest.raises(ValueError, match="without copying"):
-        nda.reshape(x, (6,), copy=False)
-    assert_same(nda.reshape(x, (6,)), np.arange(6.0).reshape(2, 3).T.reshape(6))
+        # the kernel decides; with an asynchronous engine the error surfaces at the sync point
+        nda.reshape(x, (6,), copy=False).asnumpy()
+    y = nda.permute_dims(nda.asarray(np.arange(6.0).reshape(2, 3)), (1, 0))
+    assert_same(nda.reshape(y, (6,)), np.arange(6.0).reshape(2, 3).T.reshape(6))  # copy=None copies
+
+
+def test_failed_view_op_does_not_poison_its_input():
+    """Regression: with the threaded engine a failed view op (reshape copy=False) poisoned its input."""
+    x = nda.permute_dims(nda.asarray(np.ones((2, 1 << 17))), (1, 0))  # large enough to become an engine task
+    with pytest.raises(ValueError, match="without copying"):
+        nda.reshape(x, (-1,), copy=False).asnumpy()
+    assert nda.sum(x).item() == float(1 << 18)
 
 
 def test_reshape_errors():
@@ -308,6 +318,7 @@ def test_broadcast_to_matches_numpy(dtype, data):
     if result.size:
         with pytest.raises(ValueError, match="read-only"):
             result[(0,) * result.ndim] = result[(0,) * result.ndim].item()
+            result.wait_to_read()  # an asynchronous engine reports kernel errors at sync points
 
 
 def test_broadcast_to_errors():

@@ -128,6 +128,12 @@ class NDArray:
         return np.array(self._host(), copy=True)
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        """NumPy's array protocol: no copy on cpu unless asked; ``copy=False`` refuses to copy."""
+        if copy is False:
+            if self._meta.device.type != "cpu":
+                raise ValueError(f"np.asarray(x, copy=False): x is on {self._meta.device}; its data cannot be shared without a copy")
+            if dtype is not None and np.dtype(dtype) != self._meta.dtype.numpy:
+                raise ValueError(f"np.asarray(x, copy=False): converting {self._meta.dtype.name} to {np.dtype(dtype)} needs a copy")
         host = self._host()
         if copy:
             host = host.copy()

@@ -114,6 +114,28 @@ def device_completion(device: Any) -> Completion | None:
     return hook(device) if hook is not None else None
 
 
+_sync_hooks: dict[Any, Any] = {}
+
+
+def device_sync(device: Any) -> None:
+    """Wait for work a backend has enqueued on ``device`` (a stream); no-op for cpu.
+
+    Ops that ran inline on an asynchronous backend are not engine tasks, so a sync point
+    (``wait_to_read``…) also asks the device to finish what it has queued.
+    """
+    hook = _sync_hooks.get(device, _NO_HOOK)
+    if hook is _NO_HOOK:
+        from .. import backends
+
+        try:
+            hook = getattr(backends.for_device(device), "synchronize", None)
+        except Exception:  # noqa: BLE001
+            hook = None
+        _sync_hooks[device] = hook
+    if hook is not None:
+        hook(device)
+
+
 def _run_now(run: Callable[[], Any], device: Any = None) -> None:
     result = run()
     if result is None and device is not None:
@@ -147,7 +169,7 @@ class SyncEngine(Engine):
             _run_now(run, device)
 
     def wait_for(self, array: Any, for_write: bool = False) -> None:
-        return None
+        device_sync(array._meta.device)
 
     def wait_all(self) -> None:
         return None
@@ -172,6 +194,7 @@ class DeferredEngine(Engine):
 
     def wait_for(self, array: Any, for_write: bool = False) -> None:
         self.wait_all()
+        device_sync(array._meta.device)
 
     def wait_all(self) -> None:
         queue, self._queue = self._queue, []

@@ -36,7 +36,7 @@ import threading
 import time
 from typing import Any, Callable, Sequence
 
-from . import Completion, Engine, device_completion, profiler
+from . import Completion, Engine, device_completion, device_sync, profiler
 from ._graph import RUNNING, Graph, Task
 
 __all__ = ["ThreadedEngine", "WorkerPool"]
@@ -208,6 +208,7 @@ class ThreadedEngine(Engine):
                 self._graph.first_error = None  # delivered here; waitall() reports only errors not yet raised
         if error is not None:
             raise error.with_traceback(getattr(error, "_nda_traceback", error.__traceback__))
+        device_sync(array._meta.device)
 
     def wait_all(self) -> None:
         with self._lock:

@@ -56,13 +56,13 @@ class ConformanceSession:
         if not device:
             installed = ", ".join(sorted(r["name"] for r in nda.backends.status())) or "none"
             raise pytest.UsageError(f"the nda conformance tests need --nda-device=TYPE (installed backends: {installed}); e.g. pytest --pyargs nda.testing.conformance --nda-device=cpu")
-        for spec in config.getoption("nda_load"):
-            nda.backends.load(spec)
         profile = config.getoption("nda_profile")
         if profile is None:
             chosen = config.getoption("hypothesis_profile", None)
-            profile = chosen if chosen in _profiles.PROFILES else "quick"
+            profile = chosen.removeprefix("nda-") if chosen in _profiles.PROFILES else "quick"
         try:
+            for spec in config.getoption("nda_load"):
+                nda.backends.load(spec)
             self.runner = Runner(device, config.getoption("nda_reference"), profile=profile)
             self.cells = cells(self.runner.device, ops=_split(config.getoption("nda_ops")), dtypes=_split(config.getoption("nda_dtypes")))
         except (ValueError, TypeError, nda.BackendError) as err:

@@ -72,9 +72,12 @@ def edge_values(dtype: DType | str) -> list[Any]:
 def elements(dtype: DType | str, *, edges: bool = True) -> _Strategy[Any]:
     """Element values of ``dtype`` (full range, NaN/inf/subnormals), mixed with :func:`edge_values`."""
     dt = as_dtype(dtype)
-    base = hnp.from_dtype(dt.numpy, allow_nan=True, allow_infinity=True) if dt.kind != "bool" else st.booleans()
-    if dt.kind in ("real floating", "complex floating"):
+    if dt.kind == "bool":
+        base: _Strategy[Any] = st.booleans()
+    elif dt.kind in ("real floating", "complex floating"):
         base = hnp.from_dtype(dt.numpy, allow_nan=True, allow_infinity=True, allow_subnormal=True)
+    else:
+        base = hnp.from_dtype(dt.numpy)
     if not edges:
         return base
     return st.one_of(base, st.sampled_from(edge_values(dt)))

@@ -114,8 +114,14 @@ class Report:
             "results": [r.as_dict() for r in self.results],
         }
 
-    def to_json(self, indent: int | None = 1) -> str:
-        return json.dumps(self.as_dict(), indent=indent, default=str)
+    def to_json(self, indent: int | None = None) -> str:
+        """The report as JSON; by default compact, one cell result per line (readable in a CI log)."""
+        if indent is not None:
+            return json.dumps(self.as_dict(), indent=indent, default=str)
+        data = self.as_dict()
+        results = data.pop("results")
+        rows = ",\n ".join(json.dumps(r, default=str) for r in results)
+        return json.dumps(data, default=str)[:-1] + ', "results": [\n ' + rows + "\n]}"
 
     def table(self, *, failures: bool = True) -> str:
         """The op × dtype matrix (``ok``, ``FAIL``, ``fb`` fallback, ``--`` not covered, blank: not declared)."""
