@@ -353,6 +353,7 @@ def coverage(device: Any) -> Coverage:
 
     device_type = device.type if isinstance(device, Device) else str(device).split(":")[0]
     backends.ensure_device_type(device_type)
+    backends.ensure_device_type("cpu")  # "fallback" means "cpu has a kernel for it"
     backend = backends.for_device_type(device_type)
     opts_in = bool(getattr(backend, "fallback_to_host", False)) and device_type != "cpu"
     rows: dict[str, dict[str, str]] = {}
