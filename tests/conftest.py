@@ -50,3 +50,35 @@ def pytest_configure(config):
         config.addinivalue_line("filterwarnings", f"ignore:{message}:RuntimeWarning")
     # Raised while hypothesis explains a failure (libcst imports); not about nda.
     config.addinivalue_line("filterwarnings", "ignore:mypy_extensions.TypedDict is deprecated:DeprecationWarning")
+
+
+# Engine fixtures shared by the engine, display and sim tests.
+import nda  # noqa: E402
+import pytest  # noqa: E402
+from nda.engine.threaded import ThreadedEngine  # noqa: E402
+
+
+@pytest.fixture
+def all_tasks():
+    """A threaded engine that sends every op to the workers (no inline fast path)."""
+    previous = nda.engine.current()
+    engine = nda.engine.use(ThreadedEngine(inline_limit=0))
+    yield engine
+    try:
+        nda.waitall()
+    except Exception:  # noqa: BLE001 - a test may leave an error behind on purpose
+        pass
+    nda.engine.use(previous if previous.name != "threaded" else "threaded")
+
+
+@pytest.fixture
+def threaded():
+    """The default threaded engine, whatever NDA_ENGINE the suite runs under."""
+    previous = nda.engine.current()
+    engine = nda.engine.use(ThreadedEngine())
+    yield engine
+    try:
+        nda.waitall()
+    except Exception:  # noqa: BLE001
+        pass
+    nda.engine.use(previous)

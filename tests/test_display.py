@@ -16,7 +16,6 @@ from nda import dispatch
 from nda._array import _html
 from nda.engine import Profiler
 from nda.engine._profile import Event
-from nda.engine.threaded import ThreadedEngine
 
 
 def _has_sim() -> bool:
@@ -24,19 +23,6 @@ def _has_sim() -> bool:
 
 
 needs_sim = pytest.mark.skipif(not _has_sim(), reason="nda-sim is not installed (or excluded by NDA_BACKENDS)")
-
-
-@pytest.fixture
-def all_tasks():
-    """A threaded engine that sends every op to the workers (no inline fast path)."""
-    previous = nda.engine.current()
-    engine = nda.engine.use(ThreadedEngine(inline_limit=0))
-    yield engine
-    try:
-        nda.waitall()
-    except Exception:  # noqa: BLE001 - a test may leave an error behind on purpose
-        pass
-    nda.engine.use(previous if previous.name != "threaded" else "threaded")
 
 
 @pytest.fixture

@@ -15,33 +15,6 @@ import pytest
 import nda
 from nda import dispatch
 from nda.engine import Completion
-from nda.engine.threaded import ThreadedEngine
-
-
-@pytest.fixture
-def all_tasks():
-    """A threaded engine that sends every op to the workers (no inline fast path)."""
-    previous = nda.engine.current()
-    engine = nda.engine.use(ThreadedEngine(inline_limit=0))
-    yield engine
-    try:
-        nda.waitall()
-    except Exception:  # noqa: BLE001 - a test may leave an error behind on purpose
-        pass
-    nda.engine.use(previous if previous.name != "threaded" else "threaded")
-
-
-@pytest.fixture
-def threaded():
-    """The default threaded engine, whatever NDA_ENGINE the suite runs under."""
-    previous = nda.engine.current()
-    engine = nda.engine.use(ThreadedEngine())
-    yield engine
-    try:
-        nda.waitall()
-    except Exception:  # noqa: BLE001
-        pass
-    nda.engine.use(previous)
 
 
 @pytest.fixture
