@@ -168,3 +168,20 @@ def test_plan_memo_keeps_arguments_apart():
     m = nda.reshape(nda.arange(4.0), (2, 2))
     assert (m @ m).tolist() == [[2.0, 3.0], [6.0, 11.0]]
     assert (m @ nda.eye(2)).tolist() == m.tolist()
+
+
+def test_fast_paths_see_kernels_registered_later(toy):
+    """The arrays-only fast path of planned ops is invalidated by a new registration."""
+    x = nda.asarray([1.0, 2.0], device=toy)
+    assert float(nda.sum(x)) == 3.0
+    assert float(nda.sum(x)) == 3.0  # now served by the fast path
+
+    def sum_plus_100(buf, axis=None, keepdims=False, dtype=None):
+        return type(buf)(np.asarray(buf.data.sum() + 100.0))
+
+    dispatch.register("sum", "toy", ["float64"], sum_plus_100, priority=50, backend="test-late")
+    try:
+        assert float(nda.sum(x)) == 103.0
+    finally:
+        dispatch.unregister_backend("test-late")
+    assert float(nda.sum(x)) == 3.0

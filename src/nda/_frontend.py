@@ -479,6 +479,29 @@ def _recipe(plan: Plan, args: tuple[Any, ...]) -> tuple[Any, ...] | None:
     return tuple(steps)
 
 
+class _FastCache(dict):  # type: ignore[type-arg]
+    """Entries of the arrays-only fast path; valid only while the op's table cache is.
+
+    Registering a kernel clears the table's cache (``OpTable.cache``); this dict notices
+    through a sentinel entry it keeps in that cache, so resolution changes reach it too.
+    """
+
+    __slots__ = ("_table_cache", "_sentinel")
+
+    def __init__(self, table_cache: dict[Any, Any]) -> None:
+        super().__init__()
+        self._table_cache = table_cache
+        self._sentinel = ("fast-path-valid", id(self))
+        table_cache[self._sentinel] = True
+
+    def get(self, key: Any, default: Any = None) -> Any:  # type: ignore[override]
+        if self._sentinel not in self._table_cache:
+            self.clear()
+            self._table_cache[self._sentinel] = True
+            return default
+        return dict.get(self, key, default)
+
+
 def make_generic(decl: OpDecl) -> Callable[..., Any]:
     """Ops that plan: the plan is memoised per argument metadata, so a repeated call skips it."""
     plan_fn = decl.plan
@@ -495,6 +518,31 @@ def make_generic(decl: OpDecl) -> Callable[..., Any]:
         return mutating
 
     def fn(*args: Any, **kwargs: Any) -> Any:
+        # Fastest path: ``op(x)`` or ``op(x1, x2)`` with arrays only and no keywords (``sum(x)``,
+        # ``x @ y``), whose kernel takes exactly those buffers. Keyed by the arrays' metadata
+        # and shapes (and whether the two are the same array).
+        n = len(args)
+        if not kwargs and (n == 1 or n == 2):
+            x1 = args[0]
+            if n == 1:
+                fast_key = (x1._meta, x1._shape) if x1.__class__ is NDArray else None
+            else:
+                x2 = args[1]
+                fast_key = (x1._meta, x1._shape, x2._meta, x2._shape, x1 is x2) if x1.__class__ is NDArray and x2.__class__ is NDArray else None
+            if fast_key is not None:
+                entry = fast.get(fast_key)
+                if entry is not None and entry[4] < _state.limit:
+                    kernel, meta, shape, kernel_kwargs, work, size = entry
+                    result = kernel(x1._buf, **kernel_kwargs) if n == 1 else kernel(x1._buf, x2._buf, **kernel_kwargs)
+                    out = _new(NDArray)
+                    out._buf = result if shape else zero_d_buffer(result, meta)
+                    out._meta = meta
+                    out._shape = shape
+                    out._size = size
+                    out._base = base_of(x1) if view else None
+                    return out
+        else:
+            fast_key = None
         key = _memo_key(args, kwargs) if args and args[0].__class__ is NDArray else None
         if key is not None:
             entry = cache.get(key)
@@ -518,10 +566,16 @@ def make_generic(decl: OpDecl) -> Callable[..., Any]:
             if steps is not None:
                 if len(cache) > _MEMO_LIMIT:
                     cache.clear()
+                    fast.clear()
                 meta = _META.get((plan.device, plan.out_dtype, plan.key.layout)) or ArrayMeta(plan.device, plan.out_dtype, plan.key.layout)
-                cache[key] = (resolve(name, plan.key), meta, plan.out_shape, steps, plan.kwargs, work_size(plan), prod(plan.out_shape))
+                kernel = resolve(name, plan.key)
+                cache[key] = (kernel, meta, plan.out_shape, steps, plan.kwargs, work_size(plan), prod(plan.out_shape))
+                if fast_key is not None and len(steps) == n and all(st[0] == 0 and args[st[1]] is args[i] for i, st in enumerate(steps)):
+                    fast[fast_key] = (kernel, meta, plan.out_shape, plan.kwargs, work_size(plan), prod(plan.out_shape))
         return execute(name, plan)
 
+    # A second dict beside the table's cache, cleared together with it (see _FastCache).
+    fast = _FastCache(cache)
     return fn
 
 
