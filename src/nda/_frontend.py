@@ -263,6 +263,20 @@ def make_binary(decl: OpDecl) -> tuple[Callable[..., NDArray], Callable[..., Any
                     return _run_elementwise(name, entry[0], (x1, x2), entry[1], shape)
                 return slow(x1, x2)
             c1 = x1.__class__
+            if c1 is NDArray and (c2 is float or c2 is int):  # ``x * 0.5``, ``x + 1``: inlined
+                meta1 = x1._meta
+                entry = cache_get((meta1, c2))
+                size = x1._size
+                if entry is not None and size < _state.limit and (c2 is float or _int_fits(x2, meta1)):
+                    shape = x1._shape
+                    out = _new(NDArray)
+                    buf = entry[0](x1._buf, x2)
+                    out._buf = buf if shape else zero_d_buffer(buf, entry[1])
+                    out._meta = entry[1]
+                    out._shape = shape
+                    out._size = size
+                    out._base = None
+                    return out
             if c1 is NDArray and c2 in _SCALARS:
                 return scalar_path(x1, x2, x1._meta, c2)
             if c2 is NDArray and c1 in _SCALARS:
