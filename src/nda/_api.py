@@ -22,6 +22,7 @@ _generated = _frontend.build_namespace("nda")
 globals().update(_generated)
 
 _catalog_asarray = _generated["asarray"]
+setitem = _generated["setitem"]
 _catalog_astype = _generated["astype"]
 
 

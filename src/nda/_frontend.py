@@ -10,7 +10,7 @@ argument metadata (``(meta1, meta2)``, or ``(meta1, int)`` for a Python scalar) 
 ``(kernel, out_meta)`` pair; a hit costs one dict lookup, a shape comparison, one
 comparison of the op's size with ``engine.state.limit`` and the kernel call. A miss goes
 to the slow path, which plans the call (validation, promotion, casts, errors) and fills
-the cache. Other ops memoise their plan per argument metadata (see :func:`make_generic`).
+the cache. Other ops memoise their plan per argument metadata (``nda._planned``).
 
 Whether an op runs right here, on the caller's thread, is decided by one comparison:
 ``size < engine.state.limit``, where ``size`` is the number of elements the op touches.
@@ -425,174 +425,6 @@ def make_getitem(generic: Callable[..., NDArray]) -> Callable[..., NDArray]:
     return __getitem__
 
 
-# ---------------------------------------------------------------------------- generic ops
-
-_MEMO_LIMIT = 512  # memoised plans per op; past it the op's cache starts over
-
-
-def _memo_key(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...] | None:
-    """What a plan of these arguments depends on: metadata of the arrays, values of the rest.
-
-    None when an argument is not hashable (an NDArray inside an index, a list, a slice
-    before Python 3.12): such calls plan every time.
-    """
-    parts = []
-    for i, a in enumerate(args):
-        if a.__class__ is NDArray:
-            # Which earlier argument is this very array (vecdot(v, v) vs vecdot(v, w)): the
-            # recipe maps kernel arguments to call arguments by position, so aliasing is
-            # part of what the plan depends on.
-            alias = i
-            for j in range(i):
-                if args[j] is a:
-                    alias = j
-                    break
-            parts.append((a._meta, a._shape, alias))
-        else:
-            parts.append(_typed(a))
-    key = (tuple(parts), tuple((k, _typed(v)) for k, v in kwargs.items()) if kwargs else ())
-    try:
-        hash(key)
-    except TypeError:
-        return None
-    return key
-
-
-def _typed(value: Any) -> Any:
-    """``value`` tagged with its type, so that ``1``, ``True`` and ``1.0`` key different plans."""
-    cls = value.__class__
-    if cls is tuple:
-        return (tuple, tuple(_typed(v) for v in value))
-    if cls is float:
-        return (float, value.hex())  # 0.0 == -0.0 (and hash alike), but they fill differently
-    if cls is complex:
-        return (complex, value.real.hex(), value.imag.hex())
-    return (cls, value)
-
-
-def _recipe(plan: Plan, args: tuple[Any, ...]) -> tuple[Any, ...] | None:
-    """How to rebuild the kernel arguments from a later call's arguments, or None if impossible.
-
-    Each kernel argument is either a user array (``(0, j)``), a user array cast on the way
-    in (``(1, j, cast_kernel, dtype)``) or a constant (``(2, value)``) that holds no array.
-    """
-    steps = []
-    for a in plan.args:
-        if a.__class__ is NDArray or a.__class__ is Cast:
-            arr = a if a.__class__ is NDArray else a.array
-            j = next((j for j, u in enumerate(args) if u is arr), None)
-            if j is None:
-                return None  # an array the call did not pass (made by the planner): plan every time
-            steps.append((0, j) if a is arr else (1, j, resolve("astype", arr._meta.key), a.dtype))
-        elif a.__class__ in (list, tuple) and any(v.__class__ in (NDArray, Cast) for v in a):
-            return None
-        else:
-            steps.append((2, a))
-    if any(v.__class__ in (NDArray, Cast) for v in plan.kwargs.values()):
-        return None
-    return tuple(steps)
-
-
-class _FastCache(dict):  # type: ignore[type-arg]
-    """Entries of the arrays-only fast path; valid only while the op's table cache is.
-
-    Registering a kernel clears the table's cache (``OpTable.cache``); this dict notices
-    through a sentinel entry it keeps in that cache, so resolution changes reach it too.
-    """
-
-    __slots__ = ("_table_cache", "_sentinel")
-
-    def __init__(self, table_cache: dict[Any, Any]) -> None:
-        super().__init__()
-        self._table_cache = table_cache
-        self._sentinel = ("fast-path-valid", id(self))
-        table_cache[self._sentinel] = True
-
-    def get(self, key: Any, default: Any = None) -> Any:  # type: ignore[override]
-        if self._sentinel not in self._table_cache:
-            self.clear()
-            self._table_cache[self._sentinel] = True
-            return default
-        return dict.get(self, key, default)
-
-
-def make_generic(decl: OpDecl) -> Callable[..., Any]:
-    """Ops that plan: the plan is memoised per argument metadata, so a repeated call skips it."""
-    plan_fn = decl.plan
-    name = decl.name
-    cache = decl.table.cache
-    view = decl.view
-
-    if decl.mutates:
-        def mutating(*args: Any, **kwargs: Any) -> Any:
-            plan = plan_fn(*args, **kwargs)
-            execute_mutation(name, plan, args[0])
-            return None
-
-        return mutating
-
-    def fn(*args: Any, **kwargs: Any) -> Any:
-        # Fastest path: ``op(x)`` or ``op(x1, x2)`` with arrays only and no keywords (``sum(x)``,
-        # ``x @ y``), whose kernel takes exactly those buffers. Keyed by the arrays' metadata
-        # and shapes (and whether the two are the same array).
-        n = len(args)
-        if not kwargs and (n == 1 or n == 2):
-            x1 = args[0]
-            if n == 1:
-                fast_key = (x1._meta, x1._shape) if x1.__class__ is NDArray else None
-            else:
-                x2 = args[1]
-                fast_key = (x1._meta, x1._shape, x2._meta, x2._shape, x1 is x2) if x1.__class__ is NDArray and x2.__class__ is NDArray else None
-            if fast_key is not None:
-                entry = fast.get(fast_key)
-                if entry is not None and entry[4] < _state.limit:
-                    kernel, meta, shape, kernel_kwargs, work, size = entry
-                    result = kernel(x1._buf, **kernel_kwargs) if n == 1 else kernel(x1._buf, x2._buf, **kernel_kwargs)
-                    out = _new(NDArray)
-                    out._buf = result if shape else zero_d_buffer(result, meta)
-                    out._meta = meta
-                    out._shape = shape
-                    out._size = size
-                    out._base = base_of(x1) if view else None
-                    return out
-        else:
-            fast_key = None
-        key = _memo_key(args, kwargs) if args and args[0].__class__ is NDArray else None
-        if key is not None:
-            entry = cache.get(key)
-            if entry is not None and entry[5] < _state.limit:
-                kernel, meta, shape, steps, kernel_kwargs, work, size = entry
-                kernel_args = [
-                    args[s[1]]._buf if s[0] == 0 else s[1] if s[0] == 2 else s[2](args[s[1]]._buf, s[3], copy=False)
-                    for s in steps
-                ]
-                out = _new(NDArray)
-                result = kernel(*kernel_args, **kernel_kwargs)
-                out._buf = result if shape else zero_d_buffer(result, meta)
-                out._meta = meta
-                out._shape = shape
-                out._size = size
-                out._base = base_of(args[0]) if view else None
-                return out
-        plan = plan_fn(*args, **kwargs)
-        if key is not None and (plan.view_of is None or plan.view_of is args[0]):
-            steps = _recipe(plan, args)
-            if steps is not None:
-                if len(cache) > _MEMO_LIMIT:
-                    cache.clear()
-                    fast.clear()
-                meta = _META.get((plan.device, plan.out_dtype, plan.key.layout)) or ArrayMeta(plan.device, plan.out_dtype, plan.key.layout)
-                kernel = resolve(name, plan.key)
-                cache[key] = (kernel, meta, plan.out_shape, steps, plan.kwargs, work_size(plan), prod(plan.out_shape))
-                if fast_key is not None and len(steps) == n and all(st[0] == 0 and args[st[1]] is args[i] for i, st in enumerate(steps)):
-                    fast[fast_key] = (kernel, meta, plan.out_shape, plan.kwargs, work_size(plan), prod(plan.out_shape))
-        return execute(name, plan)
-
-    # A second dict beside the table's cache, cleared together with it (see _FastCache).
-    fast = _FastCache(cache)
-    return fn
-
-
 def _finalize(fn: Callable[..., Any], decl: OpDecl, module: str) -> Callable[..., Any]:
     fn.__name__ = decl.name
     fn.__qualname__ = decl.name
@@ -630,6 +462,8 @@ def build_namespace(module: str) -> dict[str, Callable[..., Any]]:
                 else:
                     setattr(NDArray, op_name, _rename(reflected, op_name))
         else:
+            from ._planned import make_generic
+
             fn = make_generic(decl)
             for op_name in decl.operators:
                 setattr(NDArray, op_name, _rename(_method(fn, decl, op_name), op_name))
