@@ -121,8 +121,9 @@ class SimBackend:
                         else:
                             track(out, alloc, alloc.allocate(result.nbytes))
                     out._array = result
-                except BaseException as err:  # noqa: BLE001 - recorded on the buffer and the stream
-                    stream.report(err)
+                except BaseException as err:  # noqa: BLE001 - recorded on the buffer it failed
+                    # Not on the stream: the next completion marker would hand it to whatever
+                    # task comes next. Reading the buffer (or anything computed from it) raises.
                     if out is not None:
                         out._error = err
                     elif args and isinstance(args[0], SimBuffer):
@@ -153,8 +154,7 @@ class SimBackend:
             def write() -> None:
                 try:
                     out.wait()[...] = data
-                except BaseException as err:  # noqa: BLE001
-                    self._stream(device).report(err)
+                except BaseException as err:  # noqa: BLE001 - recorded on the buffer it failed
                     _poison(out, err)
 
             self._stream(device).enqueue(write)
@@ -177,9 +177,8 @@ class SimBackend:
                 source = buf.wait()
                 track(out, alloc, alloc.allocate(source.nbytes))
                 out._array = np.array(source, copy=True)
-            except BaseException as err:  # noqa: BLE001
+            except BaseException as err:  # noqa: BLE001 - recorded on the buffer it failed
                 out._error = err
-                self._stream(device).report(err)
             finally:
                 out._ready.set()
 
