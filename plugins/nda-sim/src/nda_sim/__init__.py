@@ -167,23 +167,14 @@ class SimBackend:
         return buf
 
     def copy_to_device(self, buf: SimBuffer, device: Device) -> SimBuffer:
-        """Direct sim-to-sim copy: the target stream waits for the source buffer, then copies."""
-        out = SimBuffer(device)
-        alloc = self._allocator(device)
-        self._stream(buf.device).flush()  # the source's pending writes land before the copy
+        """Direct sim-to-sim copy, snapshotting the source now.
 
-        def copy() -> None:
-            try:
-                source = buf.wait()
-                track(out, alloc, alloc.allocate(source.nbytes))
-                out._array = np.array(source, copy=True)
-            except BaseException as err:  # noqa: BLE001 - recorded on the buffer it failed
-                out._error = err
-            finally:
-                out._ready.set()
-
-        self._stream(device).enqueue(copy)
-        return out
+        A real device would make the target stream wait for an event on the source stream;
+        the simulator waits for the source's pending work and copies at once, so that writes
+        the caller issues to the source afterwards can never reach the copy.
+        """
+        self._stream(buf.device).flush()
+        return self.from_host(buf.wait(), device)
 
     def device_of(self, buf: SimBuffer) -> Device:
         return buf.device
