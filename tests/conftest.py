@@ -82,3 +82,15 @@ def threaded():
     except Exception:  # noqa: BLE001
         pass
     nda.engine.use(previous)
+
+
+@pytest.fixture
+def failing_sin():
+    """``sin`` of a float64 (3, 5) array fails inside the kernel; other shapes work."""
+
+    def exploding_sin(x):
+        raise ZeroDivisionError("kernel exploded")
+
+    nda.dispatch.register("sin", "cpu", ["float64"], exploding_sin, priority=100, supports=lambda x: x.shape == (3, 5), backend="test-failing")
+    yield
+    nda.dispatch.unregister_backend("test-failing")

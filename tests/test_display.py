@@ -40,16 +40,6 @@ def gated_sin():
     dispatch.unregister_backend("test-gated")
 
 
-@pytest.fixture
-def failing_sin():
-    def exploding_sin(x):
-        raise ZeroDivisionError("kernel exploded")
-
-    dispatch.register("sin", "cpu", ["float64"], exploding_sin, priority=100, supports=lambda x: x.shape == (3, 5), backend="test-failing")
-    yield
-    dispatch.unregister_backend("test-failing")
-
-
 # ---------------------------------------------------------------------- repr
 def test_repr_is_numpys_on_the_default_device():
     x = nda.reshape(nda.arange(6.0), (2, 3))

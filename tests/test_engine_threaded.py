@@ -17,18 +17,6 @@ from nda import dispatch
 from nda.engine import Completion
 
 
-@pytest.fixture
-def failing_sin():
-    """``sin`` of a float64 (3, 5) array fails inside the kernel; other shapes work."""
-
-    def exploding_sin(x):
-        raise ZeroDivisionError("kernel exploded")
-
-    dispatch.register("sin", "cpu", ["float64"], exploding_sin, priority=100, supports=lambda x: x.shape == (3, 5), backend="test-failing")
-    yield
-    dispatch.unregister_backend("test-failing")
-
-
 def test_results_match_numpy_with_every_op_a_task(all_tasks):
     x = nda.reshape(nda.arange(12, dtype=nda.float64), (3, 4))
     y = x * 2 + 1

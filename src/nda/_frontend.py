@@ -314,7 +314,7 @@ def _int_bounds() -> dict[_dtypes.DType, tuple[int, int]]:
 _INT_BOUNDS = _int_bounds()
 
 
-def make_inplace(decl: OpDecl, fn: Callable[..., NDArray]) -> Callable[..., Any]:
+def make_inplace(decl: OpDecl) -> Callable[..., Any]:
     """``x op= y``: compute in the promoted dtype, store into ``x`` (same-kind cast, no broadcasting of x)."""
     cache = decl.table.cache
     name = decl.name
@@ -458,7 +458,7 @@ def build_namespace(module: str) -> dict[str, Callable[..., Any]]:
                 if i == 0:
                     setattr(NDArray, op_name, _rename(forward, op_name))
                 elif op_name.startswith("__i"):
-                    setattr(NDArray, op_name, _rename(make_inplace(decl, fn), op_name))
+                    setattr(NDArray, op_name, _rename(make_inplace(decl), op_name))
                 else:
                     setattr(NDArray, op_name, _rename(reflected, op_name))
         else:
