@@ -24,7 +24,11 @@ def deferred():
     nda.engine.use(previous)
 
 
-def _check(result: nda.NDArray) -> None:
+def _check(result: nda.NDArray | tuple[nda.NDArray, ...]) -> None:
+    if isinstance(result, tuple):  # several outputs (qr, unique_all, nonzero): each must agree
+        for item in result:
+            _check(item)
+        return
     nda.waitall()
     buf = result._buf
     assert isinstance(buf, np.ndarray), f"cpu kernels must return numpy arrays, got {type(buf).__name__}"
@@ -101,7 +105,60 @@ CALLS = {
     "ones_like": [lambda x: nda.ones_like(x, dtype=nda.int8)],
     "empty_like": [lambda x: nda.empty_like(x)],
     "full_like": [lambda x: nda.full_like(x, 1)],
+    "cumulative_prod": [lambda x: nda.cumulative_prod(x, axis=0), lambda x: nda.cumulative_prod(x[0], include_initial=True)],
+    "clip": [lambda x: nda.clip(x, x[0], None), lambda x: nda.clip(x, max=x[:, :1])],
+    "nonzero": [lambda x: nda.nonzero(x)],
+    "count_nonzero": [lambda x: nda.count_nonzero(x), lambda x: nda.count_nonzero(x, axis=1, keepdims=True)],
+    "searchsorted": [lambda x: nda.searchsorted(nda.sort(x[0]), x), lambda x: nda.searchsorted(x[0], x[1, 1], side="right")],
+    "unique_values": [lambda x: nda.unique_values(x)],
+    "unique_counts": [lambda x: nda.unique_counts(x)],
+    "unique_inverse": [lambda x: nda.unique_inverse(x)],
+    "unique_all": [lambda x: nda.unique_all(x)],
+    "isin": [lambda x: nda.isin(x, x[0]), lambda x: nda.isin(x, x[0, 0], invert=True)],
+    "take": [lambda x: nda.take(x, nda.asarray([2, 0, 2]), axis=1), lambda x: nda.take(x[0], nda.asarray([-1]))],
+    "take_along_axis": [lambda x: nda.take_along_axis(x, nda.asarray([[0], [2]]), axis=1)],
+    "tile": [lambda x: nda.tile(x, (2,)), lambda x: nda.tile(x, (2, 1, 3))],
+    "repeat": [lambda x: nda.repeat(x, 2), lambda x: nda.repeat(x, nda.asarray([1, 0, 2]), axis=1)],
+    "tril": [lambda x: nda.tril(x), lambda x: nda.tril(x, k=1)],
+    "triu": [lambda x: nda.triu(x, k=-1)],
+    "linalg.cholesky": [lambda x: nda.linalg.cholesky(_spd(x))],
+    "linalg.inv": [lambda x: nda.linalg.inv(_spd(x))],
+    "linalg.matrix_power": [lambda x: nda.linalg.matrix_power(x[:, :2], 3)],
+    "linalg.pinv": [lambda x: nda.linalg.pinv(x)],
+    "linalg.det": [lambda x: nda.linalg.det(_spd(x))],
+    "linalg.slogdet": [lambda x: nda.linalg.slogdet(_spd(x))],
+    "linalg.trace": [lambda x: nda.linalg.trace(x), lambda x: nda.linalg.trace(x, offset=1)],
+    "linalg.diagonal": [lambda x: nda.linalg.diagonal(x), lambda x: nda.linalg.diagonal(x, offset=-1)],
+    "linalg.matrix_rank": [lambda x: nda.linalg.matrix_rank(x)],
+    "linalg.matrix_norm": [lambda x: nda.linalg.matrix_norm(x), lambda x: nda.linalg.matrix_norm(x, ord=2, keepdims=True)],
+    "linalg.vector_norm": [lambda x: nda.linalg.vector_norm(x), lambda x: nda.linalg.vector_norm(x, axis=0, ord=1)],
+    "linalg.svdvals": [lambda x: nda.linalg.svdvals(x)],
+    "linalg.eigvalsh": [lambda x: nda.linalg.eigvalsh(_spd(x))],
+    "linalg.eigvals": [lambda x: nda.linalg.eigvals(_spd(x))],
+    "linalg.eigh": [lambda x: nda.linalg.eigh(_spd(x))],
+    "linalg.eig": [lambda x: nda.linalg.eig(_spd(x))],
+    "linalg.qr": [lambda x: nda.linalg.qr(x), lambda x: nda.linalg.qr(x, mode="complete")],
+    "linalg.svd": [lambda x: nda.linalg.svd(x), lambda x: nda.linalg.svd(x, full_matrices=False)],
+    "linalg.solve": [lambda x: nda.linalg.solve(_spd(x), x[0, :2]), lambda x: nda.linalg.solve(_spd(x), x[:, :2])],
+    "linalg.cross": [lambda x: nda.linalg.cross(x, x[0])],
+    "linalg.outer": [lambda x: nda.linalg.outer(x[0], x[1, :2])],
+    "fft.fft": [lambda x: nda.fft.fft(x), lambda x: nda.fft.fft(x, n=5, axis=0)],
+    "fft.ifft": [lambda x: nda.fft.ifft(x, norm="ortho")],
+    "fft.fftn": [lambda x: nda.fft.fftn(x), lambda x: nda.fft.fftn(x, s=(3, 2))],
+    "fft.ifftn": [lambda x: nda.fft.ifftn(x, axes=(0,))],
+    "fft.rfft": [lambda x: nda.fft.rfft(x), lambda x: nda.fft.rfft(x, n=6, axis=0)],
+    "fft.irfft": [lambda x: nda.fft.irfft(x), lambda x: nda.fft.irfft(x, n=5)],
+    "fft.hfft": [lambda x: nda.fft.hfft(x)],
+    "fft.ihfft": [lambda x: nda.fft.ihfft(x, norm="forward")],
+    "fft.rfftn": [lambda x: nda.fft.rfftn(x), lambda x: nda.fft.rfftn(x, s=(4, 4))],
+    "fft.irfftn": [lambda x: nda.fft.irfftn(x), lambda x: nda.fft.irfftn(x, s=(2, 5))],
 }
+
+
+def _spd(x: nda.NDArray) -> nda.NDArray:
+    """A well-conditioned square (Hermitian positive-definite) matrix of x's dtype."""
+    square = x[:, :2]
+    return square @ nda.matrix_transpose(nda.conj(square) if x.dtype.kind == "complex floating" else square) + nda.eye(2, dtype=x.dtype) * 3
 
 CREATION = [
     lambda: nda.zeros((2, 0)), lambda: nda.ones(3, dtype=nda.uint8), lambda: nda.empty((1, 2)),

@@ -13,6 +13,10 @@ from ._config import config
 from .engine import profiler
 from ._api import *  # noqa: F403
 from ._api import __all__ as _api_all
+from ._composite import *  # noqa: F403
+from ._composite import __all__ as _composite_all
+from ._info import __array_namespace_info__, finfo, iinfo
+from . import fft, linalg
 from ._array import NDArray
 from ._devices import ArrayMeta, Device, KernelKey, Layout, default_device
 from ._dtypes import (
@@ -38,7 +42,7 @@ from .backends import BackendError, BackendValidationError
 from .dispatch import DeviceUnavailableError, DispatchError, FallbackError, FallbackWarning
 
 __version__ = "0.1.0"
-__array_api_version__ = "2024.12"
+__array_api_version__ = "2025.12"
 
 e = _math.e
 pi = _math.pi
@@ -48,6 +52,8 @@ newaxis = None
 
 __all__ = sorted(
     set(_api_all)
+    | (set(_composite_all) - {"fftfreq", "rfftfreq", "fftshift", "ifftshift"})
+    | {"__array_namespace_info__", "finfo", "iinfo", "fft", "linalg"}
     | {
         "NDArray", "Device", "Layout", "KernelKey", "ArrayMeta", "DType", "default_device",
         "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",

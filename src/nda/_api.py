@@ -18,8 +18,16 @@ from ._devices import ArrayMeta, Device, as_device
 from .engine import state as _state
 from ._dtypes import DType
 
-_generated = _frontend.build_namespace("nda")
+_all_generated = _frontend.build_namespace("nda")
+_generated = {name: fn for name, fn in _all_generated.items() if "." not in name}
 globals().update(_generated)
+
+
+def extension(name: str) -> dict[str, Any]:
+    """The generated functions of an extension namespace (``"linalg"`` -> ``{"inv": ...}``)."""
+    prefix = name + "."
+    return {op[len(prefix):]: fn for op, fn in _all_generated.items() if op.startswith(prefix)}
+
 
 _catalog_asarray = _generated["asarray"]
 setitem = _generated["setitem"]

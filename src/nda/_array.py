@@ -228,8 +228,8 @@ class NDArray:
     def __array_namespace__(self, *, api_version: str | None = None) -> Any:
         import nda
 
-        if api_version is not None and api_version not in ("2022.12", "2023.12", "2024.12"):
-            raise ValueError(f"unsupported Array API version {api_version!r}; nda implements 2024.12 (and accepts 2022.12, 2023.12)")
+        if api_version is not None and api_version not in ("2022.12", "2023.12", "2024.12", "2025.12"):
+            raise ValueError(f"unsupported Array API version {api_version!r}; nda implements 2025.12 (and accepts 2022.12, 2023.12, 2024.12)")
         return nda
 
     # ------------------------------------------------------------------ display

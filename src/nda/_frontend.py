@@ -426,10 +426,11 @@ def make_getitem(generic: Callable[..., NDArray]) -> Callable[..., NDArray]:
 
 
 def _finalize(fn: Callable[..., Any], decl: OpDecl, module: str) -> Callable[..., Any]:
-    fn.__name__ = decl.name
-    fn.__qualname__ = decl.name
+    extension, _, short = decl.name.rpartition(".")  # "linalg.inv" -> nda.linalg.inv
+    fn.__name__ = short
+    fn.__qualname__ = short
     fn.__doc__ = decl.doc
-    fn.__module__ = module
+    fn.__module__ = f"{module}.{extension}" if extension else module
     fn.__signature__ = decl.signature  # type: ignore[attr-defined]
     fn.__wrapped_decl__ = decl  # type: ignore[attr-defined]
     return fn
@@ -461,6 +462,10 @@ def build_namespace(module: str) -> dict[str, Callable[..., Any]]:
                     setattr(NDArray, op_name, _rename(make_inplace(decl), op_name))
                 else:
                     setattr(NDArray, op_name, _rename(reflected, op_name))
+        elif decl.outputs is not None or decl.data_dependent:
+            from ._planned import make_multi
+
+            fn = make_multi(decl)
         else:
             from ._planned import make_generic
 

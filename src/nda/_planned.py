@@ -176,7 +176,7 @@ def make_generic(decl: OpDecl) -> Callable[..., Any]:
                 out._base = base_of(args[0]) if view else None
                 return out
         plan = plan_fn(*args, **kwargs)
-        if key is not None and (plan.view_of is None or plan.view_of is args[0]):
+        if key is not None and (plan.view_of is None or plan.view_of is args[0]) and not getattr(plan, "values_decide_shape", False):
             steps = _recipe(plan, args)
             if steps is not None:
                 if len(cache) > _MEMO_LIMIT:
@@ -192,3 +192,93 @@ def make_generic(decl: OpDecl) -> Callable[..., Any]:
     # A second dict beside the table's cache, cleared together with it (see _FastCache).
     fast = _FastCache(cache)
     return fn
+
+
+def make_multi(decl: OpDecl) -> Callable[..., Any]:
+    """Ops with several outputs or data-dependent output shapes (``linalg.qr``, ``unique_all``).
+
+    They plan on every call (they are not the hot path). An op with several outputs makes
+    one array per output, all written by one kernel call that the engine orders like any
+    other. A data-dependent op is a sync point for its inputs: it waits for them, runs the
+    kernel on the caller's thread and reads the output shapes from the buffers.
+    """
+    from collections import namedtuple
+
+    plan_fn = decl.plan
+    name = decl.name
+    outputs = decl.outputs
+    named = outputs is not None and outputs != ("*",)
+    result_type = namedtuple(_result_name(name), outputs) if named else None  # type: ignore[misc]
+
+    def fn(*args: Any, **kwargs: Any) -> Any:
+        plan = plan_fn(*args, **kwargs)
+        arrays = execute_multi(name, plan, outputs is not None, decl.data_dependent)
+        if outputs is None:
+            return arrays[0]
+        return result_type(*arrays) if result_type is not None else tuple(arrays)
+
+    if result_type is not None:
+        result_type.__module__ = "nda"
+        fn.result_type = result_type  # type: ignore[attr-defined]
+    return fn
+
+
+def _result_name(op_name: str) -> str:
+    short = op_name.rsplit(".", 1)[-1]
+    special = {"qr": "QR", "svd": "SVD"}
+    return special.get(short, "".join(part.capitalize() for part in short.split("_"))) + "Result"
+
+
+def execute_multi(name: str, plan: Plan, multi: bool, data_dependent: bool) -> list[NDArray]:
+    """Run a planned call with one or several outputs; returns the (possibly pending) outputs."""
+    from ._array import new_array
+    from ._frontend import unwrap
+    from .engine import Completion
+
+    kernel = resolve(name, plan.key)
+    layout = plan.key.layout
+    dtypes = plan.out_dtype if multi else (plan.out_dtype,)
+    metas = [_META.get((plan.device, d, layout)) or ArrayMeta(plan.device, d, layout) for d in dtypes]
+    if data_dependent:
+        for a in plan.reads:
+            a.wait_to_read()  # the output shapes come from the data: a sync point, as for masks
+        result = kernel(*unwrap(plan.args), **plan.kwargs)
+        buffers = tuple(result) if multi else (result,)
+        if len(buffers) != len(metas):
+            metas = [metas[0]] * len(buffers)  # ("*",) outputs: one dtype for all
+        outs = []
+        for buf, meta in zip(buffers, metas):
+            shape = _shape_of(buf, meta)
+            outs.append(new_array(buf if shape else zero_d_buffer(buf, meta), meta, shape))
+        return outs
+    shapes = plan.out_shape if multi else (plan.out_shape,)
+    outs = [new_array(None, meta, shape) for meta, shape in zip(metas, shapes)]
+    size = max([prod(s) for s in shapes] + [a._size for a in plan.reads])
+    args, kwargs = plan.args, plan.kwargs
+
+    def fill(result: Any) -> None:
+        for out, buf in zip(outs, tuple(result) if multi else (result,)):
+            out._buf = buf if out._shape else zero_d_buffer(buf, out._meta)
+
+    def run() -> Any:
+        result = kernel(*unwrap(args), **kwargs)
+        if result.__class__ is Completion:  # asynchronous work: the engine waits for the signal
+            fill(result.value)
+            return result
+        fill(result)
+        return None
+
+    if size < _state.limit:
+        run()
+    else:
+        _state.push(run, plan.reads, tuple(outs), plan.device, name, cost=size, route=kernel)
+    return outs
+
+
+def _shape_of(buf: Any, meta: ArrayMeta) -> tuple[int, ...]:
+    shape = getattr(buf, "shape", None)
+    if shape is None:  # a backend whose buffers do not say: ask the host copy
+        from . import backends
+
+        shape = backends.for_device(meta.device).to_host(buf).shape
+    return tuple(shape)

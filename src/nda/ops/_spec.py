@@ -9,6 +9,9 @@ every other op is a *planning function* decorated with :func:`declare`::
         ...validate, work out the output shape and dtype...
         return Plan.of(x, out_shape=x.shape, args=(x,), kwargs={"axis": axes})
 
+Ops of the standard's extensions are named with their namespace (``"linalg.inv"``,
+``"fft.rfft"``) and appear as ``nda.linalg.inv`` and ``nda.fft.rfft``.
+
 The planning function *is* the op's shape/dtype rule and its argument validation. It
 never touches data, so it runs at the caller's line (errors there have the Array API's
 exception types) and it is what ``nda.dispatch.explain`` uses. The public function
@@ -59,7 +62,9 @@ class Cast:
 class Plan:
     """What a call will do: kernel key, arguments in kernel convention, output metadata."""
 
-    __slots__ = ("key", "device", "out_dtype", "out_shape", "args", "kwargs", "reads", "view_of")
+    # ``values_decide_shape`` (left unset unless true): the output shape was read from an
+    # argument's data (``repeat`` with an array of counts), so the plan must not be memoised.
+    __slots__ = ("key", "device", "out_dtype", "out_shape", "args", "kwargs", "reads", "view_of", "values_decide_shape")
 
     def __init__(
         self,
@@ -128,7 +133,7 @@ class OpDecl:
 
     __slots__ = (
         "name", "family", "signature", "dtypes", "plan", "reference", "mutates",
-        "method", "operators", "doc", "view", "result", "ufunc_name", "table",
+        "method", "operators", "doc", "view", "result", "ufunc_name", "table", "outputs", "data_dependent",
     )
 
     def __init__(
@@ -146,6 +151,8 @@ class OpDecl:
         operators: tuple[str, ...] = (),
         view: bool = False,
         result: str = "same",
+        outputs: tuple[str, ...] | None = None,
+        data_dependent: bool = False,
     ) -> None:
         if dtypes not in CATEGORIES:
             raise ValueError(f"op {name!r}: unknown dtype category {dtypes!r}; known: {', '.join(CATEGORIES)}")
@@ -163,6 +170,8 @@ class OpDecl:
         self.operators = operators
         self.view = view
         self.result = result
+        self.outputs = outputs
+        self.data_dependent = data_dependent
         self.table = _declare_table(name)
 
     @property
@@ -184,8 +193,19 @@ def declare(
     operators: tuple[str, ...] = (),
     mutates: tuple[str, ...] = (),
     view: bool = False,
+    outputs: tuple[str, ...] | None = None,
+    data_dependent: bool = False,
 ) -> Callable[[Callable[..., Plan]], OpDecl]:
-    """Declare an op from its planning function (see the module docstring)."""
+    """Declare an op from its planning function (see the module docstring).
+
+    ``outputs`` names the arrays of an op with several results (``("Q", "R")``): its plan's
+    ``out_dtype`` and ``out_shape`` are then tuples with one entry per output, its kernel
+    returns a tuple of buffers, and the public function returns a named tuple. ``("*",)``
+    means "as many as the plan says", returned as a plain tuple (``nonzero``).
+    ``data_dependent`` ops cannot know their output shapes without the data (``unique_values``,
+    ``nonzero``): their plans give ``out_shape=None``, the call is a sync point for the
+    inputs and the shapes are read from the buffers the kernel returns.
+    """
 
     def wrap(plan: Callable[..., Plan]) -> OpDecl:
         if name in CATALOG:
@@ -202,6 +222,8 @@ def declare(
             method=method,
             operators=operators,
             view=view,
+            outputs=outputs,
+            data_dependent=data_dependent,
         )
         CATALOG[name] = decl
         return decl

@@ -60,6 +60,52 @@ def _imag_copy(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     return result.copy()
 
 
+def _store(result: Any, out: np.ndarray | None) -> Any:
+    if out is not None:
+        out[...] = result
+        return out
+    return result
+
+
+def _floor_divide(x1: Any, x2: Any, out: np.ndarray | None = None) -> Any:
+    """NumPy's floor division, with the standard's results where exactly one operand is infinite.
+
+    NumPy gives NaN for ``inf // 2`` and -1 for ``-1 // inf``; the standard asks for
+    ``+inf`` and ``-0`` there, which is ``x1 / x2`` in both cases.
+    """
+    a, b = np.asarray(x1), np.asarray(x2)
+    if a.dtype.kind == "f" or b.dtype.kind == "f":
+        special = (np.isinf(a) != np.isinf(b)) & ~np.isnan(a) & ~np.isnan(b) & (b != 0)
+        if special.any():
+            with np.errstate(invalid="ignore"):  # NumPy's NaN is replaced right here
+                result = np.floor_divide(x1, x2)
+                return _store(np.where(special, a / b, result).astype(result.dtype, copy=False), out)
+    return np.floor_divide(x1, x2, out=out)
+
+
+def _expm1(x: np.ndarray, out: np.ndarray | None = None) -> Any:
+    """NumPy's expm1; for complex input with an infinite or NaN part, ``exp(x) - 1`` (C99 ``cexp`` rules)."""
+    if x.dtype.kind == "c":
+        odd = ~np.isfinite(x)
+        if odd.any():
+            with np.errstate(invalid="ignore"):  # the non-finite elements are recomputed below
+                result = np.asarray(np.expm1(x)).copy()
+                result[odd] = np.exp(x[odd]) - 1
+            return _store(result, out)
+    return np.expm1(x, out=out)
+
+
+def _tanh(x: np.ndarray, out: np.ndarray | None = None) -> Any:
+    """NumPy's tanh; for complex ``±inf + bj`` with finite ``b``, the standard's ``±1 ± 0j`` (sign of ``b``)."""
+    result = np.asarray(np.tanh(x))
+    if result.dtype.kind == "c":
+        edge = np.isinf(x.real) & np.isfinite(x.imag)
+        if edge.any():
+            result = result.copy()
+            result[edge] = np.copysign(1.0, x.real[edge]) + 1j * np.copysign(0.0, x.imag[edge])
+    return _store(result, out)
+
+
 def _round(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     return np.round(x, out=out)
 
@@ -89,9 +135,9 @@ _ROWS: list[tuple[str, int, str, str, Callable[..., Any], tuple[str, ...], str]]
     ("divide", 2, "floating", "same", np.true_divide, ("__truediv__", "__rtruediv__", "__itruediv__"), "True division ``x1 / x2``; integer inputs compute in float64."),
     ("equal", 2, "any", "bool", np.equal, ("__eq__",), "Element-wise ``x1 == x2``."),
     ("exp", 1, "floating", "same", np.exp, (), "Exponential."),
-    ("expm1", 1, "floating", "same", np.expm1, (), "``exp(x) - 1``, accurate near zero."),
+    ("expm1", 1, "floating", "same", _expm1, (), "``exp(x) - 1``, accurate near zero."),
     ("floor", 1, "real numeric", "same", np.floor, (), "Largest integer-valued number not greater than ``x``."),
-    ("floor_divide", 2, "real numeric", "same", np.floor_divide, ("__floordiv__", "__rfloordiv__", "__ifloordiv__"), "Floor division ``x1 // x2``."),
+    ("floor_divide", 2, "real numeric", "same", _floor_divide, ("__floordiv__", "__rfloordiv__", "__ifloordiv__"), "Floor division ``x1 // x2``."),
     ("greater", 2, "real numeric", "bool", np.greater, ("__gt__",), "Element-wise ``x1 > x2``."),
     ("greater_equal", 2, "real numeric", "bool", np.greater_equal, ("__ge__",), "Element-wise ``x1 >= x2``."),
     ("hypot", 2, "real floating", "same", np.hypot, (), "``sqrt(x1**2 + x2**2)`` without undue overflow."),
@@ -130,7 +176,7 @@ _ROWS: list[tuple[str, int, str, str, Callable[..., Any], tuple[str, ...], str]]
     ("sqrt", 1, "floating", "same", np.sqrt, (), "Square root."),
     ("subtract", 2, "numeric", "same", np.subtract, ("__sub__", "__rsub__", "__isub__"), "Difference ``x1 - x2``."),
     ("tan", 1, "floating", "same", np.tan, (), "Tangent."),
-    ("tanh", 1, "floating", "same", np.tanh, (), "Hyperbolic tangent."),
+    ("tanh", 1, "floating", "same", _tanh, (), "Hyperbolic tangent."),
     ("trunc", 1, "real numeric", "same", np.trunc, (), "Round towards zero."),
 ]
 

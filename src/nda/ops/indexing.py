@@ -1,4 +1,4 @@
-"""Indexing: ``x[key]`` (getitem) and ``x[key] = value`` (setitem).
+"""Indexing: ``x[key]`` (getitem), ``x[key] = value`` (setitem), take and take_along_axis.
 
 Keys may combine ints, slices, ``...``, ``None``, integer arrays (nda arrays or lists of
 ints) and bool masks, with NumPy's semantics. The planner checks what it can without data
@@ -22,7 +22,7 @@ import numpy as np
 
 from .. import _dtypes
 from .._array import NDArray
-from ._spec import Cast, Plan, broadcast_shapes, check_array, declare
+from ._spec import Cast, Plan, broadcast_shapes, check_array, declare, normalize_axis, same_device
 
 _ARRAY = "NDArray"
 
@@ -193,4 +193,69 @@ def setitem(x: _ARRAY, key: Any, value: Any, /) -> Plan:
     more = [checked.array if isinstance(checked, Cast) else checked] if not isinstance(checked, (bool, int, float, complex)) else []
     plan = Plan.of(x, out_shape=x.shape, args=(x, kernel_key, checked))
     plan.reads = (x, *reads, *more)
+    return plan
+
+
+def _ref_take(x: np.ndarray, indices: np.ndarray, axis: int | None = None) -> np.ndarray:
+    return np.take(x, indices, axis=axis)
+
+
+@declare("take", dtypes="any", reference=_ref_take)
+def take(x: _ARRAY, indices: _ARRAY, /, *, axis: int | None = None) -> Plan:
+    """Elements of ``x`` at the integer ``indices`` (1-D) along ``axis``; negative indices count from the end.
+
+    ``axis`` may be omitted only for a 1-D ``x``. An index out of bounds raises IndexError
+    when the data is read (it depends on the values).
+    """
+    x = check_array(x, "take")
+    indices = check_array(indices, "take", "indices")
+    if indices.dtype.kind not in ("signed integer", "unsigned integer"):
+        raise TypeError(f"take(): indices must have an integer dtype, got {indices.dtype.name}")
+    if indices.ndim != 1:
+        raise ValueError(f"take(): indices must be 1-D, got shape {indices.shape}")
+    if axis is None:
+        if x.ndim > 1:
+            raise ValueError(f"take(): axis is required for an array of {x.ndim} dimensions")
+        axis = 0
+    if x.ndim == 0:
+        raise ValueError("take(): x must have at least one dimension, got a 0-d array")
+    ax = normalize_axis(axis, x.ndim, "take")
+    if x.shape[ax] == 0 and indices.size:
+        raise IndexError(f"take(): cannot take {indices.size} elements from an empty axis {ax}")
+    same_device("take", [x, indices])
+    out_shape = x.shape[:ax] + indices.shape + x.shape[ax + 1:]
+    plan = Plan.of(x, out_shape=out_shape, args=(x, indices), kwargs={"axis": ax})
+    plan.reads = (x, indices)
+    return plan
+
+
+def _ref_take_along_axis(x: np.ndarray, indices: np.ndarray, axis: int = -1) -> np.ndarray:
+    shape = np.broadcast_shapes(x.shape[:axis] + x.shape[axis + 1:], indices.shape[:axis] + indices.shape[axis + 1:])
+    xs = np.broadcast_to(x, shape[:axis] + x.shape[axis:axis + 1] + shape[axis:])
+    ids = np.broadcast_to(indices, shape[:axis] + indices.shape[axis:axis + 1] + shape[axis:])
+    return np.take_along_axis(xs, ids, axis=axis)
+
+
+@declare("take_along_axis", dtypes="any", reference=_ref_take_along_axis)
+def take_along_axis(x: _ARRAY, indices: _ARRAY, /, *, axis: int = -1) -> Plan:
+    """Pick elements of ``x`` along ``axis`` by the integer ``indices`` (as returned by ``argsort``).
+
+    ``x`` and ``indices`` have the same number of dimensions; the other axes broadcast.
+    """
+    from ._spec import broadcast_shapes
+
+    x = check_array(x, "take_along_axis")
+    indices = check_array(indices, "take_along_axis", "indices")
+    if indices.dtype.kind not in ("signed integer", "unsigned integer"):
+        raise TypeError(f"take_along_axis(): indices must have an integer dtype, got {indices.dtype.name}")
+    if x.ndim != indices.ndim or x.ndim == 0:
+        raise ValueError(f"take_along_axis(): x and indices must have the same number (>= 1) of dimensions, got shapes {x.shape} and {indices.shape}")
+    ax = normalize_axis(axis, x.ndim, "take_along_axis")
+    other = broadcast_shapes(x.shape[:ax] + x.shape[ax + 1:], indices.shape[:ax] + indices.shape[ax + 1:])
+    if x.shape[ax] == 0 and indices.shape[ax]:
+        raise IndexError(f"take_along_axis(): cannot take elements from an empty axis {ax}")
+    same_device("take_along_axis", [x, indices])
+    out_shape = other[:ax] + (indices.shape[ax],) + other[ax:]
+    plan = Plan.of(x, out_shape=out_shape, args=(x, indices), kwargs={"axis": ax})
+    plan.reads = (x, indices)
     return plan

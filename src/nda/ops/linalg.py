@@ -1,4 +1,4 @@
-"""Products, selection and sorting: matmul, tensordot, vecdot, where, sort, argsort.
+"""Products, selection and sorting: matmul, tensordot, vecdot, where, clip, sort, argsort.
 
 Binary ops here promote their array arguments to one dtype (the kernel key) and cast
 the others, exactly like element-wise ops, so kernels see inputs of the key dtype.
@@ -6,6 +6,7 @@ the others, exactly like element-wise ops, so kernels see inputs of the key dtyp
 
 from __future__ import annotations
 
+import builtins
 from typing import Any
 
 import numpy as np
@@ -183,3 +184,51 @@ def argsort(x: _ARRAY, /, *, axis: int = -1, descending: bool = False, stable: b
     """Indices (int64) that sort ``x`` along ``axis``; equal elements keep their order."""
     x, ax = _sort_args("argsort", x, axis, descending, stable)
     return Plan.of(x, out_shape=x.shape, out_dtype=_dtypes.int64, args=(x,), kwargs={"axis": ax, "descending": descending, "stable": stable})
+
+
+def _ref_clip(x: np.ndarray, min: Any = None, max: Any = None) -> np.ndarray:  # noqa: A002
+    out = x
+    if min is not None:
+        out = np.maximum(out, min)
+    if max is not None:
+        out = np.minimum(out, max)
+    out = np.asarray(out, dtype=x.dtype)
+    return out.copy() if out is x else out
+
+
+@declare("clip", dtypes="real numeric", reference=_ref_clip)
+def clip(x: _ARRAY, /, min: _ARRAY | int | float | None = None, max: _ARRAY | int | float | None = None) -> Plan:  # noqa: A002
+    """Limit the values of ``x`` to ``[min, max]`` element-wise; the result has ``x``'s dtype.
+
+    ``min`` and ``max`` are arrays (broadcast with ``x``), Python scalars of ``x``'s kind, or
+    None (no bound). A NaN in ``x`` or in a bound gives NaN. When ``min > max`` the result is
+    ``max``, as in NumPy.
+    """
+    from .._array import NDArray
+    from .elementwise import _check_scalar
+
+    x = check_array(x, "clip")
+    check_dtype_category(x, "real numeric", "clip")
+    arrays = [x]
+    bounds = []
+    for name, bound in (("min", min), ("max", max)):
+        if bound is None:
+            bounds.append(None)
+        elif isinstance(bound, NDArray):
+            check_dtype_category(bound, "real numeric", "clip", name)
+            if bound.dtype is not x.dtype and not _dtypes.same_kind_castable(bound.dtype, x.dtype):
+                raise TypeError(f"clip(): {name} has dtype {bound.dtype.name}, which does not fit x's dtype {x.dtype.name} (the result keeps x's dtype)")
+            arrays.append(bound)
+            bounds.append(bound if bound.dtype is x.dtype else Cast(bound, x.dtype))
+        elif bound.__class__ in (int, float):
+            if bound.__class__ is float and x.dtype.kind != "real floating":
+                raise TypeError(f"clip(): a float {name} cannot bound an array of dtype {x.dtype.name}")
+            if bound.__class__ is int and x.dtype.kind in ("signed integer", "unsigned integer"):
+                info = np.iinfo(x.dtype.numpy)
+                bound = builtins.max(int(info.min), builtins.min(int(info.max), bound))  # a bound beyond the dtype's range bounds nothing
+            bounds.append(_check_scalar(bound, x.dtype, "clip"))
+        else:
+            raise TypeError(f"clip(): {name} must be an nda array, a real Python scalar or None, got {type(bound).__name__}")
+    device = same_device("clip", arrays)
+    shape = broadcast_shapes(*(a.shape for a in arrays))
+    return Plan(device, x.dtype, x.dtype, shape, (x, bounds[0], bounds[1]), reads=arrays)

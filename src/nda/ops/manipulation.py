@@ -1,4 +1,4 @@
-"""Shape manipulation: reshape, permute_dims, concat, stack, expand_dims, squeeze, flip, roll, broadcast_to.
+"""Shape manipulation: reshape, permute_dims, concat, stack, expand_dims, squeeze, flip, roll, broadcast_to, tile, repeat, tril, triu.
 
 Ops marked ``view=True`` may return a buffer that shares memory with their input, as
 NumPy does (``reshape`` when it can, ``permute_dims``, ``expand_dims``, ``squeeze``,
@@ -142,11 +142,21 @@ def _ref_expand_dims(x: np.ndarray, axis: int = 0) -> np.ndarray:
 
 
 @declare("expand_dims", dtypes="any", reference=_ref_expand_dims, view=True)
-def expand_dims(x: _ARRAY, /, *, axis: int = 0) -> Plan:
-    """Insert a dimension of size one at ``axis`` (``-1`` appends it; a view)."""
+def expand_dims(x: _ARRAY, /, axis: int | tuple[int, ...] = 0) -> Plan:
+    """Insert dimensions of size one at ``axis`` (an int or a tuple of ints; ``-1`` appends; a view).
+
+    Axes count in the output, which has ``x.ndim + len(axis)`` dimensions.
+    """
     x = check_array(x, "expand_dims")
-    ax = normalize_axis(axis, x.ndim + 1, "expand_dims")
-    return Plan.of(x, out_shape=x.shape[:ax] + (1,) + x.shape[ax:], args=(x,), kwargs={"axis": ax}, view=True)
+    axes = axis if isinstance(axis, tuple) else (axis,)
+    ndim = x.ndim + len(axes)
+    positions = [normalize_axis(a, ndim, "expand_dims") for a in axes]
+    if len(set(positions)) != len(positions):
+        raise ValueError(f"expand_dims(): repeated axis in {axis}")
+    rest = iter(x.shape)
+    out_shape = tuple(1 if i in positions else next(rest) for i in range(ndim))
+    kernel_axis = positions[0] if not isinstance(axis, tuple) else tuple(sorted(positions))
+    return Plan.of(x, out_shape=out_shape, args=(x,), kwargs={"axis": kernel_axis}, view=True)
 
 
 def _ref_squeeze(x: np.ndarray, axis: tuple[int, ...]) -> np.ndarray:
@@ -216,3 +226,110 @@ def broadcast_to(x: _ARRAY, /, shape: tuple[int, ...]) -> Plan:
     if len(target) < x.ndim or broadcast_shapes(x.shape, target) != target:
         raise ValueError(f"broadcast_to(): an array of shape {x.shape} cannot be broadcast to {target}")
     return Plan.of(x, out_shape=target, args=(x, target), view=True)
+
+
+def _ref_tile(x: np.ndarray, repetitions: tuple[int, ...]) -> np.ndarray:
+    return np.tile(x, repetitions)
+
+
+@declare("tile", dtypes="any", reference=_ref_tile)
+def tile(x: _ARRAY, repetitions: tuple[int, ...], /) -> Plan:
+    """``x`` repeated ``repetitions[i]`` times along axis ``i``.
+
+    When the two lengths differ, the shorter of ``x.shape`` and ``repetitions`` is padded
+    with leading ones.
+    """
+    x = check_array(x, "tile")
+    if not isinstance(repetitions, tuple):
+        raise TypeError(f"tile(): repetitions must be a tuple of ints, got {type(repetitions).__name__}")
+    reps = check_shape(repetitions, "tile")
+    n = max(len(reps), x.ndim)
+    padded_shape = (1,) * (n - x.ndim) + x.shape
+    padded_reps = (1,) * (n - len(reps)) + reps
+    out_shape = tuple(a * b for a, b in zip(padded_shape, padded_reps))
+    return Plan.of(x, out_shape=out_shape, args=(x, reps))
+
+
+def _ref_repeat(x: np.ndarray, repeats: Any, axis: int | None = None) -> np.ndarray:
+    return np.repeat(x, repeats, axis=axis)
+
+
+@declare("repeat", dtypes="any", reference=_ref_repeat)
+def repeat(x: _ARRAY, repeats: int | _ARRAY, /, *, axis: int | None = None) -> Plan:
+    """Repeat each element of ``x`` along ``axis`` (of the flattened array when ``axis`` is None).
+
+    ``repeats`` is one count for every element, or a 1-D integer array with one count per
+    element along the axis (or of length 1). With an array the output size depends on its
+    values, so the call waits for ``repeats`` (not for ``x``).
+    """
+    from .._array import NDArray
+
+    x = check_array(x, "repeat")
+    if axis is None:
+        length = x.size
+        kernel_axis = None
+    else:
+        kernel_axis = normalize_axis(axis, x.ndim, "repeat")
+        length = x.shape[kernel_axis]
+    reads = [x]
+    if isinstance(repeats, NDArray):
+        if repeats.dtype.kind not in ("signed integer", "unsigned integer"):
+            raise TypeError(f"repeat(): repeats must have an integer dtype, got {repeats.dtype.name}")
+        if repeats.ndim > 1:
+            raise ValueError(f"repeat(): repeats must be an int or a 1-D array, got shape {repeats.shape}")
+        same_device("repeat", [x, repeats])
+        counts = repeats._host().astype(np.int64).reshape(-1)  # the output size comes from these values
+        if counts.size not in (1, length):
+            raise ValueError(f"repeat(): repeats has {counts.size} counts but axis {axis} has {length} elements (give 1 or {length})")
+        if (counts < 0).any():
+            raise ValueError("repeat(): repeats must be non-negative")
+        total = int(counts.sum()) if counts.size == length else int(counts[0]) * length
+        reads.append(repeats)
+        kernel_repeats: Any = repeats
+    else:
+        try:
+            count = operator.index(repeats)
+        except TypeError:
+            raise TypeError(f"repeat(): repeats must be an int or an integer array, got {type(repeats).__name__}") from None
+        if isinstance(repeats, bool):
+            raise TypeError("repeat(): repeats must be an int or an integer array, got bool")
+        if count < 0:
+            raise ValueError(f"repeat(): repeats must be non-negative, got {count}")
+        total = count * length
+        kernel_repeats = count
+    out_shape = (total,) if kernel_axis is None else x.shape[:kernel_axis] + (total,) + x.shape[kernel_axis + 1:]
+    plan = Plan.of(x, out_shape=out_shape, args=(x, kernel_repeats), kwargs={"axis": kernel_axis})
+    plan.reads = tuple(reads)
+    plan.values_decide_shape = kernel_repeats is repeats and isinstance(repeats, NDArray)
+    return plan
+
+
+def _triangle(op: str, x: Any, k: Any) -> Plan:
+    x = check_array(x, op)
+    if x.ndim < 2:
+        raise ValueError(f"{op}() needs an array of at least 2 dimensions (a stack of matrices), got shape {x.shape}")
+    try:
+        k = operator.index(k)
+    except TypeError:
+        raise TypeError(f"{op}(): k must be an int, got {type(k).__name__}") from None
+    return Plan.of(x, out_shape=x.shape, args=(x,), kwargs={"k": k})
+
+
+def _ref_tril(x: np.ndarray, k: int = 0) -> np.ndarray:
+    return np.tril(x, k=k)
+
+
+def _ref_triu(x: np.ndarray, k: int = 0) -> np.ndarray:
+    return np.triu(x, k=k)
+
+
+@declare("tril", dtypes="any", reference=_ref_tril)
+def tril(x: _ARRAY, /, *, k: int = 0) -> Plan:
+    """The lower triangle of each matrix in ``x`` (elements above diagonal ``k`` set to zero)."""
+    return _triangle("tril", x, k)
+
+
+@declare("triu", dtypes="any", reference=_ref_triu)
+def triu(x: _ARRAY, /, *, k: int = 0) -> Plan:
+    """The upper triangle of each matrix in ``x`` (elements below diagonal ``k`` set to zero)."""
+    return _triangle("triu", x, k)

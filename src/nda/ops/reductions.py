@@ -1,8 +1,8 @@
-"""Reductions and scans: sum, prod, mean, std, var, min, max, argmin, argmax, all, any, cumulative_sum.
+"""Reductions and scans: sum, prod, mean, std, var, min, max, argmin, argmax, all, any, cumulative_sum, cumulative_prod.
 
 Kernel convention: ``kernel(x, axis=<tuple of non-negative ints, or None for all>,
 keepdims=<bool>, **extra)`` returning a buffer (a 0-d buffer for full reductions, never a
-NumPy scalar). ``sum``/``prod``/``cumulative_sum`` get ``dtype=`` (the accumulation and
+NumPy scalar). ``sum``/``prod``/``cumulative_*`` get ``dtype=`` (the accumulation and
 output dtype, already decided by the planner); ``std``/``var`` get ``correction=``.
 """
 
@@ -228,34 +228,54 @@ def any(x: _ARRAY, /, *, axis: int | tuple[int, ...] | None = None, keepdims: bo
     return _plan_logical("any", x, axis, keepdims)
 
 
-def _ref_cumulative_sum(x: np.ndarray, axis: int = 0, dtype: DType | None = None, include_initial: bool = False) -> np.ndarray:
-    out = np.cumsum(x, axis=axis, dtype=None if dtype is None else dtype.numpy)
-    if include_initial:
-        shape = list(out.shape)
-        shape[axis] = 1
-        out = np.concatenate([np.zeros(shape, dtype=out.dtype), out], axis=axis)
-    return out
+def _cumulative(scan: Any, identity: int) -> Any:
+    def reference(x: np.ndarray, axis: int = 0, dtype: DType | None = None, include_initial: bool = False) -> np.ndarray:
+        out = scan(x, axis=axis, dtype=None if dtype is None else dtype.numpy)
+        if include_initial:
+            shape = list(out.shape)
+            shape[axis] = 1
+            out = np.concatenate([np.full(shape, identity, dtype=out.dtype), out], axis=axis)
+        return out
+
+    reference.__name__ = reference.__qualname__ = f"_ref_{scan.__name__}"
+    return reference
 
 
-@declare("cumulative_sum", dtypes="any", reference=_ref_cumulative_sum)
+def _plan_cumulative(op: str, x: Any, axis: Any, dtype: Any, include_initial: Any) -> Plan:
+    x = check_array(x, op)
+    if x.dtype is not _dtypes.bool:
+        check_dtype_category(x, "numeric", op)
+    if x.ndim == 0:
+        raise ValueError(f"{op}() needs an array of at least one dimension, got a 0-d array")
+    if axis is None:
+        if x.ndim > 1:
+            raise ValueError(f"{op}() needs axis= for an array of {x.ndim} dimensions")
+        axis = 0
+    axis = normalize_axis(axis, x.ndim, op)
+    if not isinstance(include_initial, bool):
+        raise TypeError(f"{op}(): include_initial must be a bool, got {include_initial!r}")
+    out_dtype = _sum_dtype(x.dtype, dtype_arg(dtype, op), op)
+    shape = list(x.shape)
+    shape[axis] += int(include_initial)
+    return Plan.of(x, out_shape=tuple(shape), out_dtype=out_dtype, args=(x,),
+                   kwargs={"axis": axis, "dtype": out_dtype, "include_initial": include_initial})
+
+
+@declare("cumulative_sum", dtypes="any", reference=_cumulative(np.cumsum, 0))
 def cumulative_sum(x: _ARRAY, /, *, axis: int | None = None, dtype: DType | None = None, include_initial: bool = False) -> Plan:
     """Running sum along ``axis`` (required when ``x`` has more than one dimension).
 
     With ``include_initial=True`` the result starts with the zero of the sum, so it is one
     longer along ``axis``. Accumulation dtype as for :func:`sum`.
     """
-    x = check_array(x, "cumulative_sum")
-    if x.ndim == 0:
-        raise ValueError("cumulative_sum() needs an array of at least one dimension, got a 0-d array")
-    if axis is None:
-        if x.ndim > 1:
-            raise ValueError(f"cumulative_sum() needs axis= for an array of {x.ndim} dimensions")
-        axis = 0
-    axis = normalize_axis(axis, x.ndim, "cumulative_sum")
-    if not isinstance(include_initial, bool):
-        raise TypeError(f"cumulative_sum(): include_initial must be a bool, got {include_initial!r}")
-    out_dtype = _sum_dtype(x.dtype, dtype_arg(dtype, "cumulative_sum"), "cumulative_sum")
-    shape = list(x.shape)
-    shape[axis] += int(include_initial)
-    return Plan.of(x, out_shape=tuple(shape), out_dtype=out_dtype, args=(x,),
-                   kwargs={"axis": axis, "dtype": out_dtype, "include_initial": include_initial})
+    return _plan_cumulative("cumulative_sum", x, axis, dtype, include_initial)
+
+
+@declare("cumulative_prod", dtypes="any", reference=_cumulative(np.cumprod, 1))
+def cumulative_prod(x: _ARRAY, /, *, axis: int | None = None, dtype: DType | None = None, include_initial: bool = False) -> Plan:
+    """Running product along ``axis`` (required when ``x`` has more than one dimension).
+
+    With ``include_initial=True`` the result starts with one (the empty product), so it is
+    one longer along ``axis``. Accumulation dtype as for :func:`prod`.
+    """
+    return _plan_cumulative("cumulative_prod", x, axis, dtype, include_initial)

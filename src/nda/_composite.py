@@ -1,0 +1,205 @@
+"""Standard functions built from catalog ops: they need no kernel of their own.
+
+``moveaxis`` is a ``permute_dims``, ``unstack`` a series of ``getitem`` views, ``diff``
+slicing and ``subtract``, ``fftshift`` a ``roll``, and so on. Each goes through dispatch
+by way of the ops it calls, so every backend runs them with its own kernels of those ops
+(natively on sim, for example), and the engine orders them like the ops they are made of.
+``broadcast_shapes`` works on shapes only; ``fftfreq``/``rfftfreq`` compute their few
+values on the host and ``asarray`` them onto the device.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import numpy as np
+
+from . import _dtypes
+from ._array import NDArray
+from .ops._spec import broadcast_shapes as _broadcast_shapes
+from .ops._spec import check_array, normalize_axes, normalize_axis
+
+__all__ = [
+    "broadcast_arrays", "broadcast_shapes", "diff", "matrix_transpose", "meshgrid", "moveaxis", "unstack",
+    "fftfreq", "rfftfreq", "fftshift", "ifftshift",
+]
+
+
+def _api() -> Any:
+    from . import _api
+
+    return _api
+
+
+def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
+    """The shape that arrays of ``shapes`` broadcast to (ValueError if they do not)."""
+    if not shapes:
+        return ()
+    checked = []
+    for shape in shapes:
+        if not isinstance(shape, tuple):
+            raise TypeError(f"broadcast_shapes(): shapes must be tuples of ints, got {shape!r}")
+        checked.append(tuple(operator.index(n) for n in shape))
+    return _broadcast_shapes(*checked)
+
+
+def broadcast_arrays(*arrays: NDArray) -> tuple[NDArray, ...]:
+    """Broadcast ``arrays`` against each other; each result is a read-only view of its input."""
+    for i, a in enumerate(arrays):
+        check_array(a, "broadcast_arrays", f"arrays[{i}]")
+    if not arrays:
+        return ()
+    shape = _broadcast_shapes(*(a.shape for a in arrays))
+    api = _api()
+    return tuple(a if a.shape == shape else api.broadcast_to(a, shape) for a in arrays)
+
+
+def meshgrid(*arrays: NDArray, indexing: str = "xy") -> tuple[NDArray, ...]:
+    """Coordinate matrices from 1-D coordinate vectors (``indexing="xy"``: Cartesian, ``"ij"``: matrix)."""
+    if indexing not in ("xy", "ij"):
+        raise ValueError(f"meshgrid(): indexing must be 'xy' or 'ij', got {indexing!r}")
+    for i, a in enumerate(arrays):
+        check_array(a, "meshgrid", f"arrays[{i}]")
+        if a.ndim != 1:
+            raise ValueError(f"meshgrid(): every input must be 1-D, arrays[{i}] has shape {a.shape}")
+    if len({a.dtype for a in arrays}) > 1:
+        raise TypeError(f"meshgrid(): inputs must share one dtype, got {', '.join(a.dtype.name for a in arrays)}")
+    n = len(arrays)
+    sizes = [a.shape[0] for a in arrays]
+    if indexing == "xy" and n >= 2:
+        sizes[0], sizes[1] = sizes[1], sizes[0]
+    shape = tuple(sizes)
+    api = _api()
+    out = []
+    for i, a in enumerate(arrays):
+        axis = i
+        if indexing == "xy" and n >= 2 and i < 2:
+            axis = 1 - i
+        view_shape = tuple(a.shape[0] if j == axis else 1 for j in range(n))
+        out.append(api.broadcast_to(api.reshape(a, view_shape), shape))
+    return tuple(out)
+
+
+def moveaxis(x: NDArray, source: int | tuple[int, ...], destination: int | tuple[int, ...], /) -> NDArray:
+    """Move the axes ``source`` of ``x`` to positions ``destination``; the others keep their order (a view)."""
+    x = check_array(x, "moveaxis")
+    src = source if isinstance(source, tuple) else (source,)
+    dst = destination if isinstance(destination, tuple) else (destination,)
+    if len(src) != len(dst):
+        raise ValueError(f"moveaxis(): source {source} and destination {destination} must have the same number of axes")
+    src_axes = [normalize_axis(a, x.ndim, "moveaxis") for a in src]
+    dst_axes = [normalize_axis(a, x.ndim, "moveaxis") for a in dst]
+    if len(set(src_axes)) != len(src_axes) or len(set(dst_axes)) != len(dst_axes):
+        raise ValueError(f"moveaxis(): repeated axis in source {source} or destination {destination}")
+    order = [a for a in range(x.ndim) if a not in src_axes]
+    for d, s in sorted(zip(dst_axes, src_axes)):
+        order.insert(d, s)
+    return _api().permute_dims(x, tuple(order))  # type: ignore[no-any-return]
+
+
+def matrix_transpose(x: NDArray, /) -> NDArray:
+    """Transpose each matrix of a stack ``(..., M, N)`` -> ``(..., N, M)`` (a view)."""
+    x = check_array(x, "matrix_transpose")
+    if x.ndim < 2:
+        raise ValueError(f"matrix_transpose() needs at least 2 dimensions, got shape {x.shape}")
+    axes = tuple(range(x.ndim - 2)) + (x.ndim - 1, x.ndim - 2)
+    return _api().permute_dims(x, axes)  # type: ignore[no-any-return]
+
+
+def unstack(x: NDArray, /, *, axis: int = 0) -> tuple[NDArray, ...]:
+    """Split ``x`` along ``axis`` into a tuple of views, one per index, each without that axis."""
+    x = check_array(x, "unstack")
+    if x.ndim == 0:
+        raise ValueError("unstack() needs an array of at least one dimension, got a 0-d array")
+    ax = normalize_axis(axis, x.ndim, "unstack")
+    lead = (slice(None),) * ax
+    return tuple(x[lead + (i,)] for i in range(x.shape[ax]))
+
+
+def diff(x: NDArray, /, *, axis: int = -1, n: int = 1, prepend: NDArray | None = None, append: NDArray | None = None) -> NDArray:
+    """The ``n``-th discrete difference along ``axis``: ``out[i] = x[i + 1] - x[i]``, applied ``n`` times.
+
+    ``prepend``/``append`` are joined to ``x`` along ``axis`` first. For bool input the
+    difference is ``x[i + 1] != x[i]``, as in NumPy.
+    """
+    x = check_array(x, "diff")
+    if x.ndim == 0:
+        raise ValueError("diff() needs an array of at least one dimension, got a 0-d array")
+    try:
+        n = operator.index(n)
+    except TypeError:
+        raise TypeError(f"diff(): n must be an int, got {type(n).__name__}") from None
+    if n < 0:
+        raise ValueError(f"diff(): n must be non-negative, got {n}")
+    ax = normalize_axis(axis, x.ndim, "diff")
+    api = _api()
+    parts = []
+    for name, extra in (("prepend", prepend), ("append", append)):
+        if extra is not None:
+            check_array(extra, "diff", name)
+            if extra.ndim != x.ndim or any(a != b for i, (a, b) in enumerate(zip(extra.shape, x.shape)) if i != ax):
+                raise ValueError(f"diff(): {name} must have x's shape {x.shape} except along axis {ax}, got {extra.shape}")
+    if prepend is not None:
+        parts.append(prepend)
+    parts.append(x)
+    if append is not None:
+        parts.append(append)
+    a = api.concat(parts, axis=ax) if len(parts) > 1 else x
+    lead = (slice(None),) * ax
+    for _ in range(n):
+        if a.shape[ax] == 0:
+            break
+        later, earlier = a[lead + (slice(1, None),)], a[lead + (slice(None, -1),)]
+        a = api.not_equal(later, earlier) if a.dtype is _dtypes.bool else api.subtract(later, earlier)
+    return a if a is not x else api.copy(x)
+
+
+# ----------------------------------------------------------------------------- fft helpers
+
+def _freq_dtype(dtype: Any, op: str) -> Any:
+    dt = _dtypes.default_float if dtype is None else _dtypes.as_dtype(dtype)
+    if dt.kind != "real floating":
+        raise TypeError(f"{op}(): dtype must be a real floating dtype, got {dt.name}")
+    return dt
+
+
+def fftfreq(n: int, /, *, d: float = 1.0, dtype: Any = None, device: Any = None) -> NDArray:
+    """Sample frequencies of an ``n``-point transform with sample spacing ``d``: ``[0, 1, ..., -1] / (d * n)``."""
+    n = _positive("fftfreq", n)
+    return _api().asarray(np.fft.fftfreq(n, d=d).astype(_freq_dtype(dtype, "fftfreq").numpy), device=device)  # type: ignore[no-any-return]
+
+
+def rfftfreq(n: int, /, *, d: float = 1.0, dtype: Any = None, device: Any = None) -> NDArray:
+    """Sample frequencies of :func:`nda.fft.rfft`: the ``n // 2 + 1`` non-negative ones."""
+    n = _positive("rfftfreq", n)
+    return _api().asarray(np.fft.rfftfreq(n, d=d).astype(_freq_dtype(dtype, "rfftfreq").numpy), device=device)  # type: ignore[no-any-return]
+
+
+def _positive(op: str, n: Any) -> int:
+    try:
+        value = operator.index(n)
+    except TypeError:
+        raise TypeError(f"{op}(): n must be an int, got {type(n).__name__}") from None
+    if value < 1:
+        raise ValueError(f"{op}(): n must be at least 1, got {value}")
+    return value
+
+
+def _shift(op: str, x: NDArray, axes: Any, sign: int) -> NDArray:
+    x = check_array(x, op)
+    chosen = normalize_axes(axes, x.ndim, op) if not isinstance(axes, list) else normalize_axes(tuple(axes), x.ndim, op)
+    if not chosen:
+        return _api().copy(x)  # type: ignore[no-any-return]
+    shifts = tuple(sign * (x.shape[a] // 2) if sign > 0 else -(x.shape[a] // 2) for a in chosen)
+    return _api().roll(x, shifts, axis=chosen)  # type: ignore[no-any-return]
+
+
+def fftshift(x: NDArray, /, *, axes: int | tuple[int, ...] | None = None) -> NDArray:
+    """Move the zero-frequency term to the centre of ``axes`` (all axes by default)."""
+    return _shift("fftshift", x, axes, 1)
+
+
+def ifftshift(x: NDArray, /, *, axes: int | tuple[int, ...] | None = None) -> NDArray:
+    """Inverse of :func:`fftshift` (they differ for odd lengths)."""
+    return _shift("ifftshift", x, axes, -1)

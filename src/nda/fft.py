@@ -1,0 +1,15 @@
+"""``nda.fft``: the Array API ``fft`` extension.
+
+The transforms are generated from the ``"fft.*"`` ops of the catalog (``nda.ops.fft``);
+``fftfreq``, ``rfftfreq``, ``fftshift`` and ``ifftshift`` are built from other ops
+(``nda._composite``).
+"""
+
+from __future__ import annotations
+
+from ._api import extension as _extension
+from ._composite import fftfreq, fftshift, ifftshift, rfftfreq
+
+globals().update(_extension("fft"))
+
+__all__ = sorted(set(_extension("fft")) | {"fftfreq", "rfftfreq", "fftshift", "ifftshift"})

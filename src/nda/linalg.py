@@ -1,0 +1,16 @@
+"""``nda.linalg``: the Array API ``linalg`` extension.
+
+The functions are generated from the ``"linalg.*"`` ops of the catalog
+(``nda.ops.linalg_extension``); ``matmul``, ``tensordot``, ``vecdot`` and
+``matrix_transpose`` are the top-level functions themselves, as the standard allows.
+"""
+
+from __future__ import annotations
+
+from ._api import extension as _extension
+from ._api import matmul, tensordot, vecdot
+from ._composite import matrix_transpose
+
+globals().update(_extension("linalg"))
+
+__all__ = sorted(set(_extension("linalg")) | {"matmul", "tensordot", "vecdot", "matrix_transpose"})

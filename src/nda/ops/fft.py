@@ -1,0 +1,170 @@
+"""The standard's ``fft`` extension: ops named ``"fft.<name>"``, public as ``nda.fft.<name>``.
+
+Precision is kept: float32/complex64 input transforms in complex64, float64/complex128 in
+complex128 (NumPy 2's ``numpy.fft`` does the same, so it is the reference kernel).
+``fft``/``ifft``/``fftn``/``ifftn`` accept real floating input too and cast it to the
+complex dtype of its precision (the standard only asks for complex input; NumPy users
+expect real input to work). ``norm`` is ``"backward"`` (default), ``"ortho"`` or
+``"forward"``. ``fftfreq``, ``rfftfreq``, ``fftshift`` and ``ifftshift`` are built from
+other ops in ``nda.fft`` itself.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import numpy as np
+
+from ._spec import Cast, Plan, check_array, check_dtype_category, declare, normalize_axis
+from .linalg_extension import complex_dtype, real_dtype
+
+_ARRAY = "NDArray"
+_NORMS = ("backward", "ortho", "forward")
+
+
+def _length(op: str, n: Any, name: str = "n") -> int | None:
+    if n is None:
+        return None
+    try:
+        value = operator.index(n)
+    except TypeError:
+        raise TypeError(f"{op}(): {name} must be an int or None, got {type(n).__name__}") from None
+    if value < 1:
+        raise ValueError(f"{op}(): {name} must be at least 1, got {value}")
+    return value
+
+
+def _norm(op: str, norm: Any) -> str:
+    if norm not in _NORMS:
+        raise ValueError(f"{op}(): norm must be 'backward', 'ortho' or 'forward', got {norm!r}")
+    return norm  # type: ignore[no-any-return]
+
+
+def _input(op: str, x: Any, kind: str) -> tuple[Any, Any]:
+    """The array and what the kernel gets: complex input (real input cast up), or real input."""
+    x = check_array(x, op)
+    if x.ndim == 0:
+        raise ValueError(f"{op}() needs an array of at least one dimension, got a 0-d array")
+    if kind == "real":
+        check_dtype_category(x, "real floating", op)
+        return x, x
+    if kind == "complex":
+        check_dtype_category(x, "complex floating", op)
+        return x, x
+    check_dtype_category(x, "floating", op)
+    target = complex_dtype(x.dtype)
+    return x, (x if x.dtype is target else Cast(x, target))
+
+
+def _one_axis(op: str, x: Any, n: Any, axis: Any, norm: Any, kind: str, out_length: Any, out_kind: str) -> Plan:
+    x, arg = _input(op, x, kind)
+    ax = normalize_axis(axis, x.ndim, op)
+    length = _length(op, n)
+    shape = list(x.shape)
+    shape[ax] = out_length(length, x.shape[ax])
+    if shape[ax] < 1:
+        raise ValueError(f"{op}(): the output would have {shape[ax]} points along axis {ax}; pass n= (input shape {x.shape})")
+    out_dtype = complex_dtype(x.dtype) if out_kind == "complex" else real_dtype(x.dtype)
+    key_dtype = arg.dtype if isinstance(arg, Cast) else x.dtype
+    plan = Plan.of(x, out_shape=tuple(shape), out_dtype=out_dtype, args=(arg,), kwargs={"n": length, "axis": ax, "norm": _norm(op, norm)})
+    if key_dtype is not x.dtype:  # kernels are keyed by the dtype they compute in
+        from .._devices import ArrayMeta
+
+        plan.key = ArrayMeta(x.device, key_dtype, x.layout).key
+    return plan
+
+
+def _many_axes(op: str, x: Any, s: Any, axes: Any, norm: Any, kind: str, out_kind: str, last: Any = None) -> Plan:
+    x, arg = _input(op, x, kind)
+    if axes is None:
+        if s is None:
+            ax = tuple(range(x.ndim))
+        else:
+            ax = tuple(range(x.ndim - len(s), x.ndim))
+    else:
+        ax = tuple(normalize_axis(a, x.ndim, op) for a in axes)
+        if len(set(ax)) != len(ax):
+            raise ValueError(f"{op}(): repeated axis in {axes}")
+    if s is not None:
+        if not isinstance(s, tuple) or len(s) != len(ax):
+            raise ValueError(f"{op}(): s must be a tuple with one length per transformed axis ({len(ax)}), got {s!r}")
+        sizes: tuple[Any, ...] = tuple(None if v == -1 else _length(op, v, "s[i]") for v in s)
+    else:
+        sizes = (None,) * len(ax)
+    shape = list(x.shape)
+    for a, size in zip(ax, sizes):
+        shape[a] = x.shape[a] if size is None else size
+    if last is not None and ax:
+        a = ax[-1]
+        shape[a] = last(sizes[-1], x.shape[a])
+    if any(shape[a] < 1 for a in ax):
+        raise ValueError(f"{op}(): an output axis would be empty (input shape {x.shape}, s={s}); pass s=")
+    out_dtype = complex_dtype(x.dtype) if out_kind == "complex" else real_dtype(x.dtype)
+    kernel_s = None if s is None else tuple(x.shape[a] if size is None else size for a, size in zip(ax, sizes))
+    key_dtype = arg.dtype if isinstance(arg, Cast) else x.dtype
+    plan = Plan.of(x, out_shape=tuple(shape), out_dtype=out_dtype, args=(arg,), kwargs={"s": kernel_s, "axes": ax, "norm": _norm(op, norm)})
+    if key_dtype is not x.dtype:
+        from .._devices import ArrayMeta
+
+        plan.key = ArrayMeta(x.device, key_dtype, x.layout).key
+    return plan
+
+
+def _same(n: int | None, m: int) -> int:
+    return m if n is None else n
+
+
+def _half(n: int | None, m: int) -> int:
+    return (m if n is None else n) // 2 + 1
+
+
+def _full(n: int | None, m: int) -> int:
+    return 2 * (m - 1) if n is None else n
+
+
+def _reference(fn: Any, *, out: str) -> Any:
+    """``numpy.fft.<fn>`` with the output dtype pinned to the input's precision."""
+
+    def reference(x: np.ndarray, **kwargs: Any) -> np.ndarray:
+        result = fn(x, **kwargs)
+        single = x.dtype in (np.float32, np.complex64)
+        dtype = (np.complex64 if single else np.complex128) if out == "complex" else (np.float32 if single else np.float64)
+        return result.astype(dtype, copy=False)
+
+    reference.__name__ = reference.__qualname__ = f"_ref_{fn.__name__}"
+    return reference
+
+
+def _declare_one(name: str, kind: str, out_length: Any, out_kind: str, doc: str) -> None:
+    fn = getattr(np.fft, name)
+
+    def plan(x: _ARRAY, /, *, n: int | None = None, axis: int = -1, norm: str = "backward") -> Plan:
+        return _one_axis(name, x, n, axis, norm, kind, out_length, out_kind)
+
+    plan.__doc__ = doc
+    plan.__name__ = plan.__qualname__ = name
+    declare(f"fft.{name}", dtypes="real floating" if kind == "real" else "complex floating", reference=_reference(fn, out=out_kind))(plan)
+
+
+def _declare_many(name: str, kind: str, out_kind: str, last: Any, doc: str) -> None:
+    fn = getattr(np.fft, name)
+
+    def plan(x: _ARRAY, /, *, s: tuple[int, ...] | None = None, axes: tuple[int, ...] | None = None, norm: str = "backward") -> Plan:
+        return _many_axes(name, x, s, axes, norm, kind, out_kind, last)
+
+    plan.__doc__ = doc
+    plan.__name__ = plan.__qualname__ = name
+    declare(f"fft.{name}", dtypes="real floating" if kind == "real" else "complex floating", reference=_reference(fn, out=out_kind))(plan)
+
+
+_declare_one("fft", "any", _same, "complex", "One-dimensional discrete Fourier transform along ``axis`` (cropped or zero-padded to ``n`` points).")
+_declare_one("ifft", "any", _same, "complex", "One-dimensional inverse discrete Fourier transform along ``axis``.")
+_declare_one("rfft", "real", _half, "complex", "Transform of real input along ``axis``: the ``n // 2 + 1`` non-negative frequency terms.")
+_declare_one("irfft", "complex", _full, "real", "Inverse of :func:`rfft`: ``n`` real points (default ``2 * (m - 1)``) along ``axis``.")
+_declare_one("hfft", "complex", _full, "real", "Transform of a Hermitian-symmetric signal given by its first half: ``n`` real points.")
+_declare_one("ihfft", "real", _half, "complex", "Inverse of :func:`hfft`: the ``n // 2 + 1`` first terms of a Hermitian spectrum of real input.")
+_declare_many("fftn", "any", "complex", None, "N-dimensional discrete Fourier transform over ``axes`` (shapes ``s``).")
+_declare_many("ifftn", "any", "complex", None, "N-dimensional inverse discrete Fourier transform over ``axes``.")
+_declare_many("rfftn", "real", "complex", _half, "N-dimensional transform of real input; the last axis keeps ``s[-1] // 2 + 1`` terms.")
+_declare_many("irfftn", "complex", "real", _full, "Inverse of :func:`rfftn`; the last axis gives ``s[-1]`` real points (default ``2 * (m - 1)``).")

@@ -1,0 +1,434 @@
+"""The standard's ``linalg`` extension: ops named ``"linalg.<name>"``, public as ``nda.linalg.<name>``.
+
+Most functions take a stack of matrices ``(..., M, N)`` and work on the last two axes;
+planners check the shapes and dtypes, reference kernels are ``numpy.linalg``'s (whose
+NumPy 2 semantics follow the standard). Decompositions with several results (``eigh``,
+``qr``, ``svd``, ``slogdet``, ``eig``) are declared with ``outputs=`` and return named
+tuples. Failures that depend on the data (a singular matrix for ``inv``, a matrix that
+is not positive definite for ``cholesky``) raise ``numpy.linalg.LinAlgError`` (a
+``ValueError``) at the sync point, like any kernel error.
+
+``matmul``, ``tensordot``, ``vecdot`` and ``matrix_transpose`` of ``nda.linalg`` are the
+top-level functions themselves (see ``nda.linalg``).
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from typing import Any
+
+import numpy as np
+
+from .. import _dtypes
+from .._dtypes import DType
+from ._spec import Cast, Plan, broadcast_shapes, check_array, check_dtype_category, declare, normalize_axes, same_device
+
+_ARRAY = "NDArray"
+
+_REAL_OF = {"complex64": "float32", "complex128": "float64"}
+_COMPLEX_OF = {"float32": "complex64", "float64": "complex128"}
+
+
+def real_dtype(dtype: DType) -> DType:
+    """The real dtype of the same precision (``complex64`` -> ``float32``)."""
+    name = _REAL_OF.get(dtype.name)
+    return _dtypes.as_dtype(name) if name else dtype
+
+
+def complex_dtype(dtype: DType) -> DType:
+    """The complex dtype of the same precision (``float32`` -> ``complex64``)."""
+    name = _COMPLEX_OF.get(dtype.name)
+    return _dtypes.as_dtype(name) if name else dtype
+
+
+def _matrices(op: str, x: Any, *, square: bool = False, category: str = "floating") -> Any:
+    x = check_array(x, op)
+    check_dtype_category(x, category, op)
+    if x.ndim < 2:
+        raise ValueError(f"{op}() needs a stack of matrices (at least 2 dimensions), got shape {x.shape}")
+    if square and x.shape[-1] != x.shape[-2]:
+        raise ValueError(f"{op}() needs square matrices, got shape {x.shape} (the last two axes differ)")
+    return x
+
+
+def _asarray(result: Any, dtype: Any) -> np.ndarray:
+    return np.asarray(result, dtype=dtype)
+
+
+# ----------------------------------------------------------------------------- single result, same shape
+
+def _ref_cholesky(x: np.ndarray, upper: bool = False) -> np.ndarray:
+    return np.linalg.cholesky(x, upper=upper)
+
+
+@declare("linalg.cholesky", dtypes="floating", reference=_ref_cholesky)
+def cholesky(x: _ARRAY, /, *, upper: bool = False) -> Plan:
+    """Cholesky factor of each Hermitian positive-definite matrix: lower ``L`` (``x = L @ L^H``), or upper with ``upper=True``."""
+    x = _matrices("cholesky", x, square=True)
+    if not isinstance(upper, bool):
+        raise TypeError(f"cholesky(): upper must be a bool, got {upper!r}")
+    return Plan.of(x, out_shape=x.shape, args=(x,), kwargs={"upper": upper})
+
+
+def _ref_inv(x: np.ndarray) -> np.ndarray:
+    return np.linalg.inv(x)
+
+
+@declare("linalg.inv", dtypes="floating", reference=_ref_inv)
+def inv(x: _ARRAY, /) -> Plan:
+    """Inverse of each square matrix (LinAlgError at the sync point if one is singular)."""
+    x = _matrices("inv", x, square=True)
+    return Plan.of(x, out_shape=x.shape, args=(x,))
+
+
+def _ref_matrix_power(x: np.ndarray, n: int) -> np.ndarray:
+    return np.linalg.matrix_power(x, n)
+
+
+@declare("linalg.matrix_power", dtypes="numeric", reference=_ref_matrix_power)
+def matrix_power(x: _ARRAY, n: int, /) -> Plan:
+    """Each square matrix raised to the integer power ``n`` (``n = 0`` gives identities, negative ``n`` inverts)."""
+    x = _matrices("matrix_power", x, square=True, category="numeric")
+    try:
+        n = operator.index(n)
+    except TypeError:
+        raise TypeError(f"matrix_power(): n must be an int, got {type(n).__name__}") from None
+    if n < 0 and x.dtype.kind not in ("real floating", "complex floating"):
+        raise TypeError(f"matrix_power(): a negative power inverts, which needs a floating dtype; got {x.dtype.name}")
+    return Plan.of(x, out_shape=x.shape, args=(x, n))
+
+
+def _ref_pinv(x: np.ndarray, rtol: Any = None) -> np.ndarray:
+    if rtol is None:
+        rtol = max(x.shape[-2:], default=0) * np.finfo(x.dtype).eps
+    return np.linalg.pinv(x, rtol=rtol)
+
+
+def _rtol(op: str, x: Any, rtol: Any) -> tuple[Any, list[Any]]:
+    from .._array import NDArray
+
+    if rtol is None or rtol.__class__ in (int, float):
+        return rtol, []
+    if isinstance(rtol, NDArray):
+        check_dtype_category(rtol, "real floating", op, "rtol")
+        broadcast_shapes(rtol.shape, x.shape[:-2])
+        dtype = real_dtype(x.dtype)
+        return (rtol if rtol.dtype is dtype else Cast(rtol, dtype)), [rtol]
+    raise TypeError(f"{op}(): rtol must be a float, a real floating array or None, got {type(rtol).__name__}")
+
+
+@declare("linalg.pinv", dtypes="floating", reference=_ref_pinv)
+def pinv(x: _ARRAY, /, *, rtol: float | _ARRAY | None = None) -> Plan:
+    """Moore-Penrose pseudo-inverse of each matrix; singular values below ``rtol * largest`` count as zero.
+
+    ``rtol`` defaults to ``max(M, N) * eps`` of ``x``'s dtype.
+    """
+    x = _matrices("pinv", x)
+    tol, extra = _rtol("pinv", x, rtol)
+    plan = Plan.of(x, out_shape=x.shape[:-2] + (x.shape[-1], x.shape[-2]), args=(x, tol))
+    plan.reads = (x, *extra)
+    return plan
+
+
+# ----------------------------------------------------------------------------- reductions of matrices
+
+def _ref_det(x: np.ndarray) -> np.ndarray:
+    return _asarray(np.linalg.det(x), x.dtype)
+
+
+@declare("linalg.det", dtypes="floating", reference=_ref_det)
+def det(x: _ARRAY, /) -> Plan:
+    """Determinant of each square matrix."""
+    x = _matrices("det", x, square=True)
+    return Plan.of(x, out_shape=x.shape[:-2], args=(x,))
+
+
+def _ref_slogdet(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    sign, logabs = np.linalg.slogdet(x)
+    return _asarray(sign, x.dtype), _asarray(logabs, real_dtype(_dtypes.from_numpy_dtype(x.dtype)).numpy)
+
+
+@declare("linalg.slogdet", dtypes="floating", reference=_ref_slogdet, outputs=("sign", "logabsdet"))
+def slogdet(x: _ARRAY, /) -> Plan:
+    """Sign (or phase, for complex input) and natural log of the absolute value of each determinant.
+
+    ``det = sign * exp(logabsdet)``; for a singular matrix ``sign`` is 0 and ``logabsdet`` is ``-inf``.
+    """
+    x = _matrices("slogdet", x, square=True)
+    batch = x.shape[:-2]
+    return Plan.of(x, out_shape=(batch, batch), out_dtype=(x.dtype, real_dtype(x.dtype)), args=(x,))  # type: ignore[arg-type]
+
+
+def _ref_trace(x: np.ndarray, offset: int = 0, dtype: DType | None = None) -> np.ndarray:
+    return _asarray(np.linalg.trace(x, offset=offset, dtype=None if dtype is None else dtype.numpy), None if dtype is None else dtype.numpy)
+
+
+@declare("linalg.trace", dtypes="numeric", reference=_ref_trace)
+def trace(x: _ARRAY, /, *, offset: int = 0, dtype: DType | None = None) -> Plan:
+    """Sum along diagonal ``offset`` of each matrix; accumulation dtype as for :func:`nda.sum`."""
+    from ._spec import dtype_arg
+    from .reductions import _sum_dtype
+
+    x = _matrices("trace", x, category="numeric")
+    offset = _offset("trace", offset)
+    out_dtype = _sum_dtype(x.dtype, dtype_arg(dtype, "trace"), "trace")
+    return Plan.of(x, out_shape=x.shape[:-2], out_dtype=out_dtype, args=(x,), kwargs={"offset": offset, "dtype": out_dtype})
+
+
+def _offset(op: str, offset: Any) -> int:
+    try:
+        return operator.index(offset)
+    except TypeError:
+        raise TypeError(f"{op}(): offset must be an int, got {type(offset).__name__}") from None
+
+
+def _ref_diagonal(x: np.ndarray, offset: int = 0) -> np.ndarray:
+    return np.linalg.diagonal(x, offset=offset).copy()
+
+
+@declare("linalg.diagonal", dtypes="any", reference=_ref_diagonal)
+def diagonal(x: _ARRAY, /, *, offset: int = 0) -> Plan:
+    """Diagonal ``offset`` of each matrix (positive: above the main diagonal), as a new array."""
+    x = _matrices("diagonal", x, category="any")
+    offset = _offset("diagonal", offset)
+    rows, cols = x.shape[-2:]
+    length = max(0, min(rows, cols - offset) if offset >= 0 else min(rows + offset, cols))
+    return Plan.of(x, out_shape=x.shape[:-2] + (length,), args=(x,), kwargs={"offset": offset})
+
+
+def _ref_matrix_rank(x: np.ndarray, rtol: Any = None) -> np.ndarray:
+    if x.shape[-2] == 0 or x.shape[-1] == 0:
+        return np.zeros(x.shape[:-2], np.int64)
+    if rtol is None:
+        rtol = max(x.shape[-2:]) * np.finfo(x.dtype).eps
+    return _asarray(np.linalg.matrix_rank(x, rtol=rtol), np.int64)
+
+
+@declare("linalg.matrix_rank", dtypes="floating", reference=_ref_matrix_rank)
+def matrix_rank(x: _ARRAY, /, *, rtol: float | _ARRAY | None = None) -> Plan:
+    """Rank of each matrix: singular values above ``rtol * largest`` (int64)."""
+    x = _matrices("matrix_rank", x)
+    tol, extra = _rtol("matrix_rank", x, rtol)
+    plan = Plan.of(x, out_shape=x.shape[:-2], out_dtype=_dtypes.int64, args=(x, tol))
+    plan.reads = (x, *extra)
+    return plan
+
+
+_MATRIX_ORDS = ("fro", "nuc", 1, -1, 2, -2, math.inf, -math.inf)
+
+
+def _ref_matrix_norm(x: np.ndarray, keepdims: bool = False, ord: Any = "fro") -> np.ndarray:  # noqa: A002
+    out_dtype = real_dtype(_dtypes.from_numpy_dtype(x.dtype)).numpy
+    if x.size == 0:
+        shape = x.shape[:-2] + ((1, 1) if keepdims else ())
+        return np.zeros(shape, out_dtype)
+    return _asarray(np.linalg.matrix_norm(x, keepdims=keepdims, ord=ord), out_dtype)
+
+
+@declare("linalg.matrix_norm", dtypes="floating", reference=_ref_matrix_norm)
+def matrix_norm(x: _ARRAY, /, *, keepdims: bool = False, ord: int | float | str = "fro") -> Plan:  # noqa: A002
+    """Norm of each matrix: ``'fro'`` (default), ``'nuc'``, ``1``, ``-1``, ``2``, ``-2``, ``inf`` or ``-inf``; real dtype."""
+    x = _matrices("matrix_norm", x)
+    if not isinstance(keepdims, bool):
+        raise TypeError(f"matrix_norm(): keepdims must be a bool, got {keepdims!r}")
+    if ord not in _MATRIX_ORDS or isinstance(ord, bool):
+        raise ValueError(f"matrix_norm(): ord must be one of 'fro', 'nuc', 1, -1, 2, -2, inf, -inf; got {ord!r}")
+    shape = x.shape[:-2] + ((1, 1) if keepdims else ())
+    return Plan.of(x, out_shape=shape, out_dtype=real_dtype(x.dtype), args=(x,), kwargs={"keepdims": keepdims, "ord": ord})
+
+
+def _ref_vector_norm(x: np.ndarray, axis: Any = None, keepdims: bool = False, ord: Any = 2) -> np.ndarray:  # noqa: A002
+    out_dtype = real_dtype(_dtypes.from_numpy_dtype(x.dtype)).numpy
+    return _asarray(np.linalg.vector_norm(x, axis=axis, keepdims=keepdims, ord=ord), out_dtype)
+
+
+@declare("linalg.vector_norm", dtypes="floating", reference=_ref_vector_norm)
+def vector_norm(x: _ARRAY, /, *, axis: int | tuple[int, ...] | None = None, keepdims: bool = False, ord: int | float = 2) -> Plan:  # noqa: A002
+    """p-norm over ``axis`` (all axes by default): ``ord`` any real number, ``inf``, ``-inf`` or 0 (count of non-zeros)."""
+    from .reductions import _check_keepdims, _reduced_shape
+
+    x = check_array(x, "vector_norm")
+    check_dtype_category(x, "floating", "vector_norm")
+    axes = normalize_axes(axis, x.ndim, "vector_norm")
+    keepdims = _check_keepdims(keepdims, "vector_norm")
+    if ord.__class__ not in (int, float):
+        raise TypeError(f"vector_norm(): ord must be a real number, got {ord!r}")
+    kernel_axis = None if len(axes) == x.ndim and not keepdims else axes
+    return Plan.of(x, out_shape=_reduced_shape(x.shape, axes, keepdims), out_dtype=real_dtype(x.dtype), args=(x,),
+                   kwargs={"axis": kernel_axis, "keepdims": keepdims, "ord": ord})
+
+
+def _ref_svdvals(x: np.ndarray) -> np.ndarray:
+    return np.linalg.svdvals(x)
+
+
+@declare("linalg.svdvals", dtypes="floating", reference=_ref_svdvals)
+def svdvals(x: _ARRAY, /) -> Plan:
+    """Singular values of each matrix, in descending order (real dtype)."""
+    x = _matrices("svdvals", x)
+    return Plan.of(x, out_shape=x.shape[:-2] + (min(x.shape[-2:]),), out_dtype=real_dtype(x.dtype), args=(x,))
+
+
+def _ref_eigvalsh(x: np.ndarray) -> np.ndarray:
+    return np.linalg.eigvalsh(x)
+
+
+@declare("linalg.eigvalsh", dtypes="floating", reference=_ref_eigvalsh)
+def eigvalsh(x: _ARRAY, /) -> Plan:
+    """Eigenvalues of each Hermitian (symmetric) matrix, ascending (real dtype); only the lower triangle is read."""
+    x = _matrices("eigvalsh", x, square=True)
+    return Plan.of(x, out_shape=x.shape[:-1], out_dtype=real_dtype(x.dtype), args=(x,))
+
+
+def _ref_eigvals(x: np.ndarray) -> np.ndarray:
+    return np.linalg.eigvals(x).astype(complex_dtype(_dtypes.from_numpy_dtype(x.dtype)).numpy, copy=False)
+
+
+@declare("linalg.eigvals", dtypes="floating", reference=_ref_eigvals)
+def eigvals(x: _ARRAY, /) -> Plan:
+    """Eigenvalues of each square matrix (complex dtype, in no particular order)."""
+    x = _matrices("eigvals", x, square=True)
+    return Plan.of(x, out_shape=x.shape[:-1], out_dtype=complex_dtype(x.dtype), args=(x,))
+
+
+# ----------------------------------------------------------------------------- decompositions
+
+def _ref_eigh(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    w, v = np.linalg.eigh(x)
+    return w, v
+
+
+@declare("linalg.eigh", dtypes="floating", reference=_ref_eigh, outputs=("eigenvalues", "eigenvectors"))
+def eigh(x: _ARRAY, /) -> Plan:
+    """Eigenvalues (ascending, real dtype) and eigenvectors (columns) of each Hermitian matrix."""
+    x = _matrices("eigh", x, square=True)
+    return Plan.of(x, out_shape=(x.shape[:-1], x.shape), out_dtype=(real_dtype(x.dtype), x.dtype), args=(x,))  # type: ignore[arg-type]
+
+
+def _ref_eig(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    w, v = np.linalg.eig(x)
+    dtype = complex_dtype(_dtypes.from_numpy_dtype(x.dtype)).numpy
+    return w.astype(dtype, copy=False), v.astype(dtype, copy=False)
+
+
+@declare("linalg.eig", dtypes="floating", reference=_ref_eig, outputs=("eigenvalues", "eigenvectors"))
+def eig(x: _ARRAY, /) -> Plan:
+    """Eigenvalues and right eigenvectors (columns) of each square matrix, both complex."""
+    x = _matrices("eig", x, square=True)
+    dtype = complex_dtype(x.dtype)
+    return Plan.of(x, out_shape=(x.shape[:-1], x.shape), out_dtype=(dtype, dtype), args=(x,))  # type: ignore[arg-type]
+
+
+def _ref_qr(x: np.ndarray, mode: str = "reduced") -> tuple[np.ndarray, np.ndarray]:
+    q, r = np.linalg.qr(x, mode=mode)
+    return q, r
+
+
+@declare("linalg.qr", dtypes="floating", reference=_ref_qr, outputs=("Q", "R"))
+def qr(x: _ARRAY, /, *, mode: str = "reduced") -> Plan:
+    """QR decomposition of each matrix: ``Q`` with orthonormal columns and upper-triangular ``R``.
+
+    ``mode="reduced"`` gives ``Q`` of shape ``(..., M, K)`` and ``R`` of ``(..., K, N)`` with
+    ``K = min(M, N)``; ``mode="complete"`` gives ``(..., M, M)`` and ``(..., M, N)``.
+    """
+    x = _matrices("qr", x)
+    m, n = x.shape[-2:]
+    batch = x.shape[:-2]
+    if mode == "reduced":
+        k = min(m, n)
+        shapes = (batch + (m, k), batch + (k, n))
+    elif mode == "complete":
+        shapes = (batch + (m, m), batch + (m, n))
+    else:
+        raise ValueError(f"qr(): mode must be 'reduced' or 'complete', got {mode!r}")
+    return Plan.of(x, out_shape=shapes, out_dtype=(x.dtype, x.dtype), args=(x,), kwargs={"mode": mode})  # type: ignore[arg-type]
+
+
+def _ref_svd(x: np.ndarray, full_matrices: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    u, s, vh = np.linalg.svd(x, full_matrices=full_matrices)
+    return u, s, vh
+
+
+@declare("linalg.svd", dtypes="floating", reference=_ref_svd, outputs=("U", "S", "Vh"))
+def svd(x: _ARRAY, /, *, full_matrices: bool = True) -> Plan:
+    """Singular value decomposition ``x = U @ diag(S) @ Vh`` of each matrix (``S`` descending, real dtype)."""
+    x = _matrices("svd", x)
+    if not isinstance(full_matrices, bool):
+        raise TypeError(f"svd(): full_matrices must be a bool, got {full_matrices!r}")
+    m, n = x.shape[-2:]
+    k = min(m, n)
+    batch = x.shape[:-2]
+    u, vh = ((m, m), (n, n)) if full_matrices else ((m, k), (k, n))
+    shapes = (batch + u, batch + (k,), batch + vh)
+    return Plan.of(x, out_shape=shapes, out_dtype=(x.dtype, real_dtype(x.dtype), x.dtype), args=(x,), kwargs={"full_matrices": full_matrices})  # type: ignore[arg-type]
+
+
+# ----------------------------------------------------------------------------- two arguments
+
+def _promote_pair(op: str, x1: Any, x2: Any, category: str) -> tuple[Any, DType, list[Any]]:
+    from .linalg import _promote_pair as promote
+
+    return promote(op, x1, x2, category)
+
+
+def _ref_solve(x1: np.ndarray, x2: np.ndarray) -> np.ndarray:
+    if x2.ndim == 1:
+        return np.linalg.solve(x1, x2[:, None])[..., 0]
+    return np.linalg.solve(x1, x2)
+
+
+@declare("linalg.solve", dtypes="floating", reference=_ref_solve)
+def solve(x1: _ARRAY, x2: _ARRAY, /) -> Plan:
+    """Solve ``x1 @ x = x2`` for each square ``x1``; a 1-D ``x2`` is one right-hand-side vector.
+
+    Otherwise ``x2`` is a stack of ``(M, K)`` right-hand sides and the batch axes broadcast.
+    """
+    device, dtype, args = _promote_pair("solve", x1, x2, "floating")
+    _matrices("solve", x1, square=True)
+    m = x1.shape[-1]
+    if x2.ndim == 0:
+        raise ValueError("solve(): x2 must have at least one dimension, got a 0-d array")
+    if x2.ndim == 1:
+        if x2.shape[0] != m:
+            raise ValueError(f"solve(): x2 of shape {x2.shape} does not match x1 of shape {x1.shape} (need {m} elements)")
+        out = x1.shape[:-1]
+    else:
+        if x2.shape[-2] != m:
+            raise ValueError(f"solve(): x2 of shape {x2.shape} does not match x1 of shape {x1.shape} (need {m} rows)")
+        out = broadcast_shapes(x1.shape[:-2], x2.shape[:-2]) + x2.shape[-2:]
+    return Plan(device, dtype, dtype, out, tuple(args), reads=(x1, x2))
+
+
+def _ref_cross(x1: np.ndarray, x2: np.ndarray, axis: int = -1) -> np.ndarray:
+    return np.asarray(np.cross(x1, x2, axis=axis))
+
+
+@declare("linalg.cross", dtypes="numeric", reference=_ref_cross)
+def cross(x1: _ARRAY, x2: _ARRAY, /, *, axis: int = -1) -> Plan:
+    """Cross product of 3-element vectors along ``axis`` (the other axes broadcast)."""
+    device, dtype, args = _promote_pair("cross", x1, x2, "numeric")
+    if x1.ndim == 0 or x2.ndim == 0:
+        raise ValueError(f"cross() needs arrays of at least one dimension, got shapes {x1.shape} and {x2.shape}")
+    shape = broadcast_shapes(x1.shape, x2.shape)
+    if not isinstance(axis, int) or isinstance(axis, bool):
+        raise TypeError(f"cross(): axis must be an int, got {axis!r}")
+    if not -min(x1.ndim, x2.ndim) <= axis < 0:
+        # Counted from the end, the axis must exist in both inputs (the standard's rule).
+        raise ValueError(f"cross(): axis {axis} must be a negative axis present in both shapes {x1.shape} and {x2.shape}")
+    if x1.shape[axis] != 3 or x2.shape[axis] != 3:
+        raise ValueError(f"cross(): axis {axis} must have size 3 in both arrays, got shapes {x1.shape} and {x2.shape}")
+    return Plan(device, dtype, dtype, shape, tuple(args), {"axis": axis}, reads=(x1, x2))
+
+
+def _ref_outer(x1: np.ndarray, x2: np.ndarray) -> np.ndarray:
+    return np.outer(x1, x2)
+
+
+@declare("linalg.outer", dtypes="numeric", reference=_ref_outer)
+def outer(x1: _ARRAY, x2: _ARRAY, /) -> Plan:
+    """Outer product of two 1-D arrays: ``out[i, j] = x1[i] * x2[j]``."""
+    device, dtype, args = _promote_pair("outer", x1, x2, "numeric")
+    if x1.ndim != 1 or x2.ndim != 1:
+        raise ValueError(f"outer() needs two 1-D arrays, got shapes {x1.shape} and {x2.shape}")
+    return Plan(device, dtype, dtype, (x1.shape[0], x2.shape[0]), tuple(args), reads=(x1, x2))
