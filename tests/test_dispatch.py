@@ -20,8 +20,14 @@ def toy():
 
 def test_every_catalog_op_is_public_with_real_metadata():
     for name, decl in CATALOG.items():
-        fn = getattr(nda, name)
-        assert fn.__name__ == name
+        namespace = nda
+        extension, _, short = name.rpartition(".")  # "linalg.inv" is nda.linalg.inv
+        if extension:
+            namespace = getattr(nda, extension)
+            assert namespace.__name__ == f"nda.{extension}"
+        fn = getattr(namespace, short)
+        assert fn.__name__ == short
+        assert fn.__module__ == namespace.__name__
         assert fn.__doc__ and fn.__doc__ == decl.doc
         assert inspect.signature(fn) == decl.signature
 

@@ -38,6 +38,26 @@ from _helpers import (
 
 CATALOG = nda.ops.CATALOG
 
+def _standard_tanh(x):
+    """NumPy's tanh; the standard fixes ``tanh(±inf + bj)`` for finite ``b`` at ``±1 + 0j`` with b's sign on the zero."""
+    result = np.asarray(np.tanh(x))
+    if result.dtype.kind == "c":
+        z = np.asarray(x)
+        edge = np.isinf(z.real) & np.isfinite(z.imag)
+        result = np.where(edge, np.where(z.real > 0, 1.0, -1.0) + 1j * np.where(np.signbit(z.imag), -0.0, 0.0), result).astype(result.dtype)
+    return result
+
+
+def _standard_expm1(x):
+    """NumPy's expm1; for complex input with a non-finite part the standard's cases are those of ``exp(x) - 1``."""
+    result = np.asarray(np.expm1(x))
+    if result.dtype.kind == "c":
+        z = np.asarray(x)
+        with np.errstate(all="ignore"):
+            result = np.where(np.isfinite(z), result, np.exp(z) - 1).astype(result.dtype)
+    return result
+
+
 NUMPY_UNARY = {
     "abs": np.abs,
     "acos": np.acos,
@@ -52,7 +72,7 @@ NUMPY_UNARY = {
     "cos": np.cos,
     "cosh": np.cosh,
     "exp": np.exp,
-    "expm1": np.expm1,
+    "expm1": _standard_expm1,
     "floor": np.floor,
     "imag": np.imag,
     "isfinite": np.isfinite,
@@ -75,9 +95,26 @@ NUMPY_UNARY = {
     "square": np.square,
     "sqrt": np.sqrt,
     "tan": np.tan,
-    "tanh": np.tanh,
+    "tanh": _standard_tanh,
     "trunc": np.trunc,
 }
+
+def _standard_floor_divide(a, b, out=None, **kwargs):
+    """NumPy's floor_divide with the standard's special cases: ``±inf // finite`` is ``±inf``
+    and ``finite // ±inf`` is a signed zero (NumPy gives NaN and -1 or 0 there)."""
+    result = np.asarray(np.floor_divide(a, b, out=out, **kwargs))
+    if result.dtype.kind == "f":
+        a64, b64 = np.broadcast_arrays(np.asarray(a, np.float64), np.asarray(b, np.float64))
+        inf_num = np.isinf(a64) & np.isfinite(b64) & (b64 != 0)
+        zero_res = np.isfinite(a64) & np.isinf(b64)
+        negative = np.signbit(a64) != np.signbit(b64)
+        fixed = np.where(inf_num, np.where(negative, -np.inf, np.inf), result)
+        fixed = np.where(zero_res, np.where(negative, -0.0, 0.0), fixed).astype(result.dtype)
+        if out is None:
+            return fixed
+        out[...] = fixed
+    return result if out is None else out
+
 
 NUMPY_BINARY = {
     "add": np.add,
@@ -90,7 +127,7 @@ NUMPY_BINARY = {
     "copysign": np.copysign,
     "divide": np.divide,
     "equal": np.equal,
-    "floor_divide": np.floor_divide,
+    "floor_divide": _standard_floor_divide,
     "greater": np.greater,
     "greater_equal": np.greater_equal,
     "hypot": np.hypot,

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable
 
+import numpy as np
+
 from ._devices import KernelKey, Layout, as_layout, strided
 from ._dtypes import DType, as_dtype
 
@@ -306,6 +308,8 @@ def _host_fallback(tbl: OpTable, key: KernelKey) -> KernelEntry | None:
         result = cpu_kernel(*host_args, **host_kwargs)
         if mutates:
             return from_host(host_args[0], device, out=args[0])
+        if result.__class__ is tuple:  # an op with several outputs (qr, unique_all, nonzero)
+            return tuple(from_host(np.asarray(r), device) for r in result)
         return from_host(result, device)
 
     fallback.__qualname__ = f"host_fallback[{tbl.op_name}]"
