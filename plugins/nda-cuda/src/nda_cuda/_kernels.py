@@ -14,9 +14,9 @@ Lookup order for an op (first hit whose signature fits wins):
    reference's, or the convention cannot be mapped by name);
 2. the reference's own name: ``numpy.fft.fft`` -> ``fft.fft``, ``_ref_zeros`` -> ``zeros``
    (the reference says what the op *is*; ``zeros_like``'s reference is ``_ref_zeros``);
-3. the op's name (``acos``, ``linalg.inv``).
-
-Each name is looked up in the Array-API namespace first, then in the array module itself.
+   a NumPy function's name is looked up in the array module first (CuPy mirrors NumPy,
+   and the reference is NumPy), any other name in the Array-API namespace first;
+3. the op's name (``acos``, ``linalg.inv``), Array-API namespace first.
 
 The adapter (:func:`adapt`) binds the kernel convention to the target's signature: a
 reference parameter goes by keyword when the target has a keyword parameter of that name,
@@ -75,21 +75,32 @@ def _resolve(namespace: Any, path: str) -> Any:
     return obj if callable(obj) else None
 
 
-def candidate_names(decl: Any) -> list[str]:
-    """Names to look the op up by: the reference's, then the op's own (see the module docstring)."""
-    names: list[str] = []
+def candidates(decl: Any, xp: Any, namespace: Any) -> list[tuple[str, Any]]:
+    """(name, namespace) pairs to look the op up in, best first (see the module docstring).
+
+    A reference that *is* a NumPy function (``numpy.sign``) is looked up in the array module
+    first: CuPy's contract is to mirror NumPy, and the Array-API wrapper can differ at the
+    edges (array-api-compat's complex ``sign`` gives NaN for infinite input, NumPy does not).
+    Other names go to the Array-API namespace first.
+    """
+    found: list[tuple[str, Any]] = []
     ref = decl.reference
     ref_name = getattr(ref, "__name__", "") or ""
     module = getattr(ref, "__module__", None) or ""
+    std = [s for s in (namespace, xp) if s is not None]
     if module == "numpy" or module.startswith("numpy."):
         public = [p for p in module.split(".")[1:] if not p.startswith("_") and p != "lib"]
-        names.append(".".join([*public, ref_name]))
+        found += [(".".join([*public, ref_name]), s) for s in (xp, *std)]
     elif ref_name.startswith("_ref_"):
-        base = ref_name[len("_ref_"):]
         prefix = decl.name.rpartition(".")[0]
-        names.append(f"{prefix}.{base}" if prefix else base)
-    names.append(decl.name)
-    return list(dict.fromkeys(n for n in names if n))
+        base = ref_name[len("_ref_"):]
+        found += [(f"{prefix}.{base}" if prefix else base, s) for s in std]
+    found += [(decl.name, s) for s in std]
+    unique: list[tuple[str, Any]] = []
+    for name, space in found:
+        if all(name != n or space is not s for n, s in unique):
+            unique.append((name, space))
+    return unique
 
 
 # --------------------------------------------------------------------------- the adapter
@@ -104,7 +115,7 @@ def adapt(decl: Any, target: Callable[..., Any], xp: ModuleType) -> Callable[...
     if sig is None:
         if keywords or "device" in positional:
             return None
-        return _finish(decl, target, xp, None)
+        return _finish(decl, target, xp)
     params = list(sig.parameters.values())
     slots = [p for p in params if p.kind in _POSITIONAL]
     open_ended = any(p.kind is _P.VAR_POSITIONAL for p in params)
@@ -132,34 +143,23 @@ def adapt(decl: Any, target: Callable[..., Any], xp: ModuleType) -> Callable[...
             routes.append((name, name))
         else:
             return None
-    n_pos = len(positional)
-    pos_routes = [r for _, r in routes[:n_pos]]
-    kw_routes = dict(routes[n_pos:])
-    if all(isinstance(r, int) for r in pos_routes) and all(k == v for k, v in kw_routes.items()):
-        call = target  # the convention already fits: no per-call argument shuffling
-        direct = True
-    else:
-        direct = False
+    # nda's plans pass some required parameters by keyword (creation ops: ``dtype=``,
+    # ``device=``), so every call is bound by name first and then laid out for the target.
+    names = positional + [k for k in keywords if k not in positional]
+    slot_names = [name for name, route in routes if route.__class__ is int]
+    keyword_routes = [(name, route) for name, route in routes if route.__class__ is str]
 
-        def call(*args: Any, **kwargs: Any) -> Any:
-            out_args: list[Any] = []
-            out_kwargs: dict[str, Any] = {}
-            for value, route in zip(args, pos_routes):
-                if route.__class__ is int:
-                    out_args.append(value)
-                elif route is not None:
-                    out_kwargs[route] = value
-            for key, value in kwargs.items():
-                route = kw_routes.get(key)
-                if route is not None:
-                    out_kwargs[route] = value
-            return target(*out_args, **out_kwargs)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        named = dict(zip(names, args))
+        named.update(kwargs)
+        out_args = [named[n] for n in slot_names]
+        out_kwargs = {route: named[n] for n, route in keyword_routes if n in named}
+        return target(*out_args, **out_kwargs)
 
-    drop_device = "device" in keywords and direct
-    return _finish(decl, call, xp, "device" if drop_device else None)
+    return _finish(decl, call, xp)
 
 
-def _finish(decl: Any, call: Callable[..., Any], xp: ModuleType, drop: str | None) -> Callable[..., Any]:
+def _finish(decl: Any, call: Callable[..., Any], xp: ModuleType) -> Callable[..., Any]:
     """Translate dtypes, make scalars 0-d arrays, copy unexpected views."""
     ndarray = xp.ndarray
     elementwise = decl.family in ("unary", "binary")
@@ -172,8 +172,6 @@ def _finish(decl: Any, call: Callable[..., Any], xp: ModuleType, drop: str | Non
         return call
 
     def kernel(*args: Any, **kwargs: Any) -> Any:
-        if drop is not None:
-            kwargs.pop(drop, None)
         kwargs = {k: _translate(v) for k, v in kwargs.items()}
         result = call(*[_translate(a) for a in args], **kwargs)
         if result is None or decl.mutates:
@@ -326,30 +324,27 @@ def build(xp: ModuleType, namespace: Any = None, catalog: dict[str, Any] | None 
     fallback). ``namespace`` defaults to ``xp``.
     """
     catalog = CATALOG if catalog is None else catalog
-    spaces = [s for s in (namespace, xp) if s is not None]
     kernels: list[KernelSpec] = []
     missing: dict[str, str] = {}
     for name, decl in catalog.items():
         override = OVERRIDES.get(name)
         if override is not None:
             fn = override(xp)
-            kernel = fn if decl.family in ("unary", "binary") else _finish(decl, fn, xp, None)
+            kernel = fn if decl.family in ("unary", "binary") else _finish(decl, fn, xp)
             kernels.append(KernelSpec(name, kernel, f"nda_cuda override {fn.__name__}"))
             continue
         tried = []
-        for path in candidate_names(decl):
-            for space in spaces:
-                target = _resolve(space, path)
-                if target is None:
-                    continue
-                tried.append(f"{getattr(space, '__name__', space)}.{path}")
-                kernel = adapt(decl, target, xp)
-                if kernel is not None:
-                    kernels.append(KernelSpec(name, kernel, f"{getattr(space, '__name__', 'xp')}.{path}"))
-                    break
-            else:
+        for path, space in candidates(decl, xp, namespace):
+            target = _resolve(space, path)
+            if target is None:
                 continue
-            break
+            where = f"{getattr(space, '__name__', 'xp')}.{path}"
+            tried.append(where)
+            kernel = adapt(decl, target, xp)
+            if kernel is not None:
+                kernels.append(KernelSpec(name, kernel, where))
+                break
         else:
-            missing[name] = f"signature does not fit ({', '.join(tried)})" if tried else f"no function named {' or '.join(candidate_names(decl))}"
+            names = sorted({n for n, _ in candidates(decl, xp, namespace)})
+            missing[name] = f"signature does not fit ({', '.join(tried)})" if tried else f"no function named {' or '.join(names)}"
     return kernels, missing
