@@ -31,6 +31,7 @@ import numpy as np
 import nda
 
 from . import engine as engine_bench
+from . import gpu as gpu_bench
 from . import tiny_ops
 
 
@@ -135,16 +136,9 @@ def import_time(rounds: int) -> dict[str, float]:
 
 # --------------------------------------------------------------------------- (6) GPU
 
-def gpu(rounds: int) -> dict[str, Any]:
-    try:
-        import cupy  # noqa: F401
-
-        count = cupy.cuda.runtime.getDeviceCount()
-    except Exception as err:  # noqa: BLE001 - any failure means "no GPU here"
-        return {"skipped": f"no GPU benchmark: {type(err).__name__}: {err}"}
-    if "cuda" not in [r["name"] for r in nda.backends.status()]:
-        return {"skipped": f"CuPy sees {count} GPU(s) but the nda-cuda backend is not installed"}
-    return {"skipped": "nda-cuda benchmarks are part of the nda-cuda issue"}
+def gpu(rounds: int, quick: bool = False) -> dict[str, Any]:
+    """nda on cuda against raw CuPy (``benchmarks/gpu.py``); skipped with the reason without a GPU."""
+    return gpu_bench.run(rounds, quick)
 
 
 # --------------------------------------------------------------------------- (7) memory
@@ -218,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     _progress("[5/7] import time")
     report["import"] = import_time(5 if quick else 15)
     _progress("[6/7] GPU")
-    report["gpu"] = gpu(rounds)
+    report["gpu"] = gpu(rounds, quick)
     _progress("[7/7] memory")
     report["memory"] = memory(200_000 if quick else 1_000_000)
     report["seconds"] = time.perf_counter() - started
@@ -252,7 +246,8 @@ def _format(report: dict[str, Any]) -> str:
     out.append(f"tiny op, threaded vs naive engine: {e['threaded'] * 1e9:.0f} ns vs {e['naive'] * 1e9:.0f} ns ({e['threaded'] / e['naive']:.2f}x; target <= 1.10x)")
     i = report["import"]
     out.append(f"\n== (5) import: numpy {i['numpy'] * 1e3:.1f} ms, nda {i['nda'] * 1e3:.1f} ms (+{(i['nda'] - i['numpy']) * 1e3:.1f} ms; target <= +50 ms)")
-    out.append(f"\n== (6) GPU: {report['gpu'].get('skipped', report['gpu'])}")
+    out.append("\n== (6) GPU: nda on cuda against raw CuPy")
+    out.append(gpu_bench.table(report["gpu"]))
     out.append("\n== (7) memory")
     for name, v in report["memory"].items():
         out.append(f"{name:<48} {v:12,.0f}")

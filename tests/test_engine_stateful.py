@@ -7,10 +7,14 @@ copies, and ops that fail inside their kernel. At the end of each example the pr
 run three ways -- on NumPy, under the naive engine, and under a threaded engine that sends
 every op to its worker threads, with all user threads issuing at once -- and every array
 must agree: the same values, or the same exception type when it is read.
+
+The machine runs on cpu; a subclass with another ``device`` runs the same programs on that
+device (``tests/test_cuda.py`` does so on ``cuda``).
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 
@@ -74,10 +78,10 @@ def apply_numpy(slots, step):
         raise IndexError("out of bounds")
 
 
-def apply_nda(slots, step):
+def apply_nda(slots, step, device="cpu"):
     kind = step[0]
     if kind == "create":
-        slots[step[1]] = nda.asarray(step[2], dtype=nda.float64)
+        slots[step[1]] = nda.asarray(step[2], dtype=nda.float64, device=device)
     elif kind == "unary":
         slots[step[1]] = getattr(nda, step[2])(slots[step[3]])
     elif kind == "binary":
@@ -98,7 +102,7 @@ def apply_nda(slots, step):
     elif kind == "copy":
         slots[step[1]] = nda.asarray(slots[step[2]], copy=True)
     elif kind == "fail":
-        slots[step[1]] = slots[step[2]][nda.asarray([N + 5] * N)]  # out of bounds: only the kernel knows
+        slots[step[1]] = slots[step[2]][nda.asarray([N + 5] * N, device=device)]  # out of bounds: only the kernel knows
 
 
 def run_eagerly(program, apply):
@@ -119,13 +123,13 @@ def run_eagerly(program, apply):
     return slots
 
 
-def run_async(program):
+def run_async(program, device="cpu"):
     """Issue every step without looking at results; errors surface when arrays are read."""
     slots = {}
     for step in program:
         if any(slots.get(s) is None for s in reads_of(step)):
             continue
-        apply_nda(slots, step)
+        apply_nda(slots, step, device)
     return slots
 
 
@@ -151,6 +155,9 @@ slot = st.integers(0, SLOTS - 1)
 
 
 class EnginePrograms(RuleBasedStateMachine):
+    #: The device every program's arrays live on.
+    device = "cpu"
+
     @initialize(threads=st.integers(1, 3), data=st.data())
     def setup(self, threads, data):
         self.programs = [[("create", s, data.draw(values)) for s in range(SLOTS)] for _ in range(threads)]
@@ -199,13 +206,14 @@ class EnginePrograms(RuleBasedStateMachine):
         previous = nda.engine.current()
         try:
             nda.engine.use("naive")
-            naive = [{k: outcome(v) for k, v in run_eagerly(p, apply_nda).items()} for p in programs]
+            on_device = functools.partial(apply_nda, device=self.device)
+            naive = [{k: outcome(v) for k, v in run_eagerly(p, on_device).items()} for p in programs]
 
             nda.engine.use(ThreadedEngine(inline_limit=0))
             results: list[dict] = [{} for _ in programs]
 
             def issue(i):
-                results[i] = run_async(programs[i])
+                results[i] = run_async(programs[i], self.device)
 
             threads = [threading.Thread(target=issue, args=(i,)) for i in range(len(programs))]
             for t in threads:

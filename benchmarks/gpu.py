@@ -1,0 +1,199 @@
+"""GPU section: nda on ``cuda`` against raw CuPy, in the same process and the same rounds.
+
+* large arrays: ``add`` and ``exp`` on 64M float32 elements, each timed to completion
+  (nda: ``wait_to_read()``; CuPy: a stream synchronize); target nda/CuPy <= 1.05x;
+* tiny-op latency: ``x + y`` on (4,) float32 as issued (both asynchronous: the launch cost
+  the caller pays); target nda <= CuPy + 3 µs;
+* overlap: two independent chains of 8 ``exp``/``sin`` on 16M float32, nda's engine
+  against CuPy on one stream (sequential) and on two streams issued by two threads
+  (the hand-made optimum). All of nda's work on a device shares that device's stream, so
+  overlap on one GPU comes from the engine keeping the GPU fed (issue and completion
+  signalling off the caller's thread), not from concurrent kernels; the figure shows how
+  close that gets.
+
+Without a GPU (or without nda-cuda) every case is skipped with the probe's reason.
+"""
+
+from __future__ import annotations
+
+import statistics
+import threading
+import time
+from typing import Any, Callable
+
+import nda
+
+
+def unavailable() -> str | None:
+    """Why there is no GPU benchmark here, or None."""
+    try:
+        import cupy
+    except ImportError as err:
+        return f"CuPy is not installed ({err})"
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except cupy.cuda.runtime.CUDARuntimeError as err:
+        return f"no usable NVIDIA GPU: {err}"
+    if count == 0:
+        return "no usable NVIDIA GPU: CUDA reports no device"
+    if "cuda" not in [r["name"] for r in nda.backends.status()]:
+        return f"CuPy sees {count} GPU(s) but nda-cuda is not installed (pip install ./plugins/nda-cuda)"
+    try:
+        nda.backends.load("cuda")
+    except nda.backends.BackendError as err:
+        return f"nda-cuda did not load: {err}"
+    return None
+
+
+def _alternate(fns: dict[str, Callable[[], Any]], rounds: int, number: int) -> dict[str, float]:
+    samples: dict[str, list[float]] = {k: [] for k in fns}
+    for fn in fns.values():
+        fn()
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            start = time.perf_counter()
+            for _ in range(number):
+                fn()
+            samples[name].append((time.perf_counter() - start) / number)
+    return {k: statistics.median(v) for k, v in samples.items()}
+
+
+def large(rounds: int) -> dict[str, dict[str, float]]:
+    import cupy
+
+    n = 64 * 1024 * 1024
+    stream = cupy.cuda.get_current_stream()
+    a_cp = cupy.random.default_rng(0).random(n, dtype=cupy.float32)
+    b_cp = cupy.random.default_rng(1).random(n, dtype=cupy.float32)
+    a = nda.asarray(a_cp.get(), device="cuda")
+    b = nda.asarray(b_cp.get(), device="cuda")
+    nda.waitall()
+
+    def cp(fn: Callable[[], Any]) -> Callable[[], Any]:
+        def run() -> None:
+            fn()
+            stream.synchronize()
+
+        return run
+
+    cases = {
+        "add": {"cupy": cp(lambda: a_cp + b_cp), "nda": lambda: (a + b).wait_to_read()},
+        "exp": {"cupy": cp(lambda: cupy.exp(a_cp)), "nda": lambda: nda.exp(a).wait_to_read()},
+    }
+    return {name: _alternate(fns, rounds, 5) for name, fns in cases.items()}
+
+
+def tiny(rounds: int, number: int) -> dict[str, float]:
+    import cupy
+
+    x_cp = cupy.ones(4, dtype=cupy.float32)
+    y_cp = cupy.ones(4, dtype=cupy.float32)
+    x = nda.ones(4, dtype=nda.float32, device="cuda")
+    y = nda.ones(4, dtype=nda.float32, device="cuda")
+    nda.waitall()
+    result = _alternate({"cupy": lambda: x_cp + y_cp, "nda": lambda: x + y}, rounds, number)
+    cupy.cuda.get_current_stream().synchronize()
+    nda.waitall()
+    return result
+
+
+def overlap(rounds: int) -> dict[str, float]:
+    import cupy
+
+    n = 16 * 1024 * 1024
+    host = cupy.random.default_rng(2).random(n, dtype=cupy.float32).get()
+
+    def chain_cp(x: Any) -> Any:
+        for i in range(8):
+            x = cupy.exp(x) if i % 2 == 0 else cupy.sin(x)
+        return x
+
+    def chain_nda(x: Any) -> Any:
+        for i in range(8):
+            x = nda.exp(x) if i % 2 == 0 else nda.sin(x)
+        return x
+
+    p_cp, q_cp = cupy.asarray(host), cupy.asarray(host)
+    p, q = nda.asarray(host, device="cuda"), nda.asarray(host, device="cuda")
+    streams = [cupy.cuda.Stream(non_blocking=True) for _ in range(2)]
+
+    def cupy_sequential() -> None:
+        chain_cp(p_cp)
+        chain_cp(q_cp)
+        cupy.cuda.get_current_stream().synchronize()
+
+    def cupy_two_streams() -> None:
+        def work(stream: Any, x: Any) -> None:
+            with stream:
+                chain_cp(x)
+            stream.synchronize()
+
+        threads = [threading.Thread(target=work, args=(s, x)) for s, x in zip(streams, (p_cp, q_cp))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+
+    def nda_engine() -> None:
+        r1, r2 = chain_nda(p), chain_nda(q)
+        r1.wait_to_read()
+        r2.wait_to_read()
+
+    return _alternate({"cupy one stream": cupy_sequential, "cupy two streams": cupy_two_streams, "nda": nda_engine}, rounds, 1)
+
+
+def run(rounds: int, quick: bool) -> dict[str, Any]:
+    reason = unavailable()
+    if reason is not None:
+        return {"skipped": reason}
+    import cupy
+
+    props = cupy.cuda.runtime.getDeviceProperties(0)
+    name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
+    return {
+        "device": f"{name} (compute capability {props['major']}.{props['minor']}), CuPy {cupy.__version__}",
+        "large": large(3 if quick else 9),
+        "tiny": tiny(rounds, 2_000 if quick else 10_000),
+        "overlap": overlap(3 if quick else 7),
+    }
+
+
+def table(report: dict[str, Any]) -> str:
+    if "skipped" in report:
+        return f"skipped: {report['skipped']}"
+    out = [report["device"]]
+    out.append("large arrays, 64M float32 (to completion): target nda/cupy <= 1.05x")
+    for name, r in report["large"].items():
+        out.append(f"  {name:<4} cupy {r['cupy'] * 1e3:8.3f} ms   nda {r['nda'] * 1e3:8.3f} ms   nda/cupy {r['nda'] / r['cupy']:.3f}x")
+    t = report["tiny"]
+    out.append(
+        f"tiny op x + y, (4,) float32 (issue cost): cupy {t['cupy'] * 1e6:.2f} µs   nda {t['nda'] * 1e6:.2f} µs   "
+        f"nda - cupy {(t['nda'] - t['cupy']) * 1e6:+.2f} µs (target <= +3 µs)"
+    )
+    o = report["overlap"]
+    base = o["cupy one stream"]
+    out.append("two independent chains of 8 exp/sin on 16M float32:")
+    for name, s in o.items():
+        out.append(f"  {name:<17} {s * 1e3:8.3f} ms   speedup over one stream {base / s:.2f}x")
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m benchmarks.gpu [--quick] [--json PATH]``: only this section."""
+    import argparse
+    import json
+
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.gpu", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--json", metavar="PATH")
+    args = parser.parse_args(argv)
+    report = run(5 if args.quick else 15, args.quick)
+    print(table(report))
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(report, fh, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

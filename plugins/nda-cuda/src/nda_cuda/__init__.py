@@ -1,0 +1,321 @@
+"""nda-cuda: NVIDIA GPUs for nda through CuPy, as its own distribution.
+
+The entry point ``cuda = "nda_cuda:backend"`` names :data:`backend`. Importing this module
+imports neither CuPy nor a CUDA library: nda imports it on first use of ``device="cuda"``,
+and CuPy is imported by :meth:`CudaBackend.devices`, the probe nda runs before anything
+else. A machine without CuPy, without a driver or without a GPU makes the probe raise (or
+return no device); nda then lists the backend as *unavailable* with that reason and
+everything else keeps working.
+
+The contract (``nda.backends.contract``, API 1.1), member by member:
+
+* devices: one ``cuda:i`` per visible GPU with its name, memory and compute capability;
+* buffers: ``cupy.ndarray`` itself (no wrapper), so DLPack exchange with CuPy and PyTorch
+  is zero-copy and a kernel call costs CuPy's call plus a stream context;
+* kernels: derived from the op catalog by name (:mod:`nda_cuda._kernels`, over
+  array-api-compat's cupy namespace), each run on the device's stream with the device
+  current; ``fallback_to_host = True`` covers every op CuPy has no fitting function for;
+* memory: CuPy's memory pool (``memory_stats``, ``release_all`` -> ``free_all_blocks``);
+  an allocation failure is a ``MemoryError`` naming the device, the request and what is free;
+* data movement: host <-> device copies on the device's stream; direct device-to-device
+  copies ordered by events on both streams; DLPack export (``cupy.from_dlpack(x)``,
+  ``torch.from_dlpack(x)``) and import (:func:`from_dlpack`);
+* execution: ``record_completion`` returns a completion signalled from a CUDA event
+  (:mod:`nda_cuda._streams`), so the engine orders GPU work without blocking the caller;
+  ``to_host`` waits for an event recorded after its copy, i.e. only for the work before it.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable
+
+from nda import Device
+from nda.backends import DeviceInfo
+
+__all__ = ["CudaBackend", "CudaUnavailableError", "backend", "from_dlpack"]
+
+_KDLCUDA = 2  # DLPack device type of CUDA memory
+
+
+class CudaUnavailableError(RuntimeError):
+    """No usable GPU: CuPy is missing, the driver is missing or too old, or there is no device."""
+
+
+class CudaBackend:
+    """NVIDIA GPUs through CuPy (see the module docstring)."""
+
+    name = "cuda"
+    api_version = "1.1"
+    device_types = ("cuda",)
+    fallback_to_host = True
+
+    def __init__(self) -> None:
+        self._cupy: Any = None
+        self._streams: list[Any] = []
+        self._lock = threading.Lock()
+        #: op -> why it has no CuPy kernel (those run through the host fallback); set by register().
+        self.unmapped: dict[str, str] = {}
+        #: op -> the CuPy function (or nda_cuda override) its kernel calls; set by register().
+        self.sources: dict[str, str] = {}
+
+    # ------------------------------------------------------------------ processor info
+    def _import_cupy(self) -> Any:
+        if self._cupy is None:
+            try:
+                import cupy
+            except Exception as err:  # noqa: BLE001 - ImportError, or a broken CUDA library underneath
+                raise CudaUnavailableError(
+                    f"CuPy cannot be imported ({type(err).__name__}: {err}); install the CuPy wheel for your CUDA, e.g. pip install cupy-cuda12x"
+                ) from err
+            self._cupy = cupy
+        return self._cupy
+
+    def devices(self) -> list[DeviceInfo]:
+        cupy = self._import_cupy()
+        runtime = cupy.cuda.runtime
+        try:
+            count = runtime.getDeviceCount()
+        except runtime.CUDARuntimeError as err:
+            raise CudaUnavailableError(_probe_reason(cupy, err)) from err
+        infos = []
+        for i in range(count):
+            props = runtime.getDeviceProperties(i)
+            name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
+            infos.append(DeviceInfo(
+                Device("cuda", i), name, int(props["totalGlobalMem"]),
+                compute_capability=f"{props['major']}.{props['minor']}",
+                multiprocessors=int(props["multiProcessorCount"]), stream="cuda",
+            ))
+        return infos  # [] when CUDA sees no GPU: nda reports "no device found"
+
+    def _ensure_streams(self) -> list[Any]:
+        if not self._streams:
+            with self._lock:
+                if not self._streams:
+                    from ._streams import DeviceStream
+
+                    cupy = self._import_cupy()
+                    self._streams = [DeviceStream(cupy, i) for i in range(cupy.cuda.runtime.getDeviceCount())]
+        return self._streams
+
+    def _stream(self, device: Device) -> Any:
+        streams = self._ensure_streams()
+        if not 0 <= device.index < len(streams):
+            raise ValueError(f"{device} does not exist; cuda devices: {', '.join(f'cuda:{i}' for i in range(len(streams)))}")
+        return streams[device.index]
+
+    @property
+    def buffer_type(self) -> type:
+        return self._import_cupy().ndarray  # type: ignore[no-any-return]
+
+    # ------------------------------------------------------------------ kernels
+    def register(self, register_kernel: Callable[..., None]) -> None:
+        from nda.ops import CATALOG
+
+        from . import _kernels
+
+        cupy = self._import_cupy()
+        self._ensure_streams()
+        try:
+            import array_api_compat.cupy as namespace
+        except ImportError:
+            namespace = None  # CuPy's own names only; ops named differently fall back to the host
+        kernels, self.unmapped = _kernels.build(cupy, namespace)
+        for spec in kernels:
+            register_kernel(spec.op, CATALOG[spec.op].supported_dtypes, self._on_device(spec.fn, spec.source))
+            self.sources[spec.op] = spec.source
+
+    def _on_device(self, fn: Callable[..., Any], source: str) -> Callable[..., Any]:
+        """Run ``fn`` with the buffers' device current and that device's stream as CuPy's stream."""
+        streams = self._streams
+        oom = self._cupy.cuda.memory.OutOfMemoryError
+        ndarray = self._cupy.ndarray
+        backend = self
+
+        if len(streams) == 1:
+            stream = streams[0].stream  # one GPU: it is every thread's current device already
+
+            def kernel(*args: Any, **kwargs: Any) -> Any:
+                try:
+                    with stream:
+                        return fn(*args, **kwargs)
+                except oom as err:
+                    raise backend._out_of_memory(0, err) from None
+        else:
+
+            def kernel(*args: Any, **kwargs: Any) -> Any:
+                index = _device_index(args, kwargs, ndarray)
+                ds = streams[index]
+                try:
+                    with ds.device, ds.stream:
+                        return fn(*args, **kwargs)
+                except oom as err:
+                    raise backend._out_of_memory(index, err) from None
+
+        kernel.__name__ = kernel.__qualname__ = f"cuda[{source}]"
+        kernel.__module__ = __name__
+        return kernel
+
+    def _out_of_memory(self, index: int, err: BaseException) -> MemoryError:
+        pool = self._cupy.get_default_memory_pool()
+        with self._cupy.cuda.Device(index):
+            free, total = self._cupy.cuda.runtime.memGetInfo()
+            used, held = pool.used_bytes(), pool.total_bytes()
+        return MemoryError(
+            f"cuda:{index}: {err}; the device has {free:,} of {total:,} bytes free, nda/CuPy's pool holds {held:,} bytes "
+            f"({used:,} in use by arrays). Free arrays on cuda:{index}, or call nda.backends.release_all('cuda:{index}')."
+        )
+
+    def ensure_buffer(self, result: Any) -> Any:
+        """A 0-d result as a device array (CuPy returns arrays already; scalars from elsewhere are moved)."""
+        cupy = self._cupy
+        return result if isinstance(result, cupy.ndarray) else cupy.asarray(result)
+
+    # ------------------------------------------------------------------ data movement
+    def to_host(self, buf: Any) -> Any:
+        ds = self._stream(self.device_of(buf))
+        with ds.device, ds.stream:
+            # On the device's stream, so the copy follows the work that produced ``buf``;
+            # then wait for an event after the copy: nothing enqueued later is waited for.
+            host = buf.get(stream=ds.stream, blocking=False)
+            ev = ds.event()
+        ds.wait_event(ev)
+        return host
+
+    def from_host(self, host: Any, device: Device, out: Any = None) -> Any:
+        import numpy as np
+
+        ds = self._stream(device)
+        host = np.asarray(host)
+        try:
+            with ds.device, ds.stream:
+                data = self._cupy.array(host, copy=True)  # pageable memory: staged, so ``host`` may change afterwards
+                if out is None:
+                    return data
+                out[...] = data
+                return out
+        except self._cupy.cuda.memory.OutOfMemoryError as err:
+            raise self._out_of_memory(device.index, err) from None
+
+    def device_of(self, buf: Any) -> Device:
+        return Device("cuda", buf.device.id)
+
+    def copy_to_device(self, buf: Any, device: Device) -> Any:
+        """Direct GPU-to-GPU copy (peer-to-peer where the GPUs allow), ordered on both streams.
+
+        The target stream waits for an event after the source's pending work; the source
+        stream then waits for the copy, so a later write to the source (or reuse of its
+        memory by the pool) cannot overtake it: the copy is a snapshot taken at the call.
+        """
+        src = self._stream(self.device_of(buf))
+        dst = self._stream(device)
+        cupy = self._cupy
+        try:
+            with src.device, src.stream:
+                source = cupy.ascontiguousarray(buf)
+                ready = src.event()
+            with dst.device, dst.stream:
+                dst.stream.wait_event(ready)
+                out = cupy.empty(source.shape, dtype=source.dtype)
+                if source.nbytes:
+                    out.data.copy_from_device_async(source.data, source.nbytes, dst.stream)
+                copied = dst.event()
+            src.stream.wait_event(copied)
+        except cupy.cuda.memory.OutOfMemoryError as err:
+            raise self._out_of_memory(device.index, err) from None
+        return out
+
+    def dlpack(self, buf: Any, **kwargs: Any) -> Any:
+        ds = self._stream(self.device_of(buf))
+        kwargs = {k: v for k, v in kwargs.items() if v is not None}
+        with ds.device, ds.stream:
+            # CuPy orders the consumer's stream after the current (our) stream's work.
+            return buf.__dlpack__(**kwargs)
+
+    def dlpack_device(self, device: Device) -> tuple[int, int]:
+        return (_KDLCUDA, device.index)
+
+    # ------------------------------------------------------------------ memory
+    def memory_stats(self, device: Device) -> dict[str, int]:
+        """CuPy's pool on ``device``: ``in_use`` (by arrays), ``cached`` (held for reuse), the
+        device's ``capacity`` and ``device_free``. CuPy's pool keeps no high-water mark, so
+        there is no ``peak``."""
+        self._stream(device)
+        cupy = self._cupy
+        pool = cupy.get_default_memory_pool()
+        with cupy.cuda.Device(device.index):
+            used, held = pool.used_bytes(), pool.total_bytes()
+            free, total = cupy.cuda.runtime.memGetInfo()
+        return {"in_use": int(used), "cached": int(held - used), "capacity": int(total), "device_free": int(free)}
+
+    def release_all(self, device: Device) -> int:
+        ds = self._stream(device)
+        ds.synchronize()  # blocks freed by finished work only
+        pool = self._cupy.get_default_memory_pool()
+        with ds.device:
+            before = pool.total_bytes()
+            pool.free_all_blocks()
+            return int(before - pool.total_bytes())
+
+    # ------------------------------------------------------------------ execution
+    def record_completion(self, device: Device) -> Any:
+        return self._stream(device).completion()
+
+    def synchronize(self, device: Device) -> None:
+        self._stream(device).synchronize()
+
+    def __repr__(self) -> str:
+        state = f"{len(self._streams)} device(s)" if self._streams else "not probed"
+        return f"<nda-cuda backend (CuPy): {state}>"
+
+
+def _device_index(args: tuple[Any, ...], kwargs: dict[str, Any], ndarray: type) -> int:
+    device = kwargs.get("device")
+    if device is not None:
+        return int(device.index)
+    for value in args:
+        for item in value if value.__class__ in (tuple, list) else (value,):
+            if isinstance(item, ndarray):
+                return int(item.device.id)
+    raise TypeError("a cuda kernel was called without a cuda buffer or device")
+
+
+def _probe_reason(cupy: Any, err: BaseException) -> str:
+    """A sentence for nda.backends.status(): what CUDA said, and which CuPy/CUDA was asked."""
+    try:
+        runtime = cupy.cuda.runtime.runtimeGetVersion()
+        built = f"CUDA runtime {runtime // 1000}.{runtime % 1000 // 10}"
+    except Exception:  # noqa: BLE001
+        built = "its CUDA runtime"
+    code, _, text = str(err).partition(": ")
+    text = text or code
+    return f"no usable NVIDIA GPU: {text} ({code}; CuPy {cupy.__version__} with {built})"
+
+
+def from_dlpack(obj: Any, /) -> Any:
+    """A cuda nda array sharing memory with ``obj`` (a CuPy array, a CUDA PyTorch tensor, ...).
+
+    Zero-copy: nda's own ``nda.from_dlpack`` goes through host memory (``numpy.from_dlpack``)
+    and so cannot take device memory. The producer's pending work is ordered before the
+    device's stream by the DLPack stream handshake.
+    """
+    import nda
+    from nda._array import new_array
+    from nda._devices import ArrayMeta, strided
+    from nda._dtypes import from_numpy_dtype
+
+    nda.backends.load("cuda")
+    if not hasattr(obj, "__dlpack_device__"):
+        raise TypeError(f"from_dlpack() expects an object with __dlpack__ and __dlpack_device__, got {type(obj).__name__}")
+    kind, index = obj.__dlpack_device__()
+    if int(kind) != _KDLCUDA:
+        raise ValueError(f"from_dlpack(): the data is on DLPack device type {int(kind)}, not CUDA ({_KDLCUDA}); use nda.from_dlpack for host data")
+    ds = backend._stream(Device("cuda", int(index)))
+    with ds.device, ds.stream:
+        array = backend._cupy.from_dlpack(obj)
+    meta = ArrayMeta(Device("cuda", int(index)), from_numpy_dtype(array.dtype), strided)
+    return new_array(array, meta, tuple(array.shape))
+
+
+backend = CudaBackend()

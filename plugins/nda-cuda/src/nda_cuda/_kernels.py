@@ -1,0 +1,350 @@
+"""Derive a kernel for every op of nda's catalog from an array module (CuPy, or NumPy in tests).
+
+nda's catalog gives each op a *reference*: a NumPy implementation written in the kernel
+convention (the required parameters positionally, the ones with defaults by keyword;
+dtypes as ``nda.DType``; creation ops get ``device=``). CuPy mirrors NumPy's API and
+array-api-compat's cupy namespace gives it the Array API's names and semantics, so most
+kernels need no code of their own: :func:`build` looks each op up *by name* and adapts the
+call to the function's signature. New catalog ops therefore get a kernel as soon as their
+name (or the NumPy function their reference is named after) exists in the namespace.
+
+Lookup order for an op (first hit whose signature fits wins):
+
+1. an explicit override from :data:`OVERRIDES` (where CuPy's semantics differ from the
+   reference's, or the convention cannot be mapped by name);
+2. the reference's own name: ``numpy.fft.fft`` -> ``fft.fft``, ``_ref_zeros`` -> ``zeros``
+   (the reference says what the op *is*; ``zeros_like``'s reference is ``_ref_zeros``);
+   a NumPy function's name is looked up in the array module first (CuPy mirrors NumPy,
+   and the reference is NumPy), any other name in the Array-API namespace first;
+3. the op's name (``acos``, ``linalg.inv``), Array-API namespace first.
+
+The adapter (:func:`adapt`) binds the kernel convention to the target's signature: a
+reference parameter goes by keyword when the target has a keyword parameter of that name,
+positionally when it sits in the target's leading positional slots, and ``device`` is
+dropped (the backend selects the device around the call). A target that cannot take every
+argument is not used: the op then has no native kernel and runs through the host fallback.
+``nda.DType`` values become the module's dtypes; a NumPy scalar result becomes a 0-d array;
+a result that shares memory with an input of an op nda does not declare as a view is
+copied (nda's engine tracks views only where the catalog says so).
+
+Everything here takes the array module as a parameter, so ``tests/test_cuda.py`` builds
+the same table over NumPy and runs nda's conformance kit on it without a GPU: that checks
+the op -> function mapping and the argument conventions, not CuPy.
+"""
+
+from __future__ import annotations
+
+import inspect
+from types import ModuleType
+from typing import Any, Callable
+
+from nda import DType
+from nda.backends.contract import kernel_parameters
+from nda.ops import CATALOG
+
+__all__ = ["KernelSpec", "build", "adapt", "OVERRIDES"]
+
+_P = inspect.Parameter
+_POSITIONAL = (_P.POSITIONAL_ONLY, _P.POSITIONAL_OR_KEYWORD)
+#: Ops whose result may share memory with an input (besides those declared as views).
+_MAY_ALIAS = {"astype"}
+
+
+class KernelSpec:
+    """One kernel: the op, the callable (module arrays in, module array out), where it came from."""
+
+    __slots__ = ("op", "fn", "source")
+
+    def __init__(self, op: str, fn: Callable[..., Any], source: str) -> None:
+        self.op = op
+        self.fn = fn
+        self.source = source
+
+    def __repr__(self) -> str:
+        return f"<kernel {self.op} <- {self.source}>"
+
+
+# --------------------------------------------------------------------------- lookup
+
+def _resolve(namespace: Any, path: str) -> Any:
+    obj = namespace
+    for part in path.split("."):
+        obj = getattr(obj, part, None)
+        if obj is None:
+            return None
+    return obj if callable(obj) else None
+
+
+def candidates(decl: Any, xp: Any, namespace: Any) -> list[tuple[str, Any]]:
+    """(name, namespace) pairs to look the op up in, best first (see the module docstring).
+
+    A reference that *is* a NumPy function (``numpy.sign``) is looked up in the array module
+    first: CuPy's contract is to mirror NumPy, and the Array-API wrapper can differ at the
+    edges (array-api-compat's complex ``sign`` gives NaN for infinite input, NumPy does not).
+    Other names go to the Array-API namespace first.
+    """
+    found: list[tuple[str, Any]] = []
+    ref = decl.reference
+    ref_name = getattr(ref, "__name__", "") or ""
+    module = getattr(ref, "__module__", None) or ""
+    std = [s for s in (namespace, xp) if s is not None]
+    if module == "numpy" or module.startswith("numpy."):
+        public = [p for p in module.split(".")[1:] if not p.startswith("_") and p != "lib"]
+        found += [(".".join([*public, ref_name]), s) for s in (xp, *std)]
+    elif ref_name.startswith("_ref_"):
+        prefix = decl.name.rpartition(".")[0]
+        base = ref_name[len("_ref_"):]
+        found += [(f"{prefix}.{base}" if prefix else base, s) for s in std]
+    found += [(decl.name, s) for s in std]
+    unique: list[tuple[str, Any]] = []
+    for name, space in found:
+        if all(name != n or space is not s for n, s in unique):
+            unique.append((name, space))
+    return unique
+
+
+# --------------------------------------------------------------------------- the adapter
+
+def adapt(decl: Any, target: Callable[..., Any], xp: ModuleType) -> Callable[..., Any] | None:
+    """A kernel calling ``target`` with ``decl``'s kernel convention, or None if it cannot take it."""
+    positional, keywords = kernel_parameters(decl)
+    try:
+        sig = inspect.signature(target)
+    except (TypeError, ValueError):
+        sig = None  # a ufunc or a C function: positional operands only
+    if sig is None:
+        if keywords or "device" in positional:
+            return None
+        return _finish(decl, target, xp)
+    params = list(sig.parameters.values())
+    slots = [p for p in params if p.kind in _POSITIONAL]
+    open_ended = any(p.kind is _P.VAR_POSITIONAL for p in params)
+    by_keyword = {p.name for p in params if p.kind in (_P.POSITIONAL_OR_KEYWORD, _P.KEYWORD_ONLY)}
+    # For each reference parameter: an int (positional slot), a str (keyword) or None (dropped).
+    routes: list[tuple[str, Any]] = []
+    leading = True
+    for i, name in enumerate(positional):
+        if name == "device":
+            routes.append((name, None))
+            leading = False
+            continue
+        slot_fits = leading and (i < len(slots) or open_ended)
+        if slot_fits and (i >= len(slots) or slots[i].name == name or name not in by_keyword):
+            routes.append((name, i))
+        elif name in by_keyword:
+            routes.append((name, name))
+            leading = False
+        else:
+            return None
+    for name in keywords:
+        if name == "device":
+            routes.append((name, None))
+        elif name in by_keyword:
+            routes.append((name, name))
+        else:
+            return None
+    # nda's plans pass some required parameters by keyword (creation ops: ``dtype=``,
+    # ``device=``), so every call is bound by name first and then laid out for the target.
+    names = positional + [k for k in keywords if k not in positional]
+    slot_names = [name for name, route in routes if route.__class__ is int]
+    keyword_routes = [(name, route) for name, route in routes if route.__class__ is str]
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        named = dict(zip(names, args))
+        named.update(kwargs)
+        out_args = [named[n] for n in slot_names]
+        out_kwargs = {route: named[n] for n, route in keyword_routes if n in named}
+        return target(*out_args, **out_kwargs)
+
+    return _finish(decl, call, xp)
+
+
+def _finish(decl: Any, call: Callable[..., Any], xp: ModuleType) -> Callable[..., Any]:
+    """Translate dtypes, make scalars 0-d arrays, copy unexpected views."""
+    ndarray = xp.ndarray
+    elementwise = decl.family in ("unary", "binary")
+    guard_alias = not elementwise and not decl.view and decl.name not in _MAY_ALIAS and not decl.mutates
+    may_share = getattr(xp, "may_share_memory", None)
+
+    if elementwise:
+        # The hot path: operands only, and the module's ufuncs already return arrays for
+        # arrays (NumPy returns a scalar for 0-d input; nda's ensure_buffer takes care).
+        return call
+
+    def kernel(*args: Any, **kwargs: Any) -> Any:
+        kwargs = {k: _translate(v) for k, v in kwargs.items()}
+        result = call(*[_translate(a) for a in args], **kwargs)
+        if result is None or decl.mutates:
+            return None
+        if result.__class__ is not ndarray:
+            result = xp.asarray(result)
+        if guard_alias and may_share is not None:
+            for a in args:
+                for item in a if a.__class__ in (list, tuple) else (a,):
+                    if item.__class__ is ndarray and may_share(result, item):
+                        return result.copy()
+        return result
+
+    return kernel
+
+
+def _translate(value: Any) -> Any:
+    """nda dtypes become the module's (CuPy takes NumPy dtypes); everything else passes."""
+    return value.numpy if value.__class__ is DType else value
+
+
+# --------------------------------------------------------------------------- overrides
+# Each factory takes the array module and returns a kernel in nda's convention, written
+# only with functions NumPy and CuPy share (so the NumPy build tests them too).
+
+def _check_index_bounds(xp: ModuleType, x: Any, key: Any) -> None:
+    """IndexError for an out-of-bounds integer-array index (CuPy would wrap around silently).
+
+    It reads one flag per index array back to the host: a sync, paid only by integer-array
+    indexing, which NumPy and nda's reference check too.
+    """
+    parts = key if key.__class__ is tuple else (key,)
+    consuming = sum(0 if p is None or p is Ellipsis else (p.ndim if getattr(p, "dtype", None) is not None and p.dtype.kind == "b" else 1) for p in parts)
+    axis = 0
+    for part in parts:
+        if part is None:
+            continue
+        if part is Ellipsis:
+            axis += x.ndim - consuming
+            continue
+        dtype = getattr(part, "dtype", None)
+        if dtype is not None and dtype.kind == "b":
+            axis += part.ndim
+            continue
+        if dtype is not None and dtype.kind in "iu" and part.size:
+            n = x.shape[axis]
+            bad = (part >= n) | (part < -n) if dtype.kind == "i" else part >= n
+            if bool(xp.any(bad)):
+                value = int(part[bad].ravel()[0])
+                raise IndexError(f"index {value} is out of bounds for axis {axis} with size {n}")
+        axis += 1
+
+
+def _getitem(xp: ModuleType) -> Callable[..., Any]:
+    def getitem(a: Any, b: Any) -> Any:
+        _check_index_bounds(xp, a, b)
+        return a[b]
+
+    return getitem
+
+
+def _setitem(xp: ModuleType) -> Callable[..., Any]:
+    def setitem(x: Any, key: Any, value: Any) -> None:
+        _check_index_bounds(xp, x, key)
+        x[key] = value
+
+    return setitem
+
+
+def _asarray(xp: ModuleType) -> Callable[..., Any]:
+    def asarray(host: Any, device: Any, copy: bool | None = None) -> Any:
+        return xp.array(host, copy=True)  # into device memory (for NumPy: a private copy)
+
+    return asarray
+
+
+def _part(name: str) -> Callable[[ModuleType], Callable[..., Any]]:
+    def factory(xp: ModuleType) -> Callable[..., Any]:
+        fn = getattr(xp, name)
+
+        def part(x: Any) -> Any:
+            return fn(x).copy()  # xp.real/imag return views (or x itself); nda's op is a new array
+
+        part.__name__ = name
+        return part
+
+    return factory
+
+
+def _shift(left: bool) -> Callable[[ModuleType], Callable[..., Any]]:
+    """NumPy defines shifts by >= the bit width (or negative counts) as 0, or -1 for a negative
+    signed value shifted right; C (and so a CUDA kernel) leaves them undefined."""
+
+    def factory(xp: ModuleType) -> Callable[..., Any]:
+        shift = xp.left_shift if left else xp.right_shift
+
+        def kernel(x1: Any, x2: Any) -> Any:
+            dtype = (x1 if hasattr(x1, "dtype") else x2).dtype
+            bits = dtype.itemsize * 8
+            a = xp.asarray(x1, dtype=dtype)
+            count = xp.asarray(x2, dtype=dtype)
+            ok = (count >= 0) & (count < bits) if dtype.kind == "i" else count < bits
+            shifted = shift(a, xp.where(ok, count, xp.zeros((), dtype=dtype)))
+            if left or dtype.kind == "u":
+                spill = xp.zeros((), dtype=dtype)
+            else:
+                spill = xp.where(a < 0, xp.asarray(-1, dtype=dtype), xp.zeros((), dtype=dtype))
+            return xp.where(ok, shifted, spill)
+
+        kernel.__name__ = "left_shift" if left else "right_shift"
+        return kernel
+
+    return factory
+
+
+def _pow(xp: ModuleType) -> Callable[..., Any]:
+    power = xp.power
+
+    def pow(x1: Any, x2: Any) -> Any:  # noqa: A001
+        dtype = getattr(x2, "dtype", None)
+        if dtype is not None and dtype.kind == "i" and getattr(x1, "dtype", dtype).kind in "iu":
+            if x2.size and bool(xp.any(x2 < 0)):  # NumPy raises; a CUDA kernel would return garbage
+                raise ValueError("Integers to negative integer powers are not allowed.")
+        elif x2.__class__ is int and x2 < 0 and getattr(x1, "dtype", None) is not None and x1.dtype.kind in "iu":
+            raise ValueError("Integers to negative integer powers are not allowed.")
+        return power(x1, x2)
+
+    return pow
+
+
+#: op -> factory(xp) for ops whose CuPy function differs from the reference, or that have none.
+OVERRIDES: dict[str, Callable[[ModuleType], Callable[..., Any]]] = {
+    "asarray": _asarray,
+    "getitem": _getitem,
+    "setitem": _setitem,
+    "real": _part("real"),
+    "imag": _part("imag"),
+    "bitwise_left_shift": _shift(True),
+    "bitwise_right_shift": _shift(False),
+    "pow": _pow,
+}
+
+
+# --------------------------------------------------------------------------- the table
+
+def build(xp: ModuleType, namespace: Any = None, catalog: dict[str, Any] | None = None) -> tuple[list[KernelSpec], dict[str, str]]:
+    """Kernels for the catalog over array module ``xp`` (and its Array-API ``namespace``).
+
+    Returns the kernels and, for every op without one, why (those run through nda's host
+    fallback). ``namespace`` defaults to ``xp``.
+    """
+    catalog = CATALOG if catalog is None else catalog
+    kernels: list[KernelSpec] = []
+    missing: dict[str, str] = {}
+    for name, decl in catalog.items():
+        override = OVERRIDES.get(name)
+        if override is not None:
+            fn = override(xp)
+            kernel = fn if decl.family in ("unary", "binary") else _finish(decl, fn, xp)
+            kernels.append(KernelSpec(name, kernel, f"nda_cuda override {fn.__name__}"))
+            continue
+        tried = []
+        for path, space in candidates(decl, xp, namespace):
+            target = _resolve(space, path)
+            if target is None:
+                continue
+            where = f"{getattr(space, '__name__', 'xp')}.{path}"
+            tried.append(where)
+            kernel = adapt(decl, target, xp)
+            if kernel is not None:
+                kernels.append(KernelSpec(name, kernel, where))
+                break
+        else:
+            names = sorted({n for n, _ in candidates(decl, xp, namespace)})
+            missing[name] = f"signature does not fit ({', '.join(tried)})" if tried else f"no function named {' or '.join(names)}"
+    return kernels, missing

@@ -1,0 +1,65 @@
+"""nda-cuda's kernel table built over NumPy instead of CuPy, as a runtime-loaded backend.
+
+Not a GPU test. ``nda_cuda._kernels.build`` takes the array module as a parameter; with
+``numpy`` and ``array_api_compat.numpy`` it produces exactly the table the cuda backend
+builds over CuPy (same name lookup, same argument adapter, same overrides), so running
+nda's conformance kit on this device (``cudamirror``) against cpu checks the op -> function
+mapping and the calling conventions on any machine. What it cannot check is CuPy itself:
+that is what the conformance run on a real GPU is for (``tests/test_cuda.py``).
+
+Buffers are plain ``numpy.ndarray`` copies owned by the device; load with
+``nda.backends.load("_cuda_numpy_mirror:backend")``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import array_api_compat.numpy as compat_numpy
+import numpy as np
+
+from nda import Device
+from nda.backends import DeviceInfo
+from nda.ops import CATALOG
+from nda_cuda import _kernels
+
+DEVICE = Device("cudamirror", 0)
+
+
+class NumpyMirrorBackend:
+    name = "cudamirror"
+    api_version = "1.1"
+    device_types = ("cudamirror",)
+    fallback_to_host = True
+    buffer_type = np.ndarray
+
+    def __init__(self) -> None:
+        self.unmapped: dict[str, str] = {}
+        self.sources: dict[str, str] = {}
+
+    def devices(self) -> list[DeviceInfo]:
+        return [DeviceInfo(DEVICE, "nda-cuda kernel table over NumPy")]
+
+    def register(self, register_kernel: Callable[..., None]) -> None:
+        kernels, self.unmapped = _kernels.build(np, compat_numpy)
+        for spec in kernels:
+            register_kernel(spec.op, CATALOG[spec.op].supported_dtypes, spec.fn)
+            self.sources[spec.op] = spec.source
+
+    def ensure_buffer(self, result: Any) -> np.ndarray:
+        return result if isinstance(result, np.ndarray) else np.asarray(result)
+
+    def to_host(self, buf: np.ndarray) -> np.ndarray:
+        return np.array(buf, copy=True)
+
+    def from_host(self, host: Any, device: Device, out: np.ndarray | None = None) -> np.ndarray:
+        if out is not None:
+            out[...] = host
+            return out
+        return np.array(host, copy=True)
+
+    def device_of(self, buf: np.ndarray) -> Device:
+        return DEVICE
+
+
+backend = NumpyMirrorBackend()

@@ -1,0 +1,317 @@
+"""nda-cuda (``plugins/nda-cuda``): the unavailable path everywhere, the GPU for real where there is one.
+
+Three groups:
+
+* **Without a GPU** (and with one): ``import nda`` imports neither CuPy nor nda_cuda; the
+  backend's probe runs the real CuPy against the real driver, and ``nda.backends.status()``
+  says what CUDA said; cuda arrays raise a clear error while cpu and sim keep working.
+* **Not a GPU test**: nda-cuda's kernel table built over NumPy (``_cuda_numpy_mirror``) runs
+  nda's conformance kit against cpu. It checks the op -> function mapping and the argument
+  conventions the CuPy table uses; CuPy's own kernels are checked only on a GPU.
+* **GPU** (skipped with the probe's reason when there is none): the conformance kit for
+  ``cuda`` against cpu, the engine's stateful test on cuda, DLPack with CuPy and PyTorch,
+  memory statistics and out-of-memory, CUDA-event completion that does not block, copies.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+
+import nda
+
+cupy = pytest.importorskip("cupy", reason="nda-cuda's tests need CuPy installed (pip install ./plugins/nda-cuda)")
+
+
+def _probe() -> tuple[int, str]:
+    """(number of GPUs, why none) straight from CuPy, as the backend's probe sees it."""
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except cupy.cuda.runtime.CUDARuntimeError as err:
+        return 0, str(err)
+    return count, "" if count else "CUDA reports no device"
+
+
+GPUS, NO_GPU_REASON = _probe()
+needs_gpu = pytest.mark.skipif(GPUS == 0, reason=f"no usable NVIDIA GPU: {NO_GPU_REASON}")
+without_gpu = pytest.mark.skipif(GPUS > 0, reason=f"this machine has {GPUS} GPU(s); the unavailable path is tested where there is none")
+
+
+def _run(code: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env={**os.environ, **env}, timeout=180)
+
+
+# ----------------------------------------------------------------------------- everywhere
+
+def test_cuda_is_an_installed_backend_and_import_nda_stays_light():
+    result = _run(
+        """
+        import sys, json
+        import nda
+        names = [r["name"] for r in nda.backends.status()]
+        heavy = sorted(m for m in ("cupy", "nda_cuda", "array_api_compat") if m in sys.modules)
+        x = nda.arange(4) + 1
+        print(json.dumps([names, heavy, x.tolist(), sorted(m for m in ("cupy", "nda_cuda") if m in sys.modules)]))
+        """
+    )
+    assert result.returncode == 0, result.stderr
+    names, heavy, values, after_cpu_work = json.loads(result.stdout)
+    assert "cuda" in names, "the nda.backends entry point of plugins/nda-cuda is not installed"
+    assert heavy == [] and after_cpu_work == [], "neither import nda nor cpu work may import CuPy or nda_cuda"
+    assert values == [1, 2, 3, 4]
+
+
+def test_status_reports_what_the_cuda_probe_found():
+    result = _run(
+        """
+        import json, sys, nda
+        try:
+            nda.backends.load("cuda")
+        except nda.backends.BackendError as err:
+            print(json.dumps({"error": str(err)}))
+        rec = next(r for r in nda.backends.status() if r["name"] == "cuda")
+        print(json.dumps(rec))
+        print(nda.backends.status_table())
+        """
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    if GPUS == 0:
+        error, rec = json.loads(lines[0]), json.loads(lines[1])
+        assert rec["state"] == "unavailable"
+        assert rec["device_types"] == ["cuda"]
+        if NO_GPU_REASON == "CUDA reports no device":
+            assert rec["reason"] == "no device found"
+        else:
+            # CuPy's own words, e.g. "cudaErrorInsufficientDriver: CUDA driver version is insufficient ..."
+            code, _, text = NO_GPU_REASON.partition(": ")
+            assert rec["reason"].startswith("device probe failed: CudaUnavailableError: no usable NVIDIA GPU: ")
+            assert text in rec["reason"] and code in rec["reason"] and cupy.__version__ in rec["reason"]
+            assert text in error["error"]
+        table_row = next(line for line in lines if line.startswith("cuda "))
+        assert "unavailable" in table_row and ("no usable NVIDIA GPU" in table_row or "no device found" in table_row)
+    else:
+        rec = json.loads(lines[0])
+        assert rec["state"] == "loaded", rec["reason"]
+        assert [d["device"] for d in rec["devices"]] == [f"cuda:{i}" for i in range(GPUS)]
+
+
+@without_gpu
+def test_without_a_gpu_cuda_arrays_fail_clearly_and_everything_else_works():
+    with pytest.raises(ValueError, match="device type 'cuda' is not available.*unavailable"):
+        nda.zeros(3, device="cuda")
+    assert nda.backends.devices("cuda") == []
+    assert (nda.arange(3) * 2).tolist() == [0, 2, 4]
+    assert (nda.arange(3, device="sim") + 1).tolist() == [1, 2, 3]
+
+
+@without_gpu
+def test_gpu_tests_skip_with_the_probe_reason():
+    """The skip reason GPU tests show is CUDA's own message, not a generic "no GPU"."""
+    assert needs_gpu.kwargs["reason"] == f"no usable NVIDIA GPU: {NO_GPU_REASON}"
+    assert NO_GPU_REASON  # e.g. "cudaErrorInsufficientDriver: CUDA driver version is insufficient ..."
+
+
+# ----------------------------------------------------------------------------- not a GPU test
+
+@pytest.fixture(scope="module")
+def mirror():
+    if not nda.backends.serves("cudamirror"):
+        nda.backends.load("_cuda_numpy_mirror:backend")
+    import _cuda_numpy_mirror
+
+    return _cuda_numpy_mirror.backend
+
+
+def test_kernel_table_over_numpy_matches_the_cpu_reference(mirror):
+    """nda-cuda's kernel mapping and argument conventions, exercised over NumPy (not CuPy)."""
+    from nda.testing import conformance
+
+    assert mirror.unmapped == {}, f"ops without a derived kernel: {mirror.unmapped}"
+    report = conformance.run("cudamirror", reference="cpu", dtypes=["bool", "int8", "uint16", "int64", "float32", "complex128"])
+    assert report.ok, report.table()
+    counts = report.counts()
+    assert counts.get("passed", 0) >= 400, counts
+
+
+def test_catalog_ops_are_found_by_name_with_overrides_only_where_needed(mirror):
+    from nda_cuda import _kernels
+
+    sources = mirror.sources
+    assert sources["add"] == "numpy.add"  # a NumPy reference: the array module's function of that name
+    assert sources["zeros_like"] == "array_api_compat.numpy.zeros"  # _ref_zeros names the function
+    assert sources["cumulative_sum"] == "array_api_compat.numpy.cumulative_sum"
+    overridden = {op for op, src in sources.items() if src.startswith("nda_cuda override")}
+    assert overridden == set(_kernels.OVERRIDES) & set(sources)
+
+
+def test_integer_index_bounds_are_checked_before_indexing():
+    """CuPy wraps out-of-bounds integer indices; the getitem/setitem override raises like NumPy."""
+    from nda_cuda._kernels import _check_index_bounds
+
+    x = np.zeros((3, 4))
+    _check_index_bounds(np, x, (np.array([0, 2, -3]), slice(None)))
+    with pytest.raises(IndexError, match="index 4 is out of bounds for axis 1 with size 4"):
+        _check_index_bounds(np, x, (Ellipsis, np.array([1, 4])))
+    with pytest.raises(IndexError, match="index -4 is out of bounds for axis 0 with size 3"):
+        _check_index_bounds(np, x, (np.array([-4]),))
+    with pytest.raises(IndexError, match="axis 1 with size 4"):
+        _check_index_bounds(np, x, (None, np.array([True, False, True]), np.array([9], dtype=np.uint8)))
+
+
+# ----------------------------------------------------------------------------- GPU
+
+@needs_gpu
+def test_devices_report_name_memory_and_compute_capability():
+    infos = nda.backends.devices("cuda")
+    assert [str(i.device) for i in infos] == [f"cuda:{i}" for i in range(GPUS)]
+    for i, info in enumerate(infos):
+        props = cupy.cuda.runtime.getDeviceProperties(i)
+        assert info.memory == props["totalGlobalMem"] > 0
+        assert info.extra["compute_capability"] == f"{props['major']}.{props['minor']}"
+        assert info.name
+
+
+@needs_gpu
+def test_conformance_kit_cuda_against_cpu():
+    from nda.testing import conformance
+
+    report = conformance.run("cuda", reference="cpu")
+    print(report.table())
+    assert report.ok, report.table()
+
+
+@needs_gpu
+def test_engine_stateful_programs_on_cuda():
+    from hypothesis import settings
+
+    import test_engine_stateful as stateful
+
+    class CudaPrograms(stateful.EnginePrograms):
+        device = "cuda"
+
+    CudaPrograms.TestCase.settings = settings(stateful.EnginePrograms.TestCase.settings, max_examples=25)
+    CudaPrograms.TestCase().runTest()
+
+
+@needs_gpu
+def test_values_round_trip_and_ops_run_on_the_gpu():
+    host = np.arange(12, dtype=np.float32).reshape(3, 4)
+    x = nda.asarray(host, device="cuda")
+    y = nda.exp(x) + x @ nda.ones((4, 2), dtype=nda.float32, device="cuda")[:, :1]
+    want = np.exp(host) + host @ np.ones((4, 1), dtype=np.float32)
+    np.testing.assert_allclose(y.asnumpy(), want, rtol=1e-6)
+    assert y.device == nda.Device("cuda", 0)
+    assert isinstance(y._buf, cupy.ndarray) and y._buf.device.id == 0
+
+
+@needs_gpu
+def test_out_of_bounds_index_raises_at_the_sync_point():
+    x = nda.arange(6, device="cuda")
+    bad = x[nda.asarray([1, 9], device="cuda")]
+    with pytest.raises(IndexError, match="index 9 is out of bounds for axis 0 with size 6"):
+        bad.asnumpy()
+
+
+@needs_gpu
+def test_dlpack_with_cupy_is_zero_copy_both_ways():
+    import nda_cuda
+
+    x = nda.arange(8, dtype=nda.float32, device="cuda")
+    c = cupy.from_dlpack(x)
+    assert c.data.ptr == x._buf.data.ptr
+    c[0] = 42  # shares memory: visible through nda
+    assert x.asnumpy()[0] == 42
+    back = nda_cuda.from_dlpack(c)
+    assert back.device == nda.Device("cuda", 0) and back._buf.data.ptr == c.data.ptr
+    assert (back + 1).asnumpy().tolist()[:2] == [43.0, 2.0]
+    assert x.__dlpack_device__() == (2, 0)
+
+
+@needs_gpu
+def test_dlpack_with_torch_is_zero_copy_both_ways():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("this PyTorch build has no CUDA")
+    import nda_cuda
+
+    x = nda.arange(5, dtype=nda.float32, device="cuda")
+    t = torch.from_dlpack(x)
+    assert t.is_cuda and t.data_ptr() == x._buf.data.ptr
+    y = nda_cuda.from_dlpack(torch.arange(4, device="cuda", dtype=torch.float64) * 2)
+    assert y.dtype == nda.float64 and y.asnumpy().tolist() == [0.0, 2.0, 4.0, 6.0]
+
+
+@needs_gpu
+def test_memory_statistics_release_and_out_of_memory():
+    x = nda.ones((1 << 20,), dtype=nda.float32, device="cuda")
+    x.wait_to_read()
+    stats = nda.backends.memory_stats("cuda:0")
+    assert stats["in_use"] >= 4 << 20 and stats["capacity"] > stats["device_free"] > 0
+    del x
+    nda.waitall()
+    released = nda.backends.release_all("cuda:0")
+    assert released >= 0 and nda.backends.memory_stats("cuda:0")["cached"] == 0
+    too_big = stats["capacity"] // 4 + 1  # float32 elements: more bytes than the device has
+    with pytest.raises(MemoryError, match=r"cuda:0: .*bytes free"):
+        nda.empty((too_big,), dtype=nda.float32, device="cuda").wait_to_read()
+
+
+_SPIN = r"""
+extern "C" __global__ void spin(long long cycles) {
+    long long start = clock64();
+    while (clock64() - start < cycles) { }
+}
+"""
+
+
+@needs_gpu
+def test_record_completion_signals_from_a_cuda_event_without_blocking():
+    from nda.engine import Completion
+
+    backend = nda.backends.load("cuda")
+    device = nda.Device("cuda", 0)
+    spin = cupy.RawKernel(_SPIN, "spin")
+    rate = cupy.cuda.runtime.getDeviceProperties(0)["clockRate"] * 1000  # cycles per second
+    with backend._stream(device).stream:
+        spin((1,), (1,), (np.int64(rate // 2),))  # about half a second of GPU work
+    issued = time.perf_counter()
+    done = backend.record_completion(device)
+    returned = time.perf_counter() - issued
+    assert isinstance(done, Completion)
+    signals: list = []
+    done.add_done_callback(signals.append)
+    assert signals == [], f"the completion fired before the GPU work finished (record_completion took {returned:.3f} s)"
+    deadline = time.monotonic() + 30
+    while not signals and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert signals == [None]
+
+
+@needs_gpu
+def test_copies_between_host_and_devices():
+    host = np.random.default_rng(0).random((5, 3))
+    x = nda.asarray(host, device="cuda")
+    assert np.array_equal(x.to_device("cpu").asnumpy(), host)
+    target = nda.zeros((5, 3), dtype=nda.float64, device="cuda")
+    nda.asarray(host).copyto(target)
+    assert np.array_equal(target.asnumpy(), host)
+    if GPUS > 1:
+        y = x.to_device("cuda:1")
+        x += 1  # after the copy was issued: must not reach it
+        assert y.device == nda.Device("cuda", 1) and np.array_equal(y.asnumpy(), host)
+
+
+@needs_gpu
+def test_coverage_lists_native_cuda_kernels():
+    coverage = nda.dispatch.coverage("cuda")
+    counts = coverage.counts()
+    assert counts["native"] > 0 and counts["missing"] == 0
+    assert coverage.as_dict()["add"]["float32"] == "native"
