@@ -17,6 +17,7 @@ Dtype rules (decided here, documented in the README):
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 from typing import Any, Callable
 
@@ -67,43 +68,67 @@ def _store(result: Any, out: np.ndarray | None) -> Any:
     return result
 
 
-def _floor_divide(x1: Any, x2: Any, out: np.ndarray | None = None) -> Any:
-    """NumPy's floor division, with the standard's results where exactly one operand is infinite.
+def floor_divide_for(xp: Any) -> Callable[..., Any]:
+    """Floor division in the array module ``xp`` with the standard's results where exactly one
+    operand is infinite.
 
-    NumPy gives NaN for ``inf // 2`` and -1 for ``-1 // inf``; the standard asks for
-    ``+inf`` and ``-0`` there, which is ``x1 / x2`` in both cases.
+    NumPy (and CuPy) give NaN for ``inf // 2`` and -1 for ``-1 // inf``; the standard asks for
+    ``+inf`` and ``-0`` there, which is ``x1 / x2`` in both cases. On NumPy the fix-up runs
+    only when such an element exists; on other modules (where asking would synchronise a
+    device) it is one ``where``. Backends mirroring NumPy's API reuse this (nda-cuda does).
     """
-    a, b = np.asarray(x1), np.asarray(x2)
-    if a.dtype.kind == "f" or b.dtype.kind == "f":
-        special = (np.isinf(a) != np.isinf(b)) & ~np.isnan(a) & ~np.isnan(b) & (b != 0)
-        if special.any():
-            with np.errstate(invalid="ignore"):  # NumPy's NaN is replaced right here
-                result = np.floor_divide(x1, x2)
-                return _store(np.where(special, a / b, result).astype(result.dtype, copy=False), out)
-    return np.floor_divide(x1, x2, out=out)
+    eager = xp is np
+    errstate = getattr(xp, "errstate", None)
+
+    def floor_divide(x1: Any, x2: Any, out: Any = None) -> Any:
+        a, b = xp.asarray(x1), xp.asarray(x2)
+        if a.dtype.kind == "f" or b.dtype.kind == "f":
+            special = (xp.isinf(a) != xp.isinf(b)) & ~xp.isnan(a) & ~xp.isnan(b) & (b != 0)
+            if not eager or special.any():
+                with errstate(invalid="ignore", divide="ignore") if errstate else contextlib.nullcontext():
+                    result = xp.floor_divide(x1, x2)
+                    result = xp.where(special, a / b, result).astype(result.dtype, copy=False)
+                return _store(result, out)
+        return xp.floor_divide(x1, x2, out=out)
+
+    return floor_divide
 
 
-def _expm1(x: np.ndarray, out: np.ndarray | None = None) -> Any:
-    """NumPy's expm1; for complex input with an infinite or NaN part, ``exp(x) - 1`` (C99 ``cexp`` rules)."""
-    if x.dtype.kind == "c":
-        odd = ~np.isfinite(x)
-        if odd.any():
-            with np.errstate(invalid="ignore"):  # the non-finite elements are recomputed below
-                result = np.asarray(np.expm1(x)).copy()
-                result[odd] = np.exp(x[odd]) - 1
-            return _store(result, out)
-    return np.expm1(x, out=out)
+def expm1_for(xp: Any) -> Callable[..., Any]:
+    """expm1 in ``xp``; for complex input with an infinite or NaN part, ``exp(x) - 1`` (C99 ``cexp`` rules)."""
+    eager = xp is np
+    errstate = getattr(xp, "errstate", None)
+
+    def expm1(x: Any, out: Any = None) -> Any:
+        if x.dtype.kind == "c":
+            odd = ~xp.isfinite(x)
+            if not eager or odd.any():
+                with errstate(invalid="ignore") if errstate else contextlib.nullcontext():
+                    result = xp.where(odd, xp.exp(x) - 1, xp.expm1(x)).astype(x.dtype, copy=False)
+                return _store(result, out)
+        return xp.expm1(x, out=out)
+
+    return expm1
 
 
-def _tanh(x: np.ndarray, out: np.ndarray | None = None) -> Any:
-    """NumPy's tanh; for complex ``±inf + bj`` with finite ``b``, the standard's ``±1 ± 0j`` (sign of ``b``)."""
-    result = np.asarray(np.tanh(x))
-    if result.dtype.kind == "c":
-        edge = np.isinf(x.real) & np.isfinite(x.imag)
-        if edge.any():
-            result = result.copy()
-            result[edge] = np.copysign(1.0, x.real[edge]) + 1j * np.copysign(0.0, x.imag[edge])
-    return _store(result, out)
+def tanh_for(xp: Any) -> Callable[..., Any]:
+    """tanh in ``xp``; for complex ``±inf + bj`` with finite ``b``, the standard's ``±1 ± 0j`` (sign of ``b``)."""
+    eager = xp is np
+
+    def tanh(x: Any, out: Any = None) -> Any:
+        if x.dtype.kind == "c":
+            edge = xp.isinf(x.real) & xp.isfinite(x.imag)
+            if not eager or edge.any():
+                limit = xp.copysign(xp.ones_like(x.real), x.real) + 1j * xp.copysign(xp.zeros_like(x.imag), x.imag)
+                return _store(xp.where(edge, limit, xp.tanh(x)).astype(x.dtype, copy=False), out)
+        return xp.tanh(x, out=out)
+
+    return tanh
+
+
+_floor_divide = floor_divide_for(np)
+_expm1 = expm1_for(np)
+_tanh = tanh_for(np)
 
 
 def _round(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:

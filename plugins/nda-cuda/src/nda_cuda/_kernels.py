@@ -40,7 +40,7 @@ from typing import Any, Callable
 
 from nda import DType
 from nda.backends.contract import kernel_parameters
-from nda.ops import CATALOG
+from nda.ops import CATALOG, elementwise
 
 __all__ = ["KernelSpec", "build", "adapt", "OVERRIDES"]
 
@@ -312,6 +312,11 @@ OVERRIDES: dict[str, Callable[[ModuleType], Callable[..., Any]]] = {
     "bitwise_left_shift": _shift(True),
     "bitwise_right_shift": _shift(False),
     "pow": _pow,
+    # The standard's special cases that NumPy's (and CuPy's) functions miss: nda's reference
+    # implementations are written over any NumPy-like module, so they are reused as they are.
+    "floor_divide": lambda xp: elementwise.floor_divide_for(xp),
+    "expm1": lambda xp: elementwise.expm1_for(xp),
+    "tanh": lambda xp: elementwise.tanh_for(xp),
 }
 
 
