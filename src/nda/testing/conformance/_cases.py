@@ -236,7 +236,7 @@ def _clip_parts(a: np.ndarray, low: float, high: float, *, finite: bool = False)
 #: Ops whose result depends on the order of accumulation once intermediate values overflow
 #: or underflow: their finite float inputs are kept moderate (NaN, ±inf, ±0 stay), so that
 #: any summation order gives the reference's result up to rounding.
-ACCUMULATING = {"sum", "prod", "mean", "std", "var", "cumulative_sum", "matmul", "tensordot", "vecdot"}
+ACCUMULATING = {"sum", "prod", "mean", "std", "var", "cumulative_sum", "cumulative_prod", "matmul", "tensordot", "vecdot"}
 
 #: Products of arrays get finite inputs: with NaN or inf the result is the library's choice
 #: (BLAS skips zero terms, so NaN*0 may vanish; complex multiplication formulas differ).
@@ -247,7 +247,7 @@ def accumulation_repair(op: str) -> Callable[[np.ndarray], np.ndarray] | None:
     """The input repair of an :data:`ACCUMULATING` op (None for other ops)."""
     if op in _PRODUCTS:
         return lambda a: _clip_parts(a, 0.0, 1024.0, finite=True)
-    if op == "prod":
+    if op in ("prod", "cumulative_prod"):
         # complex products of infinities depend on the multiplication formula: keep them finite
         return lambda a: _clip_parts(a, 0.5, 2.0, finite=a.dtype.kind == "c")
     if op in ACCUMULATING:

@@ -394,7 +394,11 @@ for _names, _builder in [
     for _name in _names:
         _GENERIC[_name] = _builder
 
-#: Ops the kit can generate inputs for (every element-wise op, plus the table above).
+from ._generators_std import STANDARD  # noqa: E402  (the rest of the standard; it builds on the blocks above)
+
+_GENERIC.update(STANDARD)
+
+#: Ops the kit can generate inputs for (every element-wise op, plus the tables above).
 GENERATED_OPS = frozenset(_GENERIC) | {n for n, d in CATALOG.items() if d.family in ("unary", "binary")}
 
 

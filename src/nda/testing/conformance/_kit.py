@@ -143,7 +143,19 @@ def _short(err: BaseException) -> str:
     return text if len(text) < 400 else text[:400] + " …"
 
 
-def _fmt(a: np.ndarray) -> str:
+def public_function(op: str) -> Any:
+    """The public function of a catalog op: ``nda.add``, or ``nda.linalg.inv`` for ``"linalg.inv"``."""
+    extension, _, short = op.rpartition(".")
+    return getattr(getattr(nda, extension) if extension else nda, short)
+
+
+def _count(value: Any) -> int:
+    return len(value) if isinstance(value, tuple) else 1
+
+
+def _fmt(a: Any) -> str:
+    if isinstance(a, tuple):
+        return "(" + ", ".join(_cases.fmt(v) for v in a) + ")"
     return _cases.fmt(a)
 
 
@@ -295,17 +307,23 @@ class Runner:
             elif not isinstance(got.error, type(expected.error)):
                 problems.append(f"{self.device} raised {_short(got.error)}, but {where} raised {_short(expected.error)}")
         else:
-            a, d = got.value, expected.value
-            assert a is not None and d is not None
-            if a.dtype != d.dtype or a.shape != d.shape:
-                if got.metadata_ok and expected.metadata_ok:
-                    problems.append(f"result is {a.dtype} of shape {a.shape}, {where} gives {d.dtype} of shape {d.shape}")
-            elif case.check_values:
-                rtol, atol = self._tolerance(case, d.dtype)
-                try:
-                    assert_allclose(a, d, rtol=rtol, atol=atol, signed_zeros=case.signed_zeros, check_dtype=False)
-                except AssertionError as err:
-                    problems.append(f"values differ from {where}: {err}")
+            assert got.value is not None and expected.value is not None
+            several = isinstance(expected.value, tuple)
+            if several and (not isinstance(got.value, tuple) or len(got.value) != len(expected.value)):
+                problems.append(f"{self.device} returned {_count(got.value)} results, {where} gives {len(expected.value)}")
+            else:
+                pairs = zip(got.value, expected.value) if several else [(got.value, expected.value)]
+                for i, (a, d) in enumerate(pairs):
+                    label = f"result {i}: " if several else ""
+                    if a.dtype != d.dtype or a.shape != d.shape:
+                        if got.metadata_ok and expected.metadata_ok:
+                            problems.append(f"{label}result is {a.dtype} of shape {a.shape}, {where} gives {d.dtype} of shape {d.shape}")
+                    elif case.check_values:
+                        rtol, atol = self._tolerance(case, d.dtype)
+                        try:
+                            assert_allclose(a, d, rtol=rtol, atol=atol, signed_zeros=case.signed_zeros, check_dtype=False)
+                        except AssertionError as err:
+                            problems.append(f"{label}values differ from {where}: {err}")
         if problems:
             raise ConformanceFailure("\n".join(problems))
 
@@ -370,18 +388,20 @@ class Runner:
             raise _Invalid()
         target = None
         try:
-            result = getattr(nda, case.op)(*args, **kwargs)
+            result = public_function(case.op)(*args, **kwargs)
             target = args[0] if decl.mutates else result
-            out.value = target.asnumpy()
+            out.value = tuple(t.asnumpy() for t in target) if isinstance(target, tuple) else target.asnumpy()
         except Exception as err:  # noqa: BLE001 - compared with the reference's behaviour
             out.error = err
         if out.value is not None and target is not None:
-            if out.value.dtype != target.dtype.numpy or out.value.shape != target.shape:
-                out.metadata_ok = False
-                out.problems.append(
-                    f"the kernel returned {out.value.dtype} data of shape {out.value.shape}, but nda declared "
-                    f"{target.dtype.name} of shape {target.shape} for this call"
-                )
+            pairs = zip(out.value, target) if isinstance(target, tuple) else [(out.value, target)]
+            for value, array in pairs:
+                if value.dtype != array.dtype.numpy or value.shape != array.shape:
+                    out.metadata_ok = False
+                    out.problems.append(
+                        f"the kernel returned {value.dtype} data of shape {value.shape}, but nda declared "
+                        f"{array.dtype.name} of shape {array.shape} for this call"
+                    )
         mutated = args[0] if decl.mutates else None
         for x, snapshot, label in inputs:
             if x is mutated:
@@ -419,16 +439,25 @@ class Runner:
         except Exception as err:  # noqa: BLE001
             out.error = err
             return out
-        value = np.asarray(args[0] if decl.mutates else result)
-        want_dtype = args[0].dtype if decl.mutates else plan.out_dtype.numpy
-        want_shape = args[0].shape if decl.mutates else plan.out_shape
-        if value.dtype != want_dtype or value.shape != want_shape:
-            out.metadata_ok = False
-            out.problems.append(
-                f"nda core: the reference returns {value.dtype} of shape {value.shape} where nda's planner "
-                f"declares {np.dtype(want_dtype).name} of shape {want_shape}"
-            )
-        out.value = value
+        if decl.outputs is not None:  # several outputs: one declared dtype (and shape) per output
+            values: Any = tuple(np.asarray(r) for r in result)
+            dtypes = plan.out_dtype if len(plan.out_dtype) == len(values) else (plan.out_dtype[0],) * len(values)
+            shapes = plan.out_shape if plan.out_shape is not None else (None,) * len(values)
+            checks = [(v, d.numpy, s) for v, d, s in zip(values, dtypes, shapes)]
+        else:
+            values = np.asarray(args[0] if decl.mutates else result)
+            want_dtype = args[0].dtype if decl.mutates else plan.out_dtype.numpy
+            want_shape = args[0].shape if decl.mutates else plan.out_shape
+            checks = [(values, want_dtype, want_shape)]
+        for value, want_dtype, want_shape in checks:
+            # A data-dependent op declares no shape (None): only its dtype can be checked.
+            if value.dtype != want_dtype or (want_shape is not None and value.shape != want_shape):
+                out.metadata_ok = False
+                out.problems.append(
+                    f"nda core: the reference returns {value.dtype} of shape {value.shape} where nda's planner "
+                    f"declares {np.dtype(want_dtype).name} of shape {want_shape}"
+                )
+        out.value = values
         return out
 
     # ------------------------------------------------------------------ many cells
