@@ -55,6 +55,10 @@ def _standard_expm1(x):
         z = np.asarray(x)
         with np.errstate(all="ignore"):
             result = np.where(np.isfinite(z), result, np.exp(z) - 1).astype(result.dtype)
+        fixed = np.empty_like(result)
+        fixed.real = np.where(z == 0, 0.0, result.real)  # expm1(±0 ± 0j) is +0 ± 0j
+        fixed.imag = result.imag
+        result = fixed
     return result
 
 

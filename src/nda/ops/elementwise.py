@@ -95,16 +95,20 @@ def floor_divide_for(xp: Any) -> Callable[..., Any]:
 
 
 def expm1_for(xp: Any) -> Callable[..., Any]:
-    """expm1 in ``xp``; for complex input with an infinite or NaN part, ``exp(x) - 1`` (C99 ``cexp`` rules)."""
+    """expm1 in ``xp``; for complex input with an infinite or NaN part, ``exp(x) - 1`` (C99 ``cexp``
+    rules), and ``+0`` real parts for zero input."""
     eager = xp is np
     errstate = getattr(xp, "errstate", None)
 
     def expm1(x: Any, out: Any = None) -> Any:
         if x.dtype.kind == "c":
             odd = ~xp.isfinite(x)
-            if not eager or odd.any():
+            zero = x == 0  # NumPy gives -0 + 0j for -0 + 0j; the standard asks for +0 + 0j
+            if not eager or odd.any() or zero.any():
                 with errstate(invalid="ignore") if errstate else contextlib.nullcontext():
-                    result = xp.where(odd, xp.exp(x) - 1, xp.expm1(x)).astype(x.dtype, copy=False)
+                    result = xp.where(odd, xp.exp(x) - 1, xp.expm1(x)).astype(x.dtype, copy=True)
+                real = result.real  # a view: the real parts are fixed in place
+                real[zero] = 0
                 return _store(result, out)
         return xp.expm1(x, out=out)
 
