@@ -87,7 +87,11 @@ def dense_to_csr(x: np.ndarray) -> Any:
 
 
 def csr_to_dense(x: Any) -> np.ndarray:
-    return np.asarray(x.toarray(order="C"))
+    # Stored values are placed, not added to zeros as SciPy's toarray does (0 + (2-0j) loses
+    # the sign of the zero imaginary part, and with it the branch of asin and friends).
+    out = np.zeros(x.shape, dtype=x.dtype)
+    out.reshape(-1)[_keys(x)] = x.data
+    return out
 
 
 def dense_to_row_sparse(x: np.ndarray) -> RowSparseBuffer:
@@ -223,10 +227,19 @@ def csr_sum(x: Any, axis: Any = None, keepdims: bool = False, dtype: Any = None)
     if axis is None:
         total = np.sum(x.data, dtype=dt)
         return np.asarray(total).reshape((1, 1) if keepdims else ())
+    if not axis:  # sum over no axes: the values themselves, in the accumulation dtype
+        return csr_to_dense(x).astype(dt or x.dtype, copy=False)
     (ax,) = axis
-    result = np.asarray(x.sum(axis=ax, dtype=dt)).reshape(-1)
-    if dt is not None and result.dtype != dt:
-        result = result.astype(dt)
+    # Added directly (SciPy sums through a product with ones, and (0+infj) * 1 is nan+infj).
+    data = x.data.astype(dt or x.dtype, copy=False)
+    if ax == 0:
+        result = np.zeros(x.shape[1], dtype=data.dtype)
+        np.add.at(result, x.indices, data)
+    else:
+        result = np.zeros(x.shape[0], dtype=data.dtype)
+        stored = np.flatnonzero(np.diff(x.indptr))
+        if stored.size:
+            result[stored] = np.add.reduceat(data, x.indptr[:-1][stored])
     return result.reshape((1, -1) if ax == 0 else (-1, 1)) if keepdims else result
 
 
