@@ -266,10 +266,13 @@ def host_buffer(x: Any) -> Any:
 
 def dense_host(x: Any) -> Any:
     """A dense NumPy array of a non-strided array's values (an explicit densification)."""
-    buf = host_buffer(x)
-    for conv in conversion_route("cpu", x._meta.layout, strided):
+    from . import backends
+
+    x.wait_to_read()
+    buf = x._buf
+    for conv in conversion_route(x._meta.device.type, x._meta.layout, strided):  # on the array's device
         buf = conv.fn(buf)
-    return buf
+    return backends.for_device(x._meta.device).to_host(buf)
 
 
 def host_components(x: Any) -> dict[str, Any]:

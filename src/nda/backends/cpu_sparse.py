@@ -290,7 +290,7 @@ def csr_matmul(x1: Any, x2: Any) -> np.ndarray:
     if a.ndim == 1:
         return _sparse_at_2d(s.T, a[:, None])[:, 0]
     lead = a.shape[:-1]
-    flat = _sparse_at_2d(s.T, a.reshape(-1, a.shape[-1]).T)
+    flat = _sparse_at_2d(s.T, a.reshape(int(np.prod(lead, dtype=np.int64)), a.shape[-1]).T)
     return np.ascontiguousarray(flat.T).reshape(lead + (s.shape[1],))
 
 
