@@ -34,8 +34,10 @@ ZERO_PRESERVING_UNARY = (
 
 
 def _sp() -> Any:
-    import scipy.sparse as sp  # lazily: the first time a csr array is made
-
+    try:
+        import scipy.sparse as sp  # lazily: the first time a csr array is made
+    except ImportError as err:
+        raise ImportError(f"the csr layout on cpu is built on SciPy, which is not installed ({err}); pip install 'nda[sparse]'") from err
     return sp
 
 
@@ -119,14 +121,6 @@ def row_sparse_to_csr(x: RowSparseBuffer) -> Any:
         raise ValueError(f"a csr array is 2-D; this row_sparse array has shape {x.shape}")
     local = _sp().coo_array(x.values)
     return _canonical(_sp().csr_array((local.data, (x.indices[local.row], local.col)), shape=x.shape))
-
-
-def csr_components(x: Any) -> dict[str, np.ndarray]:
-    return {"data": x.data, "indices": x.indices, "indptr": x.indptr}
-
-
-def row_sparse_components(x: RowSparseBuffer) -> dict[str, np.ndarray]:
-    return {"values": x.values, "row_indices": x.indices}
 
 
 # ---------------------------------------------------------------------------- helpers
