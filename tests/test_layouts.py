@@ -381,3 +381,15 @@ def test_a_backend_registers_its_own_layout_and_converters():
         y = x + 1.0
     assert y.layout.name == "strided" and any("blocked -> strided" in str(w.message) for w in caught)
     assert backend.converted >= 2
+
+
+def test_sparse_operands_beside_a_strided_target_take_the_fallback():
+    c = nda.asarray(np.eye(2)).to_layout("csr")
+    y = nda.zeros((2, 2))
+    y[...] = c  # the value is converted; y stays strided
+    assert y.asnumpy().tolist() == [[1, 0], [0, 1]]
+    z = nda.zeros((2, 2))
+    nda.copyto(c, z)
+    assert z.asnumpy().tolist() == [[1, 0], [0, 1]]
+    mask = nda.asarray(np.array([True, False])).to_layout("row_sparse")
+    assert nda.arange(2.0)[mask].tolist() == [0.0]

@@ -277,7 +277,11 @@ def resolve_plan(op_name: str, plan: Any) -> tuple[Callable[..., Any], Layout]:
     """(kernel, output layout) for a planned call: the key's kernel for strided keys,
     otherwise the route :func:`nda.layouts.route` chooses for the operands' layouts."""
     if plan.key.layout is strided:
-        return resolve(op_name, plan.key), strided
+        for r in plan.reads:  # a sparse operand beside a strided key (x[...] = csr, x[sparse_mask])
+            if r._meta.layout is not strided:
+                break
+        else:
+            return resolve(op_name, plan.key), strided
     from . import layouts
 
     return layouts.route(op_name, plan)
