@@ -66,3 +66,61 @@ class ToyBackend:
 
 
 backend = ToyBackend()
+
+
+class BlockedBuffer:
+    """A toy layout's buffer: the matrix stored transposed (as a column-major "blocked" format)."""
+
+    __slots__ = ("columns",)
+
+    def __init__(self, columns: np.ndarray) -> None:
+        self.columns = columns
+
+
+class BlockedBackend:
+    """Device type ``toy2`` with a layout of its own, ``blocked``, registered through the plugin API."""
+
+    name = "toy2"
+    api_version = "1.1"
+    device_types = ("toy2",)
+
+    def __init__(self):
+        self.converted = 0
+
+    def devices(self):
+        return [nda.backends.DeviceInfo(nda.Device("toy2", 0), "toy device with a blocked layout", 1 << 20)]
+
+    def register(self, register_kernel):
+        from nda.ops import CATALOG
+
+        for op in ("add", "multiply", "asarray", "astype", "zeros"):
+            register_kernel(op, CATALOG[op].supported_dtypes, _wrap(CATALOG[op].reference))
+        register_kernel.layout("blocked", min_ndim=2, max_ndim=2, components=("columns",), host_components=lambda b: {"columns": b.columns})
+
+        def to_blocked(buf):
+            self.converted += 1
+            return BlockedBuffer(np.ascontiguousarray(buf.data.T))
+
+        def to_strided(buf):
+            self.converted += 1
+            return ToyBuffer(np.ascontiguousarray(buf.columns.T))
+
+        def scale(x1, x2):
+            return BlockedBuffer(x1.columns * x2) if isinstance(x1, BlockedBuffer) else BlockedBuffer(x1 * x2.columns)
+
+        register_kernel.converter("strided", "blocked", to_blocked)
+        register_kernel.converter("blocked", "strided", to_strided)
+        register_kernel.storage("blocked", to_host=lambda b: BlockedBuffer(b.columns.copy()), from_host=lambda b, device: BlockedBuffer(b.columns.copy()))
+        register_kernel("multiply", ["float64"], scale, layout="blocked", signatures=[("blocked", "scalar"), ("scalar", "blocked")])
+
+    def to_host(self, buf):
+        return buf.data
+
+    def from_host(self, host, device, out=None):
+        if out is not None:
+            out.data[...] = host
+            return out
+        return ToyBuffer(np.array(host))
+
+
+blocked_backend = BlockedBackend()

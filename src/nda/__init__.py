@@ -1,14 +1,15 @@
 """nda: an eager array library whose ops dispatch per (device type, dtype, layout) to pluggable backends.
 
 This module only re-exports; see ``nda._api`` (functions generated from the op catalog),
-``nda.ops`` (the catalog), ``nda.dispatch``, ``nda.engine`` and ``nda.backends``.
+``nda.ops`` (the catalog), ``nda.dispatch``, ``nda.engine``, ``nda.backends``,
+``nda.layouts`` (strided, csr, row_sparse and their converters) and ``nda.sparse``.
 """
 
 from __future__ import annotations
 
 import math as _math
 
-from . import backends, dispatch, engine, ops
+from . import backends, dispatch, engine, layouts, ops, sparse
 from ._config import config
 from .engine import profiler
 from ._api import *  # noqa: F403
@@ -58,7 +59,7 @@ __all__ = sorted(
         "NDArray", "Device", "Layout", "KernelKey", "ArrayMeta", "DType", "default_device",
         "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
         "float32", "float64", "complex64", "complex128", "isdtype", "result_type", "can_cast",
-        "e", "pi", "inf", "nan", "newaxis", "backends", "dispatch", "engine", "ops", "profiler",
+        "e", "pi", "inf", "nan", "newaxis", "backends", "dispatch", "engine", "ops", "profiler", "layouts", "sparse",
         "BackendError", "BackendValidationError", "DispatchError", "DeviceUnavailableError", "FallbackWarning", "FallbackError", "config",
     }
 )

@@ -86,6 +86,10 @@ def to_device(x: NDArray, device: Device | str, /, *, stream: Any = None) -> NDA
     if stream is not None:
         raise ValueError("to_device(): stream= is not supported; nda orders copies with its engine")
     backends.validate_device(target)
+    if x._meta.layout.name != "strided":
+        from . import layouts
+
+        return layouts.to_device(x, target)  # type: ignore[no-any-return]  # stays in its layout
     src = backends.for_device(x.device)
     dst = backends.for_device(target)
     direct = src is dst and hasattr(src, "copy_to_device")

@@ -10,7 +10,11 @@ writes through views; ``None`` otherwise). It is slotted, and the hot path build
 
 This module defines the parts of NDArray that are not ops: attributes, conversions to
 Python and NumPy, DLPack, ``repr`` and the notebook view (``_repr_html_``, which like
-every display is a sync point), indexing entry points and sync points. Operators and
+every display is a sync point), indexing entry points and sync points. Arrays of a
+non-strided layout (``csr``, ``row_sparse``) report their logical ``shape``/``size``;
+``asnumpy()``/``tolist()`` densify them (explicit conversions), ``np.asarray`` refuses
+(a library calling it must not densify a huge sparse matrix behind the user's back),
+and ``repr`` shows the stored components. Operators and
 methods that *are* ops (``+``, ``.sum()``…) are attached by ``nda._frontend`` from the op
 catalog, so they exist exactly once.
 """
@@ -116,19 +120,40 @@ class NDArray:
         return self
 
     def _host(self) -> np.ndarray:
-        """The data as a NumPy array (no copy on cpu), after waiting for pending writes."""
+        """The data as a NumPy array (no copy on cpu), after waiting for pending writes.
+
+        For a non-strided layout this is a dense copy: only explicit conversions call it.
+        """
         self.wait_to_read()
+        if self._meta.layout.name != "strided":
+            from . import layouts
+
+            return layouts.dense_host(self)  # type: ignore[no-any-return]
         from . import backends
 
         return backends.to_host(self)
 
+    def to_layout(self, layout: Layout | str, /) -> NDArray:
+        """This array stored in ``layout`` (``"strided"``, ``"csr"``, ``"row_sparse"``, …); ``self`` if it already is.
+
+        Converting to strided is the explicit way to densify a sparse array.
+        """
+        from . import layouts
+
+        return layouts.to_layout(self, layout)  # type: ignore[no-any-return]
+
     # ------------------------------------------------------------------ conversions
     def asnumpy(self) -> np.ndarray:
-        """A NumPy copy of the data (waits for pending work)."""
+        """A NumPy copy of the data (waits for pending work); dense whatever the layout."""
         return np.array(self._host(), copy=True)
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
         """NumPy's array protocol: no copy on cpu unless asked; ``copy=False`` refuses to copy."""
+        if self._meta.layout.name != "strided":
+            raise TypeError(
+                f"np.asarray() of a {self._meta.layout.name} array would densify its {self._size:,} elements implicitly; "
+                f"call x.asnumpy() or x.to_layout('strided') to do it explicitly"
+            )
         if copy is False:
             if self._meta.device.type != "cpu":
                 raise ValueError(f"np.asarray(x, copy=False): x is on {self._meta.device}; its data cannot be shared without a copy")
@@ -197,6 +222,8 @@ class NDArray:
             yield self[i]
 
     def __dlpack__(self, *, stream: Any = None, max_version: Any = None, dl_device: Any = None, copy: bool | None = None) -> Any:
+        if self._meta.layout.name != "strided":
+            raise BufferError(f"DLPack exports strided arrays only; this array is {self._meta.layout.name} (use x.to_layout('strided'))")
         self.wait_to_read()
         from . import backends
 
@@ -234,10 +261,18 @@ class NDArray:
 
     # ------------------------------------------------------------------ display
     def __repr__(self) -> str:
+        if self._meta.layout.name != "strided":
+            from . import layouts
+
+            return layouts.sparse_repr(self)
         return self._repr_of(self._host())
 
     def _repr_of(self, host: np.ndarray) -> str:
         """NumPy's repr of the data, plus ``device=``/``layout=`` when they are not the defaults."""
+        if self._meta.layout.name != "strided":
+            from . import layouts
+
+            return layouts.sparse_repr(self)
         body = np.array_repr(host)
         dev = self._meta.device
         extras = []
@@ -250,6 +285,8 @@ class NDArray:
         return body
 
     def __str__(self) -> str:
+        if self._meta.layout.name != "strided":
+            return repr(self)
         return np.array_str(self._host())
 
     def _repr_html_(self) -> str:
@@ -283,6 +320,10 @@ class NDArray:
     def __reduce__(self) -> Any:
         from . import _api
 
+        if self._meta.layout.name != "strided":
+            from . import sparse
+
+            return sparse._reduce(self)
         return (_api._from_pickle, (self.asnumpy(), str(self._meta.device)))
 
     def __copy__(self) -> NDArray:
@@ -314,7 +355,12 @@ def _fetch_for_display(array: NDArray) -> tuple[np.ndarray, bool, float]:
     """(host data, was it pending, seconds waited): the one sync point of a display."""
     pending = _is_pending(array)
     start = perf_counter()
-    host = array._host()  # raises a failed op's error, with its note
+    if array._meta.layout.name != "strided":
+        from . import layouts
+
+        host = layouts.host_buffer(array)  # the stored parts: a display never densifies
+    else:
+        host = array._host()  # raises a failed op's error, with its note
     return host, pending, perf_counter() - start
 
 
@@ -340,8 +386,13 @@ def _html(array: NDArray, host: np.ndarray, pending: bool, waited: float) -> str
     header = " ".join(
         f'<span style="margin-right:0.9em"><span style="opacity:0.6">{html.escape(k)}</span> {html.escape(v)}</span>' for k, v in facts
     )
-    data = np.asarray(host)
-    values = np.array2string(data, separator=", ") if data.ndim else repr(data.item())
+    if meta.layout.name != "strided" and isinstance(array, NDArray):
+        from . import layouts
+
+        values = layouts.sparse_repr(array)
+    else:
+        data = np.asarray(host)
+        values = np.array2string(data, separator=", ") if data.ndim else repr(data.item())
     return (
         '<div class="nda-ndarray" style="font-family:var(--jp-code-font-family, monospace);font-size:var(--jp-code-font-size, 13px)">'
         f"<div><b>nda.NDArray</b> {header}</div>"

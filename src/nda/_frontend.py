@@ -28,7 +28,8 @@ from typing import Any, Callable
 from . import _dtypes
 from ._array import NDArray, new_array
 from ._devices import ArrayMeta
-from .dispatch import resolve
+from ._devices import strided as _STRIDED
+from .dispatch import resolve, resolve_plan
 from .engine import Completion
 from .engine import state as _state
 from .ops._spec import CATALOG, Cast, OpDecl, Plan, broadcast_shapes
@@ -68,10 +69,10 @@ def base_of(x: NDArray) -> NDArray:
 
 def execute(name: str, plan: Plan) -> NDArray:
     """Run a planned call through the engine and return its (possibly pending) output."""
-    kernel = resolve(name, plan.key)
-    meta = _META.get((plan.device, plan.out_dtype, plan.key.layout)) or ArrayMeta(plan.device, plan.out_dtype, plan.key.layout)
+    kernel, layout = resolve_plan(name, plan)
+    meta = _META.get((plan.device, plan.out_dtype, layout)) or ArrayMeta(plan.device, plan.out_dtype, layout)
     out = new_array(None, meta, plan.out_shape)
-    if plan.view_of is not None:
+    if plan.view_of is not None and plan.key.layout is _STRIDED:  # non-strided routes never return views
         out._base = base_of(plan.view_of)
     args, kwargs = plan.args, plan.kwargs
     size = work_size(plan)
@@ -104,7 +105,7 @@ def work_size(plan: Plan) -> int:
 
 def execute_mutation(name: str, plan: Plan, target: NDArray) -> None:
     """Run a planned call whose kernel mutates ``target``'s buffer in place."""
-    kernel = resolve(name, plan.key)
+    kernel = resolve_plan(name, plan)[0]
     args, kwargs = plan.args, plan.kwargs
     size = work_size(plan)
     if size < _state.limit:
@@ -142,11 +143,11 @@ def _run_elementwise(name: str, kernel: Callable[..., Any], args: tuple[Any, ...
 
 def _entry_from_plan(decl: OpDecl, plan: Plan) -> tuple[Callable[..., Any], ArrayMeta]:
     """A cache entry: the kernel with its casts folded in, and the output metadata."""
-    kernel = resolve(decl.name, plan.key)
+    kernel, layout = resolve_plan(decl.name, plan)
     casts = [a.dtype if a.__class__ is Cast else None for a in plan.args]
     if any(casts):
         kernel = _with_casts(kernel, casts, plan)
-    return kernel, ArrayMeta(plan.device, plan.out_dtype, plan.key.layout)
+    return kernel, ArrayMeta(plan.device, plan.out_dtype, layout)
 
 
 def _with_casts(kernel: Callable[..., Any], casts: list[Any], plan: Plan) -> Callable[..., Any]:
@@ -333,7 +334,14 @@ def make_inplace(decl: OpDecl) -> Callable[..., Any]:
                     f"{name}: cannot store the {plan.out_dtype.name} result in place in a {self._meta.dtype.name} array; "
                     f"use x = x {_OPERATOR_SYMBOL.get(name, name)} y to get a new array"
                 )
+            if self._meta.layout is not _STRIDED and _out_layout(name, plan) is not self._meta.layout:
+                raise TypeError(
+                    f"{name}: the result of this in-place op on a {self._meta.layout.name} array would be {_out_layout(name, plan).name} "
+                    f"(the op does not keep unstored elements zero); use x = x {_OPERATOR_SYMBOL.get(name, name)} y to get a new array"
+                )
             kernel, meta = _entry_from_plan(decl, plan)
+            if self._meta.layout is not _STRIDED and meta.dtype is not self._meta.dtype:
+                kernel = _cast_result(kernel, meta, self._meta.dtype)
             # "direct": a NumPy ufunc computing in x's own dtype can write straight into x.
             entry = cache[key] = (kernel, meta is self._meta and _accepts_out(kernel))
         elif other.__class__ is NDArray and other._shape != self._shape and broadcast_shapes(self._shape, other._shape) != self._shape:
@@ -368,12 +376,43 @@ def _accepts_out(kernel: Callable[..., Any]) -> bool:
 
 
 def _store_kernel(target: NDArray) -> Callable[[Any, Any], None]:
+    if target._meta.layout is not _STRIDED:
+        return _rebind_kernel(target)
     setitem = resolve("setitem", target._meta.key)
     dtype = target._meta.dtype
     astype = resolve("astype", target._meta.key)
 
     def store(buf: Any, value: Any) -> None:
         setitem(buf, (), astype(value, dtype, copy=False) if getattr(value, "dtype", None) != dtype.numpy else value)
+
+    return store
+
+
+def _out_layout(name: str, plan: Plan) -> Any:
+    from . import layouts
+
+    return layouts.out_layout(name, plan)
+
+
+def _cast_result(kernel: Callable[..., Any], meta: ArrayMeta, dtype: _dtypes.DType) -> Callable[..., Any]:
+    """``kernel`` followed by a cast of its (non-strided) result to ``dtype`` on its device."""
+    astype = resolve("astype", meta.key)
+
+    def cast_after(x1: Any, x2: Any) -> Any:
+        return astype(kernel(x1, x2), dtype, copy=False)
+
+    return cast_after
+
+
+def _rebind_kernel(target: NDArray) -> Callable[[Any, Any], None]:
+    """In place on a non-strided array: the new buffer (same layout) replaces the old one.
+
+    Such arrays have no views, so rebinding is invisible except through ``target``; the
+    engine orders it as a write of ``target``.
+    """
+
+    def store(buf: Any, value: Any) -> None:
+        target._buf = value
 
     return store
 
@@ -410,6 +449,8 @@ def make_getitem(generic: Callable[..., NDArray]) -> Callable[..., NDArray]:
                 size = length * (self._size // n) if n else 0
             kernel = table_cache.get(self._meta.key)
             if kernel is None:
+                if self._meta.layout is not _STRIDED:
+                    return generic(self, key)  # routed by nda.layouts; the result is strided
                 kernel = resolve("getitem", self._meta.key)
             out = _new(NDArray)
             buf = kernel(self._buf, (key,))

@@ -20,6 +20,7 @@ from typing import Any, Callable
 
 from ._array import NDArray
 from ._devices import ArrayMeta
+from ._devices import strided as _STRIDED
 from ._frontend import _META, _new, base_of, execute, execute_mutation, work_size, zero_d_buffer
 from .dispatch import resolve
 from .engine import state as _state
@@ -176,7 +177,10 @@ def make_generic(decl: OpDecl) -> Callable[..., Any]:
                 out._base = base_of(args[0]) if view else None
                 return out
         plan = plan_fn(*args, **kwargs)
-        if key is not None and (plan.view_of is None or plan.view_of is args[0]) and not getattr(plan, "values_decide_shape", False):
+        # Calls with non-strided operands are not memoised: their route depends on the operands'
+        # layouts (nda.layouts) and never returns a view, and their kernels dwarf planning.
+        if (key is not None and (plan.view_of is None or plan.view_of is args[0]) and plan.key.layout is _STRIDED
+                and not getattr(plan, "values_decide_shape", False)):
             steps = _recipe(plan, args)
             if steps is not None:
                 if len(cache) > _MEMO_LIMIT:
@@ -235,8 +239,9 @@ def execute_multi(name: str, plan: Plan, multi: bool, data_dependent: bool) -> l
     from ._frontend import unwrap
     from .engine import Completion
 
-    kernel = resolve(name, plan.key)
-    layout = plan.key.layout
+    from .dispatch import resolve_plan
+
+    kernel, layout = resolve_plan(name, plan)  # a sparse operand: native route or layout fallback
     dtypes = plan.out_dtype if multi else (plan.out_dtype,)
     metas = [_META.get((plan.device, d, layout)) or ArrayMeta(plan.device, d, layout) for d in dtypes]
     if data_dependent:

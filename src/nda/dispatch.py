@@ -11,6 +11,12 @@ end, which stores its own hot-path entries there (for example "float32 + float32
 cpu:0 -> this kernel, this output metadata"); registering a kernel clears it. So the hot
 path of an op is one dict lookup, and the slow path below runs once per key.
 
+Keys whose layout is not ``strided`` (csr, row_sparse, a backend's own) resolve per
+call *signature* (the layouts of the operands) through :func:`resolve_plan` and
+:mod:`nda.layouts`: a native kernel that accepts the signature, else the layout fallback
+(convert to strided on the device, run, keep the result strided). Strided keys never
+reach that code.
+
 A missing key raises :class:`DispatchError` (a ``TypeError``, since it means the dtype,
 layout or device is not supported) naming the op, the key and the keys that do exist.
 If the device type has a backend that is installed but not yet loaded, resolution loads
@@ -26,7 +32,7 @@ import numpy as np
 from ._devices import KernelKey, Layout, as_layout, strided
 from ._dtypes import DType, as_dtype
 
-__all__ = ["DispatchError", "DeviceUnavailableError", "FallbackWarning", "FallbackError", "coverage", "Coverage", "KernelEntry", "OpTable", "register", "resolve", "table", "explain", "kernels"]
+__all__ = ["DispatchError", "DeviceUnavailableError", "FallbackWarning", "FallbackError", "coverage", "Coverage", "KernelEntry", "OpTable", "register", "resolve", "resolve_plan", "table", "explain", "kernels"]
 
 
 class DispatchError(TypeError):
@@ -48,15 +54,18 @@ class DeviceUnavailableError(ValueError):
 class KernelEntry:
     """A registered kernel: the function and how it was registered."""
 
-    __slots__ = ("fn", "key", "priority", "supports", "backend", "order")
+    __slots__ = ("fn", "key", "priority", "supports", "backend", "order", "signatures", "out_layout")
 
-    def __init__(self, fn: Callable[..., Any], key: KernelKey, priority: int, supports: Callable[..., bool] | None, backend: str, order: int) -> None:
+    def __init__(self, fn: Callable[..., Any], key: KernelKey, priority: int, supports: Callable[..., bool] | None, backend: str, order: int,
+                 signatures: frozenset[tuple[str, ...]] | None = None, out_layout: Layout | None = None) -> None:
         self.fn = fn
         self.key = key
         self.priority = priority
         self.supports = supports
         self.backend = backend
         self.order = order
+        self.signatures = signatures  # operand layouts accepted (non-strided keys); None: all in the key's layout
+        self.out_layout = out_layout  # layout of the result; None: the key's layout
 
     @property
     def qualname(self) -> str:
@@ -117,6 +126,8 @@ def register(
     priority: int = 0,
     supports: Callable[..., bool] | None = None,
     backend: str = "<runtime>",
+    signatures: Iterable[tuple[str, ...]] | None = None,
+    out_layout: Layout | str | None = None,
 ) -> None:
     """Register ``fn`` as the kernel of ``op_name`` for each ``(device_type, dtype, layout)``.
 
@@ -124,6 +135,12 @@ def register(
     (for cpu: a ``numpy.ndarray``), inputs already cast to the key's dtype. ``priority``
     orders kernels of the same key (highest first); ``supports(*args, **kwargs)``, if
     given, restricts the kernel to the calls it accepts.
+
+    For a non-strided ``layout``: ``signatures`` lists the operand layouts the kernel
+    accepts, one tuple per accepted call shape, e.g. ``[("csr", "strided")]`` for
+    ``csr @ strided`` or ``[("csr", "scalar")]`` for ``x * 2.0`` (default: every array
+    operand in ``layout``, Python scalars anywhere); ``out_layout`` is the layout of the
+    result (default: ``layout``).
     """
     global _registration_counter
     tbl = table(op_name)
@@ -134,16 +151,34 @@ def register(
     if supports is not None and not callable(supports):
         raise TypeError(f"supports for {op_name!r} must be callable or None, got {supports!r}")
     lay = as_layout(layout)
+    sigs = _check_signatures(op_name, signatures)
+    out_lay = None if out_layout is None else as_layout(out_layout)
+    if lay is strided and (sigs is not None or out_lay not in (None, strided)):
+        raise ValueError(f"{op_name}: signatures= and out_layout= apply to kernels of non-strided layouts only")
     if isinstance(dtypes, (DType, str)):
         dtypes = (dtypes,)
     for dt in dtypes:
         key = KernelKey(device_type, as_dtype(dt), lay)
         _registration_counter += 1
-        entry = KernelEntry(fn, key, int(priority), supports, backend, _registration_counter)
+        entry = KernelEntry(fn, key, int(priority), supports, backend, _registration_counter, sigs, out_lay)
         entries = tbl.kernels.setdefault(key, [])
         entries.append(entry)
         entries.sort(key=lambda e: (-e.priority, -e.order))
     tbl.cache.clear()
+
+
+def _check_signatures(op_name: str, signatures: Iterable[tuple[str, ...]] | None) -> frozenset[tuple[str, ...]] | None:
+    if signatures is None:
+        return None
+    found = []
+    for sig in signatures:
+        if not isinstance(sig, tuple) or not sig:
+            raise TypeError(f"{op_name}: each signature must be a non-empty tuple of layout names or 'scalar', got {sig!r}")
+        for name in sig:
+            if name != "scalar":
+                as_layout(name)
+        found.append(sig)
+    return frozenset(found)
 
 
 def clear_caches() -> None:
@@ -213,7 +248,9 @@ def lookup(op_name: str, key: KernelKey) -> list[KernelEntry]:
 
         if not backends.serves(key.device_type):
             raise DeviceUnavailableError(f"{tbl.op_name}: device type {key.device_type!r} is not available.{backends.explain_missing(key.device_type)}")
-        fallback = _host_fallback(tbl, key)
+        # A non-strided key never takes the host fallback: its operands would have to leave the
+        # device in their own layout. The layout fallback (nda.layouts) converts them first.
+        fallback = _host_fallback(tbl, key) if key.layout is strided else None
         if fallback is None:
             raise _missing(tbl, key)
         entries = [fallback]
@@ -231,8 +268,25 @@ def resolve(op_name: str, key: KernelKey) -> Callable[..., Any]:
     if route is not None:
         _announce_fallback(op_name, route)
     fn = entries[0].fn if entries[0].supports is None else _chooser(entries, op_name, key)
-    tbl.cache[key] = fn
+    if key.layout is strided:
+        # Front-end fast paths (x[i]) look kernels up by key in this cache and give the result
+        # the input's metadata; for other layouts the output layout depends on the route.
+        tbl.cache[key] = fn
     return fn
+
+
+def resolve_plan(op_name: str, plan: Any) -> tuple[Callable[..., Any], Layout]:
+    """(kernel, output layout) for a planned call: the key's kernel for strided keys,
+    otherwise the route :func:`nda.layouts.route` chooses for the operands' layouts."""
+    if plan.key.layout is strided:
+        for r in plan.reads:  # a sparse operand beside a strided key (x[...] = csr, x[sparse_mask])
+            if r._meta.layout is not strided:
+                break
+        else:
+            return resolve(op_name, plan.key), strided
+    from . import layouts
+
+    return layouts.route(op_name, plan)
 
 
 def _announce_fallback(op_name: str, route: str) -> None:
@@ -318,11 +372,12 @@ def _host_fallback(tbl: OpTable, key: KernelKey) -> KernelEntry | None:
 
 
 class Coverage:
-    """Per op and dtype of one device type: ``native``, ``fallback`` or ``missing``."""
+    """Per op and dtype of one device type and layout: ``native``, ``fallback`` or ``missing``."""
 
-    def __init__(self, device_type: str, rows: dict[str, dict[str, str]]) -> None:
+    def __init__(self, device_type: str, rows: dict[str, dict[str, str]], layout: Layout = strided) -> None:
         self.device_type = device_type
         self.rows = rows
+        self.layout = layout
 
     def as_dict(self) -> dict[str, dict[str, str]]:
         return {op: dict(by_dtype) for op, by_dtype in self.rows.items()}
@@ -335,7 +390,8 @@ class Coverage:
         return counts
 
     def __str__(self) -> str:
-        lines = [f"coverage of device type {self.device_type!r}: " + ", ".join(f"{v} {k}" for k, v in self.counts().items()), ""]
+        where = f"device type {self.device_type!r}" + ("" if self.layout is strided else f", layout {self.layout.name}")
+        lines = [f"coverage of {where}: " + ", ".join(f"{v} {k}" for k, v in self.counts().items()), ""]
         width = max(len(op) for op in self.rows) if self.rows else 2
         for op, by_dtype in self.rows.items():
             groups: dict[str, list[str]] = {}
@@ -346,11 +402,16 @@ class Coverage:
         return "\n".join(lines)
 
     def __repr__(self) -> str:
-        return f"<Coverage {self.device_type}: {self.counts()}>"
+        return f"<Coverage {self.device_type} {self.layout.name}: {self.counts()}>"
 
 
-def coverage(device: Any) -> Coverage:
-    """Which ops run natively on ``device`` (a Device, a type or a string), per declared dtype."""
+def coverage(device: Any, layout: Layout | str = strided) -> Coverage:
+    """Which ops run natively on ``device`` (a Device, a type or a string), per declared dtype.
+
+    For a non-strided ``layout``: ``native`` when a kernel is registered at that layout
+    (for some operand signature; ``explain`` tells which), ``fallback`` when the op runs
+    through the layout fallback (converted to strided, then the strided route).
+    """
     from . import backends
     from ._devices import Device
     from .ops import CATALOG
@@ -360,6 +421,7 @@ def coverage(device: Any) -> Coverage:
     backends.ensure_device_type("cpu")  # "fallback" means "cpu has a kernel for it"
     backend = backends.for_device_type(device_type)
     opts_in = bool(getattr(backend, "fallback_to_host", False)) and device_type != "cpu"
+    lay = as_layout(layout)
     rows: dict[str, dict[str, str]] = {}
     for name, decl in sorted(CATALOG.items()):
         tbl = _TABLES[name]
@@ -367,21 +429,27 @@ def coverage(device: Any) -> Coverage:
         for dt in decl.supported_dtypes:
             key = KernelKey(device_type, dt)
             if tbl.kernels.get(key):
-                by_dtype[dt.name] = "native"
+                status = "native"
             elif opts_in and tbl.kernels.get(KernelKey("cpu", dt)):
-                by_dtype[dt.name] = "fallback"
+                status = "fallback"
             else:
-                by_dtype[dt.name] = "missing"
+                status = "missing"
+            if lay is not strided:
+                from . import layouts
+
+                status = layouts.coverage_status(name, device_type, dt, lay, status)
+            by_dtype[dt.name] = status
         rows[name] = by_dtype
-    return Coverage(device_type, rows)
+    return Coverage(device_type, rows, lay)
 
 
 class Explanation:
     """What :func:`explain` found: the route a call would take, readable by people."""
 
-    __slots__ = ("op", "key", "kernel", "casts", "out_dtype", "out_shape", "device", "candidates")
+    __slots__ = ("op", "key", "kernel", "casts", "out_dtype", "out_shape", "device", "candidates", "conversions", "out_layout")
 
-    def __init__(self, op: str, key: KernelKey, kernel: KernelEntry, casts: list[str], out_dtype: DType, out_shape: tuple[int, ...], device: Any, candidates: list[KernelEntry]) -> None:
+    def __init__(self, op: str, key: KernelKey, kernel: KernelEntry, casts: list[str], out_dtype: DType, out_shape: tuple[int, ...], device: Any, candidates: list[KernelEntry],
+                 conversions: list[str] | None = None, out_layout: Layout = strided) -> None:
         self.op = op
         self.key = key
         self.kernel = kernel
@@ -390,6 +458,8 @@ class Explanation:
         self.out_shape = out_shape
         self.device = device
         self.candidates = candidates
+        self.conversions = conversions or []  # layout conversions the route runs, in order
+        self.out_layout = out_layout
 
     def __str__(self) -> str:
         lines = [
@@ -405,7 +475,9 @@ class Explanation:
             lines.append("         chosen per call by supports(); candidates in order: " + ", ".join(e.qualname for e in self.candidates))
         for cast in self.casts:
             lines.append(f"cast:    {cast}")
-        lines.append(f"output:  {self.out_dtype.name} {self.out_shape}")
+        for conversion in self.conversions:
+            lines.append(f"convert: {conversion}")
+        lines.append(f"output:  {self.out_dtype.name} {self.out_shape}" + ("" if self.out_layout is strided else f" {self.out_layout.name}"))
         return "\n".join(lines)
 
     def __repr__(self) -> str:
@@ -426,5 +498,29 @@ def explain(op: str | Callable[..., Any], *args: Any, **kwargs: Any) -> Explanat
     if decl is None:
         raise ValueError(f"unknown op {name!r}; see nda.ops.CATALOG for the declared ops")
     plan = decl.plan(*args, **kwargs)
+    if plan.key.layout is not strided:
+        return _explain_layout(decl.name, plan)
     entries = lookup(decl.name, plan.key)
     return Explanation(decl.name, plan.key, entries[0], plan.casts, plan.out_dtype, plan.out_shape, plan.device, entries)
+
+
+def _explain_layout(op: str, plan: Any) -> Explanation:
+    """The route of a call with non-strided operands: native kernel, or conversions + strided kernel."""
+    from . import layouts
+
+    sig = layouts.signature(plan.args, plan.kwargs)
+    layouts._refuse_mutation(op, plan)
+    entries = layouts.native_entries(op, plan.key, sig)
+    if entries and layouts._casts_native(plan):
+        out_layout = entries[0].out_layout or plan.key.layout
+        return Explanation(op, plan.key, entries[0], plan.casts, plan.out_dtype, plan.out_shape, plan.device, entries, [], out_layout)
+    fn = layouts._fallback(op, plan, plan.key, sig)
+    inner = fn._nda_inner  # type: ignore[attr-defined]
+    strided_key = KernelKey(plan.key.device_type, plan.key.dtype, strided)
+    candidates = lookup(op, strided_key)
+    entry = KernelEntry(fn, plan.key, -1, None, f"{candidates[0].backend} (layout fallback)", 0)
+    conversions = list(fn._nda_conversions)  # type: ignore[attr-defined]
+    host = getattr(inner, "_nda_route", None)
+    if host:
+        conversions.append(f"then the strided kernel's own route: {host}")
+    return Explanation(op, plan.key, entry, plan.casts, plan.out_dtype, plan.out_shape, plan.device, candidates, conversions, strided)

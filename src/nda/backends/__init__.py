@@ -136,6 +136,7 @@ def _registrar(name: str, device_types: tuple[str, ...]) -> Callable[..., None]:
     def register_kernel(
         op: str, dtypes: Any, fn: Callable[..., Any], *, device_type: str | None = None,
         layout: str = "strided", priority: int = 0, supports: Callable[..., bool] | None = None,
+        signatures: Any = None, out_layout: str | None = None,
     ) -> None:
         from ..ops import CATALOG
 
@@ -163,10 +164,49 @@ def _registrar(name: str, device_types: tuple[str, ...]) -> Callable[..., None]:
         if dev not in device_types:
             raise BackendValidationError(f"backend {name!r} registers a kernel for device type {dev!r}, which it does not declare in device_types {device_types}")
         try:
-            dispatch.register(op, dev, dtype_list, fn, layout=layout, priority=priority, supports=supports, backend=name)
+            dispatch.register(op, dev, dtype_list, fn, layout=layout, priority=priority, supports=supports, backend=name,
+                              signatures=signatures, out_layout=out_layout)
         except (TypeError, ValueError) as err:
             raise BackendValidationError(f"backend {name!r}, op {op!r}: {err}") from None
 
+    def device_of(device_type: str | None, what: str) -> str:
+        dev = device_type or device_types[0]
+        if dev not in device_types:
+            raise BackendValidationError(f"backend {name!r} registers {what} for device type {dev!r}, which it does not declare in device_types {device_types}")
+        return dev
+
+    # Layout registration (nda.layouts), reached from the same function so that a backend
+    # needs nothing else in register(); everything is undone if the backend fails.
+    def converter(src: str, dst: str, fn: Callable[[Any], Any], *, device_type: str | None = None) -> None:
+        """Register ``fn(buf) -> buf`` converting ``src`` buffers to ``dst`` buffers on this device type."""
+        from .. import layouts
+
+        try:
+            layouts.register_converter(device_of(device_type, f"a {src} -> {dst} converter"), src, dst, fn, backend=name)
+        except (TypeError, ValueError) as err:
+            raise BackendValidationError(f"backend {name!r}, converter {src} -> {dst}: {err}") from None
+
+    def storage(layout: str, *, to_host: Callable[[Any], Any], from_host: Callable[..., Any], device_type: str | None = None) -> None:
+        """How this device type's ``layout`` buffers move to and from cpu buffers of that layout."""
+        from .. import layouts
+
+        try:
+            layouts.register_storage(device_of(device_type, f"{layout} storage"), layout, to_host=to_host, from_host=from_host, backend=name)
+        except (TypeError, ValueError) as err:
+            raise BackendValidationError(f"backend {name!r}, storage of {layout}: {err}") from None
+
+    def layout(layout_name: str, **options: Any) -> Any:
+        """Declare a layout of the backend's own (see nda.layouts.register_layout)."""
+        from .. import layouts
+
+        try:
+            return layouts.register_layout(layout_name, **options)
+        except (TypeError, ValueError) as err:
+            raise BackendValidationError(f"backend {name!r}, layout {layout_name!r}: {err}") from None
+
+    register_kernel.converter = converter  # type: ignore[attr-defined]
+    register_kernel.storage = storage  # type: ignore[attr-defined]
+    register_kernel.layout = layout  # type: ignore[attr-defined]
     return register_kernel
 
 
@@ -194,13 +234,13 @@ def _activate(rec: _Record, spec: str) -> Any:
             raise BackendError(f"backend {rec.name!r} is unavailable: no device found")
         backend.register(_registrar(rec.name, device_types))
     except BackendError:
-        dispatch.unregister_backend(rec.name)
+        _unregister(rec.name)
         if rec.state not in ("unavailable",):
             rec.state = "failed"
             rec.reason = rec.reason or _traceback()
         raise
     except Exception as err:  # noqa: BLE001
-        dispatch.unregister_backend(rec.name)
+        _unregister(rec.name)
         rec.fail("failed", f"{type(err).__name__}: {err}\n{_traceback()}")
         raise BackendValidationError(f"backend {rec.name!r} failed to register its kernels: {type(err).__name__}: {err}") from err
     rec.state, rec.reason, rec.backend, rec.device_types, rec.devices = "loaded", "", backend, device_types, infos
@@ -209,6 +249,13 @@ def _activate(rec: _Record, spec: str) -> Any:
     for info in infos:
         _devices[info.device] = info
     return backend
+
+
+def _unregister(name: str) -> None:
+    from .. import layouts
+
+    dispatch.unregister_backend(name)
+    layouts.unregister_backend(name)
 
 
 def serves(device_type: str) -> bool:

@@ -40,6 +40,9 @@ class CpuBackend:
 
         for decl in CATALOG.values():
             register_kernel(decl.name, decl.supported_dtypes, decl.reference)
+        from . import cpu_sparse  # csr and row_sparse (SciPy is imported when first used)
+
+        cpu_sparse.register(register_kernel)
 
     def ensure_buffer(self, result: Any) -> np.ndarray:
         """NumPy ufuncs return scalars for 0-d input; buffers are always arrays."""

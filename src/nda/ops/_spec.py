@@ -78,9 +78,17 @@ class Plan:
         view_of: NDArray | None = None,
         layout: Any = None,
     ) -> None:
-        meta = _META.get((device, key_dtype, strided if layout is None else layout))
+        if layout is None:
+            # The key's layout: strided unless an operand is stored otherwise (the first such
+            # operand's layout; nda.layouts routes mixed signatures from there).
+            layout = strided
+            for r in reads:
+                if r._meta.layout is not strided:
+                    layout = r._meta.layout
+                    break
+        meta = _META.get((device, key_dtype, layout))
         if meta is None:
-            meta = ArrayMeta(device, key_dtype, strided if layout is None else layout)
+            meta = ArrayMeta(device, key_dtype, layout)
         self.key: KernelKey = meta.key
         self.device = device
         self.out_dtype = out_dtype

@@ -11,6 +11,8 @@ It follows nda's backend contract (``nda.backends.contract``):
   handles), ``copy_to_device`` between sim devices;
 * kernels: native kernels for a subset of the catalog, each enqueued on the device's
   stream thread (they return at once), and ``fallback_to_host = True`` for the rest;
+* layouts: csr buffers in sim memory with converters and a few native csr kernels
+  (``_sparse``); other ops on csr arrays take nda's layout fallback;
 * execution: ``record_completion`` (a marker on the stream the engine waits for) and
   ``synchronize``.
 
@@ -84,6 +86,9 @@ class SimBackend:
         for name in NATIVE_OPS:
             decl = CATALOG[name]
             register_kernel(name, decl.supported_dtypes, self._native(decl))
+        from . import _sparse
+
+        _sparse.register(self, register_kernel)  # the csr layout (nda.layouts plugin API)
 
     def _native(self, decl: Any) -> Callable[..., Any]:
         reference = decl.reference

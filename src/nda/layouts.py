@@ -1,0 +1,540 @@
+"""Layouts: the third part of the dispatch key, their registry, converters and routes.
+
+A *layout* says how an array's elements are stored. ``strided`` (dense) is the default;
+``csr`` (2-D compressed sparse rows) and ``row_sparse`` (N-D, only some rows along axis
+0 stored: sparse gradients, embedding updates) ship in the core, and backends may add
+their own with :func:`register_layout`. An array's layout is part of its interned
+``ArrayMeta``, so a strided array's dispatch never looks at this module.
+
+Per device type a backend registers, for a non-strided layout:
+
+* **converters** ``(device type, from, to) -> fn(buf) -> buf`` (:func:`register_converter`).
+  A pair without a direct converter goes through ``strided`` (two converters);
+* **storage**: ``to_host(buf)`` (the same layout as a cpu buffer) and
+  ``from_host(cpu_buf, device)`` (:func:`register_storage`), which ``to_device``,
+  ``asnumpy``, ``repr`` and the component accessors use; without it the layout cannot
+  leave or enter that device;
+* **kernels**: ordinary op kernels registered at ``layout=`` with ``signatures=`` (the
+  operand layouts they accept, ``"scalar"`` for a Python scalar) and ``out_layout=``
+  (the layout of their result; ``sum`` of a csr matrix is strided).
+
+How an op on a non-strided key runs (:func:`route`, cached per key and operand
+signature, so it is decided once): a native kernel whose signature matches, else the
+*layout fallback*: the non-strided operands are converted to strided on the same device,
+the strided kernel runs (which may itself be the host fallback of an accelerator) and the
+result stays strided. The fallback warns once per (op, route) with
+:class:`nda.FallbackWarning`; ``nda.config.fallback`` makes it silent or an error, and
+``nda.dispatch.explain`` names every conversion. Nothing is densified silently: sparse
+arrays never take part in ``np.asarray`` (``asnumpy()`` and ``to_layout("strided")``
+are the explicit ways to get dense data).
+
+Everything here is plain Python and NumPy; SciPy is imported by the cpu kernels the first
+time a csr array is built.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable
+
+from ._devices import ArrayMeta, Device, KernelKey, Layout, as_layout, strided
+
+__all__ = [
+    "LayoutInfo", "register_layout", "register_converter", "register_storage", "info", "layouts", "converters",
+    "conversion_route", "to_layout", "route", "csr", "row_sparse", "strided",
+]
+
+_SCALARS = (bool, int, float, complex)
+
+
+class LayoutInfo:
+    """What nda knows about a layout: its rank limits and the names of its components."""
+
+    __slots__ = ("layout", "min_ndim", "max_ndim", "components", "description", "host_components")
+
+    def __init__(self, layout: Layout, min_ndim: int, max_ndim: int | None, components: tuple[str, ...], description: str,
+                 host_components: Callable[[Any], dict[str, Any]] | None) -> None:
+        self.layout = layout
+        self.min_ndim = min_ndim
+        self.max_ndim = max_ndim
+        self.components = components
+        self.description = description
+        self.host_components = host_components
+
+    def check_shape(self, shape: tuple[int, ...], what: str) -> None:
+        """ValueError unless an array of ``shape`` can be stored in this layout."""
+        n = len(shape)
+        if n < self.min_ndim or (self.max_ndim is not None and n > self.max_ndim):
+            if self.max_ndim == self.min_ndim:
+                need = f"exactly {self.min_ndim}"
+            elif self.max_ndim is None:
+                need = f"at least {self.min_ndim}"
+            else:
+                need = f"{self.min_ndim} to {self.max_ndim}"
+            hint = "; row_sparse stores N-D arrays" if self.layout.name == "csr" else ""
+            raise ValueError(f"{what}: a {self.layout.name} array has {need} dimensions, got shape {shape}{hint}")
+
+    def __repr__(self) -> str:
+        return f"<layout {self.layout.name}: {self.description}>"
+
+
+class _Registered:
+    """A converter or a storage entry, with the backend that registered it."""
+
+    __slots__ = ("device_type", "src", "dst", "fn", "to_host", "from_host", "backend")
+
+    def __init__(self, device_type: str, src: Layout, dst: Layout, backend: str, fn: Any = None, to_host: Any = None, from_host: Any = None) -> None:
+        self.device_type, self.src, self.dst, self.backend = device_type, src, dst, backend
+        self.fn, self.to_host, self.from_host = fn, to_host, from_host
+
+    @property
+    def qualname(self) -> str:
+        fn = self.fn
+        return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
+
+    def __repr__(self) -> str:
+        return f"<converter {self.src.name} -> {self.dst.name} on {self.device_type}: {self.qualname} (backend {self.backend!r})>"
+
+
+_INFO: dict[Layout, LayoutInfo] = {}
+_CONVERTERS: dict[tuple[str, Layout, Layout], _Registered] = {}
+_STORAGE: dict[tuple[str, Layout], _Registered] = {}
+
+
+def register_layout(
+    name: str, *, min_ndim: int = 0, max_ndim: int | None = None, components: Iterable[str] = (), description: str = "",
+    host_components: Callable[[Any], dict[str, Any]] | None = None,
+) -> Layout:
+    """Declare a layout (idempotent for the same name); returns the interned :class:`Layout`.
+
+    ``host_components(cpu_buffer) -> {name: numpy array}`` lets ``nda.sparse.components``
+    and ``repr`` show the stored parts of an array in this layout.
+    """
+    layout = Layout(name)
+    if not isinstance(min_ndim, int) or min_ndim < 0 or (max_ndim is not None and (not isinstance(max_ndim, int) or max_ndim < min_ndim)):
+        raise ValueError(f"register_layout({name!r}): min_ndim/max_ndim must be ints with 0 <= min_ndim <= max_ndim, got {min_ndim!r}, {max_ndim!r}")
+    existing = _INFO.get(layout)
+    if existing is not None and host_components is None:
+        host_components = existing.host_components
+    _INFO[layout] = LayoutInfo(layout, min_ndim, max_ndim, tuple(components), description, host_components)
+    return layout
+
+
+def info(layout: Layout | str) -> LayoutInfo:
+    """The :class:`LayoutInfo` of a registered layout (ValueError names the known ones)."""
+    return _INFO[as_layout(layout)]
+
+
+def layouts() -> list[Layout]:
+    """Every declared layout, strided first."""
+    return list(_INFO)
+
+
+def register_converter(device_type: str, src: Layout | str, dst: Layout | str, fn: Callable[[Any], Any], *, backend: str = "<runtime>") -> None:
+    """Register ``fn(buf) -> buf`` converting ``src`` buffers of ``device_type`` to ``dst`` buffers."""
+    s, d = as_layout(src), as_layout(dst)
+    if s is d:
+        raise ValueError(f"a converter needs two different layouts, got {s.name} -> {d.name}")
+    if not callable(fn):
+        raise TypeError(f"converter {s.name} -> {d.name} on {device_type} must be callable, got {fn!r}")
+    _CONVERTERS[device_type, s, d] = _Registered(device_type, s, d, backend, fn=fn)
+    _clear_routes()
+
+
+def register_storage(device_type: str, layout: Layout | str, *, to_host: Callable[[Any], Any], from_host: Callable[[Any, Device], Any], backend: str = "<runtime>") -> None:
+    """How ``layout`` buffers of ``device_type`` move: ``to_host(buf)`` gives the cpu buffer of
+    the same layout, ``from_host(cpu_buf, device)`` makes one on ``device``."""
+    lay = as_layout(layout)
+    if not callable(to_host) or not callable(from_host):
+        raise TypeError(f"storage of {lay.name} on {device_type}: to_host and from_host must be callable")
+    _STORAGE[device_type, lay] = _Registered(device_type, lay, lay, backend, to_host=to_host, from_host=from_host)
+
+
+def unregister_backend(backend: str) -> None:
+    """Forget the converters and storage a backend registered (it failed validation)."""
+    for registry in (_CONVERTERS, _STORAGE):
+        for k in [k for k, v in registry.items() if v.backend == backend]:  # type: ignore[attr-defined]
+            del registry[k]  # type: ignore[attr-defined]
+    _clear_routes()
+
+
+def _clear_routes() -> None:
+    from . import dispatch
+
+    dispatch.clear_caches()
+
+
+def converters(device_type: str | None = None) -> list[_Registered]:
+    """The registered converters (of one device type, or all)."""
+    return [c for (dev, _, _), c in _CONVERTERS.items() if device_type is None or dev == device_type]
+
+
+def _ensure(device_type: str) -> None:
+    from . import backends
+
+    backends.ensure_device_type(device_type)
+
+
+def conversion_route(device_type: str, src: Layout, dst: Layout) -> list[_Registered]:
+    """The converters that take ``src`` to ``dst`` on ``device_type``: direct, else through strided."""
+    _ensure(device_type)
+    direct = _CONVERTERS.get((device_type, src, dst))
+    if direct is not None:
+        return [direct]
+    if src is not strided and dst is not strided:
+        first, second = _CONVERTERS.get((device_type, src, strided)), _CONVERTERS.get((device_type, strided, dst))
+        if first is not None and second is not None:
+            return [first, second]
+    have = ", ".join(f"{c.src.name}->{c.dst.name}" for c in converters(device_type)) or "none"
+    raise ValueError(
+        f"no way to convert {src.name} to {dst.name} on device type {device_type!r} (no direct converter, and none through strided); "
+        f"converters registered for {device_type}: {have}"
+    )
+
+
+def storage(device_type: str, layout: Layout, what: str) -> _Registered:
+    _ensure(device_type)
+    entry = _STORAGE.get((device_type, layout))
+    if entry is None:
+        have = ", ".join(sorted(lay.name for dev, lay in _STORAGE if dev == device_type)) or "none"
+        raise ValueError(
+            f"{what}: layout {layout.name!r} is not available on device type {device_type!r} (sparse layouts it stores: {have}); "
+            f"convert with x.to_layout('strided') first"
+        )
+    return entry
+
+
+# ---------------------------------------------------------------------------- arrays
+
+def to_layout(x: Any, layout: Layout | str, /) -> Any:
+    """``x`` stored in ``layout`` on its device (``x`` itself if it already is).
+
+    The conversion is ordered by the engine like an op (after pending writes to ``x``).
+    ValueError when the shape does not fit the layout (csr is 2-D) or the device has no
+    converter for the pair.
+    """
+    from ._array import NDArray, new_array
+    from .engine import state
+
+    if not isinstance(x, NDArray):
+        raise TypeError(f"to_layout() expects an nda array, got {type(x).__name__}")
+    lay = as_layout(layout)
+    if lay is x._meta.layout:
+        return x
+    _INFO[lay].check_shape(x._shape, f"to_layout({lay.name!r})")
+    chain = conversion_route(x._meta.device.type, x._meta.layout, lay)
+    out = new_array(None, ArrayMeta(x._meta.device, x._meta.dtype, lay), x._shape)
+
+    def run() -> None:
+        buf = x._buf
+        for conv in chain:
+            buf = conv.fn(buf)
+        out._buf = buf
+
+    if x._size < state.limit:
+        run()
+    else:
+        path = " -> ".join([chain[0].src.name] + [c.dst.name for c in chain])
+        state.push(run, (x,), (out,), x._meta.device, f"to_layout({lay.name})", cost=x._size, route=path)
+    return out
+
+
+def to_device(x: Any, target: Device) -> Any:
+    """A non-strided array copied to ``target`` in the same layout (through host memory)."""
+    from ._array import new_array
+    from .engine import state
+
+    layout = x._meta.layout
+    src = storage(x._meta.device.type, layout, f"to_device({target})")
+    dst = storage(target.type, layout, f"to_device({target})")
+    out = new_array(None, ArrayMeta(target, x._meta.dtype, layout), x._shape)
+
+    def run() -> None:
+        out._buf = dst.from_host(src.to_host(x._buf), target)
+
+    if x._size < state.limit:
+        run()
+    else:
+        state.push(run, (x,), (out,), target, "to_device", cost=x._size, route=f"{x._meta.device} -> {target} ({layout.name}, through host memory)")
+    return out
+
+
+def host_buffer(x: Any) -> Any:
+    """The cpu buffer (same layout) of a non-strided array, after its pending writes."""
+    x.wait_to_read()
+    return storage(x._meta.device.type, x._meta.layout, "reading the array").to_host(x._buf)
+
+
+def dense_host(x: Any) -> Any:
+    """A dense NumPy array of a non-strided array's values (an explicit densification)."""
+    from . import backends
+
+    x.wait_to_read()
+    buf = x._buf
+    for conv in conversion_route(x._meta.device.type, x._meta.layout, strided):  # on the array's device
+        buf = conv.fn(buf)
+    return backends.for_device(x._meta.device).to_host(buf)
+
+
+def host_components(x: Any) -> dict[str, Any]:
+    """``{component name: numpy array}`` of a non-strided array."""
+    lay_info = _INFO[x._meta.layout]
+    if lay_info.host_components is None:
+        raise TypeError(f"layout {x._meta.layout.name!r} does not expose its components")
+    return lay_info.host_components(host_buffer(x))
+
+
+def sparse_repr(x: Any) -> str:
+    """``repr`` of a non-strided array: metadata and stored components, never densified."""
+    import numpy as np
+
+    lay_info = _INFO[x._meta.layout]
+    buf = host_buffer(x)
+    parts = lay_info.host_components(buf) if lay_info.host_components is not None else {}
+    meta = x._meta
+    head = f"NDArray(layout='{meta.layout.name}', shape={x._shape}, dtype={meta.dtype.name}"
+    nnz = getattr(buf, "nnz", None)
+    if nnz is not None:
+        head += f", nnz={int(nnz)}"
+    if meta.device.type != "cpu" or meta.device.index != 0:
+        head += f", device='{meta.device}'"
+    body = [f"  {k}={np.array2string(np.asarray(v), separator=', ', prefix='  ' + k + '=')}" for k, v in parts.items()]
+    return head + (",\n" + ",\n".join(body) if body else "") + ")"
+
+
+# ---------------------------------------------------------------------------- routes
+
+def _sig(value: Any) -> Any:
+    """The layout signature of one kernel argument: a layout name, "scalar", nested tuple or None."""
+    from ._array import NDArray
+    from .ops._spec import Cast
+
+    cls = value.__class__
+    if cls is NDArray:
+        return value._meta.layout.name
+    if cls is Cast:
+        return value.array._meta.layout.name
+    if cls in _SCALARS:
+        return "scalar"
+    if cls is tuple or cls is list:
+        inner = tuple(_sig(v) for v in value)
+        return inner if any(i is not None and i != "scalar" for i in inner) else None
+    return None
+
+
+def signature(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], tuple[tuple[str, Any], ...]]:
+    """Layouts of a call's operands: per positional argument, and per keyword holding arrays."""
+    kw = tuple((k, s) for k, s in ((k, _sig(v)) for k, v in kwargs.items()) if s is not None and s != "scalar")
+    return tuple(_sig(a) for a in args), kw
+
+
+def _flat(sig: Any) -> list[str]:
+    if isinstance(sig, tuple):
+        return [leaf for s in sig for leaf in _flat(s)]
+    return [] if sig is None else [sig]
+
+
+def _operands(sig: tuple[tuple[Any, ...], tuple[tuple[str, Any], ...]]) -> tuple[str, ...]:
+    """The flat operand signature a kernel's ``signatures=`` is matched against."""
+    return tuple(_flat(sig[0]) + [leaf for _, s in sig[1] for leaf in _flat(s)])
+
+
+def _matches(entry: Any, operands: tuple[str, ...], key_layout: Layout) -> bool:
+    sigs = entry.signatures
+    if sigs is None:
+        return all(s == "scalar" or s == key_layout.name for s in operands)
+    return operands in sigs
+
+
+def route(op: str, plan: Any) -> tuple[Callable[..., Any], Layout]:
+    """(kernel, output layout) of a planned call whose key is not strided (cached per signature)."""
+    from . import dispatch
+
+    key = plan.key
+    tbl = dispatch.table(op)
+    sig = signature(plan.args, plan.kwargs)
+    cache_key = ("layout-route", key, sig)
+    hit = tbl.cache.get(cache_key)
+    if hit is not None:
+        return hit  # type: ignore[no-any-return]
+    found = _native(op, plan, key, sig)
+    if found is not None:
+        result = found
+    else:
+        fn = _fallback(op, plan, key, sig)
+        dispatch._announce_fallback(op, fn._nda_route)  # type: ignore[attr-defined]
+        result = (fn, strided)
+    tbl.cache[cache_key] = result
+    return result
+
+
+def out_layout(op: str, plan: Any) -> Layout:
+    """The layout :func:`route` would give the result (nothing is announced or cached)."""
+    if plan.key.layout is strided:
+        return strided
+    entries = native_entries(op, plan.key, signature(plan.args, plan.kwargs))
+    if entries and _casts_native(plan):
+        return entries[0].out_layout or plan.key.layout
+    return strided
+
+
+def _refuse_mutation(op: str, plan: Any) -> None:
+    from .ops import CATALOG
+
+    if CATALOG[op].mutates and plan.args and getattr(getattr(plan.args[0], "_meta", None), "layout", strided) is not strided:
+        lay = plan.args[0]._meta.layout.name
+        raise TypeError(f"{op}(): cannot write into a {lay} array in place (that would change which elements are stored); "
+                        f"convert it with x.to_layout('strided') first, or build a new array")
+
+
+def native_entries(op: str, key: KernelKey, sig: Any) -> list[Any]:
+    """The kernels registered at ``key`` whose signature accepts ``sig`` (priority order)."""
+    from . import dispatch
+
+    _ensure(key.device_type)
+    operands = _operands(sig)
+    return [e for e in dispatch.table(op).kernels.get(key, ()) if _matches(e, operands, key.layout)]
+
+
+def _casts_native(plan: Any) -> bool:
+    """Casts of non-strided operands must run natively too, or a kernel would get a strided buffer."""
+    from . import dispatch
+    from .ops._spec import Cast
+
+    for a in plan.args:
+        if a.__class__ is Cast and a.array._meta.layout is not strided:
+            if not native_entries("astype", a.array._meta.key, ((a.array._meta.layout.name, None), ())):
+                return False
+    return True
+
+
+def _native(op: str, plan: Any, key: KernelKey, sig: Any) -> tuple[Callable[..., Any], Layout] | None:
+    from . import dispatch
+
+    _refuse_mutation(op, plan)
+    entries = native_entries(op, key, sig)
+    if not entries or not _casts_native(plan):
+        return None
+    out_layout = entries[0].out_layout or key.layout
+    same = [e for e in entries if (e.out_layout or key.layout) is out_layout]
+    fn = same[0].fn if same[0].supports is None and len(same) == 1 else dispatch._chooser(same, op, key)
+    return fn, out_layout
+
+
+def _converter_for(device_type: str, sig: Any) -> Any:
+    """Per argument: None (passed as is), a converter chain to strided, or a list for a sequence."""
+    if isinstance(sig, tuple):
+        return [_converter_for(device_type, s) for s in sig]
+    if sig is None or sig == "scalar" or sig == "strided":
+        return None
+    return tuple(conversion_route(device_type, as_layout(sig), strided))  # a chain (a list is a sequence argument)
+
+
+def _apply(value: Any, conv: Any) -> Any:
+    if conv is None:
+        return value
+    if isinstance(conv, list):
+        return value.__class__(_apply(v, c) for v, c in zip(value, conv))
+    for step in conv:
+        value = step.fn(value)
+    return value
+
+
+def _fallback(op: str, plan: Any, key: KernelKey, sig: Any) -> Callable[..., Any]:
+    """Convert the non-strided operands to strided on the device, run the strided kernel."""
+    from . import dispatch
+
+    dev = key.device_type
+    n = len(plan.args)
+    arg_convs = [_converter_for(dev, s) for s in sig[0]]
+    kw_convs = {k: _converter_for(dev, s) for k, s in sig[1]}
+    strided_key = KernelKey(dev, key.dtype, strided)
+    try:
+        kernel = dispatch.resolve(op, strided_key)
+    except dispatch.DispatchError as err:
+        raise dispatch.DispatchError(f"{op} on {key}: no native {key.layout.name} kernel for operands {_describe(sig)}, and the layout fallback has no strided kernel: {err}") from None
+    conversions = _conversion_lines(plan, sig, arg_convs, kw_convs)
+
+    def layout_fallback(*args: Any, **kwargs: Any) -> Any:
+        args = tuple(_apply(a, c) for a, c in zip(args, arg_convs)) + args[n:]
+        for k, c in kw_convs.items():
+            kwargs[k] = _apply(kwargs[k], c)
+        return kernel(*args, **kwargs)
+
+    steps = "; ".join(conversions)
+    layout_fallback.__qualname__ = f"layout_fallback[{op}]"
+    layout_fallback._nda_route = (  # type: ignore[attr-defined]
+        f"{op} on {key} with operands {_describe(sig)}: no native {key.layout.name} kernel for these operand layouts; {steps}; "
+        f"runs {_name(kernel)} on {dev}; the result is strided"
+    )
+    layout_fallback._nda_conversions = conversions  # type: ignore[attr-defined]
+    layout_fallback._nda_inner = kernel  # type: ignore[attr-defined]
+    return layout_fallback
+
+
+def _name(fn: Any) -> str:
+    module = getattr(fn, "__module__", None) or ("numpy" if hasattr(fn, "nin") else "?")
+    return f"{module}.{getattr(fn, '__qualname__', None) or getattr(fn, '__name__', repr(fn))}"
+
+
+def _describe(sig: Any) -> str:
+    def one(s: Any) -> str:
+        if isinstance(s, tuple):
+            return "[" + ", ".join(one(v) for v in s) + "]"
+        return "-" if s is None else s
+
+    return "(" + ", ".join([one(s) for s in sig[0]] + [f"{k}={one(s)}" for k, s in sig[1]]) + ")"
+
+
+def _conversion_lines(plan: Any, sig: Any, arg_convs: list[Any], kw_convs: dict[str, Any]) -> list[str]:
+    lines = []
+
+    def walk(label: str, conv: Any) -> None:
+        if conv is None:
+            return
+        if isinstance(conv, list):
+            for i, c in enumerate(conv):
+                walk(f"{label}[{i}]", c)
+            return
+        path = " -> ".join([conv[0].src.name] + [c.dst.name for c in conv])
+        names = ", ".join(c.qualname for c in conv)
+        lines.append(f"converts {label} {path} ({names})")
+
+    for i, c in enumerate(arg_convs):
+        walk(f"argument {i}", c)
+    for k, c in kw_convs.items():
+        walk(k, c)
+    return lines
+
+
+def coverage_status(op: str, device_type: str, dtype: Any, layout: Layout, strided_status: str) -> str:
+    """``native``, ``fallback`` (layout fallback to a strided route) or ``missing``."""
+    from . import dispatch
+
+    if dispatch.table(op).kernels.get(KernelKey(device_type, dtype, layout)):
+        return "native"
+    if strided_status != "missing" and (device_type, layout, strided) in _CONVERTERS:
+        return "fallback"
+    return "missing"
+
+
+# ---------------------------------------------------------------------------- the core layouts
+
+def _csr_components(buf: Any) -> dict[str, Any]:
+    return {"data": buf.data, "indices": buf.indices, "indptr": buf.indptr}
+
+
+def _row_sparse_components(buf: Any) -> dict[str, Any]:
+    return {"values": buf.values, "row_indices": buf.indices}
+
+
+register_layout("strided", description="dense, the default")
+csr = register_layout(
+    "csr", min_ndim=2, max_ndim=2, components=("data", "indices", "indptr"), description="compressed sparse rows (2-D)",
+    host_components=_csr_components,
+)
+row_sparse = register_layout(
+    "row_sparse", min_ndim=1, components=("values", "row_indices"),
+    description="N-D; only some rows along axis 0 are stored (sparse gradients, embedding updates)",
+    host_components=_row_sparse_components,
+)
+
