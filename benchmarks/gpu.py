@@ -16,12 +16,12 @@ Without a GPU (or without nda-cuda) every case is skipped with the probe's reaso
 
 from __future__ import annotations
 
-import statistics
 import threading
-import time
 from typing import Any, Callable
 
 import nda
+
+from ._timing import alternate
 
 
 def unavailable() -> str | None:
@@ -43,19 +43,6 @@ def unavailable() -> str | None:
     except nda.backends.BackendError as err:
         return f"nda-cuda did not load: {err}"
     return None
-
-
-def _alternate(fns: dict[str, Callable[[], Any]], rounds: int, number: int) -> dict[str, float]:
-    samples: dict[str, list[float]] = {k: [] for k in fns}
-    for fn in fns.values():
-        fn()
-    for _ in range(rounds):
-        for name, fn in fns.items():
-            start = time.perf_counter()
-            for _ in range(number):
-                fn()
-            samples[name].append((time.perf_counter() - start) / number)
-    return {k: statistics.median(v) for k, v in samples.items()}
 
 
 def large(rounds: int) -> dict[str, dict[str, float]]:
@@ -80,7 +67,7 @@ def large(rounds: int) -> dict[str, dict[str, float]]:
         "add": {"cupy": cp(lambda: a_cp + b_cp), "nda": lambda: (a + b).wait_to_read()},
         "exp": {"cupy": cp(lambda: cupy.exp(a_cp)), "nda": lambda: nda.exp(a).wait_to_read()},
     }
-    return {name: _alternate(fns, rounds, 5) for name, fns in cases.items()}
+    return {name: alternate(fns, rounds, 5) for name, fns in cases.items()}
 
 
 def tiny(rounds: int, number: int) -> dict[str, float]:
@@ -91,7 +78,7 @@ def tiny(rounds: int, number: int) -> dict[str, float]:
     x = nda.ones(4, dtype=nda.float32, device="cuda")
     y = nda.ones(4, dtype=nda.float32, device="cuda")
     nda.waitall()
-    result = _alternate({"cupy": lambda: x_cp + y_cp, "nda": lambda: x + y}, rounds, number)
+    result = alternate({"cupy": lambda: x_cp + y_cp, "nda": lambda: x + y}, rounds, number)
     cupy.cuda.get_current_stream().synchronize()
     nda.waitall()
     return result
@@ -139,7 +126,7 @@ def overlap(rounds: int) -> dict[str, float]:
         r1.wait_to_read()
         r2.wait_to_read()
 
-    return _alternate({"cupy one stream": cupy_sequential, "cupy two streams": cupy_two_streams, "nda": nda_engine}, rounds, 1)
+    return alternate({"cupy one stream": cupy_sequential, "cupy two streams": cupy_two_streams, "nda": nda_engine}, rounds, 1)
 
 
 def run(rounds: int, quick: bool) -> dict[str, Any]:

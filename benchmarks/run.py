@@ -24,14 +24,14 @@ import statistics
 import subprocess
 import sys
 import time
-import timeit
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 import nda
 
 from . import engine as engine_bench
+from ._timing import alternate
 from . import gpu as gpu_bench
 from . import sparse as sparse_bench
 from . import tiny_ops
@@ -39,16 +39,6 @@ from . import tiny_ops
 
 def _progress(message: str) -> None:
     print(f"  {message}", file=sys.stderr, flush=True)
-
-
-def _alternate(fns: dict[str, Callable[[], Any]], rounds: int, number: int) -> dict[str, float]:
-    samples: dict[str, list[float]] = {k: [] for k in fns}
-    for fn in fns.values():
-        fn()
-    for _ in range(rounds):
-        for name, fn in fns.items():
-            samples[name].append(timeit.timeit(fn, number=number) / number)
-    return {k: statistics.median(v) for k, v in samples.items()}
 
 
 # --------------------------------------------------------------------------- (2) overhead
@@ -73,7 +63,7 @@ def overhead(rounds: int, number: int) -> dict[str, float]:
         table.cache.clear()
         return x + y
 
-    results = _alternate(
+    results = alternate(
         {
             "null kernel called directly": lambda: null_add(host, host),
             "dispatch lookup (cached)": lambda: table.cache.get(key),
@@ -83,13 +73,13 @@ def overhead(rounds: int, number: int) -> dict[str, float]:
         rounds,
         number,
     )
-    results["x + y, cache cleared each call (planning + resolution)"] = _alternate({"u": uncached}, rounds, max(1, number // 20))["u"]
+    results["x + y, cache cleared each call (planning + resolution)"] = alternate({"u": uncached}, rounds, max(1, number // 20))["u"]
     nda.engine.use(ThreadedEngine(inline_limit=0))
     try:
-        results["x + y, null kernel as an engine task (dependency tracking)"] = _alternate({"t": lambda: x + y}, rounds, max(1, number // 10))["t"]
+        results["x + y, null kernel as an engine task (dependency tracking)"] = alternate({"t": lambda: x + y}, rounds, max(1, number // 10))["t"]
     finally:
         nda.engine.use(previous if previous.name != "threaded" else "threaded")
-    results["numpy a + b"] = _alternate({"n": lambda: host + host}, rounds, number)["n"]
+    results["numpy a + b"] = alternate({"n": lambda: host + host}, rounds, number)["n"]
     return results
 
 
@@ -114,7 +104,7 @@ def large(rounds: int) -> dict[str, dict[str, float]]:
         cases["sum"]["torch"] = lambda: torch.sum(ta)
     except ImportError:
         pass
-    return {name: _alternate(fns, rounds, 3) for name, fns in cases.items()}
+    return {name: alternate(fns, rounds, 3) for name, fns in cases.items()}
 
 
 # --------------------------------------------------------------------------- (5) import time

@@ -185,8 +185,8 @@ def test_cells_of_other_layouts_are_listed_and_reported():
     found = [(c.op, c.dtype.name, c.layout.name, c.route) for c in conformance.cells(device, ops=["logical_or"])]
     assert found == [("logical_or", "bool", "strided", "missing"), ("logical_or", "bool", "kit_blocked", "native")]
     result = conformance.run(device, ops=["logical_or"]).result("logical_or", "bool", "kit_blocked")
-    if not hasattr(nda.NDArray, "to_layout"):
-        assert result.status == "not covered" and "no layout converters" in result.reason
+    # nda cannot build arrays of a layout nobody registered: the kit says so instead of testing the cell
+    assert result.status == "not covered" and "layout 'kit_blocked' is not registered" in result.reason
     assert "logical_or [kit_blocked]" in conformance.Report(device, "reference", "quick", [result]).table()
 
 

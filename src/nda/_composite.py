@@ -18,7 +18,7 @@ import numpy as np
 from . import _dtypes
 from ._array import NDArray
 from .ops._spec import broadcast_shapes as _broadcast_shapes
-from .ops._spec import check_array, normalize_axes, normalize_axis
+from .ops._spec import check_array, int_arg, normalize_axes, normalize_axis
 
 __all__ = [
     "broadcast_arrays", "broadcast_shapes", "diff", "matrix_transpose", "meshgrid", "moveaxis", "unstack",
@@ -126,12 +126,7 @@ def diff(x: NDArray, /, *, axis: int = -1, n: int = 1, prepend: NDArray | None =
     x = check_array(x, "diff")
     if x.ndim == 0:
         raise ValueError("diff() needs an array of at least one dimension, got a 0-d array")
-    try:
-        n = operator.index(n)
-    except TypeError:
-        raise TypeError(f"diff(): n must be an int, got {type(n).__name__}") from None
-    if n < 0:
-        raise ValueError(f"diff(): n must be non-negative, got {n}")
+    n = int_arg(n, "diff", "n", minimum=0)
     ax = normalize_axis(axis, x.ndim, "diff")
     api = _api()
     parts = []
@@ -166,32 +161,22 @@ def _freq_dtype(dtype: Any, op: str) -> Any:
 
 def fftfreq(n: int, /, *, d: float = 1.0, dtype: Any = None, device: Any = None) -> NDArray:
     """Sample frequencies of an ``n``-point transform with sample spacing ``d``: ``[0, 1, ..., -1] / (d * n)``."""
-    n = _positive("fftfreq", n)
+    n = int_arg(n, "fftfreq", "n", minimum=1)
     return _api().asarray(np.fft.fftfreq(n, d=d).astype(_freq_dtype(dtype, "fftfreq").numpy), device=device)  # type: ignore[no-any-return]
 
 
 def rfftfreq(n: int, /, *, d: float = 1.0, dtype: Any = None, device: Any = None) -> NDArray:
     """Sample frequencies of :func:`nda.fft.rfft`: the ``n // 2 + 1`` non-negative ones."""
-    n = _positive("rfftfreq", n)
+    n = int_arg(n, "rfftfreq", "n", minimum=1)
     return _api().asarray(np.fft.rfftfreq(n, d=d).astype(_freq_dtype(dtype, "rfftfreq").numpy), device=device)  # type: ignore[no-any-return]
-
-
-def _positive(op: str, n: Any) -> int:
-    try:
-        value = operator.index(n)
-    except TypeError:
-        raise TypeError(f"{op}(): n must be an int, got {type(n).__name__}") from None
-    if value < 1:
-        raise ValueError(f"{op}(): n must be at least 1, got {value}")
-    return value
 
 
 def _shift(op: str, x: NDArray, axes: Any, sign: int) -> NDArray:
     x = check_array(x, op)
-    chosen = normalize_axes(axes, x.ndim, op) if not isinstance(axes, list) else normalize_axes(tuple(axes), x.ndim, op)
+    chosen = normalize_axes(tuple(axes) if isinstance(axes, list) else axes, x.ndim, op)
     if not chosen:
         return _api().copy(x)  # type: ignore[no-any-return]
-    shifts = tuple(sign * (x.shape[a] // 2) if sign > 0 else -(x.shape[a] // 2) for a in chosen)
+    shifts = tuple(sign * (x.shape[a] // 2) for a in chosen)
     return _api().roll(x, shifts, axis=chosen)  # type: ignore[no-any-return]
 
 

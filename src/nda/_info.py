@@ -160,24 +160,14 @@ def _key(device: Device, dtype: DType) -> Any:
 
 
 def _device_dtypes(device: Any) -> list[DType]:
-    from .dispatch import DeviceUnavailableError, resolve, table
+    from . import backends
+    from .dispatch import table
 
     target = default_device() if device is None else as_device(device)
-    from . import backends
-
-    backends.validate_device(target)
-    keys = table("astype").kernels
-    found = [k.dtype for k in keys if k.device_type == target.type]
-    if not found:
-        try:  # the backend may not be loaded yet: resolving one key loads it
-            resolve("astype", _key(target, _dtypes.bool))
-        except DeviceUnavailableError:
-            raise
-        except Exception:  # noqa: BLE001  (no bool kernel: the table lookup below says what there is)
-            pass
-        found = [k.dtype for k in table("astype").kernels if k.device_type == target.type]
+    backends.validate_device(target)  # loads the device's backend: its kernels are registered now
+    found = {k.dtype for k in table("astype").kernels if k.device_type == target.type}
     order = list(_dtypes.CATEGORIES["any"])
-    return sorted(set(found), key=order.index)
+    return sorted(found, key=order.index)
 
 
 _INFO = Info()

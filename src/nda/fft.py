@@ -8,7 +8,7 @@ The transforms are generated from the ``"fft.*"`` ops of the catalog (``nda.ops.
 from __future__ import annotations
 
 from ._api import extension as _extension
-from ._composite import fftfreq, fftshift, ifftshift, rfftfreq
+from ._composite import fftfreq, fftshift, ifftshift, rfftfreq  # noqa: F401  (re-exported)
 
 globals().update(_extension("fft"))
 

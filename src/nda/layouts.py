@@ -121,7 +121,11 @@ def register_layout(
 
 def info(layout: Layout | str) -> LayoutInfo:
     """The :class:`LayoutInfo` of a registered layout (ValueError names the known ones)."""
-    return _INFO[as_layout(layout)]
+    lay = as_layout(layout)
+    found = _INFO.get(lay)
+    if found is None:  # a Layout value made without register_layout (e.g. only named in a kernel key)
+        raise ValueError(f"layout {lay.name!r} is not registered (nda.layouts.register_layout); registered: {', '.join(l.name for l in _INFO)}")
+    return found
 
 
 def layouts() -> list[Layout]:
@@ -220,7 +224,7 @@ def to_layout(x: Any, layout: Layout | str, /) -> Any:
     lay = as_layout(layout)
     if lay is x._meta.layout:
         return x
-    _INFO[lay].check_shape(x._shape, f"to_layout({lay.name!r})")
+    info(lay).check_shape(x._shape, f"to_layout({lay.name!r})")
     chain = conversion_route(x._meta.device.type, x._meta.layout, lay)
     out = new_array(None, ArrayMeta(x._meta.device, x._meta.dtype, lay), x._shape)
 
@@ -397,7 +401,6 @@ def native_entries(op: str, key: KernelKey, sig: Any) -> list[Any]:
 
 def _casts_native(plan: Any) -> bool:
     """Casts of non-strided operands must run natively too, or a kernel would get a strided buffer."""
-    from . import dispatch
     from .ops._spec import Cast
 
     for a in plan.args:

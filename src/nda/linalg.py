@@ -8,8 +8,8 @@ The functions are generated from the ``"linalg.*"`` ops of the catalog
 from __future__ import annotations
 
 from ._api import extension as _extension
-from ._api import matmul, tensordot, vecdot
-from ._composite import matrix_transpose
+from ._api import matmul, tensordot, vecdot  # noqa: F401  (re-exported: the same functions)
+from ._composite import matrix_transpose  # noqa: F401
 
 globals().update(_extension("linalg"))
 

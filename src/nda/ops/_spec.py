@@ -37,7 +37,7 @@ from .._dtypes import CATEGORIES, DType
 
 from .._array import NDArray
 
-__all__ = ["OpDecl", "Plan", "Cast", "declare", "CATALOG", "broadcast_shapes", "normalize_axis", "normalize_axes"]
+__all__ = ["OpDecl", "Plan", "Cast", "declare", "CATALOG", "broadcast_shapes", "normalize_axis", "normalize_axes", "int_arg"]
 
 _META = ArrayMeta._registry
 _new = object.__new__
@@ -299,6 +299,18 @@ def normalize_axes(axis: Any, ndim: int, op: str) -> tuple[int, ...]:
             raise ValueError(f"{op}(): repeated axis in {axis}")
         return tuple(sorted(axes))
     return (normalize_axis(axis, ndim, op),)
+
+
+def int_arg(value: Any, op: str, name: str, *, minimum: int | None = None) -> int:
+    """An integer argument (``k``, ``n``, ``offset``): TypeError if it is not one, ValueError below ``minimum``."""
+    try:
+        number = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{op}(): {name} must be an int, got {type(value).__name__}") from None
+    if minimum is not None and number < minimum:
+        bound = "non-negative" if minimum == 0 else f"at least {minimum}"
+        raise ValueError(f"{op}(): {name} must be {bound}, got {number}")
+    return number
 
 
 def check_shape(shape: Any, op: str) -> tuple[int, ...]:

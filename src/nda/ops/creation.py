@@ -19,7 +19,7 @@ import numpy as np
 from .. import _dtypes
 from .._devices import Device, as_device
 from .._dtypes import DType
-from ._spec import Plan, check_array, check_shape, declare, dtype_arg
+from ._spec import Plan, check_array, check_shape, declare, dtype_arg, int_arg
 
 _ARRAY = "NDArray"
 
@@ -252,12 +252,7 @@ def _ref_linspace(start: Any, stop: Any, num: int, dtype: DType, device: Device,
 @declare("linspace", dtypes="floating", reference=_ref_linspace, family="creation")
 def linspace(start: int | float | complex, stop: int | float | complex, /, num: int, *, dtype: DType | None = None, device: Device | str | None = None, endpoint: bool = True) -> Plan:
     """``num`` evenly spaced samples from ``start`` to ``stop`` (included unless ``endpoint=False``)."""
-    try:
-        n = operator.index(num)
-    except TypeError:
-        raise TypeError(f"linspace(): num must be an int, got {type(num).__name__}") from None
-    if n < 0:
-        raise ValueError(f"linspace(): num must be non-negative, got {n}")
+    n = int_arg(num, "linspace", "num", minimum=0)
     is_complex = isinstance(start, complex) or isinstance(stop, complex)
     dt = dtype_arg(dtype, "linspace") or (_dtypes.default_complex if is_complex else _dtypes.default_float)
     if dt.kind not in ("real floating", "complex floating"):
@@ -277,10 +272,7 @@ def _ref_eye(n_rows: int, n_cols: int, k: int, dtype: DType, device: Device) -> 
 def eye(n_rows: int, n_cols: int | None = None, /, *, k: int = 0, dtype: DType | None = None, device: Device | str | None = None) -> Plan:
     """A 2-D array with ones on the ``k``-th diagonal and zeros elsewhere."""
     rows, cols = check_shape((n_rows, n_rows if n_cols is None else n_cols), "eye")
-    try:
-        k = operator.index(k)
-    except TypeError:
-        raise TypeError(f"eye(): k must be an int, got {type(k).__name__}") from None
+    k = int_arg(k, "eye", "k")
     dt = dtype_arg(dtype, "eye") or _dtypes.default_float
     return _creation_plan("eye", (rows, cols), dt, device, (rows, cols, k), {"dtype": dt})
 

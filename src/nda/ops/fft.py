@@ -11,12 +11,11 @@ other ops in ``nda.fft`` itself.
 
 from __future__ import annotations
 
-import operator
 from typing import Any
 
 import numpy as np
 
-from ._spec import Cast, Plan, check_array, check_dtype_category, declare, normalize_axis
+from ._spec import Cast, Plan, check_array, check_dtype_category, declare, int_arg, normalize_axis
 from .linalg_extension import complex_dtype, real_dtype
 
 _ARRAY = "NDArray"
@@ -24,15 +23,7 @@ _NORMS = ("backward", "ortho", "forward")
 
 
 def _length(op: str, n: Any, name: str = "n") -> int | None:
-    if n is None:
-        return None
-    try:
-        value = operator.index(n)
-    except TypeError:
-        raise TypeError(f"{op}(): {name} must be an int or None, got {type(n).__name__}") from None
-    if value < 1:
-        raise ValueError(f"{op}(): {name} must be at least 1, got {value}")
-    return value
+    return None if n is None else int_arg(n, op, name, minimum=1)
 
 
 def _norm(op: str, norm: Any) -> str:
@@ -65,14 +56,7 @@ def _one_axis(op: str, x: Any, n: Any, axis: Any, norm: Any, kind: str, out_leng
     shape[ax] = out_length(length, x.shape[ax])
     if shape[ax] < 1:
         raise ValueError(f"{op}(): the output would have {shape[ax]} points along axis {ax}; pass n= (input shape {x.shape})")
-    out_dtype = complex_dtype(x.dtype) if out_kind == "complex" else real_dtype(x.dtype)
-    key_dtype = arg.dtype if isinstance(arg, Cast) else x.dtype
-    plan = Plan.of(x, out_shape=tuple(shape), out_dtype=out_dtype, args=(arg,), kwargs={"n": length, "axis": ax, "norm": _norm(op, norm)})
-    if key_dtype is not x.dtype:  # kernels are keyed by the dtype they compute in
-        from .._devices import ArrayMeta
-
-        plan.key = ArrayMeta(x.device, key_dtype, x.layout).key
-    return plan
+    return _plan(x, arg, out_kind, tuple(shape), {"n": length, "axis": ax, "norm": _norm(op, norm)})
 
 
 def _many_axes(op: str, x: Any, s: Any, axes: Any, norm: Any, kind: str, out_kind: str, last: Any = None) -> Plan:
@@ -100,15 +84,15 @@ def _many_axes(op: str, x: Any, s: Any, axes: Any, norm: Any, kind: str, out_kin
         shape[a] = last(sizes[-1], x.shape[a])
     if any(shape[a] < 1 for a in ax):
         raise ValueError(f"{op}(): an output axis would be empty (input shape {x.shape}, s={s}); pass s=")
-    out_dtype = complex_dtype(x.dtype) if out_kind == "complex" else real_dtype(x.dtype)
     kernel_s = None if s is None else tuple(x.shape[a] if size is None else size for a, size in zip(ax, sizes))
-    key_dtype = arg.dtype if isinstance(arg, Cast) else x.dtype
-    plan = Plan.of(x, out_shape=tuple(shape), out_dtype=out_dtype, args=(arg,), kwargs={"s": kernel_s, "axes": ax, "norm": _norm(op, norm)})
-    if key_dtype is not x.dtype:
-        from .._devices import ArrayMeta
+    return _plan(x, arg, out_kind, tuple(shape), {"s": kernel_s, "axes": ax, "norm": _norm(op, norm)})
 
-        plan.key = ArrayMeta(x.device, key_dtype, x.layout).key
-    return plan
+
+def _plan(x: Any, arg: Any, out_kind: str, shape: tuple[int, ...], kwargs: dict[str, Any]) -> Plan:
+    """Keyed by the dtype the kernel computes in: the complex one when real input is cast up."""
+    key_dtype = arg.dtype if isinstance(arg, Cast) else x.dtype
+    out_dtype = complex_dtype(x.dtype) if out_kind == "complex" else real_dtype(x.dtype)
+    return Plan(x.device, key_dtype, out_dtype, shape, (arg,), kwargs, reads=(x,))
 
 
 def _same(n: int | None, m: int) -> int:

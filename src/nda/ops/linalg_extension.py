@@ -15,14 +15,14 @@ top-level functions themselves (see ``nda.linalg``).
 from __future__ import annotations
 
 import math
-import operator
 from typing import Any
 
 import numpy as np
 
 from .. import _dtypes
 from .._dtypes import DType
-from ._spec import Cast, Plan, broadcast_shapes, check_array, check_dtype_category, declare, normalize_axes, same_device
+from ._spec import Cast, Plan, broadcast_shapes, check_array, check_dtype_category, declare, int_arg, normalize_axes
+from .linalg import _promote_pair
 
 _ARRAY = "NDArray"
 
@@ -90,10 +90,7 @@ def _ref_matrix_power(x: np.ndarray, n: int) -> np.ndarray:
 def matrix_power(x: _ARRAY, n: int, /) -> Plan:
     """Each square matrix raised to the integer power ``n`` (``n = 0`` gives identities, negative ``n`` inverts)."""
     x = _matrices("matrix_power", x, square=True, category="numeric")
-    try:
-        n = operator.index(n)
-    except TypeError:
-        raise TypeError(f"matrix_power(): n must be an int, got {type(n).__name__}") from None
+    n = int_arg(n, "matrix_power", "n")
     if n < 0 and x.dtype.kind not in ("real floating", "complex floating"):
         raise TypeError(f"matrix_power(): a negative power inverts, which needs a floating dtype; got {x.dtype.name}")
     return Plan.of(x, out_shape=x.shape, args=(x, n))
@@ -171,16 +168,9 @@ def trace(x: _ARRAY, /, *, offset: int = 0, dtype: DType | None = None) -> Plan:
     from .reductions import _sum_dtype
 
     x = _matrices("trace", x, category="numeric")
-    offset = _offset("trace", offset)
+    offset = int_arg(offset, "trace", "offset")
     out_dtype = _sum_dtype(x.dtype, dtype_arg(dtype, "trace"), "trace")
     return Plan.of(x, out_shape=x.shape[:-2], out_dtype=out_dtype, args=(x,), kwargs={"offset": offset, "dtype": out_dtype})
-
-
-def _offset(op: str, offset: Any) -> int:
-    try:
-        return operator.index(offset)
-    except TypeError:
-        raise TypeError(f"{op}(): offset must be an int, got {type(offset).__name__}") from None
 
 
 def _ref_diagonal(x: np.ndarray, offset: int = 0) -> np.ndarray:
@@ -191,7 +181,7 @@ def _ref_diagonal(x: np.ndarray, offset: int = 0) -> np.ndarray:
 def diagonal(x: _ARRAY, /, *, offset: int = 0) -> Plan:
     """Diagonal ``offset`` of each matrix (positive: above the main diagonal), as a new array."""
     x = _matrices("diagonal", x, category="any")
-    offset = _offset("diagonal", offset)
+    offset = int_arg(offset, "diagonal", "offset")
     rows, cols = x.shape[-2:]
     length = max(0, min(rows, cols - offset) if offset >= 0 else min(rows + offset, cols))
     return Plan.of(x, out_shape=x.shape[:-2] + (length,), args=(x,), kwargs={"offset": offset})
@@ -365,12 +355,6 @@ def svd(x: _ARRAY, /, *, full_matrices: bool = True) -> Plan:
 
 
 # ----------------------------------------------------------------------------- two arguments
-
-def _promote_pair(op: str, x1: Any, x2: Any, category: str) -> tuple[Any, DType, list[Any]]:
-    from .linalg import _promote_pair as promote
-
-    return promote(op, x1, x2, category)
-
 
 def _ref_solve(x1: np.ndarray, x2: np.ndarray) -> np.ndarray:
     if x2.ndim == 1:

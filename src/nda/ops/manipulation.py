@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import _dtypes
 from ._spec import (
-    Cast, Plan, broadcast_shapes, check_array, check_shape, declare, normalize_axes, normalize_axis, prod, same_device,
+    Cast, Plan, broadcast_shapes, check_array, check_shape, declare, int_arg, normalize_axes, normalize_axis, prod, same_device,
 )
 
 _ARRAY = "NDArray"
@@ -308,11 +308,7 @@ def _triangle(op: str, x: Any, k: Any) -> Plan:
     x = check_array(x, op)
     if x.ndim < 2:
         raise ValueError(f"{op}() needs an array of at least 2 dimensions (a stack of matrices), got shape {x.shape}")
-    try:
-        k = operator.index(k)
-    except TypeError:
-        raise TypeError(f"{op}(): k must be an int, got {type(k).__name__}") from None
-    return Plan.of(x, out_shape=x.shape, args=(x,), kwargs={"k": k})
+    return Plan.of(x, out_shape=x.shape, args=(x,), kwargs={"k": int_arg(k, op, "k")})
 
 
 def _ref_tril(x: np.ndarray, k: int = 0) -> np.ndarray:

@@ -226,13 +226,10 @@ def arrays(
 
 
 def to_layout(x: nda.NDArray, layout: str | None) -> nda.NDArray:
-    """``x`` in ``layout`` (``None`` or ``"strided"``: unchanged); a clear error if nda cannot convert."""
+    """``x`` in ``layout`` (``None`` or ``"strided"``: unchanged); nda's error if it cannot convert."""
     if layout is None or layout == x.layout.name:
         return x
-    convert = getattr(x, "to_layout", None)
-    if convert is None:
-        raise NotImplementedError(f"cannot build {layout!r} arrays: this nda has no layout converters (NDArray.to_layout)")
-    return convert(layout)  # type: ignore[no-any-return]
+    return x.to_layout(layout)
 
 
 @st.composite
