@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gc
 
-from nda.engine._graph import DONE, READY, Graph, Task
+from nda.engine._graph import DONE, QUEUED, READY, RUNNING, Graph, Task
 
 
 class Arr:
@@ -101,3 +101,36 @@ def test_blockers_for_read_and_write():
     g.add(r)
     assert g.blockers(a, for_write=False) == [w]
     assert g.blockers(a, for_write=True) == [w, r]
+
+
+def test_queued_behind_finds_the_earliest_queued_work_a_sync_point_waits_for():
+    g, a, b, c = Graph(), Arr(), Arr(), Arr()
+    first = task("first", writes=[a])
+    other = task("other", writes=[c])  # unrelated: never offered for a or b
+    second = task("second", reads=[a], writes=[b])
+    for t in (first, other, second):
+        g.add(t)
+    assert g.queued_behind(b, for_write=False) is None, "nothing is queued yet (ready is not queued)"
+    first.state = other.state = QUEUED
+    assert g.queued_behind(b, for_write=False) is first, "found through the pending blocker's dependency"
+    assert g.queued_behind(a, for_write=False) is first
+    first.state = RUNNING
+    assert g.queued_behind(b, for_write=False) is None, "running work is waited for, not taken"
+    g.finish(first, None)
+    second.state = QUEUED
+    assert g.queued_behind(b, for_write=False) is second
+    assert g.queued_behind(a, for_write=True) is second, "a write of a waits for the queued reader"
+    assert g.queued_behind(a, for_write=False) is None
+    g.finish(second, None)
+    assert second.deps == [] and g.queued_behind(b, for_write=False) is None
+
+
+def test_queued_behind_prefers_program_order():
+    g, a = Graph(), Arr()
+    r1, r2 = task("r1", reads=[a]), task("r2", reads=[a])
+    w = task("w", writes=[a])
+    for t in (r1, r2, w):
+        g.add(t)
+    r2.state = r1.state = QUEUED
+    assert w.deps == [r1, r2]
+    assert g.queued_behind(a, for_write=True) is r1

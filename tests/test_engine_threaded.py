@@ -240,3 +240,116 @@ def test_dropping_an_array_waits_for_the_ops_that_use_it(all_tasks):
     nda.waitall()
     gc.collect()
     assert probe() is None, "once the work is done the array is freed"
+
+
+class ParkingExecutor:
+    """An injected executor that runs nothing until the test releases what it was given."""
+
+    def __init__(self) -> None:
+        self.parked: list = []
+        self._lock = threading.Lock()
+
+    def submit(self, fn) -> None:
+        with self._lock:
+            self.parked.append(fn)
+
+    def run_all(self) -> None:
+        while True:
+            with self._lock:
+                if not self.parked:
+                    return
+                fn = self.parked.pop(0)
+            fn()
+
+    def release_later(self, seconds: float) -> threading.Thread:
+        """Run the parked work on a thread named ``parked-worker`` after ``seconds``."""
+
+        def later():
+            time.sleep(seconds)
+            self.run_all()
+
+        thread = threading.Thread(target=later, name="parked-worker", daemon=True)
+        thread.start()
+        return thread
+
+
+@pytest.fixture
+def parked():
+    """A threaded engine whose every op is a task handed to a ParkingExecutor."""
+    from nda.engine.threaded import ThreadedEngine
+
+    executor = ParkingExecutor()
+    previous = nda.engine.current()
+    engine = nda.engine.use(ThreadedEngine(executor_factory=lambda device: executor, inline_limit=0))
+    yield engine, executor
+    executor.run_all()
+    try:
+        nda.waitall()
+    finally:
+        nda.engine.use(previous if previous.name != "threaded" else "threaded")
+
+
+def test_a_sync_point_runs_queued_work_itself(parked):
+    """Work nobody has started is run by the thread that waits for it, exactly once."""
+    engine, executor = parked
+    watchdog = executor.release_later(10.0)  # without the sync point's help the wait would end only here
+    nda.profiler.start()
+    start = time.perf_counter()
+    x = nda.arange(16, dtype=nda.float64)
+    y = nda.exp(x) * 2  # three queued tasks, the last two pending on the first
+    unrelated = nda.ones(4)
+    np.testing.assert_allclose(y.asnumpy(), np.exp(np.arange(16.0)) * 2)
+    assert time.perf_counter() - start < 5.0 and watchdog.is_alive()
+    assert engine.pending() == 1, "only what y needs ran; the unrelated op still waits for its executor"
+    executor.run_all()  # dequeues the three taken tasks (skipped) and runs 'ones'
+    assert engine.pending() == 0
+    events = nda.profiler.stop()
+    assert sorted(e.name for e in events) == ["arange", "exp", "multiply", "ones"], "no task ran twice"
+    assert {e.thread for e in events} == {"MainThread"}
+    assert unrelated.tolist() == [1.0] * 4
+
+
+def test_a_sync_point_leaves_read_modify_write_work_to_the_workers(parked):
+    """``x += 1`` reads what it writes, so a waiting thread never runs it (it could not restart it)."""
+    _, executor = parked
+    x = nda.zeros(8)
+    x.wait_to_read()
+    nda.profiler.start()
+    x += 1
+    executor.release_later(0.3)
+    start = time.perf_counter()
+    assert x.tolist() == [1.0] * 8
+    events = nda.profiler.stop()
+    assert time.perf_counter() - start >= 0.25, "the wait lasted until the executor ran the op"
+    assert [(e.name, e.thread) for e in events] == [("add (in-place)", "parked-worker")]
+
+
+@pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="needs setitimer")
+def test_ctrl_c_while_a_sync_point_runs_an_op_hands_it_back(parked):
+    """Interrupted while running an op itself, the waiting thread re-queues it; it completes once, elsewhere."""
+    _, executor = parked
+    calls = []
+
+    def slow(x):
+        calls.append(threading.current_thread().name)
+        if len(calls) == 1:
+            time.sleep(1.5)  # interrupted on the caller's thread
+        return x
+
+    dispatch.register("positive", "cpu", ["float64"], slow, priority=100, supports=lambda x: x.shape == (1, 1, 1), backend="test-slow")
+    old = signal.signal(signal.SIGALRM, lambda *a: (_ for _ in ()).throw(KeyboardInterrupt()))
+    try:
+        y = nda.positive(nda.ones((1, 1, 1)))
+        signal.setitimer(signal.ITIMER_REAL, 0.2)
+        start = time.perf_counter()
+        with pytest.raises(KeyboardInterrupt):
+            y.wait_to_read()
+        assert time.perf_counter() - start < 1.2, "the wait must be interrupted, not finish"
+        assert calls == ["MainThread"] and len(executor.parked) == 3, "ones, positive, and positive again"
+        executor.release_later(0.0).join(timeout=30)
+        assert y.tolist() == [[[1.0]]], "the op completed on a worker"
+        assert calls == ["MainThread", "parked-worker"]
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+        dispatch.unregister_backend("test-slow")

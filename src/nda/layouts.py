@@ -36,7 +36,10 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable
 
+from . import dispatch
+from ._array import NDArray
 from ._devices import ArrayMeta, Device, KernelKey, Layout, as_layout, strided
+from .ops._spec import Cast
 
 __all__ = [
     "LayoutInfo", "register_layout", "register_converter", "register_storage", "info", "layouts", "converters",
@@ -162,8 +165,6 @@ def unregister_backend(backend: str) -> None:
 
 
 def _clear_routes() -> None:
-    from . import dispatch
-
     dispatch.clear_caches()
 
 
@@ -309,9 +310,6 @@ def sparse_repr(x: Any) -> str:
 
 def _sig(value: Any) -> Any:
     """The layout signature of one kernel argument: a layout name, "scalar", nested tuple or None."""
-    from ._array import NDArray
-    from .ops._spec import Cast
-
     cls = value.__class__
     if cls is NDArray:
         return value._meta.layout.name
@@ -351,8 +349,6 @@ def _matches(entry: Any, operands: tuple[str, ...], key_layout: Layout) -> bool:
 
 def route(op: str, plan: Any) -> tuple[Callable[..., Any], Layout]:
     """(kernel, output layout) of a planned call whose key is not strided (cached per signature)."""
-    from . import dispatch
-
     key = plan.key
     tbl = dispatch.table(op)
     sig = signature(plan.args, plan.kwargs)
@@ -392,8 +388,6 @@ def _refuse_mutation(op: str, plan: Any) -> None:
 
 def native_entries(op: str, key: KernelKey, sig: Any) -> list[Any]:
     """The kernels registered at ``key`` whose signature accepts ``sig`` (priority order)."""
-    from . import dispatch
-
     _ensure(key.device_type)
     operands = _operands(sig)
     return [e for e in dispatch.table(op).kernels.get(key, ()) if _matches(e, operands, key.layout)]
@@ -401,8 +395,6 @@ def native_entries(op: str, key: KernelKey, sig: Any) -> list[Any]:
 
 def _casts_native(plan: Any) -> bool:
     """Casts of non-strided operands must run natively too, or a kernel would get a strided buffer."""
-    from .ops._spec import Cast
-
     for a in plan.args:
         if a.__class__ is Cast and a.array._meta.layout is not strided:
             if not native_entries("astype", a.array._meta.key, ((a.array._meta.layout.name, None), ())):
@@ -411,8 +403,6 @@ def _casts_native(plan: Any) -> bool:
 
 
 def _native(op: str, plan: Any, key: KernelKey, sig: Any) -> tuple[Callable[..., Any], Layout] | None:
-    from . import dispatch
-
     _refuse_mutation(op, plan)
     entries = native_entries(op, key, sig)
     if not entries or not _casts_native(plan):
@@ -444,8 +434,6 @@ def _apply(value: Any, conv: Any) -> Any:
 
 def _fallback(op: str, plan: Any, key: KernelKey, sig: Any) -> Callable[..., Any]:
     """Convert the non-strided operands to strided on the device, run the strided kernel."""
-    from . import dispatch
-
     dev = key.device_type
     n = len(plan.args)
     arg_convs = [_converter_for(dev, s) for s in sig[0]]
@@ -511,8 +499,6 @@ def _conversion_lines(plan: Any, sig: Any, arg_convs: list[Any], kw_convs: dict[
 
 def coverage_status(op: str, device_type: str, dtype: Any, layout: Layout, strided_status: str) -> str:
     """``native``, ``fallback`` (layout fallback to a strided route) or ``missing``."""
-    from . import dispatch
-
     if dispatch.table(op).kernels.get(KernelKey(device_type, dtype, layout)):
         return "native"
     if strided_status != "missing" and (device_type, layout, strided) in _CONVERTERS:

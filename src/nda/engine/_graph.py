@@ -20,7 +20,14 @@ array goes; reading a poisoned array re-raises the original exception.
 
 Transitions: :meth:`Graph.add` (a new task: its dependencies, ready or not),
 :meth:`Graph.finish` (a task ended, with or without an error: which tasks became ready),
-:meth:`Graph.blockers` (what a sync point must wait for).
+:meth:`Graph.blockers` (what a sync point must wait for), :meth:`Graph.queued_behind`
+(which of those a sync point may run itself).
+
+A task's life: ``pending`` (dependencies unfinished) -> ``ready`` -> ``queued`` (handed to
+an executor, not started; only large tasks pass through here) -> ``running`` -> ``done``.
+Whoever moves a task from ``queued`` to ``running`` runs it: a worker taking it from its
+queue, or a sync point that would otherwise sit blocked on it. The engine makes that move
+under its lock, so exactly one of them does.
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ from typing import Any, Callable, Sequence
 
 __all__ = ["Task", "Var", "Graph"]
 
-PENDING, READY, RUNNING, DONE = "pending", "ready", "running", "done"
+PENDING, READY, QUEUED, RUNNING, DONE = "pending", "ready", "queued", "running", "done"
 
 
 class Task:
@@ -38,7 +45,7 @@ class Task:
 
     __slots__ = (
         "run", "name", "device", "reads", "writes", "cost", "site", "state", "error",
-        "deps_left", "dependents", "start", "end", "thread", "seq", "route", "inputs", "outputs",
+        "deps_left", "deps", "dependents", "start", "end", "thread", "seq", "route", "inputs", "outputs",
     )
 
     def __init__(self, run: Callable[[], Any], reads: Sequence[Any], writes: Sequence[Any], device: Any, name: str, cost: int = 0, site: str = "") -> None:
@@ -52,6 +59,7 @@ class Task:
         self.state = PENDING
         self.error: BaseException | None = None
         self.deps_left = 0
+        self.deps: list[Task] = []  # while pending: the tasks it waits for (cleared when it finishes)
         self.dependents: list[Task] = []
         self.start = 0.0
         self.end = 0.0
@@ -119,6 +127,7 @@ class Graph:
             var.last_write = task
         for dep in deps:
             dep.dependents.append(task)
+        task.deps = deps
         task.deps_left = len(deps)
         if task.deps_left == 0:
             task.state = READY
@@ -168,6 +177,7 @@ class Graph:
                         dep.state = READY
                         ready.append(dep)
             current.dependents = []
+            current.deps = []
             current.run = _done  # drop references held by the closure
         return ready
 
@@ -200,6 +210,28 @@ class Graph:
         if for_write:
             tasks.extend(var.readers)
         return tasks
+
+    def queued_behind(self, base: Any, for_write: bool) -> Task | None:
+        """The earliest-issued queued task that a read (or write) of ``base`` waits for.
+
+        It is searched among the blockers and, through the dependencies of blockers still
+        pending, everything they wait for. None when nothing there is queued (the work is
+        running, or waits for something running).
+        """
+        stack = self.blockers(base, for_write)
+        seen: set[int] = set()
+        best: Task | None = None
+        while stack:
+            task = stack.pop()
+            if id(task) in seen:
+                continue
+            seen.add(id(task))
+            if task.state == QUEUED:
+                if best is None or task.seq < best.seq:
+                    best = task
+            elif task.state == PENDING:
+                stack.extend(task.deps)
+        return best
 
     def idle(self) -> bool:
         """Nothing pending and nothing poisoned: ops may run inline without any bookkeeping."""

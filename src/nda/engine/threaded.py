@@ -17,13 +17,22 @@ The shape of the hot path:
   thread (through the task machinery, so it is ordered correctly); anything else waits
   for its dependencies and then runs on the thread that finished the last of them (small)
   or on the executor (large).
+* A sync point does not sit blocked on work nobody has started: if what it waits for
+  (directly or through dependencies) is a large task still in an executor's queue, the
+  waiting thread claims it and runs it itself (as work-stealing pools do on a join), and a
+  worker that dequeues it later finds it taken. ``y = a @ b; y.wait_to_read()`` thus runs
+  on the caller's thread and core, with its caches, instead of paying a hop to a worker
+  and back; work nobody waits for still runs on the workers, concurrently.
 
 Errors: an exception in a kernel is caught (nothing can kill a worker), gets a note
 naming the op and the user's ``file:line`` that issued it, poisons the arrays the op
 writes, and is raised at the sync point that reads one of them (``asnumpy()``,
 ``wait_to_read()``, ``repr`` …). ``waitall()`` raises the first error not raised yet, once. Ctrl-C during a
 wait interrupts the wait (waits poll with a short timeout) and leaves the engine as it
-was. After ``os.fork`` the child gets a fresh engine (the parent drains its work before
+was. When the waiting thread is running the op itself, the interrupt arrives when the
+kernel's current C call returns (as in NumPy); an op that does not read what it writes is
+then handed back to a worker and still completes (running it again from the start gives
+the same result), and one that does (``x += y``) is never run by a waiting thread. After ``os.fork`` the child gets a fresh engine (the parent drains its work before
 forking, so the child inherits finished arrays).
 """
 
@@ -37,7 +46,7 @@ import time
 from typing import Any, Callable, Sequence
 
 from . import Completion, Engine, device_completion, device_sync, profiler
-from ._graph import RUNNING, Graph, Task
+from ._graph import QUEUED, RUNNING, Graph, Task
 
 __all__ = ["ThreadedEngine", "WorkerPool"]
 
@@ -142,7 +151,16 @@ class ThreadedEngine(Engine):
                 executor = self._executors.get(task.device)
                 if executor is None:
                     executor = self._executors[task.device] = self._executor_factory(task.device)
-        executor.submit(lambda: self._execute(task, on_caller=False))
+        task.state = QUEUED
+        executor.submit(lambda: self._run_queued(task))
+
+    def _run_queued(self, task: Task) -> None:
+        """A worker's turn at a queued task: run it unless a sync point took it first."""
+        with self._lock:
+            if task.state != QUEUED:
+                return
+            task.state = RUNNING
+        self._execute(task, on_caller=False)
 
     def _dispatch(self, ready: list[Task]) -> Task | None:
         """Submit large ready tasks; return one small one for the current thread to run."""
@@ -154,7 +172,7 @@ class ThreadedEngine(Engine):
                 self._submit(t)
         return mine
 
-    def _execute(self, task: Task | None, on_caller: bool) -> None:
+    def _execute(self, task: Task | None, on_caller: bool, restart_on_interrupt: bool = False) -> None:
         while task is not None:
             route = task.route
             task.state = RUNNING
@@ -167,7 +185,11 @@ class ThreadedEngine(Engine):
                 if result is None:
                     result = device_completion(task.device)  # work enqueued on a device stream
             except BaseException as err:  # noqa: BLE001 - a kernel must never kill a worker
+                if restart_on_interrupt and isinstance(err, KeyboardInterrupt):
+                    self._submit(task)  # a worker runs it again from the start
+                    raise
                 error = err
+            restart_on_interrupt = False  # the tasks that follow are small ones made ready here
             if isinstance(result, Completion) and error is None:
                 result.add_done_callback(lambda err, t=task, s=start, r=route: self._dispatch_after(t, err, s, r))
                 return
@@ -202,7 +224,16 @@ class ThreadedEngine(Engine):
         base = array._base if array._base is not None else array
         with self._lock:
             while self._graph.blockers(base, for_write):
-                self._cond.wait(_WAIT_SLICE)
+                task = self._graph.queued_behind(base, for_write)
+                if task is None or not _restartable(task):
+                    self._cond.wait(_WAIT_SLICE)
+                    continue
+                task.state = RUNNING  # claimed: the worker that dequeues it will skip it
+                self._lock.release()
+                try:
+                    self._execute(task, on_caller=True, restart_on_interrupt=True)
+                finally:
+                    self._lock.acquire()
             error = self._graph.error_of(array)
             if error is not None and self._graph.first_error is error:
                 self._graph.first_error = None  # delivered here; waitall() reports only errors not yet raised
@@ -243,6 +274,15 @@ class ThreadedEngine(Engine):
         child._graph.poison = dict(self._graph.poison)
         child._graph.first_error = self._graph.first_error
         return child
+
+
+def _restartable(task: Task) -> bool:
+    """True when running ``task`` again from the start gives the result of running it once.
+
+    That holds unless it reads an array it writes (``x += y``): its inputs are then
+    unchanged by a partial run, and every write it makes is made again.
+    """
+    return not any(read is write for read in task.reads for write in task.writes)
 
 
 def _bases(arrays: Sequence[Any]) -> tuple[Any, ...]:
