@@ -208,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     _progress("[7/8] memory")
     report["memory"] = memory(200_000 if quick else 1_000_000)
     _progress("[8/8] sparse: csr @ strided against scipy (child processes)")
-    report["sparse"] = sparse_bench.run(3 if quick else 7)
+    report["sparse"] = sparse_bench.run(7 if quick else 21)
     report["seconds"] = time.perf_counter() - started
 
     print(_format(report))

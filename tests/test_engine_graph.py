@@ -116,13 +116,14 @@ def test_queued_behind_finds_the_earliest_queued_work_a_sync_point_waits_for():
     assert g.queued_behind(a, for_write=False) is first
     first.state = RUNNING
     assert g.queued_behind(b, for_write=False) is None, "running work is waited for, not taken"
-    g.finish(first, None)
+    assert g.finish(first, None) == [second]
+    assert second.deps == [], "a ready task no longer holds its finished dependencies (nor their arrays)"
     second.state = QUEUED
     assert g.queued_behind(b, for_write=False) is second
     assert g.queued_behind(a, for_write=True) is second, "a write of a waits for the queued reader"
     assert g.queued_behind(a, for_write=False) is None
     g.finish(second, None)
-    assert second.deps == [] and g.queued_behind(b, for_write=False) is None
+    assert g.queued_behind(b, for_write=False) is None
 
 
 def test_queued_behind_prefers_program_order():

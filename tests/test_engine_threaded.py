@@ -353,3 +353,20 @@ def test_ctrl_c_while_a_sync_point_runs_an_op_hands_it_back(parked):
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
         dispatch.unregister_backend("test-slow")
+
+
+def test_work_a_sync_point_ran_does_not_keep_arrays_alive_in_the_queue(parked):
+    import gc
+    import weakref
+
+    engine, executor = parked
+    x = nda.arange(1 << 10, dtype=nda.float64)
+    y = nda.exp(x)
+    y.wait_to_read()  # the caller ran both; the executor's queue still holds two stale entries
+    assert len(executor.parked) == 2 and engine.pending() == 0
+    probe = weakref.ref(x)
+    del x
+    gc.collect()
+    assert probe() is None, "the stale queue entries hold no arrays"
+    executor.run_all()
+    assert engine.pending() == 0

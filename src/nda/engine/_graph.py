@@ -59,7 +59,7 @@ class Task:
         self.state = PENDING
         self.error: BaseException | None = None
         self.deps_left = 0
-        self.deps: list[Task] = []  # while pending: the tasks it waits for (cleared when it finishes)
+        self.deps: list[Task] = []  # while pending: the tasks it waits for (cleared once it is ready)
         self.dependents: list[Task] = []
         self.start = 0.0
         self.end = 0.0
@@ -175,10 +175,14 @@ class Graph:
                         stack.append((dep, inherited))
                     else:
                         dep.state = READY
+                        dep.deps = []  # only pending tasks are searched through; holding finished ones would keep their arrays alive
                         ready.append(dep)
             current.dependents = []
             current.deps = []
             current.run = _done  # drop references held by the closure
+            # ... and to the arrays: a finished task may still sit in an executor's queue (a
+            # sync point ran it), and must not keep its arrays alive until a worker gets to it.
+            current.reads = current.writes = current.inputs = current.outputs = ()
         return ready
 
     # ------------------------------------------------------------------ queries
