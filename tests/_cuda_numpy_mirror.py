@@ -7,6 +7,9 @@ nda's conformance kit on this device (``cudamirror``) against cpu checks the op 
 mapping and the calling conventions on any machine. What it cannot check is CuPy itself:
 that is what the conformance run on a real GPU is for (``tests/test_cuda.py``).
 
+It builds nda-cuda's csr layer (:mod:`nda_cuda._sparse`) the same way, over
+``scipy.sparse`` instead of ``cupyx.scipy.sparse``, with the same dtype limits.
+
 Buffers are plain ``numpy.ndarray`` copies owned by the device; load with
 ``nda.backends.load("_cuda_numpy_mirror:backend")``.
 """
@@ -19,9 +22,9 @@ import array_api_compat.numpy as compat_numpy
 import numpy as np
 
 from nda import Device
-from nda.backends import DeviceInfo
+from nda.backends import DeviceInfo, cpu_sparse
 from nda.ops import CATALOG
-from nda_cuda import _kernels
+from nda_cuda import _kernels, _sparse
 
 DEVICE = Device("cudamirror", 0)
 
@@ -45,6 +48,18 @@ class NumpyMirrorBackend:
         for spec in kernels:
             register_kernel(spec.op, CATALOG[spec.op].supported_dtypes, spec.fn)
             self.sources[spec.op] = spec.source
+        # nda-cuda's csr layer over scipy.sparse, as the backend builds it over cupyx.scipy.sparse.
+        import scipy.sparse
+
+        layer = _sparse.CsrLayer(np, scipy.sparse, {spec.op: spec.fn for spec in kernels})
+
+        def to_host(buf: Any) -> Any:
+            return cpu_sparse.csr(buf.data.copy(), buf.indices.copy(), buf.indptr.copy(), tuple(buf.shape))
+
+        def from_host(host: Any, device: Device) -> Any:
+            return layer.csr(host.data.copy(), host.indices.copy(), host.indptr.copy(), tuple(host.shape))
+
+        self.csr_sources = _sparse.register(register_kernel, layer, to_host=to_host, from_host=from_host, wrap=lambda fn, source: fn)
 
     def ensure_buffer(self, result: Any) -> np.ndarray:
         return result if isinstance(result, np.ndarray) else np.asarray(result)

@@ -141,6 +141,43 @@ def test_kernel_table_over_numpy_matches_the_cpu_reference(mirror):
     assert report.ok, report.table()
     counts = report.counts()
     assert counts.get("passed", 0) >= 400, counts
+    csr_passed = {r.op for r in report.results if r.layout == "csr" and r.status == "passed"}
+    assert set(mirror.csr_sources) <= csr_passed, f"csr kernels not exercised: {set(mirror.csr_sources) - csr_passed}"
+
+
+def test_csr_layer_over_scipy_holds_only_what_cusparse_can(mirror):
+    """nda-cuda's csr layer (over scipy.sparse here): its storage dtypes decide conversions and routes."""
+    import warnings
+
+    from nda_cuda._sparse import STORED
+
+    assert {"matmul", "sum", "add", "multiply", "sin", "astype", "permute_dims"} <= set(mirror.csr_sources)
+    host = np.array([[0, 1.5, 0], [2, 0, -np.inf], [0, 0, 0]], dtype=np.float32)
+    x = nda.asarray(host, device="cudamirror").to_layout("csr")
+    assert x.layout.name == "csr" and nda.sparse.nnz(x) == 3
+    b = np.array([[1.0, 0.0], [np.nan, 1.0], [0.0, 2.0]], dtype=np.float32)
+    with np.errstate(invalid="ignore"):
+        np.testing.assert_array_equal((x @ nda.asarray(b, device="cudamirror")).asnumpy(), host @ b)
+    with pytest.raises(ValueError, match=r"holds bool, complex128, complex64, float32, float64 values, not int32"):
+        nda.asarray(np.eye(2, dtype=np.int32), device="cudamirror").to_layout("csr")
+    with pytest.raises(ValueError, match="not int64"):
+        nda.sparse.csr_array(([1, 2], [0, 1], [0, 1, 2]), shape=(2, 2), device="cudamirror")
+    with pytest.raises(ValueError, match="not int8"):
+        x.to_device("cpu").astype(nda.int8).to_device("cudamirror")
+    # An op whose result the device cannot hold in csr takes the layout fallback and says why.
+    nda.dispatch.clear_caches()
+    nda.dispatch._warned_routes.clear()  # warned once per route and process: make this test see it
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        y = x.astype(nda.int8)
+        z = x.astype(nda.float64)
+    assert (y.layout.name, y.dtype, z.layout.name, z.dtype) == ("strided", nda.int8, "csr", nda.float64)
+    assert [str(w.message) for w in caught if issubclass(w.category, nda.FallbackWarning) and "cannot hold int8 results in csr" in str(w.message)]
+    assert "cannot hold int8 results in csr" in str(nda.dispatch.explain("astype", x, nda.int8))
+    assert nda.dispatch.explain("astype", x, nda.float64).out_layout.name == "csr"
+    cov = nda.dispatch.coverage("cudamirror", layout="csr").as_dict()
+    assert cov["negative"]["float32"] == "native" and cov["negative"]["int8"] == "missing" and cov["exp"]["float32"] == "fallback"
+    assert {d for d, status in cov["abs"].items() if status != "missing"} <= set(STORED)
 
 
 def test_catalog_ops_are_found_by_name_with_overrides_only_where_needed(mirror):
@@ -317,3 +354,25 @@ def test_coverage_lists_native_cuda_kernels():
     counts = coverage.counts()
     assert counts["native"] > 0 and counts["missing"] == 0
     assert coverage.as_dict()["add"]["float32"] == "native"
+
+
+@needs_gpu
+def test_csr_on_the_gpu_matches_scipy_and_stays_on_the_device():
+    import scipy.sparse as sp
+
+    import cupyx.scipy.sparse
+
+    a = sp.random(300, 200, density=0.05, format="csr", dtype=np.float32, random_state=0)
+    x = nda.sparse.csr_array((a.data, a.indices, a.indptr), shape=a.shape, device="cuda")
+    assert isinstance(x._buf, cupyx.scipy.sparse.csr_matrix) and x.device == nda.Device("cuda", 0)
+    block = np.random.default_rng(1).standard_normal((200, 16)).astype(np.float32)
+    y = x @ nda.asarray(block, device="cuda")
+    assert isinstance(y._buf, cupy.ndarray) and y._buf.flags.c_contiguous
+    np.testing.assert_allclose(y.asnumpy(), a @ block, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(nda.sum(x, axis=1).asnumpy(), a.sum(axis=1), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose((x.T).asnumpy(), a.T.toarray())
+    np.testing.assert_allclose((x + x * 2.0).asnumpy(), (a * 3).toarray(), rtol=1e-6)
+    back = x.to_device("cpu")
+    assert back.layout.name == "csr" and (back.asnumpy() == a.toarray()).all()
+    dense = nda.asarray(a.toarray(), device="cuda").to_layout("csr")
+    assert nda.sparse.nnz(dense) == a.nnz

@@ -510,8 +510,8 @@ def _explain_layout(op: str, plan: Any) -> Explanation:
 
     sig = layouts.signature(plan.args, plan.kwargs)
     layouts._refuse_mutation(op, plan)
-    entries = layouts.native_entries(op, plan.key, sig)
-    if entries and layouts._casts_native(plan):
+    entries = layouts.usable_native(op, plan, plan.key, sig)
+    if entries:
         out_layout = entries[0].out_layout or plan.key.layout
         return Explanation(op, plan.key, entries[0], plan.casts, plan.out_dtype, plan.out_shape, plan.device, entries, [], out_layout)
     fn = layouts._fallback(op, plan, plan.key, sig)

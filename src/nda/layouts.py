@@ -42,7 +42,7 @@ from ._devices import ArrayMeta, Device, KernelKey, Layout, as_layout, strided
 from .ops._spec import Cast
 
 __all__ = [
-    "LayoutInfo", "register_layout", "register_converter", "register_storage", "info", "layouts", "converters",
+    "LayoutInfo", "register_layout", "register_converter", "register_storage", "holds", "info", "layouts", "converters",
     "conversion_route", "to_layout", "route", "csr", "row_sparse", "strided",
 ]
 
@@ -83,11 +83,13 @@ class LayoutInfo:
 class _Registered:
     """A converter or a storage entry, with the backend that registered it."""
 
-    __slots__ = ("device_type", "src", "dst", "fn", "to_host", "from_host", "backend")
+    __slots__ = ("device_type", "src", "dst", "fn", "to_host", "from_host", "backend", "dtypes")
 
-    def __init__(self, device_type: str, src: Layout, dst: Layout, backend: str, fn: Any = None, to_host: Any = None, from_host: Any = None) -> None:
+    def __init__(self, device_type: str, src: Layout, dst: Layout, backend: str, fn: Any = None, to_host: Any = None, from_host: Any = None,
+                 dtypes: frozenset[Any] | None = None) -> None:
         self.device_type, self.src, self.dst, self.backend = device_type, src, dst, backend
         self.fn, self.to_host, self.from_host = fn, to_host, from_host
+        self.dtypes = dtypes  # storage only: the dtypes the device can hold in this layout (None: all)
 
     @property
     def qualname(self) -> str:
@@ -147,13 +149,42 @@ def register_converter(device_type: str, src: Layout | str, dst: Layout | str, f
     _clear_routes()
 
 
-def register_storage(device_type: str, layout: Layout | str, *, to_host: Callable[[Any], Any], from_host: Callable[[Any, Device], Any], backend: str = "<runtime>") -> None:
+def register_storage(device_type: str, layout: Layout | str, *, to_host: Callable[[Any], Any], from_host: Callable[[Any, Device], Any],
+                     dtypes: Iterable[Any] | None = None, backend: str = "<runtime>") -> None:
     """How ``layout`` buffers of ``device_type`` move: ``to_host(buf)`` gives the cpu buffer of
-    the same layout, ``from_host(cpu_buf, device)`` makes one on ``device``."""
+    the same layout, ``from_host(cpu_buf, device)`` makes one on ``device``.
+
+    ``dtypes``: the dtypes the device can hold in this layout, when not all (cuSPARSE stores
+    floating and bool values only). Converting another dtype to the layout there is a
+    ValueError, and an op whose result could not be held takes the layout fallback (its
+    result is strided) instead of the native kernel.
+    """
+    from ._dtypes import as_dtype
+
     lay = as_layout(layout)
     if not callable(to_host) or not callable(from_host):
         raise TypeError(f"storage of {lay.name} on {device_type}: to_host and from_host must be callable")
-    _STORAGE[device_type, lay] = _Registered(device_type, lay, lay, backend, to_host=to_host, from_host=from_host)
+    held = None if dtypes is None else frozenset(as_dtype(d) for d in dtypes)
+    _STORAGE[device_type, lay] = _Registered(device_type, lay, lay, backend, to_host=to_host, from_host=from_host, dtypes=held)
+    _clear_routes()
+
+
+def holds(device_type: str, layout: Layout, dtype: Any) -> bool:
+    """Whether ``device_type`` can store ``dtype`` values in ``layout`` (strided: always)."""
+    if layout is strided:
+        return True
+    entry = _STORAGE.get((device_type, layout))
+    return entry is None or entry.dtypes is None or dtype in entry.dtypes
+
+
+def check_holds(device_type: str, layout: Layout, dtype: Any, what: str) -> None:
+    """ValueError naming what the device holds unless it can store ``dtype`` in ``layout``."""
+    if not holds(device_type, layout, dtype):
+        held = sorted(d.name for d in _STORAGE[device_type, layout].dtypes)  # type: ignore[union-attr]
+        raise ValueError(
+            f"{what}: a {layout.name} array on {device_type} holds {', '.join(held)} values, not {dtype.name}; "
+            f"cast it first (x.astype(...)) or keep it strided"
+        )
 
 
 def unregister_backend(backend: str) -> None:
@@ -226,6 +257,7 @@ def to_layout(x: Any, layout: Layout | str, /) -> Any:
     if lay is x._meta.layout:
         return x
     info(lay).check_shape(x._shape, f"to_layout({lay.name!r})")
+    check_holds(x._meta.device.type, lay, x._meta.dtype, f"to_layout({lay.name!r})")
     chain = conversion_route(x._meta.device.type, x._meta.layout, lay)
     out = new_array(None, ArrayMeta(x._meta.device, x._meta.dtype, lay), x._shape)
 
@@ -251,6 +283,7 @@ def to_device(x: Any, target: Device) -> Any:
     layout = x._meta.layout
     src = storage(x._meta.device.type, layout, f"to_device({target})")
     dst = storage(target.type, layout, f"to_device({target})")
+    check_holds(target.type, layout, x._meta.dtype, f"to_device({target})")
     out = new_array(None, ArrayMeta(target, x._meta.dtype, layout), x._shape)
 
     def run() -> None:
@@ -352,7 +385,7 @@ def route(op: str, plan: Any) -> tuple[Callable[..., Any], Layout]:
     key = plan.key
     tbl = dispatch.table(op)
     sig = signature(plan.args, plan.kwargs)
-    cache_key = ("layout-route", key, sig)
+    cache_key = ("layout-route", key, sig, plan.out_dtype)
     hit = tbl.cache.get(cache_key)
     if hit is not None:
         return hit  # type: ignore[no-any-return]
@@ -371,10 +404,8 @@ def out_layout(op: str, plan: Any) -> Layout:
     """The layout :func:`route` would give the result (nothing is announced or cached)."""
     if plan.key.layout is strided:
         return strided
-    entries = native_entries(op, plan.key, signature(plan.args, plan.kwargs))
-    if entries and _casts_native(plan):
-        return entries[0].out_layout or plan.key.layout
-    return strided
+    entries = usable_native(op, plan, plan.key, signature(plan.args, plan.kwargs))
+    return (entries[0].out_layout or plan.key.layout) if entries else strided
 
 
 def _refuse_mutation(op: str, plan: Any) -> None:
@@ -402,10 +433,25 @@ def _casts_native(plan: Any) -> bool:
     return True
 
 
-def _native(op: str, plan: Any, key: KernelKey, sig: Any) -> tuple[Callable[..., Any], Layout] | None:
-    _refuse_mutation(op, plan)
+def usable_native(op: str, plan: Any, key: KernelKey, sig: Any) -> list[Any]:
+    """The native kernels a call's route uses; empty when it takes the layout fallback.
+
+    That is when no kernel accepts the operands' layouts, when a cast of a non-strided
+    operand has no native kernel, or when the device cannot hold the result's dtype in the
+    kernel's output layout (the fallback then gives it strided).
+    """
     entries = native_entries(op, key, sig)
     if not entries or not _casts_native(plan):
+        return []
+    if not holds(key.device_type, entries[0].out_layout or key.layout, plan.out_dtype):
+        return []
+    return entries
+
+
+def _native(op: str, plan: Any, key: KernelKey, sig: Any) -> tuple[Callable[..., Any], Layout] | None:
+    _refuse_mutation(op, plan)
+    entries = usable_native(op, plan, key, sig)
+    if not entries:
         return None
     out_layout = entries[0].out_layout or key.layout
     same = [e for e in entries if (e.out_layout or key.layout) is out_layout]
@@ -453,8 +499,14 @@ def _fallback(op: str, plan: Any, key: KernelKey, sig: Any) -> Callable[..., Any
 
     steps = "; ".join(conversions)
     layout_fallback.__qualname__ = f"layout_fallback[{op}]"
+    native = native_entries(op, key, sig)
+    result_layout = (native[0].out_layout or key.layout) if native else key.layout
+    if native and not holds(dev, result_layout, plan.out_dtype):
+        why = f"{dev} cannot hold {plan.out_dtype.name} results in {result_layout.name}"
+    else:
+        why = f"no native {key.layout.name} kernel for these operand layouts"
     layout_fallback._nda_route = (  # type: ignore[attr-defined]
-        f"{op} on {key} with operands {_describe(sig)}: no native {key.layout.name} kernel for these operand layouts; {steps}; "
+        f"{op} on {key} with operands {_describe(sig)}: {why}; {steps}; "
         f"runs {_name(kernel)} on {dev}; the result is strided"
     )
     layout_fallback._nda_conversions = conversions  # type: ignore[attr-defined]
@@ -498,7 +550,10 @@ def _conversion_lines(plan: Any, sig: Any, arg_convs: list[Any], kw_convs: dict[
 
 
 def coverage_status(op: str, device_type: str, dtype: Any, layout: Layout, strided_status: str) -> str:
-    """``native``, ``fallback`` (layout fallback to a strided route) or ``missing``."""
+    """``native``, ``fallback`` (layout fallback to a strided route) or ``missing``
+    (also when the device cannot hold ``dtype`` in ``layout`` at all)."""
+    if not holds(device_type, layout, dtype):
+        return "missing"
     if dispatch.table(op).kernels.get(KernelKey(device_type, dtype, layout)):
         return "native"
     if strided_status != "missing" and (device_type, layout, strided) in _CONVERTERS:

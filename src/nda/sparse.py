@@ -77,7 +77,10 @@ def _place(buf: Any, layout: Any, shape: tuple[int, ...], dtype: np.dtype, devic
     backends.validate_device(device)
     meta = ArrayMeta(device, _dtypes.from_numpy_dtype(dtype), layout)
     if device.type != "cpu":
-        buf = layouts.storage(device.type, layout, f"building a {layout.name} array on {device}").from_host(buf, device)
+        what = f"building a {layout.name} array on {device}"
+        entry = layouts.storage(device.type, layout, what)
+        layouts.check_holds(device.type, layout, meta.dtype, what)
+        buf = entry.from_host(buf, device)
     else:
         backends.ensure_device_type("cpu")
     return new_array(buf, meta, shape)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from .. import dispatch
 from .._devices import Device, as_layout
@@ -186,12 +186,15 @@ def _registrar(name: str, device_types: tuple[str, ...]) -> Callable[..., None]:
         except (TypeError, ValueError) as err:
             raise BackendValidationError(f"backend {name!r}, converter {src} -> {dst}: {err}") from None
 
-    def storage(layout: str, *, to_host: Callable[[Any], Any], from_host: Callable[..., Any], device_type: str | None = None) -> None:
-        """How this device type's ``layout`` buffers move to and from cpu buffers of that layout."""
+    def storage(layout: str, *, to_host: Callable[[Any], Any], from_host: Callable[..., Any], dtypes: Iterable[Any] | None = None,
+                device_type: str | None = None) -> None:
+        """How this device type's ``layout`` buffers move to and from cpu buffers of that layout
+        (``dtypes``: the ones it can hold in that layout, when not all)."""
         from .. import layouts
 
         try:
-            layouts.register_storage(device_of(device_type, f"{layout} storage"), layout, to_host=to_host, from_host=from_host, backend=name)
+            layouts.register_storage(device_of(device_type, f"{layout} storage"), layout, to_host=to_host, from_host=from_host,
+                                     dtypes=dtypes, backend=name)
         except (TypeError, ValueError) as err:
             raise BackendValidationError(f"backend {name!r}, storage of {layout}: {err}") from None
 

@@ -15,6 +15,8 @@ The contract (``nda.backends.contract``, API 1.1), member by member:
 * kernels: derived from the op catalog by name (:mod:`nda_cuda._kernels`, over
   array-api-compat's cupy namespace), each run on the device's stream with the device
   current; ``fallback_to_host = True`` covers every op CuPy has no fitting function for;
+* layouts: csr on ``cupyx.scipy.sparse`` (:mod:`nda_cuda._sparse`): storage, converters and
+  cuSPARSE kernels; other ops on csr arrays take nda's layout fallback on the GPU;
 * memory: CuPy's memory pool (``memory_stats``, ``release_all`` -> ``free_all_blocks``);
   an allocation failure is a ``MemoryError`` naming the device, the request and what is free;
 * data movement: host <-> device copies on the device's stream; direct device-to-device
@@ -58,6 +60,8 @@ class CudaBackend:
         self.unmapped: dict[str, str] = {}
         #: op -> the CuPy function (or nda_cuda override) its kernel calls; set by register().
         self.sources: dict[str, str] = {}
+        #: op -> the csr kernel registered for it (:mod:`nda_cuda._sparse`); set by register().
+        self.csr_sources: dict[str, str] = {}
 
     # ------------------------------------------------------------------ processor info
     def _import_cupy(self) -> Any:
@@ -125,6 +129,28 @@ class CudaBackend:
         for spec in kernels:
             register_kernel(spec.op, CATALOG[spec.op].supported_dtypes, self._on_device(spec.fn, spec.source))
             self.sources[spec.op] = spec.source
+        self._register_csr(register_kernel, {spec.op: spec.fn for spec in kernels})
+
+    def _register_csr(self, register_kernel: Callable[..., None], strided: dict[str, Callable[..., Any]]) -> None:
+        """The csr layout on cupyx.scipy.sparse (:mod:`nda_cuda._sparse`)."""
+        from nda.backends import cpu_sparse
+
+        from . import _sparse
+
+        import cupyx.scipy.sparse as sparse
+
+        layer = _sparse.CsrLayer(self._cupy, sparse, strided)
+
+        def to_host(buf: Any) -> Any:
+            return cpu_sparse.csr(self.to_host(buf.data), self.to_host(buf.indices), self.to_host(buf.indptr), tuple(buf.shape))
+
+        def from_host(host: Any, device: Device) -> Any:
+            parts = [self.from_host(a, device) for a in (host.data, host.indices, host.indptr)]
+            ds = self._stream(device)
+            with ds.device, ds.stream:
+                return layer.csr(*parts, tuple(host.shape))
+
+        self.csr_sources = _sparse.register(register_kernel, layer, to_host=to_host, from_host=from_host, wrap=self._on_device)
 
     def _on_device(self, fn: Callable[..., Any], source: str) -> Callable[..., Any]:
         """Run ``fn`` with the buffers' device current and that device's stream as CuPy's stream."""
@@ -199,6 +225,8 @@ class CudaBackend:
             raise self._out_of_memory(device.index, err) from None
 
     def device_of(self, buf: Any) -> Device:
+        if hasattr(buf, "indptr"):  # a csr buffer: where its values live
+            buf = buf.data
         return Device("cuda", buf.device.id)
 
     def copy_to_device(self, buf: Any, device: Device) -> Any:
@@ -276,6 +304,8 @@ def _device_index(args: tuple[Any, ...], kwargs: dict[str, Any], ndarray: type) 
         return int(device.index)
     for value in args:
         for item in value if value.__class__ in (tuple, list) else (value,):
+            if hasattr(item, "indptr"):  # a csr buffer
+                item = item.data
             if isinstance(item, ndarray):
                 return int(item.device.id)
     raise TypeError("a cuda kernel was called without a cuda buffer or device")
