@@ -77,12 +77,16 @@ class CsrLayer:
         return out
 
     def with_data(self, x: Any, data: Any) -> Any:
-        return self.csr(data, x.indices, x.indptr, x.shape)
+        """``x``'s structure with new values. ``_with_data`` (SciPy's and CuPy's) skips the
+        constructor, whose checks read ``indptr`` back to the host: a device sync per kernel."""
+        out = x._with_data(data, copy=False)
+        out.has_canonical_format = True
+        return out
 
     def canonical(self, x: Any) -> Any:
+        """``x`` as a canonical csr matrix (sorted, unique indices)."""
         x = x.tocsr()
         x.sum_duplicates()
-        x.has_canonical_format = True
         return x
 
     def rows(self, x: Any) -> Any:
@@ -92,9 +96,11 @@ class CsrLayer:
 
     # ------------------------------------------------------------------ converters
     def dense_to_csr(self, x: Any) -> Any:
-        if x.dtype.kind == "b" or x.ndim != 2:
-            return self.canonical(self.sparse.csr_matrix(x))
-        return self.canonical(self.sparse.csr_matrix(self.xp.ascontiguousarray(x)))
+        out = self.sparse.csr_matrix(x)
+        # Canonical by construction (cuSPARSE's denseToSparse, CuPy's bool kernel and SciPy all
+        # emit sorted, unique indices); saying so spares CuPy a checking kernel and a sync.
+        out.has_canonical_format = True
+        return out
 
     def csr_to_dense(self, x: Any) -> Any:
         out = self.xp.zeros(x.shape, dtype=x.dtype)
@@ -191,7 +197,7 @@ class CsrLayer:
         if not cols.size:
             return
         bad = bad[:, cols].astype(xp.float64)  # counts, exact below 2**53; cuSPARSE has no integer products
-        pattern = self.csr(xp.ones(s.data.size, dtype=xp.float64), s.indices, s.indptr, s.shape)
+        pattern = self.with_data(s, xp.ones(s.data.size, dtype=xp.float64))
         missed = xp.asarray(pattern @ bad) < bad.sum(axis=0)
         block = out[:, cols]
         block[missed] = complex(float("nan"), float("nan")) if out.dtype.kind == "c" else float("nan")
