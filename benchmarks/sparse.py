@@ -4,8 +4,9 @@
     python benchmarks/sparse.py --quick    # 7 rounds
     python benchmarks/sparse.py --json out.json
 
-Each measurement runs in a fresh child process, so that its peak RSS (``ru_maxrss`` of
-the child, read by the parent through ``getrusage(RUSAGE_CHILDREN)``) belongs to that
+Each measurement runs in a fresh child process, so that its peak RSS (the child's
+``VmHWM`` from ``/proc/self/status``; ``ru_maxrss`` where there is no /proc, which on Linux
+also counts the parent's RSS at the fork, since it survives ``execve``) belongs to that
 measurement alone: one child times ``scipy.sparse`` directly, one times nda (``A @ B``
 with ``A`` in the csr layout, waited for) against SciPy in alternating rounds inside the
 same process. A dense copy of ``A`` would take 37 GiB (float32), so an RSS under 1 GiB
@@ -72,8 +73,20 @@ def _child(mode: str, rounds: int) -> dict[str, Any]:
         result["median_ratio"] = statistics.median(ours) / statistics.median(theirs)
         np.testing.assert_allclose((x @ b).asnumpy(), a @ block, rtol=1e-5, atol=1e-4)
         result["layout"] = x.layout.name
-    result["peak_rss"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    result["peak_rss"] = _peak_rss()
     return result
+
+
+def _peak_rss() -> int:
+    """This process's peak resident set size in bytes, since its ``execve``."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * (1 if sys.platform == "darwin" else 1024)
 
 
 def run(rounds: int) -> dict[str, Any]:
