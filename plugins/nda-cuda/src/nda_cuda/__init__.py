@@ -62,6 +62,8 @@ class CudaBackend:
         self.sources: dict[str, str] = {}
         #: op -> the csr kernel registered for it (:mod:`nda_cuda._sparse`); set by register().
         self.csr_sources: dict[str, str] = {}
+        #: why csr is not registered, when it is not.
+        self.csr_unavailable = ""
 
     # ------------------------------------------------------------------ processor info
     def _import_cupy(self) -> Any:
@@ -137,8 +139,12 @@ class CudaBackend:
 
         from . import _sparse
 
-        import cupyx.scipy.sparse as sparse
-
+        try:
+            import cupyx.scipy.sparse as sparse
+        except ImportError as err:  # a CuPy build without cupyx.scipy: csr arrays then stay on other devices
+            self.csr_sources = {}
+            self.csr_unavailable = f"cupyx.scipy.sparse cannot be imported ({err})"
+            return
         layer = _sparse.CsrLayer(self._cupy, sparse, strided)
 
         def to_host(buf: Any) -> Any:
