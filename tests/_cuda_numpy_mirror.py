@@ -31,7 +31,7 @@ DEVICE = Device("cudamirror", 0)
 
 class NumpyMirrorBackend:
     name = "cudamirror"
-    api_version = "1.1"
+    api_version = "1.2"
     device_types = ("cudamirror",)
     fallback_to_host = True
     buffer_type = np.ndarray

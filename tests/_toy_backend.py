@@ -81,7 +81,7 @@ class BlockedBackend:
     """Device type ``toy2`` with a layout of its own, ``blocked``, registered through the plugin API."""
 
     name = "toy2"
-    api_version = "1.1"
+    api_version = "1.2"  # layouts; ToyBackend above stays at 1.1: an older minor version is accepted
     device_types = ("toy2",)
 
     def __init__(self):

@@ -81,6 +81,12 @@ def test_broken_backends_are_isolated(tmp_path, monkeypatch):
             def register(self, register_kernel): pass
         backend = B()
     """)
+    _write_module(tmp_path, "nda_test_newapi", """
+        class B:
+            name = "newapi"; api_version = "1.9"; device_types = ("newapi",)
+            def register(self, register_kernel): pass
+        backend = B()
+    """)
     _write_module(tmp_path, "nda_test_unknownop", """
         import numpy as np
         class B:
@@ -110,8 +116,10 @@ def test_broken_backends_are_isolated(tmp_path, monkeypatch):
     """)
     with pytest.raises(nda.BackendError, match="driver exploded"):
         nda.backends.load("nda_test_raises")
-    with pytest.raises(nda.BackendValidationError, match="implements backend API 0.3.*speaks 1.1"):
+    with pytest.raises(nda.BackendValidationError, match="implements backend API 0.3.*speaks 1.2"):
         nda.backends.load("nda_test_oldapi")
+    with pytest.raises(nda.BackendValidationError, match="implements backend API 1.9, newer than this nda's 1.2; upgrade nda"):
+        nda.backends.load("nda_test_newapi")
     with pytest.raises(nda.BackendValidationError, match="unknown op 'frobnicate'"):
         nda.backends.load("nda_test_unknownop")
     with pytest.raises(nda.BackendValidationError, match="declared for integer or boolean dtypes only"):

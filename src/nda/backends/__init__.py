@@ -126,6 +126,12 @@ def _validate_version(name: str, backend: Any) -> str:
             f"backend {name!r} implements backend API {version}, but this nda speaks {API_VERSION}; "
             f"install a version of the backend built for nda's backend API {API_VERSION.split('.')[0]}.x"
         )
+    minor = version.split(".")[1]
+    if not minor.isdigit() or int(minor) > int(API_VERSION.split(".")[1]):
+        raise BackendValidationError(
+            f"backend {name!r} implements backend API {version}, newer than this nda's {API_VERSION}; "
+            f"upgrade nda (pip install -U nda), or install a version of the backend built for API {API_VERSION}"
+        )
     for member in ("register", "to_host", "from_host", "devices"):
         if not callable(getattr(backend, member, None)):
             raise BackendValidationError(f"backend {name!r} lacks the required method {member}(); see nda.backends.contract")

@@ -1,7 +1,9 @@
-"""The backend contract, version 1.1 (``API_VERSION``): what a backend object provides.
+"""The backend contract, version 1.2 (``API_VERSION``): what a backend object provides.
 
-nda accepts a backend whose ``api_version`` has the same major number; a minor version
-only adds optional members. The members (see "Writing a backend" in ``docs/``):
+nda accepts a backend whose ``api_version`` has the same major number and a minor number
+no higher than its own; a minor version only adds optional members (1.1: memory, executor,
+completion, DLPack; 1.2: layouts). A backend built for a newer minor version is refused
+with a message saying to upgrade nda. The members (see "Writing a backend" in ``docs/``):
 
 Identity
     ``name``, ``api_version``, ``device_types`` (the device types it serves; its entry
@@ -31,6 +33,12 @@ Execution (optional)
     has finished; the engine calls it after each task, so kernels may return as soon as
     their work is enqueued. ``synchronize(device)``: wait for all enqueued work
     (``nda.waitall()`` calls it).
+Layouts (optional, 1.2)
+    Inside ``register``: ``register_kernel(..., layout=, signatures=, out_layout=)`` for
+    kernels of a non-strided layout, ``register_kernel.converter(src, dst, fn)``,
+    ``register_kernel.storage(layout, to_host=, from_host=, dtypes=None)`` (``dtypes``: the
+    only dtypes the device holds in that layout) and ``register_kernel.layout(name, ...)``
+    for a layout of the backend's own (see :mod:`nda.layouts`).
 Fallback (optional)
     ``fallback_to_host = True``: ops without a kernel run on cpu with copies in and out
     (``nda.FallbackWarning`` once per route; ``nda.config.fallback`` makes it silent or an
@@ -48,7 +56,7 @@ from .._devices import Device
 
 __all__ = ["API_VERSION", "DeviceInfo", "Backend", "check_kernel_signature"]
 
-API_VERSION = "1.1"
+API_VERSION = "1.2"
 
 
 class DeviceInfo:

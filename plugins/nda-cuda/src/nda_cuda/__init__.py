@@ -7,7 +7,7 @@ else. A machine without CuPy, without a driver or without a GPU makes the probe 
 return no device); nda then lists the backend as *unavailable* with that reason and
 everything else keeps working.
 
-The contract (``nda.backends.contract``, API 1.1), member by member:
+The contract (``nda.backends.contract``, API 1.2), member by member:
 
 * devices: one ``cuda:i`` per visible GPU with its name, memory and compute capability;
 * buffers: ``cupy.ndarray`` itself (no wrapper), so DLPack exchange with CuPy and PyTorch
@@ -48,7 +48,7 @@ class CudaBackend:
     """NVIDIA GPUs through CuPy (see the module docstring)."""
 
     name = "cuda"
-    api_version = "1.1"
+    api_version = "1.2"
     device_types = ("cuda",)
     fallback_to_host = True
 

@@ -49,7 +49,7 @@ class SimBackend:
     """The simulated accelerator (see the module docstring)."""
 
     name = "sim"
-    api_version = "1.1"
+    api_version = "1.2"
     device_types = ("sim",)
     fallback_to_host = True
     buffer_type = SimBuffer
