@@ -34,27 +34,16 @@ the device) is handled here and is exercised only on a GPU.
 
 from __future__ import annotations
 
-import cmath
 from typing import Any, Callable
 
-from nda.backends.cpu_sparse import ZERO_PRESERVING_UNARY
+from nda.backends.cpu_sparse import ZERO_PRESERVING_UNARY, _finite_scalar, _is_scalar
 
-__all__ = ["STORED", "ARITHMETIC", "CsrLayer"]
+__all__ = ["STORED", "ARITHMETIC", "CsrLayer", "register"]
 
 #: dtypes a csr buffer can hold on cuda (cuSPARSE value types).
 STORED = ("bool", "float32", "float64", "complex64", "complex128")
 #: dtypes cuSPARSE computes in (sums, products, csr + csr).
 ARITHMETIC = ("float32", "float64", "complex64", "complex128")
-#: Ops besides the zero-preserving element-wise ones that have a kernel here.
-OTHER_NATIVE = ("multiply", "divide", "add", "subtract", "sum", "matmul", "astype", "permute_dims")
-
-
-def _finite_scalar(v: Any) -> bool:
-    return cmath.isfinite(v) if isinstance(v, complex) else (not isinstance(v, float) or v == v and abs(v) != float("inf"))
-
-
-def _is_scalar(v: Any) -> bool:
-    return v.__class__ in (bool, int, float, complex)
 
 
 class CsrLayer:
