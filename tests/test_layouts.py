@@ -326,6 +326,28 @@ def test_config_makes_the_fallback_an_error_or_silent():
         nda.config.fallback = "warn"
 
 
+def test_sparse_calls_are_memoised_and_a_fallback_setting_still_applies():
+    rng = np.random.default_rng(3)
+    hosts = [np.where(rng.random((6, 5)) < 0.4, rng.standard_normal((6, 5)), 0.0) for _ in range(3)]
+    block = nda.asarray(rng.standard_normal((5, 2)))
+    for host in hosts:  # same metadata every call: a memoised plan must still read each call's buffers
+        x = nda.asarray(host).to_layout("csr")
+        np.testing.assert_allclose((x @ block).asnumpy(), host @ block.asnumpy())
+        np.testing.assert_allclose(nda.sum(x, axis=0).asnumpy(), host.sum(axis=0))
+    memo = [k for k in nda.dispatch.table("matmul").cache if isinstance(k, tuple) and k and isinstance(k[0], tuple)
+            and any(isinstance(p, tuple) and p and getattr(p[0], "layout", None) is nda.layouts.csr for p in k[0])]
+    assert memo, "the native csr @ strided plan is memoised"
+    try:
+        nda.config.fallback = "silent"
+        for _ in range(2):
+            assert float(nda.max(x)) == host.max()  # max has no csr kernel: the layout fallback, memoised too
+        nda.config.fallback = "error"
+        with pytest.raises(nda.FallbackError):
+            nda.max(x)  # changing the setting clears the memoised routes: it is refused now
+    finally:
+        nda.config.fallback = "warn"
+
+
 def test_coverage_per_layout():
     cov = nda.dispatch.coverage("cpu", layout="csr")
     assert cov.rows["matmul"]["float32"] == "native" and cov.rows["cos"]["float32"] == "fallback"

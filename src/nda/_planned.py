@@ -22,7 +22,7 @@ from ._array import NDArray
 from ._devices import ArrayMeta
 from ._devices import strided as _STRIDED
 from ._frontend import _META, _new, base_of, execute, execute_mutation, work_size, zero_d_buffer
-from .dispatch import resolve
+from .dispatch import resolve, resolve_plan
 from .engine import state as _state
 from .ops._spec import Cast, OpDecl, Plan
 
@@ -177,21 +177,39 @@ def make_generic(decl: OpDecl) -> Callable[..., Any]:
                 out._base = base_of(args[0]) if view else None
                 return out
         plan = plan_fn(*args, **kwargs)
-        # Calls with non-strided operands are not memoised: their route depends on the operands'
-        # layouts (nda.layouts) and never returns a view, and their kernels dwarf planning.
-        if (key is not None and (plan.view_of is None or plan.view_of is args[0]) and plan.key.layout is _STRIDED
-                and not getattr(plan, "values_decide_shape", False)):
-            steps = _recipe(plan, args)
-            if steps is not None:
-                if len(cache) > _MEMO_LIMIT:
-                    cache.clear()
-                    fast.clear()
-                meta = _META.get((plan.device, plan.out_dtype, plan.key.layout)) or ArrayMeta(plan.device, plan.out_dtype, plan.key.layout)
-                kernel = resolve(name, plan.key)
-                cache[key] = (kernel, meta, plan.out_shape, steps, plan.kwargs, work_size(plan), prod(plan.out_shape))
-                if fast_key is not None and len(steps) == n and all(st[0] == 0 and args[st[1]] is args[i] for i, st in enumerate(steps)):
-                    fast[fast_key] = (kernel, meta, plan.out_shape, plan.kwargs, work_size(plan), prod(plan.out_shape))
+        if key is not None and not getattr(plan, "values_decide_shape", False):
+            memoise(plan, args, key, fast_key)
         return execute(name, plan)
+
+    def memoise(plan: Plan, args: tuple[Any, ...], key: Any, fast_key: Any) -> None:
+        if plan.key.layout is _STRIDED:
+            if not (plan.view_of is None or plan.view_of is args[0]):
+                return
+            steps = _recipe(plan, args)
+            if steps is None:
+                return
+            kernel, layout = resolve(name, plan.key), _STRIDED
+        else:
+            # Non-strided operands: the operands' metadata fix the route (nda.layouts.route:
+            # a native kernel or the layout fallback, and the output layout), so the plan is
+            # memoised like a strided one, unless a cast is needed (a cast of a sparse operand
+            # has its own route) or the op is a view op (sparse results are never views).
+            # Changing nda.config.fallback clears these caches, so a memoised fallback is
+            # still refused once the setting says "error".
+            if view:
+                return
+            steps = _recipe(plan, args)
+            if steps is None or any(st[0] == 1 for st in steps):
+                return
+            kernel, layout = resolve_plan(name, plan)
+        if len(cache) > _MEMO_LIMIT:
+            cache.clear()
+            fast.clear()
+        meta = _META.get((plan.device, plan.out_dtype, layout)) or ArrayMeta(plan.device, plan.out_dtype, layout)
+        cache[key] = (kernel, meta, plan.out_shape, steps, plan.kwargs, work_size(plan), prod(plan.out_shape))
+        n = len(args)
+        if fast_key is not None and len(steps) == n and all(st[0] == 0 and args[st[1]] is args[i] for i, st in enumerate(steps)):
+            fast[fast_key] = (kernel, meta, plan.out_shape, plan.kwargs, work_size(plan), prod(plan.out_shape))
 
     # A second dict beside the table's cache, cleared together with it (see _FastCache).
     fast = _FastCache(cache)
