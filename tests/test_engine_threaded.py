@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import signal
@@ -174,12 +175,11 @@ def test_fork_child_gets_a_fresh_engine():
     assert float(pending[0]) == pytest.approx(np.e)
 
 
-@pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="needs setitimer")
-def test_ctrl_c_interrupts_a_wait_and_leaves_the_engine_consistent(all_tasks):
-    def slow(x):
-        time.sleep(1.5)
-        return x
-
+@contextlib.contextmanager
+def _wait_interrupted_by_ctrl_c(slow):
+    """Register ``slow`` as the float64 (1, 1, 1) ``positive`` kernel, issue ``y = positive(ones)``
+    and wait for it with a KeyboardInterrupt arriving 0.2 s in; yields ``y`` once the interrupt
+    has ended the wait (well before ``slow`` could finish)."""
     dispatch.register("positive", "cpu", ["float64"], slow, priority=100, supports=lambda x: x.shape == (1, 1, 1), backend="test-slow")
     old = signal.signal(signal.SIGALRM, lambda *a: (_ for _ in ()).throw(KeyboardInterrupt()))
     try:
@@ -189,11 +189,21 @@ def test_ctrl_c_interrupts_a_wait_and_leaves_the_engine_consistent(all_tasks):
         with pytest.raises(KeyboardInterrupt):
             y.wait_to_read()
         assert time.perf_counter() - start < 1.2, "the wait must be interrupted, not finish"
-        assert y.tolist() == [[[1.0]]], "the op still completes; the engine is consistent"
+        yield y
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
         dispatch.unregister_backend("test-slow")
+
+
+@pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="needs setitimer")
+def test_ctrl_c_interrupts_a_wait_and_leaves_the_engine_consistent(all_tasks):
+    def slow(x):
+        time.sleep(1.5)
+        return x
+
+    with _wait_interrupted_by_ctrl_c(slow) as y:
+        assert y.tolist() == [[[1.0]]], "the op still completes; the engine is consistent"
 
 
 def test_profiler_records_ops_and_writes_chrome_trace(threaded, tmp_path):
@@ -336,23 +346,11 @@ def test_ctrl_c_while_a_sync_point_runs_an_op_hands_it_back(parked):
             time.sleep(1.5)  # interrupted on the caller's thread
         return x
 
-    dispatch.register("positive", "cpu", ["float64"], slow, priority=100, supports=lambda x: x.shape == (1, 1, 1), backend="test-slow")
-    old = signal.signal(signal.SIGALRM, lambda *a: (_ for _ in ()).throw(KeyboardInterrupt()))
-    try:
-        y = nda.positive(nda.ones((1, 1, 1)))
-        signal.setitimer(signal.ITIMER_REAL, 0.2)
-        start = time.perf_counter()
-        with pytest.raises(KeyboardInterrupt):
-            y.wait_to_read()
-        assert time.perf_counter() - start < 1.2, "the wait must be interrupted, not finish"
+    with _wait_interrupted_by_ctrl_c(slow) as y:
         assert calls == ["MainThread"] and len(executor.parked) == 3, "ones, positive, and positive again"
         executor.release_later(0.0).join(timeout=30)
         assert y.tolist() == [[[1.0]]], "the op completed on a worker"
         assert calls == ["MainThread", "parked-worker"]
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
-        dispatch.unregister_backend("test-slow")
 
 
 def test_work_a_sync_point_ran_does_not_keep_arrays_alive_in_the_queue(parked):

@@ -245,18 +245,34 @@ def csr_astype(x: Any, dtype: Any, copy: bool = True) -> Any:
     return _with_data(x, x.data.astype(dtype.numpy, copy=True))
 
 
-def _poison_unstored(s: Any, b: np.ndarray, out: np.ndarray) -> None:
-    """Where a product meets a non-finite element of ``b`` through an unstored zero of ``s``, dense gives nan."""
-    bad = ~np.isfinite(b)
-    cols = np.flatnonzero(bad.any(axis=0))
+def poison_unstored(xp: Any, s: Any, b: Any, out: Any, with_data: Callable[[Any, Any], Any]) -> None:
+    """Where a product meets a non-finite element of ``b`` through an unstored zero of ``s``, dense gives nan.
+
+    Over any array module ``xp`` (nda-cuda runs it on CuPy); ``with_data(s, values)`` is ``s``'s
+    structure with new values. Counts are float64 (exact below 2**53): cuSPARSE has no
+    integer products.
+    """
+    bad = ~xp.isfinite(b)
+    cols = xp.flatnonzero(bad.any(axis=0))
     if not cols.size:
         return
-    pattern = type(s)((np.ones(len(s.data), np.int64), s.indices, s.indptr), shape=s.shape)
-    hits = np.asarray(pattern @ bad[:, cols].astype(np.int64))  # non-finite elements each row reaches through stored entries
-    missed = hits < bad[:, cols].sum(axis=0)
+    bad = bad[:, cols].astype(xp.float64)
+    pattern = with_data(s, xp.ones(s.data.size, dtype=xp.float64))
+    missed = xp.asarray(pattern @ bad) < bad.sum(axis=0)  # non-finite elements each row reaches through stored entries
     block = out[:, cols]
-    block[missed] = np.nan * (1 + 1j) if out.dtype.kind == "c" else np.nan
+    block[missed] = complex(float("nan"), float("nan")) if out.dtype.kind == "c" else float("nan")
     out[:, cols] = block
+
+
+def times_strided(xp: Any, times_block: Callable[[Any, Any], Any], s: Any, b: Any) -> Any:
+    """``s @ b`` for a strided ``b`` that is 1-D, 2-D or batched, through ``times_block(s, 2-D b)``."""
+    if b.ndim == 1:
+        return times_block(s, b[:, None])[:, 0]
+    if b.ndim == 2:
+        return times_block(s, b)
+    batch, (k, n) = b.shape[:-2], b.shape[-2:]
+    flat = times_block(s, xp.ascontiguousarray(xp.moveaxis(b, -2, 0)).reshape(k, -1))
+    return xp.ascontiguousarray(xp.moveaxis(flat.reshape((s.shape[0],) + batch + (n,)), 0, -2))
 
 
 def _sparse_at_2d(s: Any, b: np.ndarray) -> np.ndarray:
@@ -266,21 +282,19 @@ def _sparse_at_2d(s: Any, b: np.ndarray) -> np.ndarray:
     # A cheap screen: the sum of b is finite unless b holds inf/nan (or overflows, then we look closer).
     # einsum's unpaired sum of a real array runs at memory speed, ~1.6x faster than ndarray.sum.
     if b.dtype.kind in "fc" and b.size and not np.isfinite(np.einsum(b, [0, 1], []) if b.dtype.kind == "f" else b.sum()):
-        _poison_unstored(s, b, out)
+        poison_unstored(np, s, b, out, _same_class_with_data)
     return out
+
+
+def _same_class_with_data(m: Any, data: np.ndarray) -> Any:
+    """``m``'s structure with new values, ``m`` a csr or (for strided @ csr, ``s.T``) a csc matrix."""
+    return type(m)((data, m.indices, m.indptr), shape=m.shape)
 
 
 def csr_matmul(x1: Any, x2: Any) -> np.ndarray:
     """csr @ strided and strided @ csr (the strided side may be 1-D or batched)."""
-    if isinstance(x2, np.ndarray):  # csr @ strided
-        s, b = x1, x2
-        if b.ndim == 1:
-            return _sparse_at_2d(s, b[:, None])[:, 0]
-        if b.ndim == 2:
-            return _sparse_at_2d(s, b)
-        batch, (k, n) = b.shape[:-2], b.shape[-2:]
-        flat = _sparse_at_2d(s, np.moveaxis(b, -2, 0).reshape(k, -1))
-        return np.ascontiguousarray(np.moveaxis(flat.reshape((s.shape[0],) + batch + (n,)), 0, -2))
+    if isinstance(x2, np.ndarray):
+        return times_strided(np, _sparse_at_2d, x1, x2)  # type: ignore[no-any-return]
     a, s = x1, x2  # strided @ csr: (s.T @ a.T).T
     if a.ndim == 1:
         return _sparse_at_2d(s.T, a[:, None])[:, 0]

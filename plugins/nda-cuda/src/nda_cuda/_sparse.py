@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from nda.backends.cpu_sparse import ZERO_PRESERVING_UNARY, _finite_scalar, _is_scalar
+from nda.backends.cpu_sparse import ZERO_PRESERVING_UNARY, _finite_scalar, _is_scalar, poison_unstored, times_strided
 
 __all__ = ["STORED", "ARITHMETIC", "CsrLayer", "register"]
 
@@ -175,34 +175,12 @@ class CsrLayer:
         if out.dtype != s.dtype:
             out = out.astype(s.dtype)
         if b.size and b.dtype.kind in "fc" and not bool(xp.isfinite(xp.sum(b))):
-            self._poison_unstored(s, b, out)
+            poison_unstored(xp, s, b, out, self.with_data)
         return out
-
-    def _poison_unstored(self, s: Any, b: Any, out: Any) -> None:
-        """Where a row of ``s`` meets a non-finite element of ``b`` through an unstored zero, dense gives nan."""
-        xp = self.xp
-        bad = ~xp.isfinite(b)
-        cols = xp.flatnonzero(bad.any(axis=0))
-        if not cols.size:
-            return
-        bad = bad[:, cols].astype(xp.float64)  # counts, exact below 2**53; cuSPARSE has no integer products
-        pattern = self.with_data(s, xp.ones(s.data.size, dtype=xp.float64))
-        missed = xp.asarray(pattern @ bad) < bad.sum(axis=0)
-        block = out[:, cols]
-        block[missed] = complex(float("nan"), float("nan")) if out.dtype.kind == "c" else float("nan")
-        out[:, cols] = block
 
     def matmul(self, x1: Any, x2: Any) -> Any:
         """csr @ strided (the strided side 1-D, 2-D or batched)."""
-        xp = self.xp
-        s, b = x1, x2
-        if b.ndim == 1:
-            return self._times_block(s, b[:, None])[:, 0]
-        if b.ndim == 2:
-            return self._times_block(s, b)
-        batch, (k, n) = b.shape[:-2], b.shape[-2:]
-        flat = self._times_block(s, xp.ascontiguousarray(xp.moveaxis(b, -2, 0)).reshape(k, -1))
-        return xp.ascontiguousarray(xp.moveaxis(flat.reshape((s.shape[0],) + batch + (n,)), 0, -2))
+        return times_strided(self.xp, self._times_block, x1, x2)
 
     def permute_dims(self, x: Any, axes: tuple[int, ...]) -> Any:
         if tuple(axes) == (1, 0):
