@@ -31,10 +31,29 @@ DEVICE = Device("cudamirror", 0)
 
 class NumpyMirrorBackend:
     name = "cudamirror"
-    api_version = "1.2"
+    api_version = "1.3"
     device_types = ("cudamirror",)
     fallback_to_host = True
     buffer_type = np.ndarray
+    # Like nda-cuda, a backend with in-order queues (API 1.3), so that its kernels'
+    # data-dependent checks (nda.engine.Deferred: index bounds, negative integer powers)
+    # run the way they do on a GPU. NumPy is synchronous: every marker is reached at once.
+    in_order_queues = True
+
+    def record_marker(self, device: Device) -> None:
+        return None
+
+    def wait_marker(self, device: Device, marker: None) -> None:
+        return None
+
+    def synchronize_marker(self, marker: None) -> None:
+        return None
+
+    def marker_reached(self, marker: None) -> bool:
+        return True
+
+    def buffer_owner(self, buf: np.ndarray) -> np.ndarray:
+        return buf if buf.base is None or not isinstance(buf.base, np.ndarray) else buf.base
 
     def __init__(self) -> None:
         self.unmapped: dict[str, str] = {}

@@ -116,9 +116,9 @@ def test_broken_backends_are_isolated(tmp_path, monkeypatch):
     """)
     with pytest.raises(nda.BackendError, match="driver exploded"):
         nda.backends.load("nda_test_raises")
-    with pytest.raises(nda.BackendValidationError, match="implements backend API 0.3.*speaks 1.2"):
+    with pytest.raises(nda.BackendValidationError, match="implements backend API 0.3.*speaks 1.3"):
         nda.backends.load("nda_test_oldapi")
-    with pytest.raises(nda.BackendValidationError, match="implements backend API 1.9, newer than this nda's 1.2; upgrade nda"):
+    with pytest.raises(nda.BackendValidationError, match="implements backend API 1.9, newer than this nda's 1.3; upgrade nda"):
         nda.backends.load("nda_test_newapi")
     with pytest.raises(nda.BackendValidationError, match="unknown op 'frobnicate'"):
         nda.backends.load("nda_test_unknownop")

@@ -191,18 +191,68 @@ def test_catalog_ops_are_found_by_name_with_overrides_only_where_needed(mirror):
     assert overridden == set(_kernels.OVERRIDES) & set(sources)
 
 
-def test_integer_index_bounds_are_checked_before_indexing():
-    """CuPy wraps out-of-bounds integer indices; the getitem/setitem override raises like NumPy."""
-    from nda_cuda._kernels import _check_index_bounds
+def test_integer_index_bounds_are_checked_on_the_device():
+    """CuPy wraps out-of-bounds integer indices; nda-cuda computes NumPy's IndexError on the device.
+
+    The check is a flag computed with array ops (no host read at the call) and read when the
+    op's marker is reached; over NumPy the same code runs with host flags.
+    """
+    from nda_cuda._kernels import _index_bounds
 
     x = np.zeros((3, 4))
-    _check_index_bounds(np, x, (np.array([0, 2, -3]), slice(None)))
-    with pytest.raises(IndexError, match="index 4 is out of bounds for axis 1 with size 4"):
-        _check_index_bounds(np, x, (Ellipsis, np.array([1, 4])))
-    with pytest.raises(IndexError, match="index -4 is out of bounds for axis 0 with size 3"):
-        _check_index_bounds(np, x, (np.array([-4]),))
-    with pytest.raises(IndexError, match="axis 1 with size 4"):
-        _check_index_bounds(np, x, (None, np.array([True, False, True]), np.array([9], dtype=np.uint8)))
+    assert _index_bounds(np, x, (np.array([0, 2, -3]), slice(None)))() is None
+    assert _index_bounds(np, x, (slice(None), 1)) is None  # no integer array: nothing to check
+    err = _index_bounds(np, x, (Ellipsis, np.array([1, 4])))()
+    assert isinstance(err, IndexError) and "index 4 is out of bounds for axis 1 with size 4" in str(err)
+    err = _index_bounds(np, x, (np.array([-4]),))()
+    assert isinstance(err, IndexError) and "index -4 is out of bounds for axis 0 with size 3" in str(err)
+    err = _index_bounds(np, x, (None, np.array([True, False, True]), np.array([9], dtype=np.uint8)))()
+    assert isinstance(err, IndexError) and "axis 1 with size 4" in str(err)
+
+
+@pytest.mark.parametrize("engine", ["threaded", "naive"])
+def test_data_dependent_errors_of_the_device_surface_at_sync_points(mirror, engine):
+    """Out-of-bounds indices (getitem, setitem, take, take_along_axis) and negative integer
+    powers fail on nda-cuda's kernels at the sync point that reads the result, with the op's
+    note; under the naive engine at the call. Unrelated arrays stay usable."""
+    previous = nda.engine.current()
+    nda.engine.use(engine)
+    try:
+        dev = "cudamirror"
+        x = nda.arange(4, dtype=nda.float64, device=dev)
+        i = nda.asarray([0, 7], device=dev)
+        cases = {
+            "getitem": lambda: x[i],
+            "take": lambda: nda.take(x, i),
+            "take_along_axis": lambda: nda.take_along_axis(x, i),
+            "pow": lambda: nda.asarray([2, 3], device=dev) ** nda.asarray([1, -1], device=dev),
+        }
+        for name, call in cases.items():
+            expected = IndexError if name != "pow" else ValueError
+            if engine == "naive":
+                with pytest.raises(expected) as info:
+                    call()
+            else:
+                y = call()  # returns: the check runs when the work is done
+                ok = x + 1
+                with pytest.raises(expected) as info:
+                    y.asnumpy()
+                np.testing.assert_array_equal(ok.asnumpy(), [1, 2, 3, 4])
+                with pytest.raises(expected):
+                    (y * 2).asnumpy()  # computed from a failed array: fails the same way
+            assert any(f"op '{name}'" in note and "test_cuda.py" in note for note in info.value.__notes__), info.value.__notes__
+        z = nda.zeros(4, device=dev)
+        if engine == "naive":
+            with pytest.raises(IndexError):
+                z[i] = 1.0
+        else:
+            z[i] = 1.0
+            with pytest.raises(IndexError, match="index 7 is out of bounds"):
+                nda.waitall()
+            with pytest.raises(IndexError):
+                z.asnumpy()  # a failed in-place write leaves its target undefined: it stays failed
+    finally:
+        nda.engine.use(previous)
 
 
 # ----------------------------------------------------------------------------- GPU

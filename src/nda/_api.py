@@ -90,13 +90,11 @@ def to_device(x: NDArray, device: Device | str, /, *, stream: Any = None) -> NDA
         from . import layouts
 
         return layouts.to_device(x, target)  # type: ignore[no-any-return]  # stays in its layout
-    src = backends.for_device(x.device)
-    dst = backends.for_device(target)
-    direct = src is dst and hasattr(src, "copy_to_device")
+    direct = backends.copies_directly(x.device, target)
     out = new_array(None, ArrayMeta(target, x.dtype, x.layout), x.shape)
 
     def run() -> None:
-        out._buf = src.copy_to_device(x._buf, target) if direct else dst.from_host(src.to_host(x._buf), target)
+        out._buf = backends.copy_buffer(x.device, x._buf, target)
 
     if x._size < _state.limit:
         run()

@@ -124,14 +124,13 @@ class NDArray:
 
         For a non-strided layout this is a dense copy: only explicit conversions call it.
         """
-        self.wait_to_read()
         if self._meta.layout.name != "strided":
             from . import layouts
 
             return layouts.dense_host(self)  # type: ignore[no-any-return]
         from . import backends
 
-        return backends.to_host(self)
+        return backends.to_host(self)  # a sync point: waits for the writes, raises their error
 
     def to_layout(self, layout: Layout | str, /) -> NDArray:
         """This array stored in ``layout`` (``"strided"``, ``"csr"``, ``"row_sparse"``, …); ``self`` if it already is.

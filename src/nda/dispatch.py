@@ -332,7 +332,12 @@ def _host_fallback(tbl: OpTable, key: KernelKey) -> KernelEntry | None:
         return None
     decl = CATALOG[tbl.op_name]
     buffer_type = backend.buffer_type
-    to_host, from_host, device_of = backend.to_host, backend.from_host, backend.device_of
+    from_host, device_of = backend.from_host, backend.device_of
+    read_buffer = backends.read_buffer
+
+    def to_host(buf: Any) -> Any:  # errors of device work carry the failed op's note
+        return read_buffer(device_of(buf), buf)
+
     route = f"{tbl.op_name} on {key}: no {key.device_type} kernel; copies the inputs to cpu, runs {getattr(cpu_kernel, '__qualname__', cpu_kernel)} there and copies the result back"
     mutates = bool(decl.mutates)
     from ._devices import Device

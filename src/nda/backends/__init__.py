@@ -26,7 +26,11 @@ from typing import Any, Callable, Iterable
 from .. import dispatch
 from .._devices import Device, as_layout
 from .._dtypes import CATEGORIES, DType, as_dtype
-from .contract import API_VERSION, DeviceInfo, check_kernel_signature
+from ..engine import _queues
+from ..engine import host_read as _host_read
+from ..engine import settle_read as _settle_read
+from ..engine import state as _engine_state
+from .contract import API_VERSION, QUEUE_MEMBERS, DeviceInfo, check_kernel_signature
 
 __all__ = [
     "BackendError", "BackendValidationError", "API_VERSION", "DeviceInfo", "load", "status", "status_table",
@@ -135,10 +139,28 @@ def _validate_version(name: str, backend: Any) -> str:
     for member in ("register", "to_host", "from_host", "devices"):
         if not callable(getattr(backend, member, None)):
             raise BackendValidationError(f"backend {name!r} lacks the required method {member}(); see nda.backends.contract")
+    if getattr(backend, "in_order_queues", False):
+        if int(minor) < 3:
+            raise BackendValidationError(
+                f"backend {name!r} declares in_order_queues, which backend API 1.3 introduced, but implements API {version}; declare api_version = '1.3'"
+            )
+        missing = [m for m in QUEUE_MEMBERS if not callable(getattr(backend, m, None))]
+        if missing:
+            raise BackendValidationError(
+                f"backend {name!r} declares in_order_queues but lacks {', '.join(m + '()' for m in missing)}; "
+                f"a backend with in-order queues provides {', '.join(m + '()' for m in QUEUE_MEMBERS)} (see nda.backends.contract)"
+            )
     return version
 
 
-def _registrar(name: str, device_types: tuple[str, ...]) -> Callable[..., None]:
+def _queued(backend: Any) -> bool:
+    """Whether ``backend`` declared in-order device queues (backend API 1.3)."""
+    return bool(getattr(backend, "in_order_queues", False))
+
+
+def _registrar(name: str, device_types: tuple[str, ...], backend: Any = None) -> Callable[..., None]:
+    queued = _queued(backend)
+
     def register_kernel(
         op: str, dtypes: Any, fn: Callable[..., Any], *, device_type: str | None = None,
         layout: str = "strided", priority: int = 0, supports: Callable[..., bool] | None = None,
@@ -169,6 +191,8 @@ def _registrar(name: str, device_types: tuple[str, ...]) -> Callable[..., None]:
         dev = device_type or device_types[0]
         if dev not in device_types:
             raise BackendValidationError(f"backend {name!r} registers a kernel for device type {dev!r}, which it does not declare in device_types {device_types}")
+        if queued:  # its kernels only enqueue work: the engine records what each one enqueued
+            fn = _queues.issuing(fn, op, backend, mutating=bool(decl.mutates))
         try:
             dispatch.register(op, dev, dtype_list, fn, layout=layout, priority=priority, supports=supports, backend=name,
                               signatures=signatures, out_layout=out_layout)
@@ -187,6 +211,8 @@ def _registrar(name: str, device_types: tuple[str, ...]) -> Callable[..., None]:
         """Register ``fn(buf) -> buf`` converting ``src`` buffers to ``dst`` buffers on this device type."""
         from .. import layouts
 
+        if queued:
+            fn = _queues.issuing(fn, f"to_layout({src} -> {dst})", backend)
         try:
             layouts.register_converter(device_of(device_type, f"a {src} -> {dst} converter"), src, dst, fn, backend=name)
         except (TypeError, ValueError) as err:
@@ -198,6 +224,8 @@ def _registrar(name: str, device_types: tuple[str, ...]) -> Callable[..., None]:
         (``dtypes``: the ones it can hold in that layout, when not all)."""
         from .. import layouts
 
+        if queued:
+            to_host = _attributed(to_host, backend.device_of)
         try:
             layouts.register_storage(device_of(device_type, f"{layout} storage"), layout, to_host=to_host, from_host=from_host,
                                      dtypes=dtypes, backend=name)
@@ -241,7 +269,10 @@ def _activate(rec: _Record, spec: str) -> Any:
             rec.device_types = device_types
             rec.fail("unavailable", "no device found")
             raise BackendError(f"backend {rec.name!r} is unavailable: no device found")
-        backend.register(_registrar(rec.name, device_types))
+        if _queued(backend):
+            for dev in device_types:
+                _queues.register_backend(dev, backend)
+        backend.register(_registrar(rec.name, device_types, backend))
     except BackendError:
         _unregister(rec.name)
         if rec.state not in ("unavailable",):
@@ -265,6 +296,18 @@ def _unregister(name: str) -> None:
 
     dispatch.unregister_backend(name)
     layouts.unregister_backend(name)
+    for dev, queued in list(_queues._backends.items()):
+        if _by_device_type.get(dev) is not queued:  # registered by the backend that just failed
+            _queues.unregister_device_type(dev)
+
+
+def _attributed(read: Callable[[Any], Any], device_of: Callable[[Any], Device]) -> Callable[[Any], Any]:
+    """A host read of a queue device's buffers whose errors carry the note of the op that failed."""
+
+    def read_attributed(buf: Any) -> Any:
+        return _host_read(device_of(buf), read, buf)
+
+    return read_attributed
 
 
 def serves(device_type: str) -> bool:
@@ -420,5 +463,46 @@ def synchronize_all() -> None:
 
 
 def to_host(array: Any) -> Any:
-    """The array's data as a NumPy array (no copy for cpu)."""
-    return for_device(array._meta.device).to_host(array._buf)
+    """The array's data as a NumPy array (no copy for cpu), after the work that wrote it.
+
+    The read is a sync point: it raises the error of a failed op that wrote the array. On a
+    device with in-order queues it is one wait: the backend copies after that work and
+    waits for its copy, then the work is retired without blocking.
+    """
+    device = array._meta.device
+    backend = for_device(device)
+    if device.type in _queues._backends:
+        _engine_state.engine.wait_tasks(array)
+        host = _host_read(device, backend.to_host, array._buf)
+        _settle_read(array)
+        return host
+    array.wait_to_read()
+    return backend.to_host(array._buf)
+
+
+def copies_directly(source: Device, target: Device) -> bool:
+    """Whether one backend serves both devices and copies between them without the host."""
+    src = for_device(source)
+    return src is for_device(target) and hasattr(src, "copy_to_device")
+
+
+def copy_buffer(source: Device, buf: Any, target: Device) -> Any:
+    """``buf`` (on ``source``) copied to ``target``: directly between devices of one backend, else through the host.
+
+    On a backend with in-order queues a direct copy is an op of the target's queue, ordered
+    after the work that wrote ``buf`` by markers (see the backend's ``copy_to_device``).
+    """
+    src = for_device(source)
+    if src is for_device(target) and hasattr(src, "copy_to_device"):
+        if target.type in _queues._backends:
+            return _queues.issue(src.copy_to_device, "to_device", src.device_of, False, (buf, target), {}, across=True)
+        return src.copy_to_device(buf, target)
+    return for_device(target).from_host(read_buffer(source, buf), target)
+
+
+def read_buffer(device: Device, buf: Any) -> Any:
+    """A buffer of ``device`` copied to the host (for fallbacks and copies), errors attributed."""
+    backend = for_device(device)
+    if device.type in _queues._backends:
+        return _host_read(device, backend.to_host, buf)
+    return backend.to_host(buf)

@@ -1,9 +1,10 @@
-"""The backend contract, version 1.2 (``API_VERSION``): what a backend object provides.
+"""The backend contract, version 1.3 (``API_VERSION``): what a backend object provides.
 
 nda accepts a backend whose ``api_version`` has the same major number and a minor number
 no higher than its own; a minor version only adds optional members (1.1: memory, executor,
-completion, DLPack; 1.2: layouts). A backend built for a newer minor version is refused
-with a message saying to upgrade nda. The members (see "Writing a backend" in ``docs/``):
+completion, DLPack; 1.2: layouts; 1.3: in-order device queues). A backend built for a newer
+minor version is refused with a message saying to upgrade nda. The members (see "Writing a
+backend" in ``docs/``):
 
 Identity
     ``name``, ``api_version``, ``device_types`` (the device types it serves; its entry
@@ -27,12 +28,28 @@ Memory (optional, for accelerators)
     ``memory_stats(device) -> dict`` with ``in_use``, ``peak``, ``cached`` (and
     ``capacity``), ``release_all(device) -> int`` (bytes of cached memory given back).
 Execution (optional)
-    ``executor(device)``: an object with ``submit(fn)`` the engine runs this device's large
-    tasks on (default: one worker thread per device). ``record_completion(device)``: an
-    :class:`nda.engine.Completion` signalled when the work enqueued so far on ``device``
-    has finished; the engine calls it after each task, so kernels may return as soon as
-    their work is enqueued. ``synchronize(device)``: wait for all enqueued work
-    (``nda.waitall()`` calls it).
+    ``executor(device)``: an object with ``submit(fn)`` the engine runs this device's host
+    tasks on (default: one worker thread per device). ``synchronize(device)``: wait for all
+    enqueued work (``nda.waitall()`` calls it).
+In-order queues (optional, 1.3; the way for an accelerator)
+    ``in_order_queues = True`` declares that the kernels of a device run in the order they
+    are enqueued, on one queue per device (a CUDA stream), and return as soon as their work
+    is enqueued. The backend then provides markers: ``record_marker(device)`` (a marker for
+    everything enqueued on the device's queue so far: a CUDA event), ``wait_marker(device,
+    marker)`` (the device's queue waits for ``marker``, no host thread blocks:
+    ``cudaStreamWaitEvent``), ``synchronize_marker(marker)`` (block the calling thread until
+    it is reached) and ``marker_reached(marker)`` (a non-blocking query). Optional:
+    ``buffer_owner(buf)``, the buffer owning a view's memory (the engine orders a write
+    through a view as a write of its owner). A kernel with a data-dependent check (an
+    index bound) returns :class:`nda.engine.Deferred` ``(buffer, check)``; ``check()`` runs
+    on the host once the op's marker is reached and returns (or raises) the op's error.
+    ``to_host`` copies after the work enqueued before it and waits for that copy only.
+    The engine issues every op on such a device at once and waits only when the host reads
+    data (see :mod:`nda.engine._queues`).
+Completion (optional, 1.1; superseded by in-order queues)
+    ``record_completion(device)``: an :class:`nda.engine.Completion` signalled when the
+    work enqueued so far on ``device`` has finished; the engine calls it after each task
+    and starts dependent work only after the signal.
 Layouts (optional, 1.2)
     Inside ``register``: ``register_kernel(..., layout=, signatures=, out_layout=)`` for
     kernels of a non-strided layout, ``register_kernel.converter(src, dst, fn)``,
@@ -54,9 +71,12 @@ from typing import Any, Callable, Protocol, runtime_checkable
 
 from .._devices import Device
 
-__all__ = ["API_VERSION", "DeviceInfo", "Backend", "check_kernel_signature"]
+__all__ = ["API_VERSION", "QUEUE_MEMBERS", "DeviceInfo", "Backend", "check_kernel_signature"]
 
-API_VERSION = "1.2"
+API_VERSION = "1.3"
+
+#: What a backend declaring ``in_order_queues = True`` must provide.
+QUEUE_MEMBERS = ("record_marker", "wait_marker", "synchronize_marker", "marker_reached")
 
 
 class DeviceInfo:

@@ -15,10 +15,22 @@ module-level :data:`state`, in exactly one of two ways:
     Otherwise the op becomes a task: ``run()`` does the work (it reads the buffers of the
     ``reads`` arrays and fills or mutates the ``writes`` arrays) and the engine orders it
     after earlier writers of what it reads and earlier readers/writers of what it writes.
-    ``run`` may return a :class:`Completion` when the work finishes later (an accelerator
-    stream); the task ends when the completion is signalled.
+    ``run`` may return a :class:`Completion` when the work finishes later (a backend of
+    backend API 1.1/1.2 whose kernels only enqueue work); the task ends when the
+    completion is signalled.
 
 Sync points call ``state.wait_for(array, for_write)`` and ``state.wait_all()``.
+
+Device queues (backend API 1.3, :mod:`._queues`): a backend whose kernels run in order on
+one queue per device has every kernel wrapped so that it records an entry (marker, op,
+``file:line``, data-dependent check) when it enqueues its work. Such an op never waits for
+its producers to *finish*: those on the same queue are ordered by the queue itself, so the
+op is issued at once, on the caller's thread, inline or through ``push`` alike. The engine
+is told of each entry (``state.issued(queue, entry)``): the naive and deferred engines wait
+for it there (errors at the call); the threaded engine only retires what is already done
+and applies the bound on work in flight. Sync points wait for exactly the marker of the
+version they read, on the caller's thread; errors found when an entry retires are raised at
+the sync point that reads what the op wrote, with the op's note.
 
 Engines: ``threaded`` (the default: per-device worker threads, the inline fast path,
 errors raised at sync points), ``naive`` (synchronous, for debugging: ``NDA_ENGINE=naive``
@@ -32,9 +44,11 @@ import os
 import sys
 from typing import Any, Callable, Sequence
 
+from . import _queues
 from ._profile import Profiler, profiler
+from ._queues import Deferred
 
-__all__ = ["Engine", "SyncEngine", "DeferredEngine", "Completion", "state", "use", "current", "waitall", "profiler"]
+__all__ = ["Engine", "SyncEngine", "DeferredEngine", "Completion", "Deferred", "state", "use", "current", "waitall", "profiler"]
 
 UNBOUNDED = sys.maxsize
 
@@ -88,6 +102,19 @@ class Engine:
     def wait_all(self) -> None:
         raise NotImplementedError(f"engine {self.name!r} does not implement wait_all")
 
+    def wait_tasks(self, array: Any, for_write: bool = False) -> None:
+        """The host-task half of a sync point: wait for the engine's own tasks on ``array``.
+
+        A host read of a device-queue array calls this, then the backend's stream-ordered
+        ``to_host``, then :func:`settle_read`: one wait instead of two.
+        """
+
+    def issued(self, queue: _queues.Queue, entry: _queues.Entry) -> None:
+        """An op was enqueued on a device queue. By default: wait for it; raise its error here."""
+        queue.wait_and_retire(entry)
+        if entry.error is not None:
+            deliver(entry.error)
+
     def shutdown(self) -> None:
         """Release threads; the engine must not be used afterwards."""
 
@@ -136,6 +163,87 @@ def device_sync(device: Any) -> None:
         hook(device)
 
 
+def wait_queued(array: Any, for_write: bool) -> None:
+    """The device-queue part of a sync point on ``array`` (after its engine tasks are done).
+
+    Waits, on this thread, for exactly the marker of the latest write of ``array``'s buffer
+    or of the buffer owning its memory (a write through any view), retires up to there and
+    raises the error of that work. For a write (``wait_to_write``), everything enqueued on
+    the queue so far. Backends without queues: their ``synchronize`` (API 1.1/1.2).
+    """
+    queue = _queues.queue_for(array)
+    if queue is None:
+        device_sync(array._meta.device)
+        return
+    buf = array._buf
+    base = array._base
+    bufs = (buf,) if base is None else (buf, base._buf)
+    if for_write:
+        queue.drain()
+    else:
+        entry = queue.version(*bufs)
+        if entry is not None:
+            queue.wait_and_retire(entry)
+    error = queue.error_of(*bufs)
+    if error is not None:
+        deliver(error)
+
+
+def settle_read(array: Any) -> None:
+    """After a stream-ordered host copy of ``array`` (its marker is reached): retire, raise its error.
+
+    A host read of a queue array is one wait, not two: the backend's ``to_host`` copies
+    after the work that wrote the buffer and waits for that copy, so the entry is retired
+    here without blocking.
+    """
+    queue = _queues.queue_for(array)
+    if queue is None:
+        return
+    buf = array._buf
+    base = array._base
+    bufs = (buf,) if base is None else (buf, base._buf)
+    entry = queue.version(*bufs)
+    if entry is not None:
+        queue.wait_and_retire(entry)
+    error = queue.error_of(*bufs)
+    if error is not None:
+        deliver(error)
+
+
+def host_read(device: Any, read: Callable[[Any], Any], buf: Any) -> Any:
+    """``read(buf)`` (a backend's ``to_host``) with errors of a device queue attributed first.
+
+    If the read raises the error of work still in flight on ``device``'s queue (the sim
+    device re-raises a failed buffer's exception), the entries the read waited for are
+    retired first, so that the error carries the note of the op that failed, not of the
+    reader.
+    """
+    try:
+        return read(buf)
+    except BaseException as err:
+        queue = _queues.queue_of_device(device)
+        if queue is not None:
+            queue.retire_reached()
+        if _queues.first_error is err:
+            _queues.first_error = None  # raised here, at a read: waitall() does not raise it again
+        raise
+
+
+def deliver(error: BaseException) -> None:
+    """Raise ``error`` (a failed op's) at a sync point, with its original traceback."""
+    if _queues.first_error is error:
+        _queues.first_error = None  # delivered here; waitall() reports only errors not yet raised
+    raise error.with_traceback(getattr(error, "_nda_traceback", error.__traceback__))
+
+
+def drain_queues() -> BaseException | None:
+    """Wait for everything in flight on every device queue; the first error not raised yet."""
+    for queue in _queues.all_queues():
+        queue.drain()
+    error, _queues.first_error = _queues.first_error, None
+    return error
+
+
 def _run_now(run: Callable[[], Any], device: Any = None) -> None:
     result = run()
     if result is None and device is not None:
@@ -169,10 +277,12 @@ class SyncEngine(Engine):
             _run_now(run, device)
 
     def wait_for(self, array: Any, for_write: bool = False) -> None:
-        device_sync(array._meta.device)
+        wait_queued(array, for_write)
 
     def wait_all(self) -> None:
-        return None
+        error = drain_queues()
+        if error is not None:
+            deliver(error)
 
 
 class DeferredEngine(Engine):
@@ -193,10 +303,19 @@ class DeferredEngine(Engine):
         self._queue.append((run, name, device, route))
 
     def wait_for(self, array: Any, for_write: bool = False) -> None:
-        self.wait_all()
-        device_sync(array._meta.device)
+        self._run_queue()
+        wait_queued(array, for_write)
 
     def wait_all(self) -> None:
+        self._run_queue()
+        error = drain_queues()
+        if error is not None:
+            deliver(error)
+
+    def wait_tasks(self, array: Any, for_write: bool = False) -> None:
+        self._run_queue()
+
+    def _run_queue(self) -> None:
         queue, self._queue = self._queue, []
         for run, name, device, route in queue:
             if profiler.active:
@@ -218,7 +337,7 @@ _ENGINES: dict[str, Callable[[], Engine]] = {"threaded": _threaded, "naive": Syn
 class _State:
     """Holder of the current engine; ops compare with ``state.limit`` and call ``state.push``."""
 
-    __slots__ = ("engine", "limit", "push", "wait_for", "wait_all")
+    __slots__ = ("engine", "limit", "push", "wait_for", "wait_all", "issued")
 
     def __init__(self) -> None:
         self.engine: Engine = SyncEngine()
@@ -231,6 +350,8 @@ class _State:
         self.push = engine.push
         self.wait_for = engine.wait_for
         self.wait_all = engine.wait_all
+        self.issued = engine.issued
+        _queues.on_issue = engine.issued  # called by every queue op: no indirection
         self.refresh_limit()
 
     def refresh_limit(self) -> None:
@@ -246,6 +367,7 @@ class _State:
 
 state = _State()
 profiler._on_change = state.refresh_limit
+
 
 
 def use(engine: str | Engine) -> Engine:

@@ -24,16 +24,36 @@ The shape of the hot path:
   on the caller's thread and core, with its caches, instead of paying a hop to a worker
   and back; work nobody waits for still runs on the workers, concurrently.
 
+* An op on a device with in-order queues (backend API 1.3, :mod:`._queues`) is never a
+  task of its own unless it must wait for host work (a pending cpu op, a host fallback):
+  whatever its size, ``push`` calls its kernel right away on the caller's thread, which
+  only *enqueues* the work, and the queue orders it after its producers. No worker hop, no
+  waiting for a completion before a dependent op is issued; the host waits only when it
+  reads data (see :func:`nda.engine.wait_queued`).
+
 Errors: an exception in a kernel is caught (nothing can kill a worker), gets a note
 naming the op and the user's ``file:line`` that issued it, poisons the arrays the op
 writes, and is raised at the sync point that reads one of them (``asnumpy()``,
-``wait_to_read()``, ``repr`` …). ``waitall()`` raises the first error not raised yet, once. Ctrl-C during a
+``wait_to_read()``, ``repr`` …). ``waitall()`` raises the first error not raised yet, once.
+The locals of the failed kernel's frames are cleared, so the failed array and its inputs
+are freed when the user drops them, and the engine is idle (ops inline) again. Ctrl-C during a
 wait interrupts the wait (waits poll with a short timeout) and leaves the engine as it
 was. When the waiting thread is running the op itself, the interrupt arrives when the
 kernel's current C call returns (as in NumPy); an op that does not read what it writes is
 then handed back to a worker and still completes (running it again from the start gives
-the same result), and one that does (``x += y``) is never run by a waiting thread. After ``os.fork`` the child gets a fresh engine (the parent drains its work before
-forking, so the child inherits finished arrays).
+the same result), and one that does (``x += y``) is never run by a waiting thread.
+
+Back-pressure: while more than :data:`MAX_PENDING` host tasks, or tasks touching more than
+:data:`MAX_PENDING_ELEMENTS` elements, are unfinished, the issuing thread waits before it
+adds another (a loop that never syncs cannot queue unbounded work and memory; a couple of
+hundred tasks keep every worker busy). Device queues have their own bound
+(:data:`nda.engine._queues.MAX_IN_FLIGHT`).
+
+Fork: ``os.fork`` does not wait for the engine to go quiet (another thread may issue work
+forever). It takes the engine's lock for the instant of the fork, so the child copies a
+consistent graph; the child gets a fresh engine in which every array still being computed
+by the parent at the fork is poisoned with a ``RuntimeError`` saying so, and everything
+finished before the fork is there.
 """
 
 from __future__ import annotations
@@ -45,13 +65,18 @@ import threading
 import time
 from typing import Any, Callable, Sequence
 
-from . import Completion, Engine, device_completion, device_sync, profiler
+from . import Completion, Engine, _queues, deliver, device_completion, drain_queues, profiler, wait_queued
 from ._graph import QUEUED, RUNNING, Graph, Task
 
-__all__ = ["ThreadedEngine", "WorkerPool"]
+__all__ = ["ThreadedEngine", "WorkerPool", "MAX_PENDING", "MAX_PENDING_ELEMENTS"]
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _WAIT_SLICE = 0.05  # seconds; waits wake this often so that Ctrl-C gets through
+#: Host tasks pending before the issuing thread waits (``NDA_MAX_PENDING``).
+MAX_PENDING = int(os.environ.get("NDA_MAX_PENDING", "256"))
+#: Elements touched by pending host tasks before the issuing thread waits (1 GiB of float64).
+MAX_PENDING_ELEMENTS = int(os.environ.get("NDA_MAX_PENDING_ELEMENTS", str(1 << 27)))
+_FORKED = "this array was still being computed when the process forked; its value exists only in the parent process"
 
 
 def _user_site() -> str:
@@ -110,6 +135,9 @@ class ThreadedEngine(Engine):
         self._executor_factory = executor_factory or default_executor
         self._executors: dict[Any, Any] = {}
         self._state: Any = None
+        self._pending_elements = 0
+        self.max_pending = MAX_PENDING
+        self.max_pending_elements = MAX_PENDING_ELEMENTS
 
     def attach(self, state: Any) -> None:
         self._state = state
@@ -125,10 +153,15 @@ class ThreadedEngine(Engine):
 
     # ------------------------------------------------------------------ issuing
     def push(self, run: Callable[[], Any], reads: Sequence[Any], writes: Sequence[Any], device: Any, name: str, cost: int = 0, route: Any = None) -> None:
+        if device.type in _queues._backends and self._issue_now(run, reads, writes, device, name, cost, route):
+            return
         task = Task(run, _bases(reads), _bases(writes), device, name, cost, _user_site())
         task.route = route
         task.inputs, task.outputs = reads, writes
+        if self._graph.pending >= self.max_pending or self._pending_elements >= self.max_pending_elements:
+            self._wait_for_room()
         with self._lock:
+            self._pending_elements += cost
             ready = self._graph.add(task)
             self._set_limit()
             inherited = self._graph.poisoned_input(task) if ready else None
@@ -143,6 +176,54 @@ class ThreadedEngine(Engine):
                 self._execute(task, on_caller=True)
             else:
                 self._submit(task)
+
+    def _issue_now(self, run: Callable[[], Any], reads: Sequence[Any], writes: Sequence[Any], device: Any, name: str, cost: int, route: Any) -> bool:
+        """An op on a device queue with no pending host work to wait for: enqueue it right here.
+
+        Its producers on the queue need not have finished: the queue orders it after them.
+        False when it must wait in the graph (a pending host task reads or writes one of its
+        arrays, or an input is poisoned); then it becomes a task like any other.
+        """
+        graph = self._graph
+        if graph.pending or graph.poison:
+            with self._lock:
+                for array in (*reads, *writes):
+                    base = array._base if array._base is not None else array
+                    if id(base) in graph.vars:
+                        return False
+                if graph.poisoned_input(_Probe(reads)) is not None:
+                    return False
+        start = time.perf_counter()
+        try:
+            result = run()
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as err:  # noqa: BLE001 - an error at enqueue (no memory): poison, raise at the sync point
+            task = Task(run, _bases(reads), _bases(writes), device, name, cost, _user_site())
+            task.inputs, task.outputs = reads, writes
+            with self._lock:
+                self._graph.add(task)
+            self._complete(task, err, start, route)
+            return True
+        if isinstance(result, Completion):  # pragma: no cover - a queue backend's kernels never return one
+            errors: list[BaseException | None] = []
+            result.add_done_callback(errors.append)
+        if profiler.active:
+            profiler.record(name, device, route, start, time.perf_counter())
+        return True
+
+    def _wait_for_room(self) -> None:
+        """Back-pressure: wait until fewer than the bound of host tasks is pending."""
+        with self._lock:
+            while self._graph.pending >= self.max_pending or (self._pending_elements >= self.max_pending_elements and self._graph.pending):
+                self._cond.wait(_WAIT_SLICE)
+
+    def issued(self, queue: _queues.Queue, entry: _queues.Entry) -> None:
+        """An op enqueued on a device queue: retire what is done; wait only past the bound."""
+        if not entry.seq & 15:
+            queue.retire_reached()
+            if len(queue.log) > _queues.MAX_IN_FLIGHT:
+                queue.wait_and_retire(queue.log[len(queue.log) - _queues.MAX_IN_FLIGHT])
 
     def _submit(self, task: Task) -> None:
         executor = self._executors.get(task.device)
@@ -180,15 +261,19 @@ class ThreadedEngine(Engine):
             start = time.perf_counter()
             error: BaseException | None = None
             result = None
+            local = _queues.local
+            local.site = task.site  # ops a task enqueues on a device queue are the task's
             try:
                 result = task.run()
                 if result is None:
-                    result = device_completion(task.device)  # work enqueued on a device stream
+                    result = device_completion(task.device)  # work enqueued on an API-1.2 device stream
             except BaseException as err:  # noqa: BLE001 - a kernel must never kill a worker
                 if restart_on_interrupt and isinstance(err, KeyboardInterrupt):
                     self._submit(task)  # a worker runs it again from the start
                     raise
                 error = err
+            finally:
+                local.site = None
             restart_on_interrupt = False  # the tasks that follow are small ones made ready here
             if isinstance(result, Completion) and error is None:
                 result.add_done_callback(lambda err, t=task, s=start, r=route: self._dispatch_after(t, err, s, r))
@@ -212,8 +297,11 @@ class ThreadedEngine(Engine):
         if profiler.active:
             profiler.record(task.name, task.device, route, start, time.perf_counter())
         if error is not None:
-            _annotate(error, task)
+            for queue in _queues.all_queues():
+                queue.retire_reached()  # an error of device work read by this task gets its own op's note first
+            _queues.annotate(error, task.name, task.site, task.device)
         with self._lock:
+            self._pending_elements -= task.cost
             ready = self._graph.finish(task, error)
             self._set_limit()
             self._cond.notify_all()
@@ -221,6 +309,10 @@ class ThreadedEngine(Engine):
 
     # ------------------------------------------------------------------ sync points
     def wait_for(self, array: Any, for_write: bool = False) -> None:
+        self.wait_tasks(array, for_write)
+        wait_queued(array, for_write)
+
+    def wait_tasks(self, array: Any, for_write: bool = False) -> None:
         base = array._base if array._base is not None else array
         with self._lock:
             while self._graph.blockers(base, for_write):
@@ -238,8 +330,7 @@ class ThreadedEngine(Engine):
             if error is not None and self._graph.first_error is error:
                 self._graph.first_error = None  # delivered here; waitall() reports only errors not yet raised
         if error is not None:
-            raise error.with_traceback(getattr(error, "_nda_traceback", error.__traceback__))
-        device_sync(array._meta.device)
+            deliver(error)
 
     def wait_all(self) -> None:
         with self._lock:
@@ -247,8 +338,10 @@ class ThreadedEngine(Engine):
                 self._cond.wait(_WAIT_SLICE)
             error, self._graph.first_error = self._graph.first_error, None
             self._set_limit()
+        queue_error = drain_queues()
+        error = error or queue_error
         if error is not None:
-            raise error.with_traceback(getattr(error, "_nda_traceback", error.__traceback__))
+            deliver(error)
 
     def pending(self) -> int:
         """Tasks issued and not finished (for tests and introspection)."""
@@ -262,17 +355,25 @@ class ThreadedEngine(Engine):
 
     # ------------------------------------------------------------------ fork
     def _before_fork(self) -> None:
-        try:
-            with self._lock:
-                while self._graph.pending:
-                    self._cond.wait(_WAIT_SLICE)
-        except BaseException:  # noqa: BLE001 - never break os.fork
-            pass
+        self._lock.acquire()  # held for the instant of the fork: the child copies a consistent graph
+
+    def _after_fork_in_parent(self) -> None:
+        self._lock.release()
 
     def _fresh_for_child(self) -> ThreadedEngine:
+        """The child's engine: the parent's poison, and poison for what was still being computed."""
         child = ThreadedEngine(self._executor_factory, self.idle_limit)
-        child._graph.poison = dict(self._graph.poison)
-        child._graph.first_error = self._graph.first_error
+        graph = self._graph
+        child._graph.poison = dict(graph.poison)
+        child._graph.first_error = graph.first_error
+        unfinished: dict[int, Any] = {}
+        for var in graph.vars.values():
+            for task in ([var.last_write] if var.last_write is not None else []):
+                for array in task.outputs:
+                    unfinished[id(array)] = array
+        error = RuntimeError(_FORKED)
+        for array in unfinished.values():
+            child._graph._poison(array, error)
         return child
 
 
@@ -293,13 +394,16 @@ def _bases(arrays: Sequence[Any]) -> tuple[Any, ...]:
     return tuple(seen.values())
 
 
-def _annotate(error: BaseException, task: Task) -> None:
-    if getattr(error, "_nda_traceback", None) is None:
-        try:
-            error._nda_traceback = error.__traceback__  # type: ignore[attr-defined]
-        except AttributeError:
-            pass
-        error.add_note(f"nda: op '{task.name}' issued at {task.site} failed on {task.device}")
+class _Probe:
+    """Just enough of a Task for :meth:`Graph.poisoned_input`."""
+
+    __slots__ = ("inputs",)
+
+    def __init__(self, inputs: Sequence[Any]) -> None:
+        self.inputs = inputs
+
+
+_forking: list[ThreadedEngine] = []
 
 
 def _before_fork() -> None:
@@ -308,12 +412,20 @@ def _before_fork() -> None:
     engine = state.engine
     if isinstance(engine, ThreadedEngine):
         engine._before_fork()
+        _forking.append(engine)
+
+
+def _after_fork_in_parent() -> None:
+    while _forking:
+        _forking.pop()._after_fork_in_parent()
 
 
 def _after_fork_in_child() -> None:
     from . import state
 
-    engine = state.engine
+    _queues.reset_after_fork(_FORKED)
+    engine = _forking.pop() if _forking else state.engine
+    _forking.clear()
     if isinstance(engine, ThreadedEngine):
         child = engine._fresh_for_child()
         child.attach(state)
@@ -321,4 +433,4 @@ def _after_fork_in_child() -> None:
 
 
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child)
+    os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent, after_in_child=_after_fork_in_child)

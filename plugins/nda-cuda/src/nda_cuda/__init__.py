@@ -22,9 +22,17 @@ The contract (``nda.backends.contract``, API 1.2), member by member:
 * data movement: host <-> device copies on the device's stream; direct device-to-device
   copies ordered by events on both streams; DLPack export (``cupy.from_dlpack(x)``,
   ``torch.from_dlpack(x)``) and import (:func:`from_dlpack`);
-* execution: ``record_completion`` returns a completion signalled from a CUDA event
-  (:mod:`nda_cuda._streams`), so the engine orders GPU work without blocking the caller;
-  ``to_host`` waits for an event recorded after its copy, i.e. only for the work before it.
+* execution (backend API 1.3, in-order queues): one non-blocking stream per device is its
+  queue, CUDA events are the markers (:mod:`nda_cuda._streams`): ``record_marker``,
+  ``wait_marker`` (``cudaStreamWaitEvent``), ``synchronize_marker``, ``marker_reached``;
+  nda issues every op at once and the host waits only when it reads data. ``to_host``
+  waits for an event recorded after its copy, i.e. only for the work before it. An
+  integer-array index is bounds-checked on the device: the flag is copied to pinned host
+  memory without a sync and read when the op's marker is reached (``nda.engine.Deferred``).
+* buffer reuse: CuPy's memory pool hands a freed block out again only in the order of the
+  stream that freed it; nda-cuda allocates, computes and frees on the device's one stream,
+  so a block freed while a kernel still reads it is reused only after that kernel, and a
+  copy to another GPU makes the source stream wait for the copy (``copy_to_device``).
 """
 
 from __future__ import annotations
@@ -48,9 +56,10 @@ class CudaBackend:
     """NVIDIA GPUs through CuPy (see the module docstring)."""
 
     name = "cuda"
-    api_version = "1.2"
+    api_version = "1.3"
     device_types = ("cuda",)
     fallback_to_host = True
+    in_order_queues = True
 
     def __init__(self) -> None:
         self._cupy: Any = None
@@ -292,9 +301,27 @@ class CudaBackend:
             pool.free_all_blocks()
             return int(before - pool.total_bytes())
 
-    # ------------------------------------------------------------------ execution
-    def record_completion(self, device: Device) -> Any:
-        return self._stream(device).completion()
+    # ------------------------------------------------------------------ execution (API 1.3: in-order queues)
+    def record_marker(self, device: Device) -> Any:
+        return self._stream(device).marker()
+
+    def wait_marker(self, device: Device, marker: Any) -> None:
+        ds = self._stream(device)
+        if marker.owner is not ds:
+            ds.stream.wait_event(marker.event)
+
+    def synchronize_marker(self, marker: Any) -> None:
+        with marker.owner.device:
+            marker.event.synchronize()
+
+    def marker_reached(self, marker: Any) -> bool:
+        return bool(marker.event.done)
+
+    def buffer_owner(self, buf: Any) -> Any:
+        base = buf.base
+        while base is not None and getattr(base, "base", None) is not None:
+            base = base.base
+        return buf if base is None else base
 
     def synchronize(self, device: Device) -> None:
         self._stream(device).synchronize()

@@ -39,6 +39,7 @@ from types import ModuleType
 from typing import Any, Callable
 
 from nda import DType
+from nda.engine import Deferred
 from nda.backends.contract import kernel_parameters
 from nda.ops import CATALOG, elementwise
 
@@ -174,8 +175,13 @@ def _finish(decl: Any, call: Callable[..., Any], xp: ModuleType) -> Callable[...
     def kernel(*args: Any, **kwargs: Any) -> Any:
         kwargs = {k: _translate(v) for k, v in kwargs.items()}
         result = call(*[_translate(a) for a in args], **kwargs)
+        if result.__class__ is Deferred:  # a data-dependent check travels with the (finished) value
+            return Deferred(None if decl.mutates else finish(result.value, args), result.check)
         if result is None or decl.mutates:
             return None
+        return finish(result, args)
+
+    def finish(result: Any, args: tuple[Any, ...]) -> Any:
         if result.__class__ is not ndarray:
             result = xp.asarray(result)
         if guard_alias and may_share is not None:
@@ -197,15 +203,25 @@ def _translate(value: Any) -> Any:
 # Each factory takes the array module and returns a kernel in nda's convention, written
 # only with functions NumPy and CuPy share (so the NumPy build tests them too).
 
-def _check_index_bounds(xp: ModuleType, x: Any, key: Any) -> None:
-    """IndexError for an out-of-bounds integer-array index (CuPy would wrap around silently).
+def _index_bounds(xp: ModuleType, x: Any, key: Any) -> Callable[[], BaseException | None] | None:
+    """The bounds check of an integer-array index ``x[key]``, computed on the device (:func:`_bounds`)."""
+    return _bounds(xp, _index_arrays(x, key))
 
-    It reads one flag per index array back to the host: a sync, paid only by integer-array
-    indexing, which NumPy and nda's reference check too.
-    """
+
+def _wrapped_key(x: Any, key: Any) -> Any:
+    """``key`` with its integer index arrays taken modulo their axis (CuPy's behaviour)."""
+    arrays = {id(part): n for part, n, _ in _index_arrays(x, key)}
+    parts = key if key.__class__ is tuple else (key,)
+    wrapped = tuple(part % arrays[id(part)] if id(part) in arrays and arrays[id(part)] else part for part in parts)
+    return wrapped if key.__class__ is tuple else wrapped[0]
+
+
+def _index_arrays(x: Any, key: Any) -> list[tuple[Any, int, int]]:
+    """``(index array, axis size, axis)`` for each integer array in the index ``key`` of ``x``."""
     parts = key if key.__class__ is tuple else (key,)
     consuming = sum(0 if p is None or p is Ellipsis else (p.ndim if getattr(p, "dtype", None) is not None and p.dtype.kind == "b" else 1) for p in parts)
     axis = 0
+    indexed: list[tuple[Any, int, int]] = []
     for part in parts:
         if part is None:
             continue
@@ -217,26 +233,107 @@ def _check_index_bounds(xp: ModuleType, x: Any, key: Any) -> None:
             axis += part.ndim
             continue
         if dtype is not None and dtype.kind in "iu" and part.size:
-            n = x.shape[axis]
-            bad = (part >= n) | (part < -n) if dtype.kind == "i" else part >= n
-            if bool(xp.any(bad)):
-                value = int(part[bad].ravel()[0])
-                raise IndexError(f"index {value} is out of bounds for axis {axis} with size {n}")
+            indexed.append((part, x.shape[axis], axis))
         axis += 1
+    return indexed
+
+
+def _bounds(xp: ModuleType, indexed: list[tuple[Any, int, int]]) -> Callable[[], BaseException | None] | None:
+    """A check for integer index arrays, computed on the device without a sync.
+
+    CuPy wraps out-of-bounds integer indices around silently; NumPy raises IndexError. Per
+    ``(indices, axis size, axis)``, a flag (any index out of range) and the first offending
+    index are computed with device ops and copied to host memory asynchronously
+    (:func:`_later`); the returned check reads them once the op's marker is reached and
+    returns the IndexError NumPy would raise, or None. nda calls it then
+    (``nda.engine.Deferred``): the error surfaces at the sync point that reads the result,
+    with the op's note, and the call never waits for the GPU. None when there is nothing to check.
+    """
+    checked: list[tuple[int, int]] = []
+    values: list[Any] = []
+    for part, n, axis in indexed:
+        if not part.size:
+            continue
+        bad = ((part >= n) | (part < -n) if part.dtype.kind == "i" else part >= n).ravel()
+        values.append(xp.any(bad))
+        values.append(part.ravel()[xp.argmax(bad)])  # the first offending index (any index when none is)
+        checked.append((axis, n))
+    if not checked:
+        return None
+    read = _later(xp, values)
+
+    def check() -> BaseException | None:
+        found = read()
+        for i, (axis, n) in enumerate(checked):
+            if found[2 * i]:
+                return IndexError(f"index {int(found[2 * i + 1])} is out of bounds for axis {axis} with size {n}")
+        return None
+
+    return check
+
+
+def _checked_take(kernel: Callable[..., Any], xp: ModuleType) -> Callable[..., Any]:
+    """``take``/``take_along_axis`` with NumPy's IndexError for out-of-bounds indices (CuPy wraps)."""
+
+    def take(x: Any, indices: Any, **kwargs: Any) -> Any:
+        axis = kwargs.get("axis")
+        axis = (0 if axis is None else axis) % max(x.ndim, 1)
+        n = x.shape[axis] if x.ndim else 1
+        check = _bounds(xp, [(indices, n, axis)])
+        if check is None:
+            return kernel(x, indices, **kwargs)
+        try:
+            out = kernel(x, indices, **kwargs)
+        except IndexError:  # NumPy (the mirror) raises at the call; CuPy wraps: do as CuPy, the check reports it
+            out = kernel(x, indices % n, **kwargs)
+        return Deferred(out, check)
+
+    take.__name__ = getattr(kernel, "__name__", "take")
+    return take
+
+
+def _later(xp: ModuleType, values: list[Any]) -> Callable[[], list[Any]]:
+    """0-d device values as host values, copied without waiting; read them after the op's marker.
+
+    Over NumPy (the mirror) they are on the host already. Over CuPy they are packed into one
+    int64 array whose copy into pinned host memory is enqueued on the current (the device's)
+    stream, behind the kernels that computed them; the op's marker is recorded after it.
+    """
+    if not hasattr(xp, "cuda"):
+        return lambda: [v.item() for v in values]
+    import cupyx
+
+    packed = xp.stack([v.astype(xp.int64) for v in values])
+    host = cupyx.empty_pinned(packed.shape, dtype=packed.dtype)
+    packed.get(stream=xp.cuda.get_current_stream(), out=host, blocking=False)
+    return lambda: host.tolist()
 
 
 def _getitem(xp: ModuleType) -> Callable[..., Any]:
     def getitem(a: Any, b: Any) -> Any:
-        _check_index_bounds(xp, a, b)
-        return a[b]
+        check = _index_bounds(xp, a, b)
+        if check is None:
+            return a[b]
+        try:
+            out = a[b]
+        except IndexError:  # NumPy (the mirror) raises at the call; CuPy wraps: do as CuPy, the check reports it
+            out = a[_wrapped_key(a, b)]
+        return Deferred(out, check)
 
     return getitem
 
 
 def _setitem(xp: ModuleType) -> Callable[..., Any]:
-    def setitem(x: Any, key: Any, value: Any) -> None:
-        _check_index_bounds(xp, x, key)
-        x[key] = value
+    def setitem(x: Any, key: Any, value: Any) -> Any:
+        check = _index_bounds(xp, x, key)
+        if check is None:
+            x[key] = value
+            return None
+        try:
+            x[key] = value
+        except IndexError:  # as in getitem; the target is poisoned by the check anyway
+            x[_wrapped_key(x, key)] = value
+        return Deferred(None, check)
 
     return setitem
 
@@ -287,14 +384,22 @@ def _shift(left: bool) -> Callable[[ModuleType], Callable[..., Any]]:
     return factory
 
 
+def _NEGATIVE_POWER() -> ValueError:
+    return ValueError("Integers to negative integer powers are not allowed.")
+
+
 def _pow(xp: ModuleType) -> Callable[..., Any]:
     power = xp.power
 
     def pow(x1: Any, x2: Any) -> Any:  # noqa: A001
         dtype = getattr(x2, "dtype", None)
         if dtype is not None and dtype.kind == "i" and getattr(x1, "dtype", dtype).kind in "iu":
-            if x2.size and bool(xp.any(x2 < 0)):  # NumPy raises; a CUDA kernel would return garbage
-                raise ValueError("Integers to negative integer powers are not allowed.")
+            if x2.size:  # NumPy raises; a CUDA kernel would return garbage. Checked on the device, no sync.
+                negative = x2 < 0
+                read = _later(xp, [xp.any(negative)])
+                # NumPy (the mirror) raises at the call; CuPy computes garbage: the check reports it.
+                out = power(x1, xp.where(negative, xp.zeros((), dtype=dtype), x2)) if not hasattr(xp, "cuda") else power(x1, x2)
+                return Deferred(out, lambda: _NEGATIVE_POWER() if read()[0] else None)
         elif x2.__class__ is int and x2 < 0 and getattr(x1, "dtype", None) is not None and x1.dtype.kind in "iu":
             raise ValueError("Integers to negative integer powers are not allowed.")
         return power(x1, x2)
@@ -361,6 +466,8 @@ def build(xp: ModuleType, namespace: Any = None, catalog: dict[str, Any] | None 
             tried.append(where)
             kernel = adapt(decl, target, xp)
             if kernel is not None:
+                if name in ("take", "take_along_axis"):
+                    kernel = _checked_take(kernel, xp)
                 kernels.append(KernelSpec(name, kernel, where))
                 break
         else:

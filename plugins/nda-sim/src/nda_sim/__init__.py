@@ -10,11 +10,15 @@ It follows nda's backend contract (``nda.backends.contract``):
 * data movement: ``to_host`` / ``from_host`` (its buffers are opaque ``SimBuffer``
   handles), ``copy_to_device`` between sim devices;
 * kernels: native kernels for a subset of the catalog, each enqueued on the device's
-  stream thread (they return at once), and ``fallback_to_host = True`` for the rest;
+  stream thread (they return at once, with the op's outcome as its check), and
+  ``fallback_to_host = True`` for the rest;
 * layouts: csr buffers in sim memory with converters and a few native csr kernels
   (``_sparse``); other ops on csr arrays take nda's layout fallback;
-* execution: ``record_completion`` (a marker on the stream the engine waits for) and
-  ``synchronize``.
+* execution (backend API 1.3): ``in_order_queues = True``; the stream thread is the
+  device's queue and a marker is a position on its timeline: ``record_marker``,
+  ``wait_marker`` (another stream's thread waits, never the host), ``synchronize_marker``,
+  ``marker_reached``; ``buffer_owner`` for views; ``synchronize``. Copies between sim
+  devices are ordered by markers on both streams, without waiting on the host.
 
 Kernels reuse the catalog's NumPy reference implementations on the simulated device
 memory, so the simulation is exact and any difference from cpu is a bug in the plumbing.
@@ -29,9 +33,10 @@ from typing import Any, Callable
 import numpy as np
 from nda import Device
 from nda.backends import DeviceInfo
+from nda.engine import Deferred
 from nda.ops import CATALOG
 
-from ._device import Allocator, SimBuffer, Stream, track
+from ._device import Allocator, Marker, SimBuffer, Stream, read, submit, track
 
 __all__ = ["SimBackend", "SimBuffer", "backend", "NATIVE_OPS"]
 
@@ -49,10 +54,11 @@ class SimBackend:
     """The simulated accelerator (see the module docstring)."""
 
     name = "sim"
-    api_version = "1.2"
+    api_version = "1.3"
     device_types = ("sim",)
     fallback_to_host = True
     buffer_type = SimBuffer
+    in_order_queues = True
 
     def __init__(self) -> None:
         self.device_count = int(os.environ.get("NDA_SIM_DEVICES", "2"))
@@ -61,7 +67,7 @@ class SimBackend:
         self._streams: dict[Device, Stream] = {}
         self._reset_streams()
         if hasattr(os, "register_at_fork"):
-            os.register_at_fork(before=self._synchronize_all, after_in_child=self._reset_streams)
+            os.register_at_fork(after_in_child=self._after_fork_in_child)
 
     # ------------------------------------------------------------------ processor info
     def devices(self) -> list[DeviceInfo]:
@@ -80,6 +86,13 @@ class SimBackend:
 
     def _reset_streams(self) -> None:
         self._streams = {Device("sim", i): Stream(f"nda-sim{i}-stream") for i in range(self.device_count)}
+
+    def _after_fork_in_child(self) -> None:
+        """The parent's stream threads do not exist here: what they had not run fails, new streams start."""
+        error = RuntimeError("this array was still being computed on the simulated device when the process forked; its value exists only in the parent process")
+        for stream in self._streams.values():
+            stream.cancel_pending(error)
+        self._reset_streams()
 
     # ------------------------------------------------------------------ kernels
     def register(self, register_kernel: Callable[..., None]) -> None:
@@ -109,36 +122,25 @@ class SimBackend:
                 track(out, alloc, reserved)
 
             def work() -> None:
-                try:
-                    inputs: list[SimBuffer] = []
-                    host_args = [_on_device(a, inputs) for a in args]
-                    host_kwargs = {k: (_CPU if k == "device" else _on_device(v, inputs)) for k, v in kwargs.items()}
-                    result = reference(*host_args, **host_kwargs)
-                    if out is None:
-                        return
-                    result = np.asarray(result)
-                    if is_asarray:
-                        result = np.array(result, copy=True)  # into the device's own memory
-                    elif not reserved:
-                        owner = next((b for b in inputs if np.may_share_memory(result, b._array)), None)
-                        if owner is not None:  # a view: no new memory, keep the owner alive
-                            out._base = owner._base or owner
-                        else:
-                            track(out, alloc, alloc.allocate(result.nbytes))
-                    out._array = result
-                except BaseException as err:  # noqa: BLE001 - recorded on the buffer it failed
-                    # Not on the stream: the next completion marker would hand it to whatever
-                    # task comes next. Reading the buffer (or anything computed from it) raises.
-                    if out is not None:
-                        out._error = err
-                    elif args and isinstance(args[0], SimBuffer):
-                        _poison(args[0], err)  # a failed in-place write leaves its target undefined
-                finally:
-                    if out is not None:
-                        out._ready.set()
+                inputs: list[SimBuffer] = []
+                host_args = [_on_device(a, inputs) for a in args]
+                host_kwargs = {k: (_CPU if k == "device" else _on_device(v, inputs)) for k, v in kwargs.items()}
+                result = reference(*host_args, **host_kwargs)
+                if out is None:
+                    return
+                result = np.asarray(result)
+                if is_asarray:
+                    result = np.array(result, copy=True)  # into the device's own memory
+                elif not reserved:
+                    owner = next((b for b in inputs if np.may_share_memory(result, b._array)), None)
+                    if owner is not None:  # a view: no new memory, keep the owner alive
+                        out._base = owner._base or owner
+                    else:
+                        track(out, alloc, alloc.allocate(result.nbytes))
+                out._array = result
 
-            stream.enqueue(work)
-            return out
+            target = args[0] if mutating and isinstance(args[0], SimBuffer) else None
+            return Deferred(out, submit(stream, work, out, target))
 
         kernel.__name__ = kernel.__qualname__ = f"sim_{decl.name}"
         kernel.__module__ = __name__
@@ -147,7 +149,7 @@ class SimBackend:
     # ------------------------------------------------------------------ data movement
     def to_host(self, buf: SimBuffer) -> np.ndarray:
         # Like a device-to-host copy on a real stream: everything enqueued before it (later
-        # in-place writes to this buffer included) happens first.
+        # in-place writes to this buffer included) happens first, and only that is waited for.
         self._stream(buf.device).flush()
         return np.array(buf.wait(), copy=True)
 
@@ -157,12 +159,9 @@ class SimBackend:
             data = np.array(host, copy=True)
 
             def write() -> None:
-                try:
-                    out.wait()[...] = data
-                except BaseException as err:  # noqa: BLE001 - recorded on the buffer it failed
-                    _poison(out, err)
+                read(out)[...] = data
 
-            self._stream(device).enqueue(write)
+            submit(self._stream(device), write, target=out)
             return out
         buf = SimBuffer(device)
         alloc = self._allocator(device)
@@ -171,15 +170,30 @@ class SimBackend:
         buf._ready.set()
         return buf
 
-    def copy_to_device(self, buf: SimBuffer, device: Device) -> SimBuffer:
-        """Direct sim-to-sim copy, snapshotting the source now.
+    def copy_to_device(self, buf: SimBuffer, device: Device) -> Deferred:
+        """Direct sim-to-sim copy, ordered by markers on both streams; the host never waits.
 
-        A real device would make the target stream wait for an event on the source stream;
-        the simulator waits for the source's pending work and copies at once, so that writes
-        the caller issues to the source afterwards can never reach the copy.
+        The target stream waits for the work enqueued on the source so far (what produced
+        ``buf``), then copies; the source stream then waits for the copy, so a write the
+        caller issues to the source afterwards cannot overtake it (the copy is a snapshot
+        taken at the call, as with CUDA events on two streams).
         """
-        self._stream(buf.device).flush()
-        return self.from_host(buf.wait(), device)
+        src = self._stream(buf.device)
+        dst = self._stream(device)
+        ready = src.marker()
+        out = SimBuffer(device)
+        alloc = self._allocator(device)
+
+        def copy() -> None:
+            src.wait_reached(ready.count)  # this runs on the target's stream thread
+            data = np.array(read(buf), copy=True)
+            track(out, alloc, alloc.allocate(data.nbytes))
+            out._array = data
+
+        outcome = submit(dst, copy, out)
+        copied = dst.marker()
+        src.enqueue(lambda: dst.wait_reached(copied.count))
+        return Deferred(out, outcome)
 
     def device_of(self, buf: SimBuffer) -> Device:
         return buf.device
@@ -198,16 +212,26 @@ class SimBackend:
         self._stream(device).drain()
         return self._allocator(device).release_all()
 
-    # ------------------------------------------------------------------ execution
-    def record_completion(self, device: Device) -> Any:
+    # ------------------------------------------------------------------ execution (API 1.3: in-order queues)
+    def record_marker(self, device: Device) -> Marker:
         return self._stream(device).marker()
+
+    def wait_marker(self, device: Device, marker: Marker) -> None:
+        stream = marker.stream
+        if stream is not self._stream(device):
+            self._stream(device).enqueue(lambda: stream.wait_reached(marker.count))
+
+    def synchronize_marker(self, marker: Marker) -> None:
+        marker.stream.wait_reached(marker.count)
+
+    def marker_reached(self, marker: Marker) -> bool:
+        return marker.stream.completed >= marker.count
+
+    def buffer_owner(self, buf: SimBuffer) -> SimBuffer:
+        return buf._base if buf._base is not None else buf
 
     def synchronize(self, device: Device) -> None:
         self._stream(device).synchronize()
-
-    def _synchronize_all(self) -> None:
-        for stream in self._streams.values():
-            stream.drain()  # before fork: finish the work, never raise
 
     def __repr__(self) -> str:
         return f"<nda-sim backend: {self.device_count} devices of {self.capacity:,} bytes>"
@@ -217,7 +241,7 @@ def _on_device(value: Any, inputs: list[SimBuffer]) -> Any:
     """Replace SimBuffers (also inside tuples/lists, e.g. index keys) by their device arrays."""
     if isinstance(value, SimBuffer):
         inputs.append(value)
-        return value.wait()
+        return read(value)
     if value.__class__ in (tuple, list):
         return value.__class__(_on_device(v, inputs) for v in value)
     return value
@@ -229,12 +253,6 @@ def _device_of_args(args: tuple[Any, ...]) -> Device:
             if isinstance(item, SimBuffer):
                 return item.device
     raise TypeError("a sim kernel was called without a sim buffer or device")
-
-
-def _poison(buf: SimBuffer, err: BaseException) -> None:
-    buf._error = err
-    if buf._base is not None:
-        buf._base._error = err
 
 
 backend = SimBackend()

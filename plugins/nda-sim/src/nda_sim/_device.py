@@ -4,19 +4,19 @@
 size, like a GPU memory pool: ``in_use``, ``peak`` and ``cached`` move as buffers come and
 go, and ``release_all`` gives the cache back. ``Stream`` is one thread per device that runs
 enqueued work in order, the way a CUDA stream does; kernels return as soon as their work
-is enqueued. ``SimBuffer`` is a handle on device memory: nda never sees its NumPy array.
+is enqueued, and a :class:`Marker` (a count on the stream's timeline) plays the part of a
+CUDA event. ``SimBuffer`` is a handle on device memory: nda never sees its NumPy array.
 """
 
 from __future__ import annotations
 
 import queue
 import threading
+import traceback
 import weakref
 from typing import Any, Callable
 
 import numpy as np
-from nda.engine import Completion
-
 _WAIT_SLICE = 0.05
 
 
@@ -96,74 +96,204 @@ class SimBuffer:
         return f"<SimBuffer on {self.device}, {state}>"
 
 
+class Marker:
+    """A point on a stream's timeline: reached once the stream has run ``count`` work items."""
+
+    __slots__ = ("stream", "count")
+
+    def __init__(self, stream: Stream, count: int) -> None:
+        self.stream = stream
+        self.count = count
+
+    def reached(self) -> bool:
+        return self.stream.completed >= self.count
+
+    def __repr__(self) -> str:
+        return f"<Marker {self.stream.name}@{self.count}>"
+
+
 class Stream:
-    """One thread running the device's work in order; started on first use."""
+    """One thread running the device's work in order (the device's queue); started on first use.
+
+    Work items are counted as they are enqueued (``issued``) and as they finish
+    (``completed``), so a :class:`Marker` is two integers and costs nothing to record: the
+    marker of "everything enqueued so far" is ``issued``. Waiting for one blocks on the
+    stream's condition until ``completed`` reaches it; making another stream wait for one
+    enqueues a work item there that blocks *that stream's thread*, never the host.
+    """
 
     def __init__(self, name: str) -> None:
         self.name = name
         self._queue: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._cond = threading.Condition()
-        self._outstanding = 0
-        self._errors: list[BaseException] = []
+        self._count_lock = threading.Lock()
+        self.issued = 0  # work items enqueued
+        self.completed = 0  # work items finished
+        self._waiters = 0
         self._start_lock = threading.Lock()
+        self._pending: dict[int, Callable[[], None]] = {}  # work not started yet (cancelled in a forked child)
 
-    def enqueue(self, work: Callable[[], None]) -> None:
+    def enqueue(self, work: Callable[[], None]) -> int:
+        """Run ``work`` after everything enqueued before; returns its position on the timeline."""
         if self._thread is None:
             with self._start_lock:
                 if self._thread is None:
                     self._thread = threading.Thread(target=self._loop, name=self.name, daemon=True)
                     self._thread.start()
-        with self._cond:
-            self._outstanding += 1
-        self._queue.put(work)
+        with self._count_lock:
+            self.issued += 1
+            position = self.issued
+            self._pending[position] = work
+            self._queue.put(work)
+        return position
 
     def _loop(self) -> None:
         while True:
             work = self._queue.get()
             try:
                 work()
-            except BaseException as err:  # noqa: BLE001 - the stream must survive any work item
-                self._errors.append(err)
+            except BaseException:  # noqa: BLE001 - the stream must survive any work item (items keep their own errors)
+                pass
             finally:
                 del work  # do not keep the last item's buffers alive until the next one arrives
-                with self._cond:
-                    self._outstanding -= 1
-                    self._cond.notify_all()
+                with self._count_lock:
+                    self.completed += 1
+                    self._pending.pop(self.completed, None)
+                if self._waiters:
+                    with self._cond:
+                        self._cond.notify_all()
 
-    def report(self, err: BaseException) -> None:
-        self._errors.append(err)
+    def marker(self) -> Marker:
+        """A marker for everything enqueued on this stream so far."""
+        return Marker(self, self.issued)
 
-    def marker(self) -> Completion:
-        """A completion signalled when the work enqueued so far is done (with its first error)."""
-        done = Completion()
-
-        def signal() -> None:
-            errors, self._errors = self._errors, []
-            done.done(errors[0] if errors else None)
-
-        self.enqueue(signal)
-        return done
+    def wait_reached(self, count: int) -> None:
+        """Block until ``count`` work items have finished (polling, so Ctrl-C gets through)."""
+        if self.completed >= count:
+            return
+        with self._cond:
+            self._waiters += 1
+            try:
+                while self.completed < count:
+                    self._cond.wait(_WAIT_SLICE)
+            finally:
+                self._waiters -= 1
 
     def flush(self) -> None:
         """Wait for the work enqueued so far (not for work other threads enqueue later)."""
-        if self._thread is None:
-            return
-        reached = threading.Event()
-        self.enqueue(reached.set)
-        while not reached.wait(_WAIT_SLICE):
-            pass
+        self.wait_reached(self.issued)
 
     def drain(self) -> None:
         """Wait for all enqueued work."""
-        with self._cond:
-            while self._outstanding:
-                self._cond.wait(_WAIT_SLICE)
+        self.flush()
 
     def synchronize(self) -> None:
         """Wait for all enqueued work. Errors stay with the buffers they failed (and with the
-        next completion marker); raising them here would fail unrelated arrays' sync points."""
-        self.drain()
+        op's check); raising them here would fail unrelated arrays' sync points."""
+        self.flush()
+
+    def cancel_pending(self, error: BaseException) -> list[Callable[[], None]]:
+        """In a forked child: the work the parent had not run yet never runs here."""
+        with self._count_lock:
+            pending = list(self._pending.values())
+            self._pending.clear()
+            self._queue = queue.SimpleQueue()
+            self.completed = self.issued
+        for work in pending:
+            cancel = getattr(work, "cancel", None)
+            if cancel is not None:
+                cancel(error)
+        return pending
+
+
+class Outcome:
+    """The error of one work item; nda calls it (the op's check) once the item has run."""
+
+    __slots__ = ("error",)
+
+    def __init__(self) -> None:
+        self.error: BaseException | None = None
+
+    def __call__(self) -> BaseException | None:
+        return self.error
+
+
+class InputFailed(Exception):
+    """Raised on the stream when an input buffer's producer failed: the op fails the same way."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__()
+        self.error = error
+
+
+def read(buf: SimBuffer) -> Any:
+    """On the stream: the device array of an input (``InputFailed`` if its producer failed).
+
+    It does not re-raise the producer's exception, so that one exception object (the one
+    nda attributes to the op that failed) travels unchanged to everything computed from it.
+    """
+    if not buf._ready.is_set():
+        while not buf._ready.wait(_WAIT_SLICE):
+            pass
+    error = buf._error if buf._error is not None else (buf._base._error if buf._base is not None else None)
+    if error is not None:
+        raise InputFailed(error)
+    return buf._array
+
+
+def submit(stream: Stream, body: Callable[[], None], out: SimBuffer | None = None, target: SimBuffer | None = None) -> Outcome:
+    """Enqueue ``body`` on ``stream``; its error goes to ``out`` (or poisons ``target``) and the outcome.
+
+    The error is kept on the buffer (reading it, or anything computed from it, fails the
+    same way) and in the returned :class:`Outcome`, which the kernel hands to nda as the
+    op's check. ``out`` is marked ready when the work ends, however it ends; in a forked
+    child, work the parent never ran is cancelled the same way.
+    """
+    outcome = Outcome()
+
+    def fail(error: BaseException) -> None:
+        outcome.error = error
+        if out is not None:
+            out._error = error
+        elif target is not None:
+            target._error = error  # a failed in-place write leaves its target (and the memory it views) undefined
+            if target._base is not None:
+                target._base._error = error
+
+    def work() -> None:
+        try:
+            body()
+        except InputFailed as failed:
+            fail(failed.error)
+        except BaseException as err:  # noqa: BLE001 - recorded on the buffer it failed
+            fail(_trimmed(err))
+        finally:
+            if out is not None:
+                out._ready.set()
+
+    def cancel(error: BaseException) -> None:
+        fail(error)
+        if out is not None:
+            out._ready.set()
+
+    work.cancel = cancel  # type: ignore[attr-defined]
+    stream.enqueue(work)
+    return outcome
+
+
+def _trimmed(err: BaseException) -> BaseException:
+    """``err`` without the stream's own frame, and with its other frames' locals cleared.
+
+    The frames would otherwise keep the op's buffers (its inputs and output) alive for as
+    long as the error is kept, i.e. for as long as the failed array lives.
+    """
+    tb = err.__traceback__
+    if tb is not None:
+        err.__traceback__ = tb.tb_next
+        if tb.tb_next is not None:
+            traceback.clear_frames(tb.tb_next)
+    return err
 
 
 def track(buffer: SimBuffer, allocator: Allocator, nbytes: int) -> None:

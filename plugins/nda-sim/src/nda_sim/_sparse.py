@@ -24,7 +24,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ._device import SimBuffer, track
+from nda.engine import Deferred
+
+from ._device import SimBuffer, read, submit, track
 
 __all__ = ["SimCsrBuffer", "register"]
 
@@ -87,23 +89,17 @@ def _on_stream(backend: Any, fn: Callable[..., Any], result_type: type, name: st
         alloc = backend._allocator(device)
 
         def work() -> None:
-            try:
-                inputs = [a.wait() if isinstance(a, SimBuffer) else a for a in args]
-                result = fn(*inputs, **kwargs)
-                if result_type is SimBuffer:
-                    result = np.asarray(result)
-                    nbytes = result.nbytes
-                else:
-                    nbytes = _nbytes(result)
-                track(out, alloc, alloc.allocate(nbytes))
-                out._array = result
-            except BaseException as err:  # noqa: BLE001 - recorded on the buffer it failed
-                out._error = err
-            finally:
-                out._ready.set()
+            inputs = [read(a) if isinstance(a, SimBuffer) else a for a in args]
+            result = fn(*inputs, **kwargs)
+            if result_type is SimBuffer:
+                result = np.asarray(result)
+                nbytes = result.nbytes
+            else:
+                nbytes = _nbytes(result)
+            track(out, alloc, alloc.allocate(nbytes))
+            out._array = result
 
-        backend._stream(device).enqueue(work)
-        return out
+        return Deferred(out, submit(backend._stream(device), work, out))
 
     kernel.__name__ = kernel.__qualname__ = name
     kernel.__module__ = __name__
