@@ -28,7 +28,6 @@ from .._devices import Device, as_layout
 from .._dtypes import CATEGORIES, DType, as_dtype
 from ..engine import _queues
 from ..engine import host_read as _host_read
-from ..engine import settle_read as _settle_read
 from ..engine import state as _engine_state
 from .contract import API_VERSION, QUEUE_MEMBERS, DeviceInfo, check_kernel_signature
 
@@ -466,16 +465,14 @@ def to_host(array: Any) -> Any:
     """The array's data as a NumPy array (no copy for cpu), after the work that wrote it.
 
     The read is a sync point: it raises the error of a failed op that wrote the array. On a
-    device with in-order queues it is one wait: the backend copies after that work and
-    waits for its copy, then the work is retired without blocking.
+    device with in-order queues it waits for exactly the marker of the array's version,
+    then the backend copies the buffer (``nda.engine.host_read``).
     """
     device = array._meta.device
     backend = for_device(device)
     if device.type in _queues._backends:
         _engine_state.engine.wait_tasks(array)
-        host = _host_read(device, backend.to_host, array._buf)
-        _settle_read(array)
-        return host
+        return _host_read(device, backend.to_host, array._buf)
     array.wait_to_read()
     return backend.to_host(array._buf)
 

@@ -43,7 +43,9 @@ In-order queues (optional, 1.3; the way for an accelerator)
     through a view as a write of its owner). A kernel with a data-dependent check (an
     index bound) returns :class:`nda.engine.Deferred` ``(buffer, check)``; ``check()`` runs
     on the host once the op's marker is reached and returns (or raises) the op's error.
-    ``to_host`` copies after the work enqueued before it and waits for that copy only.
+    ``to_host(buf)`` copies the buffer as it is, without waiting for the queue: nda has
+    waited for exactly the work that wrote it (a copy on the compute queue would also wait
+    for everything enqueued after that work).
     The engine issues every op on such a device at once and waits only when the host reads
     data (see :mod:`nda.engine._queues`).
 Completion (optional, 1.1; superseded by in-order queues)

@@ -46,9 +46,9 @@ from typing import Any, Callable, Sequence
 
 from . import _queues
 from ._profile import Profiler, profiler
-from ._queues import Deferred
+from ._queues import Deferred, KernelTraceback
 
-__all__ = ["Engine", "SyncEngine", "DeferredEngine", "Completion", "Deferred", "state", "use", "current", "waitall", "profiler"]
+__all__ = ["Engine", "SyncEngine", "DeferredEngine", "Completion", "Deferred", "KernelTraceback", "state", "use", "current", "waitall", "profiler"]
 
 UNBOUNDED = sys.maxsize
 
@@ -105,8 +105,7 @@ class Engine:
     def wait_tasks(self, array: Any, for_write: bool = False) -> None:
         """The host-task half of a sync point: wait for the engine's own tasks on ``array``.
 
-        A host read of a device-queue array calls this, then the backend's stream-ordered
-        ``to_host``, then :func:`settle_read`: one wait instead of two.
+        A host read of a device-queue array calls this, then :func:`host_read`.
         """
 
     def issued(self, queue: _queues.Queue, entry: _queues.Entry) -> None:
@@ -189,51 +188,48 @@ def wait_queued(array: Any, for_write: bool) -> None:
         deliver(error)
 
 
-def settle_read(array: Any) -> None:
-    """After a stream-ordered host copy of ``array`` (its marker is reached): retire, raise its error.
+def host_read(device: Any, read: Callable[[Any], Any], buf: Any) -> Any:
+    """``read(buf)`` (a backend's ``to_host``) once the work that wrote ``buf`` is done.
 
-    A host read of a queue array is one wait, not two: the backend's ``to_host`` copies
-    after the work that wrote the buffer and waits for that copy, so the entry is retired
-    here without blocking.
+    On a device with in-order queues the backend's ``to_host`` reads the buffer as it is;
+    this waits first, on the calling thread, for exactly the marker of the latest write of
+    ``buf`` or of the buffer owning its memory (not for the whole device), and raises the
+    error of that work with the note of the op that failed. If the read itself raises the
+    error of work still in flight (a failed buffer's exception), the entries already done
+    are retired first, so that the error carries the note of the op that failed, not of the
+    reader.
     """
-    queue = _queues.queue_for(array)
+    queue = _queues.queue_of_device(device)
     if queue is None:
-        return
-    buf = array._buf
-    base = array._base
-    bufs = (buf,) if base is None else (buf, base._buf)
+        return read(buf)
+    owner = _queues._owner_of.get(device.type)
+    bufs = (buf,) if owner is None else (buf, owner(buf))
     entry = queue.version(*bufs)
     if entry is not None:
         queue.wait_and_retire(entry)
     error = queue.error_of(*bufs)
     if error is not None:
         deliver(error)
-
-
-def host_read(device: Any, read: Callable[[Any], Any], buf: Any) -> Any:
-    """``read(buf)`` (a backend's ``to_host``) with errors of a device queue attributed first.
-
-    If the read raises the error of work still in flight on ``device``'s queue (the sim
-    device re-raises a failed buffer's exception), the entries the read waited for are
-    retired first, so that the error carries the note of the op that failed, not of the
-    reader.
-    """
     try:
         return read(buf)
     except BaseException as err:
-        queue = _queues.queue_of_device(device)
-        if queue is not None:
-            queue.retire_reached()
+        queue.retire_reached()
+        if not getattr(err, "_nda_noted", False):
+            raise
         if _queues.first_error is err:
             _queues.first_error = None  # raised here, at a read: waitall() does not raise it again
-        raise
+        raise _queues.fresh(err)  # noqa: B904 - fresh() sets the cause (the kernel's traceback)
 
 
 def deliver(error: BaseException) -> None:
-    """Raise ``error`` (a failed op's) at a sync point, with its original traceback."""
+    """Raise ``error`` (a failed op's, kept by nda) at a sync point, with its original traceback.
+
+    What is raised is a copy: an exception collects the frames it passes through, and the
+    kept one would then keep the reader's frames, and with them the failed array, alive.
+    """
     if _queues.first_error is error:
         _queues.first_error = None  # delivered here; waitall() reports only errors not yet raised
-    raise error.with_traceback(getattr(error, "_nda_traceback", error.__traceback__))
+    raise _queues.fresh(error)
 
 
 def drain_queues() -> BaseException | None:

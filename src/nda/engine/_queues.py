@@ -47,6 +47,7 @@ This module holds state and small transitions only: the engines decide when to w
 
 from __future__ import annotations
 
+import copy
 import itertools
 import os
 import sys
@@ -59,7 +60,7 @@ from typing import Any, Callable, Iterable
 import numpy as np
 
 __all__ = ["Deferred", "Entry", "Queue", "MAX_IN_FLIGHT", "issuing", "issue", "register_backend", "queue_for", "queue_of_device",
-           "all_queues", "reset_after_fork", "annotate", "strip_frames"]
+           "all_queues", "reset_after_fork", "annotate", "strip_frames", "fresh", "KernelTraceback"]
 
 #: Ops in flight per device queue before the issuing thread waits for the oldest (the bound
 #: on work in flight; ``NDA_MAX_IN_FLIGHT``). About CUDA's own launch-queue depth: enough to
@@ -274,32 +275,70 @@ _failures = 0
 
 
 def annotate(error: BaseException, name: str, site: str, device: Any) -> None:
-    """Add nda's note (op, ``file:line``, device) to ``error`` once, and drop what its frames hold."""
+    """Add nda's note (op, ``file:line``, device) to the kept ``error`` once, and drop its frames.
+
+    An error of asynchronous work is kept until a sync point raises it, possibly for as long
+    as the failed array lives. Its frames would keep the op's arrays, buffers and closures
+    alive (a finished frame still holds its function and cells), so the traceback of the
+    kernel is kept as text instead (``error.nda_kernel_traceback``); a sync point raises a
+    copy of the error with that text as its cause (:func:`fresh`), as ``multiprocessing``
+    shows the traceback of a worker.
+    """
     if getattr(error, "_nda_noted", False):
         return
     try:
         error._nda_noted = True  # type: ignore[attr-defined]
-        error._nda_traceback = error.__traceback__  # type: ignore[attr-defined]
     except AttributeError:
         return
-    error.add_note(f"nda: op '{name}' issued at {site} failed on {device}")
+    if error.__traceback__ is not None:
+        error.nda_kernel_traceback = "".join(traceback.format_exception(error))  # type: ignore[attr-defined]
     strip_frames(error)
+    error.add_note(f"nda: op '{name}' issued at {site} failed on {device}")
 
 
 def strip_frames(error: BaseException) -> None:
-    """Clear the locals of the frames in ``error``'s traceback (they keep arrays alive).
+    """Drop the frames of ``error`` and of the exceptions chained to it."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        current.__traceback__ = None
+        current = current.__cause__ or current.__context__
 
-    The traceback still shows every file, line and function; only the variables of the
-    finished frames are released, so a failed op's arrays (and everything its kernel
-    touched) are freed when the user drops them, even while the error is kept to be raised
-    at a sync point.
+
+class KernelTraceback(Exception):
+    """Where a kept error of asynchronous work was raised: the kernel's traceback, as text."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
+
+    def __str__(self) -> str:
+        return "\n\n" + self.text.rstrip()
+
+    def __reduce__(self) -> Any:
+        return (KernelTraceback, (self.text,))
+
+
+KernelTraceback.__module__ = "nda.engine"
+
+
+def fresh(error: BaseException) -> BaseException:
+    """What a sync point raises for the kept ``error``: a copy (type, message, notes alike)
+    whose cause shows the kernel's traceback; ``error`` itself if its class cannot be copied.
+
+    Raising the kept object would attach the reader's frames to it, and through them keep
+    the failed array alive for as long as the error is kept.
     """
-    tb = error.__traceback__
-    if tb is not None:
-        traceback.clear_frames(tb)
-    for linked in (error.__cause__, error.__context__):
-        if linked is not None and linked is not error and linked.__traceback__ is not None:
-            traceback.clear_frames(linked.__traceback__)
+    try:
+        raised = copy.copy(error)
+    except Exception:  # noqa: BLE001 - an exception class whose __init__ does not match its args
+        raised = error
+    text = getattr(error, "nda_kernel_traceback", None)
+    if text and raised.__cause__ is None:
+        raised.__cause__ = KernelTraceback(text)
+    raised.__suppress_context__ = True  # whatever the reader was handling is not the story
+    return raised.with_traceback(None)
 
 
 # ---------------------------------------------------------------------------- registry

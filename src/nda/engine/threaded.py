@@ -58,6 +58,7 @@ finished before the fork is there.
 
 from __future__ import annotations
 
+import collections
 import os
 import queue
 import sys
@@ -136,6 +137,7 @@ class ThreadedEngine(Engine):
         self._executors: dict[Any, Any] = {}
         self._state: Any = None
         self._pending_elements = 0
+        self._queued: collections.deque[Task] = collections.deque()  # submitted tasks, oldest first
         self.max_pending = MAX_PENDING
         self.max_pending_elements = MAX_PENDING_ELEMENTS
 
@@ -213,10 +215,41 @@ class ThreadedEngine(Engine):
         return True
 
     def _wait_for_room(self) -> None:
-        """Back-pressure: wait until fewer than the bound of host tasks is pending."""
+        """Back-pressure: wait until fewer than the bound of host tasks is pending.
+
+        Like a sync point, the waiting thread runs queued work itself (the oldest queued
+        task that can be restarted) instead of sitting idle, so the bound never depends on
+        an executor making progress on its own.
+        """
         with self._lock:
             while self._graph.pending >= self.max_pending or (self._pending_elements >= self.max_pending_elements and self._graph.pending):
-                self._cond.wait(_WAIT_SLICE)
+                self._help_or_wait(self._oldest_queued())
+
+    def _help_or_wait(self, task: Task | None) -> None:
+        """Run ``task`` (a queued one, claimed here) on this thread, or wait a slice (lock held)."""
+        if task is None or not _restartable(task):
+            self._cond.wait(_WAIT_SLICE)
+            return
+        task.state = RUNNING  # claimed: the worker that dequeues it will skip it
+        self._lock.release()
+        try:
+            self._execute(task, on_caller=True, restart_on_interrupt=True)
+        finally:
+            self._lock.acquire()
+
+    def _oldest_queued(self) -> Task | None:
+        """The oldest task still in an executor's queue that may be run here (lock held)."""
+        queued = self._queued
+        while queued:
+            task = queued[0]
+            if task.state != QUEUED:
+                queued.popleft()
+                continue
+            if not _restartable(task):
+                return None
+            queued.popleft()
+            return task
+        return None
 
     def issued(self, queue: _queues.Queue, entry: _queues.Entry) -> None:
         """An op enqueued on a device queue: retire what is done; wait only past the bound."""
@@ -233,6 +266,10 @@ class ThreadedEngine(Engine):
                 if executor is None:
                     executor = self._executors[task.device] = self._executor_factory(task.device)
         task.state = QUEUED
+        queued = self._queued
+        while queued and queued[0].state != QUEUED:  # forget those that ran (the deque only serves back-pressure)
+            queued.popleft()
+        queued.append(task)
         executor.submit(lambda: self._run_queued(task))
 
     def _run_queued(self, task: Task) -> None:
@@ -316,16 +353,7 @@ class ThreadedEngine(Engine):
         base = array._base if array._base is not None else array
         with self._lock:
             while self._graph.blockers(base, for_write):
-                task = self._graph.queued_behind(base, for_write)
-                if task is None or not _restartable(task):
-                    self._cond.wait(_WAIT_SLICE)
-                    continue
-                task.state = RUNNING  # claimed: the worker that dequeues it will skip it
-                self._lock.release()
-                try:
-                    self._execute(task, on_caller=True, restart_on_interrupt=True)
-                finally:
-                    self._lock.acquire()
+                self._help_or_wait(self._graph.queued_behind(base, for_write))
             error = self._graph.error_of(array)
             if error is not None and self._graph.first_error is error:
                 self._graph.first_error = None  # delivered here; waitall() reports only errors not yet raised
@@ -335,8 +363,9 @@ class ThreadedEngine(Engine):
     def wait_all(self) -> None:
         with self._lock:
             while self._graph.pending:
-                self._cond.wait(_WAIT_SLICE)
+                self._help_or_wait(self._oldest_queued())  # like a sync point: run queued work rather than sit idle
             error, self._graph.first_error = self._graph.first_error, None
+            self._queued.clear()  # nothing is pending: every entry ran
             self._set_limit()
         queue_error = drain_queues()
         error = error or queue_error

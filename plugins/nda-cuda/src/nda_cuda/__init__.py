@@ -25,8 +25,8 @@ The contract (``nda.backends.contract``, API 1.2), member by member:
 * execution (backend API 1.3, in-order queues): one non-blocking stream per device is its
   queue, CUDA events are the markers (:mod:`nda_cuda._streams`): ``record_marker``,
   ``wait_marker`` (``cudaStreamWaitEvent``), ``synchronize_marker``, ``marker_reached``;
-  nda issues every op at once and the host waits only when it reads data. ``to_host``
-  waits for an event recorded after its copy, i.e. only for the work before it. An
+  nda issues every op at once and the host waits only when it reads data, for exactly the
+  event of the version it reads; ``to_host`` then copies on a reader stream of its own. An
   integer-array index is bounds-checked on the device: the flag is copied to pinned host
   memory without a sync and read when the op's marker is reached (``nda.engine.Deferred``).
 * buffer reuse: CuPy's memory pool hands a freed block out again only in the order of the
@@ -216,13 +216,10 @@ class CudaBackend:
     # ------------------------------------------------------------------ data movement
     def to_host(self, buf: Any) -> Any:
         ds = self._stream(self.device_of(buf))
-        with ds.device, ds.stream:
-            # On the device's stream, so the copy follows the work that produced ``buf``;
-            # then wait for an event after the copy: nothing enqueued later is waited for.
-            host = buf.get(stream=ds.stream, blocking=False)
-            ev = ds.event()
-        ds.wait_event(ev)
-        return host
+        with ds.device:
+            # nda has waited for the event of the work that wrote ``buf`` (backend API 1.3); the
+            # copy runs on the reader stream, so it does not wait for what came after that work.
+            return buf.get(stream=ds.reader, blocking=True)
 
     def from_host(self, host: Any, device: Device, out: Any = None) -> Any:
         import numpy as np

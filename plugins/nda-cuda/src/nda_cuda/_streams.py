@@ -46,6 +46,9 @@ class DeviceStream:
         self.device = cupy.cuda.Device(index)
         with self.device:
             self.stream = cupy.cuda.Stream(non_blocking=True)
+            # Host reads copy on a stream of their own: nda has waited for exactly the event of
+            # the version read, and a copy on ``stream`` would also wait for everything after it.
+            self.reader = cupy.cuda.Stream(non_blocking=True)
         self._events: list[Any] = []  # recycled events (creating one is a driver call)
         self._lock = threading.Lock()
 

@@ -148,9 +148,8 @@ class SimBackend:
 
     # ------------------------------------------------------------------ data movement
     def to_host(self, buf: SimBuffer) -> np.ndarray:
-        # Like a device-to-host copy on a real stream: everything enqueued before it (later
-        # in-place writes to this buffer included) happens first, and only that is waited for.
-        self._stream(buf.device).flush()
+        # Backend API 1.3: nda has waited for exactly the work that wrote ``buf`` (its marker);
+        # the copy does not wait for what was enqueued after it (as a copy on a second stream).
         return np.array(buf.wait(), copy=True)
 
     def from_host(self, host: np.ndarray, device: Device, out: SimBuffer | None = None) -> SimBuffer:

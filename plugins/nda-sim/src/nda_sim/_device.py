@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import queue
 import threading
-import traceback
 import weakref
 from typing import Any, Callable
 
@@ -267,7 +266,7 @@ def submit(stream: Stream, body: Callable[[], None], out: SimBuffer | None = Non
         except InputFailed as failed:
             fail(failed.error)
         except BaseException as err:  # noqa: BLE001 - recorded on the buffer it failed
-            fail(_trimmed(err))
+            fail(err)  # nda clears the frames' locals when it retires the op (they hold its buffers)
         finally:
             if out is not None:
                 out._ready.set()
@@ -280,20 +279,6 @@ def submit(stream: Stream, body: Callable[[], None], out: SimBuffer | None = Non
     work.cancel = cancel  # type: ignore[attr-defined]
     stream.enqueue(work)
     return outcome
-
-
-def _trimmed(err: BaseException) -> BaseException:
-    """``err`` without the stream's own frame, and with its other frames' locals cleared.
-
-    The frames would otherwise keep the op's buffers (its inputs and output) alive for as
-    long as the error is kept, i.e. for as long as the failed array lives.
-    """
-    tb = err.__traceback__
-    if tb is not None:
-        err.__traceback__ = tb.tb_next
-        if tb.tb_next is not None:
-            traceback.clear_frames(tb.tb_next)
-    return err
 
 
 def track(buffer: SimBuffer, allocator: Allocator, nbytes: int) -> None:

@@ -275,7 +275,7 @@ class Runner:
                 kernel = nda.dispatch.resolve(case.op, direct.plan.key)
                 result = kernel(*unwrap(direct.plan.args), **{k: unwrap(v) for k, v in direct.plan.kwargs.items()})
                 buf = args[0]._buf if decl.mutates else result
-                value = np.asarray(nda.backends.for_device(self.device).to_host(buf))
+                value = np.asarray(nda.backends.read_buffer(self.device, buf))
                 expected = self._reference(case, direct).value
                 if expected is None or value.dtype != expected.dtype or value.shape != expected.shape:
                     return ""
