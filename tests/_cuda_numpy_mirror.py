@@ -52,8 +52,9 @@ class NumpyMirrorBackend:
     def marker_reached(self, marker: None) -> bool:
         return True
 
-    def buffer_owner(self, buf: np.ndarray) -> np.ndarray:
-        return buf if buf.base is None or not isinstance(buf.base, np.ndarray) else buf.base
+    def buffer_owner(self, buf: Any) -> Any:
+        base = getattr(buf, "base", None)  # csr buffers have none: they are never views
+        return base if isinstance(base, np.ndarray) else buf
 
     def __init__(self) -> None:
         self.unmapped: dict[str, str] = {}

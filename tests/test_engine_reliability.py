@@ -164,3 +164,37 @@ def test_a_loop_that_never_syncs_stays_within_the_bound_of_pending_tasks(parked)
     assert sum(e.thread == "MainThread" for e in events) >= 500 - 64
     executor.run_all()
     np.testing.assert_array_equal(x.asnumpy(), np.full(4, 501.0))
+
+
+# ----------------------------------------------------------------------------- threads
+
+@pytest.mark.parametrize("engine", ["threaded", "naive"])
+@pytest.mark.parametrize(("device", "n"), [("cpu", 8), ("cpu", 1 << 18), ("sim", 8), ("sim", 1 << 18)])
+def test_in_place_updates_from_threads_under_a_lock_are_never_lost(engine, device, n):
+    """The README's rule for one array updated by several threads: synchronize them (a lock).
+
+    Then every update lands, whether an op runs inline, as an engine task or on a device
+    queue where the op has only been *enqueued* when the lock is released: nda orders each
+    op after the ops issued before it on the same array, from any thread.
+    """
+    if device == "sim":
+        pytest.importorskip("nda_sim")
+    previous = nda.engine.current()
+    nda.engine.use(engine)
+    try:
+        x = nda.zeros(n, device=device)
+        lock = threading.Lock()
+
+        def work() -> None:
+            for _ in range(100):
+                with lock:
+                    x.__iadd__(1.0)  # x += 1.0 on the shared array
+
+        threads = [threading.Thread(target=work) for _ in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        np.testing.assert_array_equal(x.asnumpy(), np.full(n, 300.0))
+    finally:
+        nda.engine.use(previous if previous.name != "threaded" else "threaded")

@@ -337,10 +337,15 @@ class NDArray:
 def _is_pending(array: NDArray) -> bool:
     """Whether the engine still has unfinished writes to ``array`` (never blocks).
 
-    Only the threaded engine runs work in the background; its dependency graph answers
-    under its lock. The deferred test engine is pending while its queue is not empty, and
-    the synchronous engine never is.
+    Work on a device queue is pending until its marker is reached (a non-blocking query).
+    Otherwise only the threaded engine runs work in the background; its dependency graph
+    answers under its lock. The deferred test engine is pending while its queue is not
+    empty, and the synchronous engine never is.
     """
+    from .engine import queued_pending
+
+    if queued_pending(array):
+        return True
     engine = _engine_state.engine
     graph = getattr(engine, "_graph", None)
     if graph is not None and hasattr(graph, "blockers"):

@@ -32,6 +32,7 @@ from ._devices import strided as _STRIDED
 from .dispatch import resolve, resolve_plan
 from .engine import Completion
 from .engine import state as _state
+from .engine._queues import local as _writing
 from .ops._spec import CATALOG, Cast, OpDecl, Plan, broadcast_shapes
 
 __all__ = ["build_namespace", "execute", "unwrap"]
@@ -108,14 +109,19 @@ def execute_mutation(name: str, plan: Plan, target: NDArray) -> None:
     kernel = resolve_plan(name, plan)[0]
     args, kwargs = plan.args, plan.kwargs
     size = work_size(plan)
-    if size < _state.limit:
-        kernel(*unwrap(args), **kwargs)
-        return
+    base = base_of(target)
 
     def run() -> Any:
-        return kernel(*unwrap(args), **kwargs)  # a Completion when the work finishes later
+        _writing.base = base._buf  # the memory written: a device queue records the write as the base's
+        try:
+            return kernel(*unwrap(args), **kwargs)  # a Completion when the work finishes later
+        finally:
+            _writing.base = None
 
-    _state.push(run, plan.reads, (base_of(target),), plan.device, name, cost=size, route=kernel)
+    if size < _state.limit:
+        run()
+        return
+    _state.push(run, plan.reads, (base,), plan.device, name, cost=size, route=kernel)
 
 
 def zero_d_buffer(result: Any, meta: ArrayMeta) -> Any:
@@ -358,7 +364,12 @@ def make_inplace(decl: OpDecl) -> Callable[..., Any]:
         target = self
 
         def run() -> None:
-            store(target._buf, kernel(target._buf, other._buf if other.__class__ is NDArray else other))
+            value = kernel(target._buf, other._buf if other.__class__ is NDArray else other)
+            _writing.base = base_of(target)._buf  # see execute_mutation
+            try:
+                store(target._buf, value)
+            finally:
+                _writing.base = None
 
         if size < _state.limit:
             run()

@@ -366,7 +366,7 @@ def _host_fallback(tbl: OpTable, key: KernelKey) -> KernelEntry | None:
         host_kwargs = {k: (cpu if k == "device" else convert(v)) for k, v in kwargs.items()}
         result = cpu_kernel(*host_args, **host_kwargs)
         if mutates:
-            return from_host(host_args[0], device, out=args[0])
+            return backends.write_buffer(device, host_args[0], args[0])
         if result.__class__ is tuple:  # an op with several outputs (qr, unique_all, nonzero)
             return tuple(from_host(np.asarray(r), device) for r in result)
         return from_host(result, device)

@@ -472,7 +472,8 @@ def to_host(array: Any) -> Any:
     backend = for_device(device)
     if device.type in _queues._backends:
         _engine_state.engine.wait_tasks(array)
-        return _host_read(device, backend.to_host, array._buf)
+        base = array._base
+        return _host_read(device, backend.to_host, array._buf, None if base is None else base._buf)
     array.wait_to_read()
     return backend.to_host(array._buf)
 
@@ -495,6 +496,21 @@ def copy_buffer(source: Device, buf: Any, target: Device) -> Any:
             return _queues.issue(src.copy_to_device, "to_device", src.device_of, False, (buf, target), {}, across=True)
         return src.copy_to_device(buf, target)
     return for_device(target).from_host(read_buffer(source, buf), target)
+
+
+def write_buffer(device: Device, host: Any, out: Any) -> Any:
+    """``host`` data written into the device buffer ``out`` (a host fallback's in-place result).
+
+    On a device with in-order queues the write is enqueued, so it is recorded like an op:
+    reads of ``out`` (and of the array owning its memory) wait for it.
+    """
+    backend = for_device(device)
+    if device.type in _queues._backends:
+        def write(target: Any, data: Any) -> Any:
+            return backend.from_host(data, device, out=target)
+
+        return _queues.issue(write, "setitem (host fallback)", backend.device_of, True, (out, host), {})
+    return backend.from_host(host, device, out=out)
 
 
 def read_buffer(device: Device, buf: Any) -> Any:

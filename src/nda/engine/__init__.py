@@ -174,21 +174,44 @@ def wait_queued(array: Any, for_write: bool) -> None:
     if queue is None:
         device_sync(array._meta.device)
         return
-    buf = array._buf
     base = array._base
-    bufs = (buf,) if base is None else (buf, base._buf)
     if for_write:
         queue.drain()
+        bufs = (array._buf,) if base is None else (array._buf, base._buf)
     else:
-        entry = queue.version(*bufs)
-        if entry is not None:
-            queue.wait_and_retire(entry)
+        bufs = _wait_versions(queue, array._meta.device, array._buf, None if base is None else base._buf)
     error = queue.error_of(*bufs)
     if error is not None:
         deliver(error)
 
 
-def host_read(device: Any, read: Callable[[Any], Any], buf: Any) -> Any:
+def _wait_versions(queue: _queues.Queue, device: Any, buf: Any, base_buf: Any = None) -> tuple[Any, ...]:
+    """Wait for the latest in-flight writes of ``buf``, of its base and of the buffer owning its
+    memory; returns those buffers. A backend may learn that a buffer is a view only once the
+    op making it has run, so the owner is asked again after each wait until nothing is left."""
+    owner = _queues._owner_of.get(device.type)
+    while True:
+        bufs = (buf,)
+        for extra in (base_buf, owner(buf) if owner is not None else None):
+            if extra is not None and all(extra is not b for b in bufs):
+                bufs += (extra,)
+        entry = queue.version(*bufs)
+        if entry is None:
+            return bufs
+        queue.wait_and_retire(entry)
+
+
+def queued_pending(array: Any) -> bool:
+    """Whether device-queue work writing ``array`` has not finished (a non-blocking query)."""
+    queue = _queues.queue_for(array)
+    if queue is None or array._buf is None:
+        return False
+    base = array._base
+    entry = queue.version(array._buf) if base is None else queue.version(array._buf, base._buf)
+    return entry is not None and not queue.marker_reached(entry.marker)
+
+
+def host_read(device: Any, read: Callable[[Any], Any], buf: Any, base_buf: Any = None) -> Any:
     """``read(buf)`` (a backend's ``to_host``) once the work that wrote ``buf`` is done.
 
     On a device with in-order queues the backend's ``to_host`` reads the buffer as it is;
@@ -202,11 +225,7 @@ def host_read(device: Any, read: Callable[[Any], Any], buf: Any) -> Any:
     queue = _queues.queue_of_device(device)
     if queue is None:
         return read(buf)
-    owner = _queues._owner_of.get(device.type)
-    bufs = (buf,) if owner is None else (buf, owner(buf))
-    entry = queue.version(*bufs)
-    if entry is not None:
-        queue.wait_and_retire(entry)
+    bufs = _wait_versions(queue, device, buf, base_buf)
     error = queue.error_of(*bufs)
     if error is not None:
         deliver(error)

@@ -406,6 +406,7 @@ def reset_after_fork(message: str) -> None:
 
 class _Local(threading.local):
     site: Any = None  # set by an engine while it runs a task: the site its ops were issued at
+    base: Any = None  # set by the front end around a write: the buffer of the array owning the memory written
 
 
 local = _Local()
@@ -466,9 +467,14 @@ def issue(kernel: Callable[..., Any], name: str, device_of: Callable[[Any], Any]
         return value
     # What it writes: its new buffers, or its target and the buffer owning the target's memory.
     if mutating:
+        # The target, the buffer owning its memory, and the base array's buffer as the front
+        # end knows it (a backend may learn that a buffer is a view only when its work runs).
         owner = _owner_of.get(device.type)
-        owned = owner(target) if owner is not None else target
-        outs = ((id(target), weakref.ref(target)),) if owned is target else ((id(target), weakref.ref(target)), (id(owned), weakref.ref(owned)))
+        written = [target]
+        for buf in (owner(target) if owner is not None else None, local.base):
+            if buf is not None and all(buf is not w for w in written):
+                written.append(buf)
+        outs = tuple((id(w), weakref.ref(w)) for w in written)
     elif value.__class__ is tuple:
         outs = tuple((id(v), weakref.ref(v)) for v in value if v is not None)
     else:

@@ -315,7 +315,7 @@ class CudaBackend:
         return bool(marker.event.done)
 
     def buffer_owner(self, buf: Any) -> Any:
-        base = buf.base
+        base = getattr(buf, "base", None)  # csr buffers have none: they are never views
         while base is not None and getattr(base, "base", None) is not None:
             base = base.base
         return buf if base is None else base
