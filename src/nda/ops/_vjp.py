@@ -1,0 +1,128 @@
+"""Building blocks of the catalog's vector-Jacobian products (see ``_spec`` for the convention).
+
+Everything here computes with the namespace ``nd`` a VJP receives (``nda`` itself, passed
+in by ``nda.autograd``), never with an import of the front end: the catalog is a lower
+layer. Arrays are only ever asked for their attributes (``shape``, ``dtype``, ``device``,
+``layout``).
+
+* :func:`conj` conjugates complex values and passes real ones through, so that one VJP
+  serves real and complex dtypes (``g * conj(f'(x))``);
+* :func:`holomorphic` makes the VJP of an element-wise ``f`` from its derivative;
+* :func:`expand_reduced` broadcasts the cotangent of a reduction back to the input shape;
+* :func:`scatter_flat` is the adjoint of every gather (``getitem`` with integer arrays,
+  ``take``, ``take_along_axis``, ``repeat``, ``tile``): it adds values into a flat array of
+  zeros at given positions, duplicates accumulating. It is built from sort, searchsorted,
+  cumulative sums and take, so it has static shapes, runs on every backend and is itself
+  differentiable. With ``unique=True`` (positions known to be distinct) it gathers and is
+  exact; otherwise each run of equal positions is a difference of running sums taken in
+  double precision (float64/complex128), whose error is ``eps64`` times the running sum.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+__all__ = [
+    "is_complex", "conj", "holomorphic", "expand_reduced", "scatter_flat", "gather_positions", "matrix_t",
+    "none_to_zeros", "real_part_if", "csr_rows", "project_to_pattern",
+]
+
+
+def is_complex(value: Any) -> bool:
+    """Whether ``value`` (an array or a scalar) holds complex numbers."""
+    if isinstance(value, complex):
+        return True
+    dtype = getattr(value, "dtype", None)
+    if dtype is None:
+        return False
+    return dtype.kind in ("complex floating", "c")
+
+
+def conj(nd: Any, value: Any) -> Any:
+    """``conj(value)`` for complex arrays and scalars; real values come back unchanged."""
+    if not is_complex(value):
+        return value
+    if isinstance(value, (complex, np.generic)):
+        return value.conjugate()
+    return nd.conj(value)
+
+
+def holomorphic(derivative: Callable[[Any, Any, Any], Any]) -> Callable[..., tuple[Any, ...]]:
+    """The VJP of an element-wise ``y = f(x)`` from ``derivative(nd, x, y) = f'(x)``."""
+
+    def vjp(nd: Any, need: Sequence[bool], g: Any, y: Any, x: Any, /) -> tuple[Any, ...]:
+        return (g * conj(nd, derivative(nd, x, y)),)
+
+    return vjp
+
+
+def expand_reduced(nd: Any, g: Any, shape: tuple[int, ...], axes: Sequence[int], keepdims: bool) -> Any:
+    """The cotangent ``g`` of a reduction over ``axes`` broadcast back to the input ``shape``."""
+    if not keepdims:
+        g = nd.reshape(g, tuple(1 if i in axes else n for i, n in enumerate(shape)))
+    return nd.broadcast_to(g, shape)
+
+
+def matrix_t(nd: Any, x: Any) -> Any:
+    """The conjugate transpose of the last two axes (the plain transpose for real input)."""
+    return conj(nd, nd.matrix_transpose(x))
+
+
+def none_to_zeros(nd: Any, g: Any, like: Any) -> Any:
+    """``g``, or zeros shaped like ``like`` when no cotangent reached that output."""
+    return nd.zeros_like(like) if g is None else g
+
+
+def real_part_if(nd: Any, g: Any, real: bool) -> Any:
+    return nd.real(g) if real and is_complex(g) else g
+
+
+def gather_positions(nd: Any, x: Any) -> Any:
+    """``arange(x.size)`` shaped like ``x``: gathering it with an op gives the flat source positions."""
+    return nd.reshape(nd.arange(x.size, device=x.device), x.shape)
+
+
+def scatter_flat(nd: Any, values: Any, positions: Any, size: int, *, unique: bool) -> Any:
+    """A 1-D array of ``size`` zeros plus ``values[i]`` at ``positions[i]`` (see the module docstring).
+
+    ``values`` and ``positions`` are 1-D of one length; positions are in ``[0, size)``.
+    """
+    device = values.device
+    order = nd.argsort(positions)
+    spos = nd.take(positions, order)
+    svals = nd.take(values, order)
+    ticks = nd.arange(size, device=device)
+    count = spos.shape[0]
+    if unique:
+        if count == 0:
+            return nd.zeros((size,), dtype=values.dtype, device=device)
+        at = nd.clip(nd.searchsorted(spos, ticks), 0, count - 1)
+        return nd.where(nd.take(spos, at) == ticks, nd.take(svals, at), 0)
+    wide = nd.complex128 if is_complex(values) else nd.float64
+    running = nd.cumulative_sum(nd.astype(svals, wide), include_initial=True)
+    lo = nd.searchsorted(spos, ticks, side="left")
+    hi = nd.searchsorted(spos, ticks, side="right")
+    return nd.astype(nd.take(running, hi) - nd.take(running, lo), values.dtype)
+
+
+def csr_rows(nd: Any, parts: dict[str, Any]) -> Any:
+    """The row of each stored element of a csr array, from its ``components``."""
+    indptr = parts["indptr"]
+    count = parts["indices"].shape[0]
+    return nd.searchsorted(indptr[1:], nd.arange(count, device=indptr.device), side="right")
+
+
+def project_to_pattern(nd: Any, dense: Any, like: Any) -> Any:
+    """The dense gradient ``dense`` at the stored elements of the csr array ``like``, as csr.
+
+    Gradients of a sparse array are taken with respect to its stored values: its sparsity
+    pattern is part of its definition (PyTorch's and MXNet's convention).
+    """
+    if like.layout.name != "csr":
+        raise TypeError(f"gradients of {like.layout.name} arrays are not supported (only strided and csr)")
+    parts = nd.sparse.components(like)
+    flat = csr_rows(nd, parts) * like.shape[1] + nd.astype(parts["indices"], nd.int64)
+    data = nd.take(nd.reshape(dense, (-1,)), flat)
+    return nd.sparse.csr_array((data, parts["indices"], parts["indptr"]), shape=like.shape, device=like.device)
