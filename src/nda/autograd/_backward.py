@@ -10,7 +10,7 @@
    namespace ``nda`` (so gradients dispatch, run on the arrays' device and are ordered by
    the engine like any op) and fits each gradient to its input: summed over broadcast
    axes, cast to the input's dtype (the real part for a real input), densified for a
-   strided input, kept to the stored pattern for a csr input. Gradients of one array
+   strided input, kept to the stored pattern for a csr leaf. Gradients of one array
    from several consumers are added.
 4. ``backward`` writes (``grad_req="write"``) or adds (``"add"``) each leaf's gradient
    into its gradient buffer; ``grad`` returns the variables' gradients. Without
@@ -184,9 +184,12 @@ def _propagate(nd: Any, node: Node, g: list[Any], cots: dict[Any, Any], targets:
         raise AutogradError(f"cannot compute a gradient through {op.name}(): it is not differentiable ({reason})")
     node.check_versions()
     wanted = [(p, j, e) for p, j, e in node.edges if _key(e) in targets or (e.node is not None and id(e.node) in relevant)]
-    need = [False] * len(op.params)
-    for p, _, _ in wanted:
-        need[p] = True
+    need: list[Any] = [False] * len(op.params)
+    for p, j, e in wanted:
+        # A csr leaf's gradient is wanted at its stored elements only (its pattern is fixed);
+        # a csr array computed from others (``x.to_layout("csr")``) needs the dense gradient.
+        stored = j < 0 and e.node is None and e.grad is not None and e.grad.layout.name == "csr"
+        need[p] = "stored" if stored and need[p] in (False, "stored") else True
     outs = [r() for r in node.outs]
     if any(o is None for o in outs):  # an output died (multi-output ops): compute them again
         fresh = op.function(*node.args, **node.kwargs)
@@ -202,18 +205,23 @@ def _propagate(nd: Any, node: Node, g: list[Any], cots: dict[Any, Any], targets:
                 gp = gp[j]
             if gp is None:
                 continue
-            _add(nd, cots, _key(e), _fit(nd, gp, _argument(node, p, j), op.name))
+            _add(nd, cots, _key(e), _fit(nd, gp, _argument(node, p, j), op.name, e.node is None))
     except Exception as err:
         if hasattr(err, "add_note"):
             err.add_note(f"(raised while computing the gradient of {op.name}())")
+        del err  # no frame -> exception -> traceback -> frame cycle keeping the graph alive
         raise
 
 
-def _fit(nd: Any, g: Any, x: NDArray, name: str) -> Any:
-    """``g`` as a gradient of ``x``: its shape, dtype and layout (see the module docstring)."""
+def _fit(nd: Any, g: Any, x: NDArray, name: str, leaf: bool) -> Any:
+    """``g`` as a gradient of ``x``: its shape, dtype and layout (see the module docstring).
+
+    A csr leaf's gradient is kept to its stored elements; a csr array computed inside the
+    graph (``w.to_layout("csr")``) passes the dense gradient on to what it was made from.
+    """
     if g.__class__ is not NDArray:
         g = nd.full_like(x, g, dtype=None)
-    strided_x = x.layout.name == "strided"
+    strided_x = x.layout.name == "strided" or not leaf
     if g.layout.name != "strided" and (strided_x or g.layout is not x.layout):
         g = g.to_layout("strided")
     if g.shape != x.shape:
@@ -246,7 +254,8 @@ def _deliver(nd: Any, entry: Entry, g: Any) -> None:
     if buffer is None:
         return
     if buffer.layout.name != "strided":
-        entry.grad = g if entry.req == "write" else fast("add")(buffer, g)
+        total = g if entry.req == "write" else fast("add")(buffer, g)
+        entry.grad = total if total.layout is buffer.layout else project_to_pattern(nd, total, buffer)
         return
     bump(buffer, "backward()")
     fast("setitem")(buffer, ..., g if entry.req == "write" else fast("add")(buffer, g))

@@ -207,10 +207,12 @@ def record_call(op: Op, args: tuple[Any, ...], kwargs: dict[str, Any] | None, ou
         return
     multi = isinstance(out, tuple)
     outs = tuple(out) if multi else (out,)
-    floating = [o for o in outs if _is_floating(o)]
-    if not floating:
-        return  # integer and bool results carry no gradient
-    node = Node(op, args, dict(kwargs) if kwargs else {}, tuple(edges), outs, multi, saved + floating)
+    # Integer and bool results carry no gradient; a result that is an argument itself
+    # (``to_device`` to the device it is on) keeps its own history.
+    fresh = [o for o in outs if _is_floating(o) and not any(o is a for a in saved)]
+    if not fresh:
+        return
+    node = Node(op, args, dict(kwargs) if kwargs else {}, tuple(edges), outs, multi, saved + fresh)
     for index, o in enumerate(outs):
-        if _is_floating(o):
+        if _is_floating(o) and any(o is f for f in fresh):
             entries[id(o)] = Entry(o, node, index)

@@ -147,6 +147,8 @@ class _Swap:
         self.fast: dict[str, Callable[..., Any]] = {}
         self._recording: list[tuple[Any, str, Any, Any]] = []  # (dict or class, name, fast, replacement)
         self._checks: list[tuple[Any, str, Any, Any]] = []
+        self._recording_plan: Any = None
+        self._checks_plan: Any = None
 
     def build(self) -> None:
         with self._lock:
@@ -184,17 +186,29 @@ class _Swap:
                 self._recording.append((NDArray, attr, fn, _recording_attribute(self.ops[decl.name], fn, role)))
         to_layout = self.ops["to_layout"] = Op("to_layout", _vjp_to_layout, ("x", "layout"), NDArray.to_layout)
         self._recording.append((NDArray, "to_layout", NDArray.__dict__["to_layout"], _recording_attribute(to_layout, NDArray.to_layout, "method")))
+        self._recording_plan = self._plan(self._recording)
+        self._checks_plan = self._plan(self._checks)
 
     # ------------------------------------------------------------------ install / restore
     @staticmethod
-    def _apply(pairs: list[tuple[Any, str, Any, Any]], on: bool) -> None:
+    def _plan(pairs: list[tuple[Any, str, Any, Any]]) -> tuple[list[tuple[str, Any, Any]], list[tuple[dict[str, Any], dict[str, Any], dict[str, Any]]]]:
+        """Class attributes to set one by one, and per namespace the two dicts to update it with."""
+        attributes = [(name, fn, replacement) for where, name, fn, replacement in pairs if where is NDArray]
+        namespaces: dict[int, tuple[dict[str, Any], dict[str, Any], dict[str, Any]]] = {}
         for where, name, fn, replacement in pairs:
-            old, new = (fn, replacement) if on else (replacement, fn)
-            if where is NDArray:
-                if NDArray.__dict__.get(name) is old:
-                    setattr(NDArray, name, new)
-            elif where.get(name) is old:
-                where[name] = new
+            if where is not NDArray:
+                entry = namespaces.setdefault(id(where), (where, {}, {}))
+                entry[1][name] = replacement
+                entry[2][name] = fn
+        return attributes, list(namespaces.values())
+
+    @staticmethod
+    def _apply(plan: Any, on: bool) -> None:
+        attributes, namespaces = plan
+        for name, fn, replacement in attributes:
+            setattr(NDArray, name, replacement if on else fn)
+        for namespace, replacements, originals in namespaces:
+            namespace.update(replacements if on else originals)
 
     def enter(self) -> None:
         """A thread enters ``record()``."""
@@ -204,10 +218,10 @@ class _Swap:
                 self._built = True
             self.recorders += 1
             if not self._recording_on:
-                self._apply(self._recording, True)
+                self._apply(self._recording_plan, True)
                 self._recording_on = True
             if not self._checks_on:
-                self._apply(self._checks, True)
+                self._apply(self._checks_plan, True)
                 self._checks_on = True
 
     def exit(self) -> None:
@@ -215,7 +229,7 @@ class _Swap:
         with self._lock:
             self.recorders -= 1
             if self.recorders == 0 and self._recording_on:
-                self._apply(self._recording, False)
+                self._apply(self._recording_plan, False)
                 self._recording_on = False
         self.maybe_release_checks()
 
@@ -224,7 +238,7 @@ class _Swap:
         if self._checks_on and not self.recorders and not LIVE:
             with self._lock:
                 if self._checks_on and not self.recorders and not LIVE:
-                    self._apply(self._checks, False)
+                    self._apply(self._checks_plan, False)
                     self._checks_on = False
 
     @property

@@ -34,8 +34,9 @@ engine like any op, and are themselves recorded for higher-order gradients::
 
 ``args``/``kwargs`` are the call's arguments as the caller passed them, ``y`` the result
 (a tuple for ops with several outputs), ``g`` its cotangent (a tuple with ``None`` for
-outputs no gradient reached) and ``need`` one bool per parameter of the signature,
-in order: whether that parameter's gradient is wanted. The VJP returns one gradient per
+outputs no gradient reached) and ``need`` one entry per parameter of the signature,
+in order: whether that parameter's gradient is wanted (``"stored"`` for a csr array whose
+gradient is wanted at its stored elements only; a VJP may treat it as true). The VJP returns one gradient per
 parameter in that order (``None``: none; a list for a sequence parameter such as
 ``concat``'s ``arrays``; a shorter tuple leaves the rest ``None``). A gradient may keep
 the broadcast shape and the promoted dtype of the computation: autograd sums it over

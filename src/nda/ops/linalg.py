@@ -39,8 +39,9 @@ def _ref_matmul(x1: np.ndarray, x2: np.ndarray) -> np.ndarray:
 def _vjp_matmul(nd: Any, need: Any, g: Any, y: Any, x1: Any, x2: Any, /) -> tuple[Any, ...]:
     """``g @ x2^H`` and ``x1^H @ g`` on the operands as matrices (1-D ones get their unit axis).
 
-    A csr ``x1`` keeps its layout: ``x1^T @ g`` is a native csr product, and its own
-    gradient is taken at its stored elements only (a sampled product, never dense).
+    A csr ``x1`` keeps its layout: ``x1^T @ g`` is a native csr product; when only its
+    stored elements' gradient is wanted (``need[0] == "stored"``: a csr leaf, whose
+    sparsity pattern is fixed) that is a sampled product, never dense.
     """
     a = x1 if x1.ndim > 1 else nd.reshape(x1, (1, -1))
     b = x2 if x2.ndim > 1 else nd.reshape(x2, (-1, 1))
@@ -48,7 +49,7 @@ def _vjp_matmul(nd: Any, need: Any, g: Any, y: Any, x1: Any, x2: Any, /) -> tupl
     gm = nd.reshape(g, batch + (a.shape[-2], b.shape[-1]))
     g1 = g2 = None
     if need[0]:
-        if x1.layout.name == "csr" and gm.ndim == 2:
+        if need[0] == "stored" and gm.ndim == 2:  # a csr leaf: its stored elements only
             g1 = _sampled_product(nd, gm, b, x1)
         else:
             g1 = gm @ matrix_t(nd, b)

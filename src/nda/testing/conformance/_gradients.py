@@ -151,7 +151,8 @@ def torch_gradients(case: GradCase) -> list[np.ndarray]:
     results = [r for r in (list(out) if isinstance(out, tuple) else [out]) if r.dtype.is_floating_point or r.dtype.is_complex]
     weights = _weights(case, [r.detach().resolve_conj().numpy() for r in results])
     loss = sum((torch.real(torch.conj(torch.from_numpy(w)) * r) if r.dtype.is_complex else torch.from_numpy(w) * r).sum() for w, r in zip(weights, results))
-    loss.backward()  # type: ignore[union-attr]
+    if isinstance(loss, torch.Tensor) and loss.requires_grad:  # torch returns a constant for some empty reductions
+        loss.backward()
     return [tensors[i].grad.resolve_conj().numpy() if tensors[i].grad is not None else np.zeros(case.inputs[i].shape) for i in case.wrt]
 
 
