@@ -44,6 +44,31 @@ def test_outside_record_the_generated_functions_run_unchanged():
     assert len(ENTRIES) == entries and not autograd._graph.requires_grad(y)
 
 
+def test_every_operator_and_method_of_an_op_is_known_to_autograd():
+    """The roles nda._frontend reports are the attributes build_namespace attached."""
+    from nda._frontend import operator_roles
+    from nda.ops import CATALOG
+
+    roles = operator_roles()
+    for decl in CATALOG.values():
+        for name in decl.operators + ((decl.method,) if decl.method else ()):
+            if decl.outputs is None and not decl.data_dependent:
+                assert name in roles and roles[name][0] is decl, name
+    for name, (decl, role) in roles.items():
+        assert callable(nda.NDArray.__dict__[name]), name
+    assert roles["__radd__"][1] == "reflected" and roles["__iadd__"][1] == "inplace" and roles["__matmul__"][1] == "method"
+
+
+def test_lists_given_to_a_recorded_call_are_copied():
+    a, b = leaf([1.0]), leaf([2.0, 3.0])
+    arrays = [a, b]
+    with autograd.record():
+        loss = nda.sum(nda.concat(arrays) * nda.asarray([1.0, 2.0, 3.0]))
+    arrays.insert(0, leaf([4.0, 5.0]))  # the caller reuses its list
+    loss.backward()
+    assert a.grad.tolist() == [1.0] and b.grad.tolist() == [2.0, 3.0]
+
+
 def test_record_and_pause_are_per_thread_and_nest():
     seen = {}
     x = leaf([1.0, 2.0])

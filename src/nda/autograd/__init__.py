@@ -55,7 +55,7 @@ from .._array import NDArray
 from ..ops import CATALOG
 from ..ops._spec import NoVJP
 from . import _backward
-from ._graph import ENTRIES, FLAGS, AutogradError, Entry, entry_of
+from ._graph import ENTRIES, FLAGS, AutogradError, Entry
 from ._swap import SWAP, fast
 
 __all__ = ["record", "pause", "is_recording", "backward", "grad", "AutogradError", "differentiable_ops"]

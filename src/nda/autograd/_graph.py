@@ -212,6 +212,8 @@ def record_call(op: Op, args: tuple[Any, ...], kwargs: dict[str, Any] | None, ou
     fresh = [o for o in outs if _is_floating(o) and not any(o is a for a in saved)]
     if not fresh:
         return
+    # Lists (concat's arrays, a list index) are copied: the caller may change them later.
+    args = tuple(list(a) if a.__class__ is list else a for a in args)
     node = Node(op, args, dict(kwargs) if kwargs else {}, tuple(edges), outs, multi, saved + fresh)
     for index, o in enumerate(outs):
         if _is_floating(o) and any(o is f for f in fresh):

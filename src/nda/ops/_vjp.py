@@ -9,6 +9,11 @@ layer. Arrays are only ever asked for their attributes (``shape``, ``dtype``, ``
   serves real and complex dtypes (``g * conj(f'(x))``);
 * :func:`holomorphic` makes the VJP of an element-wise ``f`` from its derivative;
 * :func:`expand_reduced` broadcasts the cotangent of a reduction back to the input shape;
+* linear algebra: :func:`lower_read` is the gradient of a function that reads only the
+  lower triangle of a matrix (``eigh``, ``eigvalsh``, ``cholesky``): entries of the other
+  triangle do not change the result, so their gradient is zero; for an input that is
+  symmetric by construction (``b + b.mT``, ``b @ b.mT``) this gives the same gradients as
+  the symmetric convention (PyTorch's);
 * :func:`scatter_flat` is the adjoint of every gather (``getitem`` with integer arrays,
   ``take``, ``take_along_axis``, ``repeat``, ``tile``): it adds values into a flat array of
   zeros at given positions, duplicates accumulating. It is built from sort, searchsorted,
@@ -26,7 +31,8 @@ import numpy as np
 
 __all__ = [
     "is_complex", "conj", "holomorphic", "expand_reduced", "scatter_flat", "gather_positions", "matrix_t",
-    "none_to_zeros", "real_part_if", "csr_rows", "project_to_pattern",
+    "csr_rows", "project_to_pattern",
+    "real_only", "eye_like", "diag_matrix", "lower_read", "off_diagonal_inverse", "solve_right",
 ]
 
 
@@ -68,15 +74,6 @@ def expand_reduced(nd: Any, g: Any, shape: tuple[int, ...], axes: Sequence[int],
 def matrix_t(nd: Any, x: Any) -> Any:
     """The conjugate transpose of the last two axes (the plain transpose for real input)."""
     return conj(nd, nd.matrix_transpose(x))
-
-
-def none_to_zeros(nd: Any, g: Any, like: Any) -> Any:
-    """``g``, or zeros shaped like ``like`` when no cotangent reached that output."""
-    return nd.zeros_like(like) if g is None else g
-
-
-def real_part_if(nd: Any, g: Any, real: bool) -> Any:
-    return nd.real(g) if real and is_complex(g) else g
 
 
 def gather_positions(nd: Any, x: Any) -> Any:
@@ -126,3 +123,37 @@ def project_to_pattern(nd: Any, dense: Any, like: Any) -> Any:
     flat = csr_rows(nd, parts) * like.shape[1] + nd.astype(parts["indices"], nd.int64)
     data = nd.take(nd.reshape(dense, (-1,)), flat)
     return nd.sparse.csr_array((data, parts["indices"], parts["indptr"]), shape=like.shape, device=like.device)
+
+
+# ----------------------------------------------------------------------------- linear algebra
+
+def real_only(x: Any, op: str) -> None:
+    if is_complex(x):
+        raise TypeError(f"the gradient of linalg.{op}() is implemented for real input only; got {x.dtype.name}")
+
+
+def eye_like(nd: Any, x: Any) -> Any:
+    return nd.eye(x.shape[-2], x.shape[-1], dtype=x.dtype, device=x.device)
+
+
+def diag_matrix(nd: Any, v: Any) -> Any:
+    """A stack of vectors as a stack of diagonal matrices."""
+    return v[..., None] * nd.eye(v.shape[-1], dtype=v.dtype, device=v.device)
+
+
+def lower_read(nd: Any, s: Any) -> Any:
+    """The gradient with respect to a matrix of which only the lower triangle is read, given
+    ``s`` with ``dL = <s, dM>`` for the symmetric matrix ``M`` built from that triangle."""
+    return nd.tril(s + nd.matrix_transpose(s)) - s * eye_like(nd, s)
+
+
+def off_diagonal_inverse(nd: Any, w: Any) -> Any:
+    """``F[i, j] = 1 / (w[j] - w[i])`` off the diagonal, 0 on it."""
+    diag = nd.eye(w.shape[-1], dtype=nd.bool, device=w.device)
+    diff = w[..., None, :] - w[..., :, None]
+    return nd.where(diag, 0, 1 / nd.where(diag, 1, diff))
+
+
+def solve_right(nd: Any, b: Any, a: Any) -> Any:
+    """``b @ inv(a)`` without forming the inverse."""
+    return nd.matrix_transpose(nd.linalg.solve(nd.matrix_transpose(a), nd.matrix_transpose(b)))

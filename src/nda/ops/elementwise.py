@@ -28,7 +28,7 @@ import numpy as np
 from .. import _dtypes
 from .._dtypes import CATEGORIES, DType
 from ._spec import CATALOG, OpDecl, Plan, constant, not_differentiable
-from ._vjp import conj, holomorphic, is_complex
+from ._vjp import conj, holomorphic
 
 __all__ = ["ELEMENTWISE", "unary_result", "binary_result"]
 

@@ -22,7 +22,9 @@ import numpy as np
 from .. import _dtypes
 from .._dtypes import DType
 from ._spec import Cast, Plan, broadcast_shapes, check_array, check_dtype_category, constant, declare, int_arg, normalize_axes, not_differentiable
-from ._vjp import conj, expand_reduced, is_complex, matrix_t
+from ._vjp import (
+    conj, diag_matrix, expand_reduced, eye_like, is_complex, lower_read, matrix_t, off_diagonal_inverse, real_only, solve_right,
+)
 from .linalg import _promote_pair
 
 _ARRAY = "NDArray"
@@ -57,44 +59,8 @@ def _asarray(result: Any, dtype: Any) -> np.ndarray:
     return np.asarray(result, dtype=dtype)
 
 
-# ----------------------------------------------------------------------------- helpers of the VJPs
-# Written with the namespace ``nd`` the VJP receives (see ``_spec``). Functions that read
-# one triangle of their input (``eigh``, ``eigvalsh``, ``cholesky``) get the gradient of
-# exactly what they compute: entries of the other triangle do not change the result, so
-# their gradient is zero; for an input that is symmetric by construction (``b + b.mT``,
-# ``b @ b.mT``) this gives the same gradients as the symmetric convention.
-
-
-def _real_only(x: Any, op: str) -> None:
-    if is_complex(x):
-        raise TypeError(f"the gradient of linalg.{op}() is implemented for real input only; got {x.dtype.name}")
-
-
-def _eye(nd: Any, x: Any) -> Any:
-    return nd.eye(x.shape[-2], x.shape[-1], dtype=x.dtype, device=x.device)
-
-
-def _mat(nd: Any, v: Any) -> Any:
-    """A stack of vectors as a stack of diagonal matrices."""
-    return v[..., None] * nd.eye(v.shape[-1], dtype=v.dtype, device=v.device)
-
-
-def _lower_read(nd: Any, s: Any) -> Any:
-    """The gradient with respect to a matrix of which only the lower triangle is read, given
-    ``s`` with ``dL = <s, dM>`` for the symmetric matrix ``M`` built from that triangle."""
-    return nd.tril(s + nd.matrix_transpose(s)) - s * _eye(nd, s)
-
-
-def _off_diagonal_inverse(nd: Any, w: Any) -> Any:
-    """``F[i, j] = 1 / (w[j] - w[i])`` off the diagonal, 0 on it."""
-    diag = nd.eye(w.shape[-1], dtype=nd.bool, device=w.device)
-    diff = w[..., None, :] - w[..., :, None]
-    return nd.where(diag, 0, 1 / nd.where(diag, 1, diff))
-
-
-def _solve_right(nd: Any, b: Any, a: Any) -> Any:
-    """``b @ inv(a)`` without forming the inverse."""
-    return nd.matrix_transpose(nd.linalg.solve(nd.matrix_transpose(a), nd.matrix_transpose(b)))
+# The VJPs below read one triangle of their input where the op does (``eigh``, ``eigvalsh``,
+# ``cholesky``): see ``_vjp.lower_read``.
 
 
 # ----------------------------------------------------------------------------- single result, same shape
@@ -107,14 +73,14 @@ def _vjp_cholesky(nd: Any, need: Any, g: Any, y: Any, x: Any, /, *, upper: bool 
     """For ``L = cholesky(A)`` (lower, reading A's lower triangle):
     ``dL = <L^-T phi(L^T gL) L^-1, dA>`` with ``phi`` the lower triangle, diagonal halved.
     ``upper=True`` reads the upper triangle and returns ``L^T`` of ``A^T``: the same, transposed."""
-    _real_only(x, "cholesky")
+    real_only(x, "cholesky")
     lower = nd.matrix_transpose(y) if upper else y
     gl = nd.matrix_transpose(g) if upper else g
     p = nd.matrix_transpose(lower) @ gl
-    phi = nd.tril(p) - 0.5 * p * _eye(nd, p)
+    phi = nd.tril(p) - 0.5 * p * eye_like(nd, p)
     lt = nd.matrix_transpose(lower)
     s = nd.matrix_transpose(nd.linalg.solve(lt, nd.matrix_transpose(nd.linalg.solve(lt, phi))))
-    grad = _lower_read(nd, s)
+    grad = lower_read(nd, s)
     return (nd.matrix_transpose(grad) if upper else grad,)
 
 @declare("linalg.cholesky", dtypes="floating", reference=_ref_cholesky, vjp=_vjp_cholesky)
@@ -423,9 +389,9 @@ def _ref_eigvalsh(x: np.ndarray) -> np.ndarray:
 
 
 def _vjp_eigvalsh(nd: Any, need: Any, g: Any, y: Any, x: Any, /) -> tuple[Any, ...]:
-    _real_only(x, "eigvalsh")
+    real_only(x, "eigvalsh")
     v = nd.linalg.eigh(x).eigenvectors
-    return (_lower_read(nd, (v * g[..., None, :]) @ nd.matrix_transpose(v)),)
+    return (lower_read(nd, (v * g[..., None, :]) @ nd.matrix_transpose(v)),)
 
 @declare("linalg.eigvalsh", dtypes="floating", reference=_ref_eigvalsh, vjp=_vjp_eigvalsh)
 def eigvalsh(x: _ARRAY, /) -> Plan:
@@ -458,16 +424,16 @@ def _ref_eigh(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _vjp_eigh(nd: Any, need: Any, g: Any, y: Any, x: Any, /) -> tuple[Any, ...]:
     """``V (diag(gw) + F o (V^T gV)) V^T`` with ``F[i, j] = 1 / (w[j] - w[i])`` (eigenvalues
     must be distinct where eigenvectors get a gradient), for the lower triangle read."""
-    _real_only(x, "eigh")
+    real_only(x, "eigh")
     w, v = y
     gw, gv = g
-    inner = None if gw is None else _mat(nd, gw)
+    inner = None if gw is None else diag_matrix(nd, gw)
     if gv is not None:
-        term = _off_diagonal_inverse(nd, w) * (nd.matrix_transpose(v) @ gv)
+        term = off_diagonal_inverse(nd, w) * (nd.matrix_transpose(v) @ gv)
         inner = term if inner is None else inner + term
     if inner is None:
         return (None,)
-    return (_lower_read(nd, v @ inner @ nd.matrix_transpose(v)),)
+    return (lower_read(nd, v @ inner @ nd.matrix_transpose(v)),)
 
 @declare("linalg.eigh", dtypes="floating", reference=_ref_eigh, outputs=("eigenvalues", "eigenvectors"), vjp=_vjp_eigh)
 def eigh(x: _ARRAY, /) -> Plan:
@@ -500,12 +466,12 @@ def _qr_square_or_tall(nd: Any, q: Any, r: Any, gq: Any, gr: Any) -> Any:
     ``M = R gR^T - gQ^T Q`` and ``copyltu`` the symmetric matrix of M's lower triangle."""
     m = r @ nd.matrix_transpose(gr) - nd.matrix_transpose(gq) @ q
     lower = nd.tril(m, k=-1)
-    sym = lower + nd.matrix_transpose(lower) + m * _eye(nd, m)
-    return _solve_right(nd, gq + q @ sym, nd.matrix_transpose(r))
+    sym = lower + nd.matrix_transpose(lower) + m * eye_like(nd, m)
+    return solve_right(nd, gq + q @ sym, nd.matrix_transpose(r))
 
 
 def _vjp_qr(nd: Any, need: Any, g: Any, y: Any, x: Any, /, *, mode: str = "reduced") -> tuple[Any, ...]:
-    _real_only(x, "qr")
+    real_only(x, "qr")
     q, r = y
     gq, gr = g
     gq = nd.zeros_like(q) if gq is None else gq
@@ -516,7 +482,7 @@ def _vjp_qr(nd: Any, need: Any, g: Any, y: Any, x: Any, /, *, mode: str = "reduc
             raise ValueError("linalg.qr(mode='complete') of a tall matrix: the extra columns of Q are not unique, so Q has no gradient; use mode='reduced'")
         return (_qr_square_or_tall(nd, q, r, gq, gr),)
     # wide: A = Q [X | Y] with X square; Y = Q R_Y adds Y gR_Y^T to the cotangent of Q
-    ry, gry = r[..., :, rows:], gr[..., :, rows:]
+    gry = gr[..., :, rows:]
     gx = _qr_square_or_tall(nd, q, r[..., :, :rows], gq + x[..., :, rows:] @ nd.matrix_transpose(gry), gr[..., :, :rows])
     return (nd.concat([gx, q @ gry], axis=-1),)
 
@@ -548,7 +514,7 @@ def _ref_svd(x: np.ndarray, full_matrices: bool = True) -> tuple[np.ndarray, np.
 def _vjp_svd(nd: Any, need: Any, g: Any, y: Any, x: Any, /, *, full_matrices: bool = True) -> tuple[Any, ...]:
     """Townsend's formula for ``A = U diag(S) V^T`` (distinct, non-zero singular values where
     U or V get a gradient); singular vectors beyond ``min(m, n)`` have none."""
-    _real_only(x, "svd")
+    real_only(x, "svd")
     u, s, vh = y
     gu, gs, gvh = g
     rows, cols = x.shape[-2:]
@@ -558,8 +524,8 @@ def _vjp_svd(nd: Any, need: Any, g: Any, y: Any, x: Any, /, *, full_matrices: bo
                          "so U and Vh have no gradient; use full_matrices=False")
     u, vh = u[..., :, :k], vh[..., :k, :]
     v = nd.matrix_transpose(vh)
-    inner = nd.zeros(x.shape[:-2] + (k, k), dtype=x.dtype, device=x.device) if gs is None else _mat(nd, gs)
-    f = None if gu is None and gvh is None else _off_diagonal_inverse(nd, s * s)
+    inner = nd.zeros(x.shape[:-2] + (k, k), dtype=x.dtype, device=x.device) if gs is None else diag_matrix(nd, gs)
+    f = None if gu is None and gvh is None else off_diagonal_inverse(nd, s * s)
     grad = None
     if gu is not None:
         gu = gu[..., :, :k]
