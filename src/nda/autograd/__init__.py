@@ -37,7 +37,7 @@ How it works, and what it costs:
   bound before recording started (``from nda import exp``) is the fast version and
   records nothing. ``asnumpy()``, ``from_dlpack`` and the constructors of
   ``nda.sparse`` leave the graph, as does :meth:`NDArray.detach`. Ops whose results are
-  constant in their inputs (comparisons, integer results, ``floor``, ``sign``) give no
+  constant in their inputs (comparisons, integer results, ``floor``, ``round``) give no
   gradient; ops without a derivative raise when a gradient reaches them
   (:func:`differentiable_ops` lists both, with the reason).
 

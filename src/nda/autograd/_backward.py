@@ -115,7 +115,7 @@ def run(
         FLAGS.recording = previous
         if create_graph:
             SWAP.exit()
-    if not (retain_graph or create_graph):
+    if not retain_graph:
         for node in used:
             node.release()
         SWAP.maybe_release_checks()

@@ -28,7 +28,7 @@ import numpy as np
 from .. import _dtypes
 from .._dtypes import CATEGORIES, DType
 from ._spec import CATALOG, OpDecl, Plan, constant, not_differentiable
-from ._vjp import conj, holomorphic
+from ._vjp import conj, holomorphic, is_complex
 
 __all__ = ["ELEMENTWISE", "unary_result", "binary_result"]
 
@@ -316,6 +316,14 @@ def _vjp_conj(nd: Any, need: Any, g: Any, y: Any, x: Any, /) -> tuple[Any, ...]:
     return (conj(nd, g),)
 
 
+def _vjp_sign(nd: Any, need: Any, g: Any, y: Any, x: Any, /) -> tuple[Any, ...]:
+    """Zero for real input (a step); for complex ``x / |x|`` it is ``(g - Re(conj(g) y) y) / |x|``."""
+    if not is_complex(x):
+        return (None,)
+    magnitude = nd.abs(x)
+    return (nd.where(magnitude == 0, 0, (g - nd.real(conj(nd, g) * y) * y) / nd.where(magnitude == 0, 1, magnitude)),)
+
+
 def _vjp_identity(nd: Any, need: Any, g: Any, y: Any, x: Any, /) -> tuple[Any, ...]:
     return (g,)
 
@@ -381,7 +389,7 @@ _VJPS: dict[str, Any] = {
     "reciprocal": holomorphic(lambda nd, x, y: -(y * y)),
     "remainder": _vjp_remainder,
     "round": _STEPS,
-    "sign": _STEPS,
+    "sign": _vjp_sign,
     "signbit": _INTEGER_RESULT,
     "sin": holomorphic(lambda nd, x, y: nd.cos(x)),
     "sinh": holomorphic(lambda nd, x, y: nd.cosh(x)),

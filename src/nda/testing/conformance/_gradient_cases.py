@@ -152,6 +152,7 @@ _UNARY_DOMAINS: dict[str, tuple[Any, ...]] = {
     "reciprocal": (lambda r, s: _away(r, s), lambda r, s: _away(r, s, cplx=True)),
     "sin": (lambda r, s: _uniform(r, s, -3, 3), lambda r, s: _uniform(r, s, -2, 2, True)),
     "sinh": (lambda r, s: _uniform(r, s, -2, 2), lambda r, s: _uniform(r, s, -2, 2, True)),
+    "sign": (lambda r, s: _away(r, s), lambda r, s: _away(r, s, cplx=True)),
     "sqrt": (lambda r, s: _uniform(r, s, 0.2, 3), lambda r, s: _uniform(r, s, 0.2, 2, True)),
     "square": (lambda r, s: _uniform(r, s, -2, 2), lambda r, s: _uniform(r, s, -2, 2, True)),
     "tan": (lambda r, s: _uniform(r, s, -1.2, 1.2), lambda r, s: _uniform(r, s, -1, 1, True, (-0.5, 0.5))),
@@ -503,9 +504,15 @@ from . import _gradient_cases_linalg  # noqa: E402,F401  (products, linalg and f
 
 # ----------------------------------------------------------------------------- the table
 
+_COMPLEX_LINALG = (
+    "linalg.inv", "linalg.det", "linalg.slogdet", "linalg.solve", "linalg.matrix_power", "linalg.trace", "linalg.diagonal",
+    "linalg.outer", "linalg.cross", "linalg.vector_norm", "linalg.matrix_norm", "linalg.svdvals", "linalg.pinv",
+)
+
+
 def _complex_ok(name: str) -> bool:
     decl = CATALOG[name]
-    if name in _REAL_ONLY or name.startswith("linalg.") and name not in ("linalg.inv", "linalg.det", "linalg.solve", "linalg.matrix_power", "linalg.trace", "linalg.diagonal", "linalg.outer", "linalg.cross", "linalg.vector_norm"):
+    if name in _REAL_ONLY or name.startswith("linalg.") and name not in _COMPLEX_LINALG:
         return False
     return any(d.kind == "complex floating" for d in decl.supported_dtypes) or name in ("astype", "getitem", "take", "take_along_axis")
 

@@ -104,10 +104,7 @@ for _name in ("linalg.inv", "linalg.det", "linalg.slogdet", "linalg.solve", "lin
 @_case("linalg.pinv")
 def _pinv(draw: Any, rng: np.random.Generator, cplx: bool) -> GradCase:
     m, n = draw(st.integers(1, 3)), draw(st.integers(1, 3))
-    k = min(m, n)
-    u, _ = np.linalg.qr(rng.standard_normal((m, k)))
-    v, _ = np.linalg.qr(rng.standard_normal((n, k)))
-    a = (u * _spread(rng, (), k)) @ v.T
+    a = _general(rng, (), m, n, cplx)
     return GradCase("linalg.pinv", lambda xp, x: xp.linalg.pinv(x), [a], (0,), "linalg.pinv(x)")
 
 
@@ -127,13 +124,17 @@ _BUILDERS["linalg.trace"] = _diag_for("linalg.trace")
 _BUILDERS["linalg.diagonal"] = _diag_for("linalg.diagonal")
 
 
-def _general(rng: np.random.Generator, batch: tuple[int, ...], m: int, n: int) -> np.ndarray:
+def _general(rng: np.random.Generator, batch: tuple[int, ...], m: int, n: int, cplx: bool = False) -> np.ndarray:
     """A matrix with well-separated singular values (random singular vectors)."""
     k = min(m, n)
-    u, _ = np.linalg.qr(rng.standard_normal(batch + (m, m)))
-    v, _ = np.linalg.qr(rng.standard_normal(batch + (n, n)))
+
+    def unitary(size: int) -> np.ndarray:
+        a = rng.standard_normal(batch + (size, size))
+        return np.linalg.qr(a + 1j * rng.standard_normal(a.shape) if cplx else a)[0]
+
+    u, v = unitary(m), unitary(n)
     s = _spread(rng, batch, k)
-    return (u[..., :, :k] * s[..., None, :]) @ np.swapaxes(v[..., :, :k], -1, -2)
+    return (u[..., :, :k] * s[..., None, :]) @ np.conj(np.swapaxes(v[..., :, :k], -1, -2))
 
 
 @_case("linalg.matrix_norm")
@@ -142,10 +143,12 @@ def _matrix_norm(draw: Any, rng: np.random.Generator, cplx: bool) -> GradCase:
     keepdims = draw(st.booleans())
     m, n = draw(st.integers(1, 3)), draw(st.integers(1, 3))
     if order in ("fro", "nuc", 2, -2):
-        a = _general(rng, _batch(draw), m, n)
+        a = _general(rng, _batch(draw), m, n, cplx)
     else:
         a = _distinct(rng, _batch(draw) + (m, n))  # distinct column / row sums (no ties), away from 0
         a = a + np.sign(a) * 0.2
+        if cplx:
+            a = a * np.exp(1j * rng.uniform(-math.pi, math.pi, a.shape))
     return GradCase("linalg.matrix_norm", lambda xp, x: xp.linalg.matrix_norm(x, ord=order, keepdims=keepdims), [a], (0,), f"linalg.matrix_norm(x, ord={order!r}, keepdims={keepdims})")
 
 
@@ -167,7 +170,7 @@ def _vector_norm(draw: Any, rng: np.random.Generator, cplx: bool) -> GradCase:
 def _svd_for(name: str) -> _Builder:
     def build(draw: Any, rng: np.random.Generator, cplx: bool) -> GradCase:
         m, n = draw(st.integers(1, 3)), draw(st.integers(1, 3))
-        a = _general(rng, _batch(draw), m, n)
+        a = _general(rng, _batch(draw), m, n, cplx and name == "linalg.svdvals")
         if name == "linalg.svdvals":
             return GradCase(name, lambda xp, x: xp.linalg.svdvals(x), [a], (0,), "linalg.svdvals(x)")
         full = m == n and draw(st.booleans())
