@@ -14,9 +14,11 @@ layer. Arrays are only ever asked for their attributes (``shape``, ``dtype``, ``
   triangle do not change the result, so their gradient is zero; for an input that is
   symmetric by construction (``b + b.mT``, ``b @ b.mT``) this gives the same gradients as
   the symmetric convention (PyTorch's);
-* :func:`scatter_flat` is the adjoint of every gather (``getitem`` with integer arrays,
-  ``take``, ``take_along_axis``, ``repeat``, ``tile``): it adds values into a flat array of
-  zeros at given positions, duplicates accumulating. It is built from sort, searchsorted,
+* :func:`scatter_rows` is the adjoint of every gather (``getitem`` with integer arrays,
+  ``take``, ``take_along_axis``, ``repeat``): it adds rows of values into rows of zeros at
+  given positions, duplicates accumulating (``take`` along an axis and ``x[indices]``
+  scatter whole rows, so an embedding's gradient costs O(rows + k log k) rows, not the
+  size of the table; other gathers scatter single elements, :func:`scatter_flat`). It is built from sort, searchsorted,
   cumulative sums and take, so it has static shapes, runs on every backend and is itself
   differentiable. With ``unique=True`` (positions known to be distinct) it gathers and is
   exact; otherwise each run of equal positions is a difference of running sums taken in
@@ -30,7 +32,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 __all__ = [
-    "is_complex", "conj", "holomorphic", "expand_reduced", "scatter_flat", "gather_positions", "matrix_t",
+    "is_complex", "conj", "holomorphic", "expand_reduced", "scatter_rows", "scatter_flat", "gather_positions", "matrix_t",
     "csr_rows", "project_to_pattern",
     "real_only", "eye_like", "diag_matrix", "lower_read", "off_diagonal_inverse", "solve_right",
 ]
@@ -81,27 +83,34 @@ def gather_positions(nd: Any, x: Any) -> Any:
     return nd.reshape(nd.arange(x.size, device=x.device), x.shape)
 
 
-def scatter_flat(nd: Any, values: Any, positions: Any, size: int, *, unique: bool) -> Any:
-    """A 1-D array of ``size`` zeros plus ``values[i]`` at ``positions[i]`` (see the module docstring).
+def scatter_rows(nd: Any, values: Any, positions: Any, rows: int, *, unique: bool) -> Any:
+    """``rows`` rows of zeros plus ``values[i]`` added to row ``positions[i]`` (see the module docstring).
 
-    ``values`` and ``positions`` are 1-D of one length; positions are in ``[0, size)``.
+    ``values`` has shape ``(k, ...)``, ``positions`` shape ``(k,)`` with values in
+    ``[0, rows)``; the result has shape ``(rows, ...)``. The work is O(rows + k log k) rows.
     """
     device = values.device
     order = nd.argsort(positions)
     spos = nd.take(positions, order)
-    svals = nd.take(values, order)
-    ticks = nd.arange(size, device=device)
+    svals = nd.take(values, order, axis=0)
+    ticks = nd.arange(rows, device=device)
     count = spos.shape[0]
     if unique:
         if count == 0:
-            return nd.zeros((size,), dtype=values.dtype, device=device)
+            return nd.zeros((rows,) + values.shape[1:], dtype=values.dtype, device=device)
         at = nd.clip(nd.searchsorted(spos, ticks), 0, count - 1)
-        return nd.where(nd.take(spos, at) == ticks, nd.take(svals, at), 0)
+        hit = nd.reshape(nd.take(spos, at) == ticks, (rows,) + (1,) * (values.ndim - 1))
+        return nd.where(hit, nd.take(svals, at, axis=0), 0)
     wide = nd.complex128 if is_complex(values) else nd.float64
-    running = nd.cumulative_sum(nd.astype(svals, wide), include_initial=True)
+    running = nd.cumulative_sum(nd.astype(svals, wide), axis=0, include_initial=True)
     lo = nd.searchsorted(spos, ticks, side="left")
     hi = nd.searchsorted(spos, ticks, side="right")
-    return nd.astype(nd.take(running, hi) - nd.take(running, lo), values.dtype)
+    return nd.astype(nd.take(running, hi, axis=0) - nd.take(running, lo, axis=0), values.dtype)
+
+
+def scatter_flat(nd: Any, values: Any, positions: Any, size: int, *, unique: bool) -> Any:
+    """:func:`scatter_rows` of scalars: a 1-D array of ``size`` (``values`` and ``positions`` 1-D)."""
+    return scatter_rows(nd, values, positions, size, unique=unique)
 
 
 def csr_rows(nd: Any, parts: dict[str, Any]) -> Any:

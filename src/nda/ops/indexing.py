@@ -23,7 +23,7 @@ import numpy as np
 from .. import _dtypes
 from .._array import NDArray
 from ._spec import Cast, Plan, broadcast_shapes, check_array, declare, normalize_axis, not_differentiable, same_device
-from ._vjp import gather_positions, scatter_flat
+from ._vjp import gather_positions, scatter_flat, scatter_rows
 
 _ARRAY = "NDArray"
 
@@ -161,7 +161,13 @@ def _vjp_getitem(nd: Any, need: Any, g: Any, y: Any, x: Any, key: Any, /) -> tup
     """Zeros with ``g`` at the selected elements; elements selected several times (integer
     arrays) get the sum. Basic keys write ``g`` into zeros (unless the gradient is being
     recorded: writes cannot be differentiated), other keys scatter-add."""
-    arrays = [item for item in (key if isinstance(key, tuple) else (key,)) if _is_index_array(item)]
+    items = key if isinstance(key, tuple) else (key,)
+    arrays = [item for item in items if _is_index_array(item)]
+    if len(items) == 1 and arrays and not _is_mask(arrays[0]) and not isinstance(arrays[0], list) and x.ndim:
+        # x[indices] (an embedding lookup): scatter whole rows
+        index = nd.reshape(nd.asarray(arrays[0], device=x.device), (-1,))
+        rows = scatter_rows(nd, nd.reshape(g, (index.shape[0],) + x.shape[1:]), nd.remainder(index, x.shape[0]), x.shape[0], unique=False)
+        return (rows,)
     if not arrays and not nd.autograd.is_recording():
         out = nd.zeros(x.shape, dtype=g.dtype, device=g.device)
         out[key] = g
@@ -225,9 +231,11 @@ def _ref_take(x: np.ndarray, indices: np.ndarray, axis: int | None = None) -> np
 
 
 def _vjp_take(nd: Any, need: Any, g: Any, y: Any, x: Any, indices: Any, /, *, axis: Any = None) -> tuple[Any, ...]:
-    positions = nd.take(gather_positions(nd, x), indices, axis=0 if axis is None else axis)
-    flat = scatter_flat(nd, nd.reshape(g, (-1,)), nd.reshape(positions, (-1,)), x.size, unique=False)
-    return (nd.reshape(flat, x.shape),)
+    """The taken slices scattered back along ``axis`` (whole slices: O(axis length + k log k))."""
+    ax = 0 if axis is None else normalize_axis(axis, x.ndim, "take")
+    moved = nd.moveaxis(g, ax, 0) if ax else g
+    rows = scatter_rows(nd, moved, nd.remainder(indices, x.shape[ax]), x.shape[ax], unique=False)
+    return (nd.moveaxis(rows, 0, ax) if ax else rows,)
 
 @declare("take", dtypes="any", reference=_ref_take, vjp=_vjp_take)
 def take(x: _ARRAY, indices: _ARRAY, /, *, axis: int | None = None) -> Plan:
