@@ -139,7 +139,7 @@ def _version_of(array: NDArray) -> tuple[list[Any], int]:
     if counter is None:
         ref = _Ref(base, _forget_version)
         ref.key = key
-        counter = VERSIONS[key] = [0, ref, None]
+        counter = VERSIONS.setdefault(key, [0, ref, None])  # atomic: two recording threads share one counter
     return counter, counter[0]
 
 
