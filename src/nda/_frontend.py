@@ -535,3 +535,32 @@ def _rename(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
     fn.__name__ = name
     fn.__qualname__ = f"NDArray.{name}"
     return fn
+
+
+# ---------------------------------------------------------------------------- autograd hook
+
+def operator_roles() -> dict[str, tuple[OpDecl, str]]:
+    """The NDArray attributes :func:`build_namespace` attaches for ops: name -> (op, role).
+
+    Roles say how the attribute calls its op: ``"unary"`` (``-x``: ``op(self)``),
+    ``"forward"`` (``x + y``: ``op(self, other)``, or NotImplemented), ``"reflected"``
+    (``1 + x``: ``op(other, self)``), ``"inplace"`` (``x += y``), ``"method"`` (``x.sum()``,
+    ``x @ y``: ``op(self, *args, **kwargs)``) and ``"getitem"``. ``nda.autograd`` swaps
+    these attributes for recording versions while a thread records (the rules here are
+    build_namespace's, read from the same declarations).
+    """
+    roles: dict[str, tuple[OpDecl, str]] = {}
+    for decl in CATALOG.values():
+        if decl.family == "unary":
+            for op_name in decl.operators:
+                roles[op_name] = (decl, "unary")
+        elif decl.family == "binary":
+            for i, op_name in enumerate(decl.operators):
+                roles[op_name] = (decl, "forward" if i == 0 else "inplace" if op_name.startswith("__i") else "reflected")
+        elif decl.outputs is None and not decl.data_dependent:
+            for op_name in decl.operators:
+                roles[op_name] = (decl, "method")
+        if decl.method:
+            roles[decl.method] = (decl, "method")
+    roles["__getitem__"] = (CATALOG["getitem"], "getitem")
+    return roles

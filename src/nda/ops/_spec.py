@@ -23,6 +23,29 @@ Kernels use the "kernel convention": the plan's ``args``/``kwargs`` with every N
 replaced by its backend buffer, cast first where the plan says so. ``reference`` is the
 NumPy implementation in that same convention; the cpu backend registers it and the
 conformance tests compare every backend against it.
+
+``vjp`` is the op's vector-Jacobian product, which ``nda.autograd`` calls to propagate a
+gradient backwards through a recorded call. It is written with nda ops, taken from the
+namespace ``nd`` that autograd passes in (the catalog imports neither ``nda`` nor the
+front end), so gradients dispatch, run on the arrays' device and are ordered by the
+engine like any op, and are themselves recorded for higher-order gradients::
+
+    def vjp(nd, need, g, y, *args, **kwargs) -> tuple[gradient | None, ...]
+
+``args``/``kwargs`` are the call's arguments as the caller passed them, ``y`` the result
+(a tuple for ops with several outputs), ``g`` its cotangent (a tuple with ``None`` for
+outputs no gradient reached) and ``need`` one entry per parameter of the signature,
+in order: whether that parameter's gradient is wanted (``"stored"`` for a csr array whose
+gradient is wanted at its stored elements only; a VJP may treat it as true). The VJP returns one gradient per
+parameter in that order (``None``: none; a list for a sequence parameter such as
+``concat``'s ``arrays``; a shorter tuple leaves the rest ``None``). A gradient may keep
+the broadcast shape and the promoted dtype of the computation: autograd sums it over
+broadcast axes and casts it to its input's dtype. Complex gradients follow PyTorch's
+convention (for a real loss ``L`` and ``z = a + ib``, the gradient is ``dL/da + i dL/db``),
+so the VJP of a holomorphic ``f`` is ``g * conj(f'(x))``. An op without a VJP declares
+why with :func:`constant` (its result does not change with the inputs where it is
+defined: comparisons, integer results, ``floor``; gradients through it are zero) or
+:func:`not_differentiable` (a gradient reaching it is an error).
 """
 
 from __future__ import annotations
@@ -37,7 +60,10 @@ from .._dtypes import CATEGORIES, DType
 
 from .._array import NDArray
 
-__all__ = ["OpDecl", "Plan", "Cast", "declare", "CATALOG", "broadcast_shapes", "normalize_axis", "normalize_axes", "int_arg"]
+__all__ = [
+    "OpDecl", "Plan", "Cast", "declare", "CATALOG", "broadcast_shapes", "normalize_axis", "normalize_axes", "int_arg",
+    "NoVJP", "constant", "not_differentiable",
+]
 
 _META = ArrayMeta._registry
 _new = object.__new__
@@ -136,12 +162,41 @@ class Plan:
         return f"<Plan {self.key} -> {self.out_dtype.name}{self.out_shape}>"
 
 
+class NoVJP:
+    """Why an op has no vector-Jacobian product (see the module docstring).
+
+    ``zero`` true: the result is a constant of the inputs wherever it is defined, so
+    gradients through it are zero and nothing is recorded. ``zero`` false: no derivative
+    is defined (or implemented); a gradient that reaches the op raises, naming ``reason``.
+    """
+
+    __slots__ = ("reason", "zero")
+
+    def __init__(self, reason: str, *, zero: bool) -> None:
+        self.reason = reason
+        self.zero = zero
+
+    def __repr__(self) -> str:
+        return f"{'constant' if self.zero else 'not_differentiable'}({self.reason!r})"
+
+
+def constant(reason: str) -> NoVJP:
+    """The op's result does not change with its inputs where it is defined: zero gradient."""
+    return NoVJP(reason, zero=True)
+
+
+def not_differentiable(reason: str) -> NoVJP:
+    """The op has no gradient: a gradient that reaches it is an error naming ``reason``."""
+    return NoVJP(reason, zero=False)
+
+
 class OpDecl:
     """The declaration of one op: the single source its public function is generated from."""
 
     __slots__ = (
         "name", "family", "signature", "dtypes", "plan", "reference", "mutates",
         "method", "operators", "doc", "view", "result", "ufunc_name", "table", "outputs", "data_dependent",
+        "vjp",
     )
 
     def __init__(
@@ -161,6 +216,7 @@ class OpDecl:
         result: str = "same",
         outputs: tuple[str, ...] | None = None,
         data_dependent: bool = False,
+        vjp: Callable[..., tuple[Any, ...]] | NoVJP | None = None,
     ) -> None:
         if dtypes not in CATEGORIES:
             raise ValueError(f"op {name!r}: unknown dtype category {dtypes!r}; known: {', '.join(CATEGORIES)}")
@@ -180,6 +236,7 @@ class OpDecl:
         self.result = result
         self.outputs = outputs
         self.data_dependent = data_dependent
+        self.vjp = vjp
         self.table = _declare_table(name)
 
     @property
@@ -203,6 +260,7 @@ def declare(
     view: bool = False,
     outputs: tuple[str, ...] | None = None,
     data_dependent: bool = False,
+    vjp: Callable[..., tuple[Any, ...]] | NoVJP | None = None,
 ) -> Callable[[Callable[..., Plan]], OpDecl]:
     """Declare an op from its planning function (see the module docstring).
 
@@ -213,6 +271,7 @@ def declare(
     ``data_dependent`` ops cannot know their output shapes without the data (``unique_values``,
     ``nonzero``): their plans give ``out_shape=None``, the call is a sync point for the
     inputs and the shapes are read from the buffers the kernel returns.
+    ``vjp`` is the op's vector-Jacobian product, or :func:`constant`/:func:`not_differentiable`.
     """
 
     def wrap(plan: Callable[..., Plan]) -> OpDecl:
@@ -232,6 +291,7 @@ def declare(
             view=view,
             outputs=outputs,
             data_dependent=data_dependent,
+            vjp=vjp,
         )
         CATALOG[name] = decl
         return decl

@@ -19,9 +19,13 @@ import numpy as np
 from .. import _dtypes
 from .._devices import Device, as_device
 from .._dtypes import DType
-from ._spec import Plan, check_array, check_shape, declare, dtype_arg, int_arg
+from ._spec import Plan, check_array, check_shape, constant, declare, dtype_arg, int_arg
 
 _ARRAY = "NDArray"
+
+
+_NO_ARRAY_INPUT = constant("no array input")
+_VALUES_IGNORED = constant("the result does not depend on the values of x")
 
 
 def _device(device: Any, op: str) -> Device:
@@ -58,7 +62,7 @@ def _scalar_dtype(value: Any) -> DType:
     raise TypeError(f"expected a Python bool, int, float or complex, got {type(value).__name__}")
 
 
-@declare("asarray", dtypes="any", reference=_ref_asarray, family="creation")
+@declare("asarray", dtypes="any", reference=_ref_asarray, family="creation", vjp=_NO_ARRAY_INPUT)
 def asarray(obj: Any, /, *, dtype: DType | None = None, device: Device | str | None = None, copy: bool | None = None) -> Plan:
     """Convert ``obj`` (Python scalars, nested sequences, NumPy arrays, DLPack or buffer objects) to an array.
 
@@ -126,7 +130,7 @@ def _ref_full(shape: tuple[int, ...], fill_value: Any, dtype: DType, device: Dev
     return np.full(shape, fill_value, dtype=dtype.numpy)
 
 
-@declare("zeros", dtypes="any", reference=_ref_zeros, family="creation")
+@declare("zeros", dtypes="any", reference=_ref_zeros, family="creation", vjp=_NO_ARRAY_INPUT)
 def zeros(shape: int | tuple[int, ...], *, dtype: DType | None = None, device: Device | str | None = None) -> Plan:
     """An array of zeros (default dtype float64)."""
     dims = check_shape(shape, "zeros")
@@ -134,7 +138,7 @@ def zeros(shape: int | tuple[int, ...], *, dtype: DType | None = None, device: D
     return _creation_plan("zeros", dims, dt, device, (dims,), {"dtype": dt})
 
 
-@declare("ones", dtypes="any", reference=_ref_ones, family="creation")
+@declare("ones", dtypes="any", reference=_ref_ones, family="creation", vjp=_NO_ARRAY_INPUT)
 def ones(shape: int | tuple[int, ...], *, dtype: DType | None = None, device: Device | str | None = None) -> Plan:
     """An array of ones (default dtype float64)."""
     dims = check_shape(shape, "ones")
@@ -142,7 +146,7 @@ def ones(shape: int | tuple[int, ...], *, dtype: DType | None = None, device: De
     return _creation_plan("ones", dims, dt, device, (dims,), {"dtype": dt})
 
 
-@declare("empty", dtypes="any", reference=_ref_empty, family="creation")
+@declare("empty", dtypes="any", reference=_ref_empty, family="creation", vjp=_NO_ARRAY_INPUT)
 def empty(shape: int | tuple[int, ...], *, dtype: DType | None = None, device: Device | str | None = None) -> Plan:
     """An uninitialised array (default dtype float64): contents are whatever memory held."""
     dims = check_shape(shape, "empty")
@@ -166,7 +170,7 @@ def _fill_dtype(fill_value: Any, dtype: DType | None, op: str) -> DType:
     return dt
 
 
-@declare("full", dtypes="any", reference=_ref_full, family="creation")
+@declare("full", dtypes="any", reference=_ref_full, family="creation", vjp=_NO_ARRAY_INPUT)
 def full(shape: int | tuple[int, ...], fill_value: bool | int | float | complex, *, dtype: DType | None = None, device: Device | str | None = None) -> Plan:
     """An array filled with ``fill_value``; the dtype defaults to the default dtype of the value's kind."""
     dims = check_shape(shape, "full")
@@ -180,28 +184,28 @@ def _like(op: str, x: Any, dtype: Any, device: Any) -> tuple[tuple[int, ...], DT
     return x.shape, dt, x.device if device is None else device
 
 
-@declare("zeros_like", dtypes="any", reference=_ref_zeros, family="creation")
+@declare("zeros_like", dtypes="any", reference=_ref_zeros, family="creation", vjp=_VALUES_IGNORED)
 def zeros_like(x: _ARRAY, /, *, dtype: DType | None = None, device: Device | str | None = None) -> Plan:
     """Zeros with the shape (and by default the dtype and device) of ``x``."""
     shape, dt, dev = _like("zeros_like", x, dtype, device)
     return _creation_plan("zeros_like", shape, dt, dev, (shape,), {"dtype": dt})
 
 
-@declare("ones_like", dtypes="any", reference=_ref_ones, family="creation")
+@declare("ones_like", dtypes="any", reference=_ref_ones, family="creation", vjp=_VALUES_IGNORED)
 def ones_like(x: _ARRAY, /, *, dtype: DType | None = None, device: Device | str | None = None) -> Plan:
     """Ones with the shape (and by default the dtype and device) of ``x``."""
     shape, dt, dev = _like("ones_like", x, dtype, device)
     return _creation_plan("ones_like", shape, dt, dev, (shape,), {"dtype": dt})
 
 
-@declare("empty_like", dtypes="any", reference=_ref_empty, family="creation")
+@declare("empty_like", dtypes="any", reference=_ref_empty, family="creation", vjp=_VALUES_IGNORED)
 def empty_like(x: _ARRAY, /, *, dtype: DType | None = None, device: Device | str | None = None) -> Plan:
     """An uninitialised array with the shape (and by default the dtype and device) of ``x``."""
     shape, dt, dev = _like("empty_like", x, dtype, device)
     return _creation_plan("empty_like", shape, dt, dev, (shape,), {"dtype": dt})
 
 
-@declare("full_like", dtypes="any", reference=_ref_full, family="creation")
+@declare("full_like", dtypes="any", reference=_ref_full, family="creation", vjp=_VALUES_IGNORED)
 def full_like(x: _ARRAY, /, fill_value: bool | int | float | complex, *, dtype: DType | None = None, device: Device | str | None = None) -> Plan:
     """``fill_value`` with the shape (and by default the dtype and device) of ``x``."""
     shape, dt, dev = _like("full_like", x, dtype, device)
@@ -224,7 +228,7 @@ def _real_scalar(value: Any, name: str, op: str) -> int | float:
     return value
 
 
-@declare("arange", dtypes="real numeric", reference=_ref_arange, family="creation")
+@declare("arange", dtypes="real numeric", reference=_ref_arange, family="creation", vjp=_NO_ARRAY_INPUT)
 def arange(start: int | float, /, stop: int | float | None = None, step: int | float = 1, *, dtype: DType | None = None, device: Device | str | None = None) -> Plan:
     """Evenly spaced values in ``[start, stop)``; ``arange(n)`` counts from 0 to n-1.
 
@@ -249,7 +253,7 @@ def _ref_linspace(start: Any, stop: Any, num: int, dtype: DType, device: Device,
     return np.linspace(start, stop, num, endpoint=endpoint, dtype=dtype.numpy)
 
 
-@declare("linspace", dtypes="floating", reference=_ref_linspace, family="creation")
+@declare("linspace", dtypes="floating", reference=_ref_linspace, family="creation", vjp=_NO_ARRAY_INPUT)
 def linspace(start: int | float | complex, stop: int | float | complex, /, num: int, *, dtype: DType | None = None, device: Device | str | None = None, endpoint: bool = True) -> Plan:
     """``num`` evenly spaced samples from ``start`` to ``stop`` (included unless ``endpoint=False``)."""
     n = int_arg(num, "linspace", "num", minimum=0)
@@ -268,7 +272,7 @@ def _ref_eye(n_rows: int, n_cols: int, k: int, dtype: DType, device: Device) -> 
     return np.eye(n_rows, n_cols, k=k, dtype=dtype.numpy)
 
 
-@declare("eye", dtypes="any", reference=_ref_eye, family="creation")
+@declare("eye", dtypes="any", reference=_ref_eye, family="creation", vjp=_NO_ARRAY_INPUT)
 def eye(n_rows: int, n_cols: int | None = None, /, *, k: int = 0, dtype: DType | None = None, device: Device | str | None = None) -> Plan:
     """A 2-D array with ones on the ``k``-th diagonal and zeros elsewhere."""
     rows, cols = check_shape((n_rows, n_rows if n_cols is None else n_cols), "eye")
@@ -283,7 +287,11 @@ def _ref_astype(x: np.ndarray, dtype: DType, copy: bool = True) -> np.ndarray:
     return x.astype(dtype.numpy, copy=copy)
 
 
-@declare("astype", dtypes="any", reference=_ref_astype, method=None)
+def _vjp_astype(nd: Any, need: Any, g: Any, y: Any, x: Any, dtype: Any, /, *, copy: bool = True, device: Any = None) -> tuple[Any, ...]:
+    return (g if g.device is x.device else g.to_device(x.device),)  # autograd casts it back to x's dtype
+
+
+@declare("astype", dtypes="any", reference=_ref_astype, method=None, vjp=_vjp_astype)
 def astype(x: _ARRAY, dtype: DType, /, *, copy: bool = True, device: Device | str | None = None) -> Plan:
     """``x`` converted to ``dtype``. Complex to real casts raise TypeError (take ``real`` first).
 

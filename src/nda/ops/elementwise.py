@@ -17,15 +17,18 @@ Dtype rules (decided here, documented in the README):
 
 from __future__ import annotations
 
+import cmath
 import contextlib
 import inspect
+import math
 from typing import Any, Callable
 
 import numpy as np
 
 from .. import _dtypes
 from .._dtypes import CATEGORIES, DType
-from ._spec import CATALOG, OpDecl, Plan
+from ._spec import CATALOG, OpDecl, Plan, constant, not_differentiable
+from ._vjp import conj, holomorphic, is_complex
 
 __all__ = ["ELEMENTWISE", "unary_result", "binary_result"]
 
@@ -209,6 +212,195 @@ _ROWS: list[tuple[str, int, str, str, Callable[..., Any], tuple[str, ...], str]]
     ("trunc", 1, "real numeric", "same", np.trunc, (), "Round towards zero."),
 ]
 
+# ----------------------------------------------------------------------------- vector-Jacobian products
+# One entry per row above (see ``_spec`` for the convention). Holomorphic functions give
+# their derivative ``f'(x)``; the VJP is ``g * conj(f'(x))`` (``_vjp.holomorphic``).
+
+_LN2 = math.log(2.0)
+_LN10 = math.log(10.0)
+_INTEGER_RESULT = constant("bool or integer result")
+_STEPS = constant("piecewise constant: the derivative is zero wherever it is defined")
+
+
+def _vjp_abs(nd: Any, need: Any, g: Any, y: Any, x: Any, /) -> tuple[Any, ...]:
+    return (g * nd.sign(x),)  # x / |x| for complex input; 0 at 0
+
+
+def _vjp_add(nd: Any, need: Any, g: Any, y: Any, x1: Any, x2: Any, /) -> tuple[Any, ...]:
+    return g, g
+
+
+def _vjp_subtract(nd: Any, need: Any, g: Any, y: Any, x1: Any, x2: Any, /) -> tuple[Any, ...]:
+    return g, (-g if need[1] else None)
+
+
+def _vjp_multiply(nd: Any, need: Any, g: Any, y: Any, x1: Any, x2: Any, /) -> tuple[Any, ...]:
+    return (g * conj(nd, x2) if need[0] else None), (g * conj(nd, x1) if need[1] else None)
+
+
+def _vjp_divide(nd: Any, need: Any, g: Any, y: Any, x1: Any, x2: Any, /) -> tuple[Any, ...]:
+    g1 = g / conj(nd, x2)
+    return g1, (-g1 * conj(nd, y) if need[1] else None)
+
+
+def _is_scalar(value: Any) -> bool:
+    return isinstance(value, (bool, int, float, complex, np.generic))
+
+
+def _scalar_log(value: Any) -> Any:
+    return cmath.log(value) if isinstance(value, complex) or value < 0 else math.log(value)
+
+
+def _vjp_pow(nd: Any, need: Any, g: Any, y: Any, x1: Any, x2: Any, /) -> tuple[Any, ...]:
+    # d/dx1 = x2 * x1 ** (x2 - 1) and d/dx2 = x1 ** x2 * log(x1); each taken as 0 where its
+    # factor x2 (resp. x1) is 0, which is the limit and avoids 0 * inf.
+    g1 = g2 = None
+    if need[0]:
+        if _is_scalar(x2):
+            g1 = nd.zeros_like(g) if x2 == 0 else g * conj(nd, x2 * x1 ** (x2 - 1))
+        else:
+            g1 = g * conj(nd, nd.where(x2 == 0, 0, x2 * x1 ** (x2 - 1)))
+    if need[1]:
+        if _is_scalar(x1):
+            g2 = nd.zeros_like(g) if x1 == 0 else g * conj(nd, y * _scalar_log(x1))
+        else:
+            g2 = g * conj(nd, nd.where(x1 == 0, 0, y * nd.log(x1)))
+    return g1, g2
+
+
+def _vjp_atan2(nd: Any, need: Any, g: Any, y: Any, x1: Any, x2: Any, /) -> tuple[Any, ...]:
+    scale = g / (x1 * x1 + x2 * x2)
+    return scale * x2, -scale * x1
+
+
+def _vjp_copysign(nd: Any, need: Any, g: Any, y: Any, x1: Any, x2: Any, /) -> tuple[Any, ...]:
+    if not need[0]:
+        return (None,)
+    sign2 = math.copysign(1.0, x2) if _is_scalar(x2) else nd.copysign(1.0, x2)
+    return (g * nd.sign(x1) * sign2,)  # |x1| with x2's sign; no gradient for x2
+
+
+def _vjp_hypot(nd: Any, need: Any, g: Any, y: Any, x1: Any, x2: Any, /) -> tuple[Any, ...]:
+    scale = g / y
+    return (scale * x1 if need[0] else None), (scale * x2 if need[1] else None)
+
+
+def _vjp_logaddexp(nd: Any, need: Any, g: Any, y: Any, x1: Any, x2: Any, /) -> tuple[Any, ...]:
+    return (g * nd.exp(x1 - y) if need[0] else None), (g * nd.exp(x2 - y) if need[1] else None)
+
+
+def _extremum(first_wins: Callable[[Any, Any, Any], Any]) -> Callable[..., tuple[Any, ...]]:
+    """maximum/minimum: the gradient goes to the operand that was chosen, half to each on a tie."""
+
+    def vjp(nd: Any, need: Any, g: Any, y: Any, x1: Any, x2: Any, /) -> tuple[Any, ...]:
+        share = nd.astype(first_wins(nd, x1, x2), g.dtype) + 0.5 * nd.astype(x1 == x2, g.dtype)
+        return (g * share if need[0] else None), (g * (1.0 - share) if need[1] else None)
+
+    return vjp
+
+
+def _vjp_remainder(nd: Any, need: Any, g: Any, y: Any, x1: Any, x2: Any, /) -> tuple[Any, ...]:
+    # x1 - floor(x1 / x2) * x2
+    return g, (-g * nd.floor(x1 / x2) if need[1] else None)
+
+
+def _vjp_real(nd: Any, need: Any, g: Any, y: Any, x: Any, /) -> tuple[Any, ...]:
+    return (g,)
+
+
+def _vjp_imag(nd: Any, need: Any, g: Any, y: Any, x: Any, /) -> tuple[Any, ...]:
+    return (g * 1j,)
+
+
+def _vjp_conj(nd: Any, need: Any, g: Any, y: Any, x: Any, /) -> tuple[Any, ...]:
+    return (conj(nd, g),)
+
+
+def _vjp_sign(nd: Any, need: Any, g: Any, y: Any, x: Any, /) -> tuple[Any, ...]:
+    """Zero for real input (a step); for complex ``x / |x|`` it is ``(g - Re(conj(g) y) y) / |x|``."""
+    if not is_complex(x):
+        return (None,)
+    magnitude = nd.abs(x)
+    return (nd.where(magnitude == 0, 0, (g - nd.real(conj(nd, g) * y) * y) / nd.where(magnitude == 0, 1, magnitude)),)
+
+
+def _vjp_identity(nd: Any, need: Any, g: Any, y: Any, x: Any, /) -> tuple[Any, ...]:
+    return (g,)
+
+
+def _vjp_negative(nd: Any, need: Any, g: Any, y: Any, x: Any, /) -> tuple[Any, ...]:
+    return (-g,)
+
+
+_VJPS: dict[str, Any] = {
+    "abs": _vjp_abs,
+    "acos": holomorphic(lambda nd, x, y: -1 / nd.sqrt(1 - x * x)),
+    "acosh": holomorphic(lambda nd, x, y: 1 / (nd.sqrt(x - 1) * nd.sqrt(x + 1))),
+    "add": _vjp_add,
+    "asin": holomorphic(lambda nd, x, y: 1 / nd.sqrt(1 - x * x)),
+    "asinh": holomorphic(lambda nd, x, y: 1 / nd.sqrt(x * x + 1)),
+    "atan": holomorphic(lambda nd, x, y: 1 / (1 + x * x)),
+    "atan2": _vjp_atan2,
+    "atanh": holomorphic(lambda nd, x, y: 1 / (1 - x * x)),
+    "bitwise_and": _INTEGER_RESULT,
+    "bitwise_left_shift": _INTEGER_RESULT,
+    "bitwise_invert": _INTEGER_RESULT,
+    "bitwise_or": _INTEGER_RESULT,
+    "bitwise_right_shift": _INTEGER_RESULT,
+    "bitwise_xor": _INTEGER_RESULT,
+    "ceil": _STEPS,
+    "conj": _vjp_conj,
+    "copysign": _vjp_copysign,
+    "cos": holomorphic(lambda nd, x, y: -nd.sin(x)),
+    "cosh": holomorphic(lambda nd, x, y: nd.sinh(x)),
+    "divide": _vjp_divide,
+    "equal": _INTEGER_RESULT,
+    "exp": holomorphic(lambda nd, x, y: y),
+    "expm1": holomorphic(lambda nd, x, y: y + 1),
+    "floor": _STEPS,
+    "floor_divide": _STEPS,
+    "greater": _INTEGER_RESULT,
+    "greater_equal": _INTEGER_RESULT,
+    "hypot": _vjp_hypot,
+    "imag": _vjp_imag,
+    "isfinite": _INTEGER_RESULT,
+    "isinf": _INTEGER_RESULT,
+    "isnan": _INTEGER_RESULT,
+    "less": _INTEGER_RESULT,
+    "less_equal": _INTEGER_RESULT,
+    "log": holomorphic(lambda nd, x, y: 1 / x),
+    "log1p": holomorphic(lambda nd, x, y: 1 / (1 + x)),
+    "log2": holomorphic(lambda nd, x, y: 1 / (x * _LN2)),
+    "log10": holomorphic(lambda nd, x, y: 1 / (x * _LN10)),
+    "logaddexp": _vjp_logaddexp,
+    "logical_and": _INTEGER_RESULT,
+    "logical_not": _INTEGER_RESULT,
+    "logical_or": _INTEGER_RESULT,
+    "logical_xor": _INTEGER_RESULT,
+    "maximum": _extremum(lambda nd, x1, x2: x1 > x2),
+    "minimum": _extremum(lambda nd, x1, x2: x1 < x2),
+    "multiply": _vjp_multiply,
+    "negative": _vjp_negative,
+    "nextafter": not_differentiable("a step to the neighbouring floating-point number has no useful derivative"),
+    "not_equal": _INTEGER_RESULT,
+    "positive": _vjp_identity,
+    "pow": _vjp_pow,
+    "real": _vjp_real,
+    "reciprocal": holomorphic(lambda nd, x, y: -(y * y)),
+    "remainder": _vjp_remainder,
+    "round": _STEPS,
+    "sign": _vjp_sign,
+    "signbit": _INTEGER_RESULT,
+    "sin": holomorphic(lambda nd, x, y: nd.cos(x)),
+    "sinh": holomorphic(lambda nd, x, y: nd.cosh(x)),
+    "square": holomorphic(lambda nd, x, y: 2 * x),
+    "sqrt": holomorphic(lambda nd, x, y: 0.5 / y),
+    "subtract": _vjp_subtract,
+    "tan": holomorphic(lambda nd, x, y: 1 + y * y),
+    "tanh": holomorphic(lambda nd, x, y: 1 - y * y),
+    "trunc": _STEPS,
+}
+
 _REAL_OF = {_dtypes.complex64: _dtypes.float32, _dtypes.complex128: _dtypes.float64}
 
 
@@ -316,6 +508,7 @@ for _name, _arity, _category, _result, _ref, _operators, _doc in _ROWS:
         doc=_doc,
         operators=_operators,
         result=_result,
+        vjp=_VJPS[_name],
     )
     _decl.plan = _plan_unary(_decl) if _arity == 1 else _plan_binary(_decl)
     ELEMENTWISE[_name] = CATALOG[_name] = _decl

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ._spec import Cast, Plan, check_array, check_dtype_category, declare, int_arg, normalize_axis
+from ._vjp import conj
 from .linalg_extension import complex_dtype, real_dtype
 
 _ARRAY = "NDArray"
@@ -128,7 +129,7 @@ def _declare_one(name: str, kind: str, out_length: Any, out_kind: str, doc: str)
 
     plan.__doc__ = doc
     plan.__name__ = plan.__qualname__ = name
-    declare(f"fft.{name}", dtypes="real floating" if kind == "real" else "complex floating", reference=_reference(fn, out=out_kind))(plan)
+    declare(f"fft.{name}", dtypes="real floating" if kind == "real" else "complex floating", reference=_reference(fn, out=out_kind), vjp=_VJPS[name])(plan)
 
 
 def _declare_many(name: str, kind: str, out_kind: str, last: Any, doc: str) -> None:
@@ -139,7 +140,121 @@ def _declare_many(name: str, kind: str, out_kind: str, last: Any, doc: str) -> N
 
     plan.__doc__ = doc
     plan.__name__ = plan.__qualname__ = name
-    declare(f"fft.{name}", dtypes="real floating" if kind == "real" else "complex floating", reference=_reference(fn, out=out_kind))(plan)
+    declare(f"fft.{name}", dtypes="real floating" if kind == "real" else "complex floating", reference=_reference(fn, out=out_kind), vjp=_VJPS[name])(plan)
+
+
+# ----------------------------------------------------------------------------- vector-Jacobian products
+# A transform with norm ``m`` is linear; its adjoint is the inverse transform with the
+# opposite norm (backward <-> forward, ortho <-> ortho). Cropping or zero-padding the
+# input (``n``, ``s``) has zero-padding or cropping as adjoint. The real transforms add
+# the Hermitian symmetry: rfft's adjoint is the real part of a full inverse transform
+# of the zero-padded half spectrum; irfft's is rfft with the non-redundant terms doubled.
+
+_OPPOSITE = {"backward": "forward", "forward": "backward", "ortho": "ortho"}
+
+
+def _resize(nd: Any, a: Any, axis: int, length: int) -> Any:
+    """``a`` cropped or zero-padded to ``length`` along ``axis``."""
+    have = a.shape[axis]
+    if have > length:
+        return a[(slice(None),) * axis + (slice(0, length),)]
+    if have < length:
+        pad = nd.zeros(a.shape[:axis] + (length - have,) + a.shape[axis + 1:], dtype=a.dtype, device=a.device)
+        return nd.concat([a, pad], axis=axis)
+    return a
+
+
+def _transform_axes(x: Any, s: Any, axes: Any) -> tuple[int, ...]:
+    if axes is None:
+        return tuple(range(x.ndim)) if s is None else tuple(range(x.ndim - len(s), x.ndim))
+    return tuple(normalize_axis(a, x.ndim, "fft") for a in axes)
+
+
+def _rfft_adjoint(nd: Any, g: Any, axis: int, points: int, norm: str, length: int) -> Any:
+    """Adjoint of ``rfft`` of ``points`` points along ``axis`` (input ``length`` long)."""
+    full = nd.fft.ifft(_resize(nd, g, axis, points), axis=axis, norm=_OPPOSITE[norm])
+    return _resize(nd, nd.real(full), axis, length)
+
+
+def _irfft_adjoint(nd: Any, g: Any, axis: int, points: int, norm: str, length: int) -> Any:
+    """Adjoint of ``irfft`` to ``points`` real points along ``axis`` (input ``length`` long)."""
+    half = nd.fft.rfft(g, n=points, axis=axis, norm=_OPPOSITE[norm])
+    k = nd.arange(half.shape[axis], device=g.device)
+    single = (k == 0) | (k == points // 2) if points % 2 == 0 else k == 0
+    weight = 2.0 - nd.astype(single, nd.float32 if half.dtype == nd.complex64 else nd.float64)
+    weight = nd.reshape(weight, tuple(-1 if i == axis else 1 for i in range(g.ndim)))
+    return _resize(nd, half * weight, axis, length)
+
+
+def _complex_vjp(adjoint: str) -> Any:
+    def vjp(nd: Any, need: Any, g: Any, y: Any, x: Any, /, *, n: Any = None, axis: int = -1, norm: str = "backward") -> tuple[Any, ...]:
+        ax = normalize_axis(axis, x.ndim, "fft")
+        return (_resize(nd, getattr(nd.fft, adjoint)(g, axis=ax, norm=_OPPOSITE[norm]), ax, x.shape[ax]),)
+
+    return vjp
+
+
+def _vjp_rfft(nd: Any, need: Any, g: Any, y: Any, x: Any, /, *, n: Any = None, axis: int = -1, norm: str = "backward") -> tuple[Any, ...]:
+    ax = normalize_axis(axis, x.ndim, "rfft")
+    return (_rfft_adjoint(nd, g, ax, x.shape[ax] if n is None else n, norm, x.shape[ax]),)
+
+
+def _vjp_irfft(nd: Any, need: Any, g: Any, y: Any, x: Any, /, *, n: Any = None, axis: int = -1, norm: str = "backward") -> tuple[Any, ...]:
+    ax = normalize_axis(axis, x.ndim, "irfft")
+    return (_irfft_adjoint(nd, g, ax, y.shape[ax], norm, x.shape[ax]),)
+
+
+def _vjp_hfft(nd: Any, need: Any, g: Any, y: Any, x: Any, /, *, n: Any = None, axis: int = -1, norm: str = "backward") -> tuple[Any, ...]:
+    ax = normalize_axis(axis, x.ndim, "hfft")  # hfft(x) = irfft(conj(x)) with the opposite norm
+    return (conj(nd, _irfft_adjoint(nd, g, ax, y.shape[ax], _OPPOSITE[norm], x.shape[ax])),)
+
+
+def _vjp_ihfft(nd: Any, need: Any, g: Any, y: Any, x: Any, /, *, n: Any = None, axis: int = -1, norm: str = "backward") -> tuple[Any, ...]:
+    ax = normalize_axis(axis, x.ndim, "ihfft")  # ihfft(x) = conj(rfft(x)) with the opposite norm
+    return (_rfft_adjoint(nd, conj(nd, g), ax, x.shape[ax] if n is None else n, _OPPOSITE[norm], x.shape[ax]),)
+
+
+def _complex_vjp_n(adjoint: str) -> Any:
+    def vjp(nd: Any, need: Any, g: Any, y: Any, x: Any, /, *, s: Any = None, axes: Any = None, norm: str = "backward") -> tuple[Any, ...]:
+        ax = _transform_axes(x, s, axes)
+        out = getattr(nd.fft, adjoint)(g, axes=ax, norm=_OPPOSITE[norm]) if ax else g
+        for a in ax:
+            out = _resize(nd, out, a, x.shape[a])
+        return (out,)
+
+    return vjp
+
+
+def _vjp_rfftn(nd: Any, need: Any, g: Any, y: Any, x: Any, /, *, s: Any = None, axes: Any = None, norm: str = "backward") -> tuple[Any, ...]:
+    ax = _transform_axes(x, s, axes)
+    if not ax:
+        return (nd.real(g),)
+    *rest, last = ax
+    out = nd.fft.ifftn(g, axes=tuple(rest), norm=_OPPOSITE[norm]) if rest else g
+    for a in rest:
+        out = _resize(nd, out, a, x.shape[a])
+    points = x.shape[last] if s is None or tuple(s)[-1] in (None, -1) else tuple(s)[-1]
+    return (_rfft_adjoint(nd, out, last, points, norm, x.shape[last]),)
+
+
+def _vjp_irfftn(nd: Any, need: Any, g: Any, y: Any, x: Any, /, *, s: Any = None, axes: Any = None, norm: str = "backward") -> tuple[Any, ...]:
+    ax = _transform_axes(x, s, axes)
+    if not ax:
+        return (g,)
+    *rest, last = ax
+    out = _irfft_adjoint(nd, g, last, y.shape[last], norm, x.shape[last])
+    if rest:
+        out = nd.fft.fftn(out, axes=tuple(rest), norm=_OPPOSITE[norm])
+    for a in rest:
+        out = _resize(nd, out, a, x.shape[a])
+    return (out,)
+
+
+_VJPS = {
+    "fft": _complex_vjp("ifft"), "ifft": _complex_vjp("fft"), "rfft": _vjp_rfft, "irfft": _vjp_irfft,
+    "hfft": _vjp_hfft, "ihfft": _vjp_ihfft, "fftn": _complex_vjp_n("ifftn"), "ifftn": _complex_vjp_n("fftn"),
+    "rfftn": _vjp_rfftn, "irfftn": _vjp_irfftn,
+}
 
 
 _declare_one("fft", "any", _same, "complex", "One-dimensional discrete Fourier transform along ``axis`` (cropped or zero-padded to ``n`` points).")

@@ -22,7 +22,8 @@ import numpy as np
 
 from .. import _dtypes
 from .._array import NDArray
-from ._spec import Cast, Plan, broadcast_shapes, check_array, declare, normalize_axis, same_device
+from ._spec import Cast, Plan, broadcast_shapes, check_array, declare, normalize_axis, not_differentiable, same_device
+from ._vjp import gather_positions, scatter_flat, scatter_rows
 
 _ARRAY = "NDArray"
 
@@ -148,7 +149,35 @@ def _ref_setitem(x: np.ndarray, key: tuple[Any, ...], value: Any) -> None:
     x[key] = value
 
 
-@declare("getitem", dtypes="any", reference=_ref_getitem, view=True)
+def _is_index_array(item: Any) -> bool:
+    return isinstance(item, list) or (hasattr(item, "shape") and hasattr(item, "dtype") and not isinstance(item, np.generic))
+
+
+def _is_mask(item: Any) -> bool:
+    return not isinstance(item, list) and item.dtype.kind in ("bool", "b")
+
+
+def _vjp_getitem(nd: Any, need: Any, g: Any, y: Any, x: Any, key: Any, /) -> tuple[Any, ...]:
+    """Zeros with ``g`` at the selected elements; elements selected several times (integer
+    arrays) get the sum. Basic keys write ``g`` into zeros (unless the gradient is being
+    recorded: writes cannot be differentiated), other keys scatter-add."""
+    items = key if isinstance(key, tuple) else (key,)
+    arrays = [item for item in items if _is_index_array(item)]
+    if len(items) == 1 and arrays and not _is_mask(arrays[0]) and not isinstance(arrays[0], list) and x.ndim:
+        # x[indices] (an embedding lookup): scatter whole rows
+        index = nd.reshape(nd.asarray(arrays[0], device=x.device), (-1,))
+        rows = scatter_rows(nd, nd.reshape(g, (index.shape[0],) + x.shape[1:]), nd.remainder(index, x.shape[0]), x.shape[0], unique=False)
+        return (rows,)
+    if not arrays and not nd.autograd.is_recording():
+        out = nd.zeros(x.shape, dtype=g.dtype, device=g.device)
+        out[key] = g
+        return (out,)
+    positions = gather_positions(nd, x)[key]
+    unique = all(_is_mask(a) for a in arrays)
+    flat = scatter_flat(nd, nd.reshape(g, (-1,)), nd.reshape(positions, (-1,)), x.size, unique=unique)
+    return (nd.reshape(flat, x.shape),)
+
+@declare("getitem", dtypes="any", reference=_ref_getitem, view=True, vjp=_vjp_getitem)
 def getitem(x: _ARRAY, key: Any, /) -> Plan:
     """``x[key]``: basic indexing returns a view; integer arrays and masks return a copy."""
     x = check_array(x, "getitem")
@@ -184,7 +213,8 @@ def _check_value(x: Any, value: Any, shape: tuple[int, ...]) -> Any:
     return _check_scalar(value, target, "x[...] = value")
 
 
-@declare("setitem", dtypes="any", reference=_ref_setitem, mutates=("x",))
+@declare("setitem", dtypes="any", reference=_ref_setitem, mutates=("x",),
+         vjp=not_differentiable("an in-place write, not recorded (refused inside record() on arrays of the graph)"))
 def setitem(x: _ARRAY, key: Any, value: Any, /) -> Plan:
     """``x[key] = value``: write ``value`` (broadcast to the selection, cast to ``x``'s dtype) into ``x``."""
     x = check_array(x, "setitem")
@@ -200,7 +230,14 @@ def _ref_take(x: np.ndarray, indices: np.ndarray, axis: int | None = None) -> np
     return np.take(x, indices, axis=axis)
 
 
-@declare("take", dtypes="any", reference=_ref_take)
+def _vjp_take(nd: Any, need: Any, g: Any, y: Any, x: Any, indices: Any, /, *, axis: Any = None) -> tuple[Any, ...]:
+    """The taken slices scattered back along ``axis`` (whole slices: O(axis length + k log k))."""
+    ax = 0 if axis is None else normalize_axis(axis, x.ndim, "take")
+    moved = nd.moveaxis(g, ax, 0) if ax else g
+    rows = scatter_rows(nd, moved, nd.remainder(indices, x.shape[ax]), x.shape[ax], unique=False)
+    return (nd.moveaxis(rows, 0, ax) if ax else rows,)
+
+@declare("take", dtypes="any", reference=_ref_take, vjp=_vjp_take)
 def take(x: _ARRAY, indices: _ARRAY, /, *, axis: int | None = None) -> Plan:
     """Elements of ``x`` at the integer ``indices`` (1-D) along ``axis``; negative indices count from the end.
 
@@ -236,7 +273,12 @@ def _ref_take_along_axis(x: np.ndarray, indices: np.ndarray, axis: int = -1) -> 
     return np.take_along_axis(xs, ids, axis=axis)
 
 
-@declare("take_along_axis", dtypes="any", reference=_ref_take_along_axis)
+def _vjp_take_along_axis(nd: Any, need: Any, g: Any, y: Any, x: Any, indices: Any, /, *, axis: int = -1) -> tuple[Any, ...]:
+    positions = nd.take_along_axis(gather_positions(nd, x), indices, axis=axis)
+    flat = scatter_flat(nd, nd.reshape(g, (-1,)), nd.reshape(positions, (-1,)), x.size, unique=False)
+    return (nd.reshape(flat, x.shape),)
+
+@declare("take_along_axis", dtypes="any", reference=_ref_take_along_axis, vjp=_vjp_take_along_axis)
 def take_along_axis(x: _ARRAY, indices: _ARRAY, /, *, axis: int = -1) -> Plan:
     """Pick elements of ``x`` along ``axis`` by the integer ``indices`` (as returned by ``argsort``).
 

@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 
 from .. import _dtypes
-from ._spec import Cast, Plan, broadcast_shapes, check_array, check_dtype_category, declare, normalize_axis, same_device
+from ._spec import Cast, Plan, broadcast_shapes, check_array, check_dtype_category, constant, declare, normalize_axis, same_device
+from ._vjp import conj, csr_rows, matrix_t
 
 _ARRAY = "NDArray"
 
@@ -35,7 +36,41 @@ def _ref_matmul(x1: np.ndarray, x2: np.ndarray) -> np.ndarray:
     return np.asarray(np.matmul(x1, x2))
 
 
-@declare("matmul", dtypes="numeric", reference=_ref_matmul, operators=("__matmul__",))
+def _vjp_matmul(nd: Any, need: Any, g: Any, y: Any, x1: Any, x2: Any, /) -> tuple[Any, ...]:
+    """``g @ x2^H`` and ``x1^H @ g`` on the operands as matrices (1-D ones get their unit axis).
+
+    A csr ``x1`` keeps its layout: ``x1^T @ g`` is a native csr product; when only its
+    stored elements' gradient is wanted (``need[0] == "stored"``: a csr leaf, whose
+    sparsity pattern is fixed) that is a sampled product, never dense.
+    """
+    a = x1 if x1.ndim > 1 else nd.reshape(x1, (1, -1))
+    b = x2 if x2.ndim > 1 else nd.reshape(x2, (-1, 1))
+    batch = broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    gm = nd.reshape(g, batch + (a.shape[-2], b.shape[-1]))
+    g1 = g2 = None
+    if need[0]:
+        if need[0] == "stored" and gm.ndim == 2:  # a csr leaf: its stored elements only
+            g1 = _sampled_product(nd, gm, b, x1)
+        else:
+            g1 = gm @ matrix_t(nd, b)
+            if x1.ndim == 1:
+                g1 = g1[..., 0, :]
+    if need[1]:
+        g2 = matrix_t(nd, a) @ gm
+        if x2.ndim == 1:
+            g2 = g2[..., 0]
+    return g1, g2
+
+
+def _sampled_product(nd: Any, g: Any, b: Any, like: Any) -> Any:
+    """``g @ b^H`` at the stored elements of the csr array ``like`` only, as csr."""
+    parts = nd.sparse.components(like)
+    cols = nd.astype(parts["indices"], nd.int64)
+    rows = nd.take(g, csr_rows(nd, parts), axis=0)
+    data = nd.sum(rows * conj(nd, nd.take(b, cols, axis=0)), axis=-1)
+    return nd.sparse.csr_array((data, parts["indices"], parts["indptr"]), shape=like.shape, device=like.device)
+
+@declare("matmul", dtypes="numeric", reference=_ref_matmul, operators=("__matmul__",), vjp=_vjp_matmul)
 def matmul(x1: _ARRAY, x2: _ARRAY, /) -> Plan:
     """Matrix product ``x1 @ x2``, broadcasting over leading (batch) dimensions.
 
@@ -63,7 +98,29 @@ def _ref_tensordot(x1: np.ndarray, x2: np.ndarray, axes: Any = 2) -> np.ndarray:
     return np.asarray(np.tensordot(x1, x2, axes=axes))
 
 
-@declare("tensordot", dtypes="numeric", reference=_ref_tensordot)
+def _tensordot_axes(x1: Any, x2: Any, axes: Any) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    if isinstance(axes, int):
+        return tuple(range(x1.ndim - axes, x1.ndim)), tuple(range(axes))
+    first, second = axes
+    return tuple(normalize_axis(a, x1.ndim, "tensordot") for a in first), tuple(normalize_axis(a, x2.ndim, "tensordot") for a in second)
+
+
+def _vjp_tensordot(nd: Any, need: Any, g: Any, y: Any, x1: Any, x2: Any, /, *, axes: Any = 2) -> tuple[Any, ...]:
+    a1, a2 = _tensordot_axes(x1, x2, axes)
+    free1 = [i for i in range(x1.ndim) if i not in a1]
+    free2 = [j for j in range(x2.ndim) if j not in a2]
+    g1 = g2 = None
+    if need[0]:  # contract g's x2 part with x2's free axes: x1's free axes, then x2's contracted axes in x2's order
+        got = nd.tensordot(g, conj(nd, x2), axes=(tuple(range(len(free1), g.ndim)), tuple(free2)))
+        where = free1 + [a1[a2.index(j)] for j in sorted(a2)]
+        g1 = nd.permute_dims(got, tuple(where.index(i) for i in range(x1.ndim)))
+    if need[1]:
+        got = nd.tensordot(conj(nd, x1), g, axes=(tuple(free1), tuple(range(len(free1)))))
+        where = [a2[a1.index(i)] for i in sorted(a1)] + free2
+        g2 = nd.permute_dims(got, tuple(where.index(j) for j in range(x2.ndim)))
+    return g1, g2
+
+@declare("tensordot", dtypes="numeric", reference=_ref_tensordot, vjp=_vjp_tensordot)
 def tensordot(x1: _ARRAY, x2: _ARRAY, /, *, axes: int | tuple[tuple[int, ...], tuple[int, ...]] = 2) -> Plan:
     """Sum of products over the last ``axes`` axes of ``x1`` and the first of ``x2`` (or over explicit axis lists)."""
     device, dtype, args = _promote_pair("tensordot", x1, x2, "numeric")
@@ -92,7 +149,12 @@ def _ref_vecdot(x1: np.ndarray, x2: np.ndarray, axis: int = -1) -> np.ndarray:
     return np.asarray(np.vecdot(x1, x2, axis=axis))
 
 
-@declare("vecdot", dtypes="numeric", reference=_ref_vecdot)
+def _vjp_vecdot(nd: Any, need: Any, g: Any, y: Any, x1: Any, x2: Any, /, *, axis: int = -1) -> tuple[Any, ...]:
+    ndim = max(x1.ndim, x2.ndim)
+    ge = nd.expand_dims(g, axis=normalize_axis(axis, ndim, "vecdot") - ndim)
+    return (conj(nd, ge) * x2 if need[0] else None), (ge * x1 if need[1] else None)
+
+@declare("vecdot", dtypes="numeric", reference=_ref_vecdot, vjp=_vjp_vecdot)
 def vecdot(x1: _ARRAY, x2: _ARRAY, /, *, axis: int = -1) -> Plan:
     """Dot product of vectors along ``axis`` (``x1`` is conjugated), broadcasting the other axes."""
     device, dtype, args = _promote_pair("vecdot", x1, x2, "numeric")
@@ -113,7 +175,10 @@ def _ref_where(condition: np.ndarray, x1: Any, x2: Any) -> np.ndarray:
     return np.asarray(np.where(condition, x1, x2))
 
 
-@declare("where", dtypes="any", reference=_ref_where)
+def _vjp_where(nd: Any, need: Any, g: Any, y: Any, condition: Any, x1: Any, x2: Any, /) -> tuple[Any, ...]:
+    return None, (nd.where(condition, g, 0) if need[1] else None), (nd.where(condition, 0, g) if need[2] else None)
+
+@declare("where", dtypes="any", reference=_ref_where, vjp=_vjp_where)
 def where(condition: _ARRAY, x1: _ARRAY | bool | int | float | complex, x2: _ARRAY | bool | int | float | complex, /) -> Plan:
     """Elements of ``x1`` where ``condition`` is true and of ``x2`` elsewhere (all three broadcast).
 
@@ -172,14 +237,19 @@ def _ref_sort(x: np.ndarray, axis: int = -1, descending: bool = False, stable: b
     return np.flip(out, axis=axis).copy() if descending else out
 
 
-@declare("sort", dtypes="real numeric", reference=_ref_sort)
+def _vjp_sort(nd: Any, need: Any, g: Any, y: Any, x: Any, /, *, axis: int = -1, descending: bool = False, stable: bool = True) -> tuple[Any, ...]:
+    """Each element gets the gradient of the place it was sorted to (argsort's permutation, inverted)."""
+    order = nd.argsort(x, axis=axis, descending=descending, stable=stable)
+    return (nd.take_along_axis(g, nd.argsort(order, axis=axis), axis=axis),)
+
+@declare("sort", dtypes="real numeric", reference=_ref_sort, vjp=_vjp_sort)
 def sort(x: _ARRAY, /, *, axis: int = -1, descending: bool = False, stable: bool = True) -> Plan:
     """A sorted copy of ``x`` along ``axis`` (NaNs last in ascending order)."""
     x, ax = _sort_args("sort", x, axis, descending, stable)
     return Plan.of(x, out_shape=x.shape, args=(x,), kwargs={"axis": ax, "descending": descending, "stable": stable})
 
 
-@declare("argsort", dtypes="real numeric", reference=_ref_argsort)
+@declare("argsort", dtypes="real numeric", reference=_ref_argsort, vjp=constant("integer result (indices)"))
 def argsort(x: _ARRAY, /, *, axis: int = -1, descending: bool = False, stable: bool = True) -> Plan:
     """Indices (int64) that sort ``x`` along ``axis``; equal elements keep their order."""
     x, ax = _sort_args("argsort", x, axis, descending, stable)
@@ -196,7 +266,16 @@ def _ref_clip(x: np.ndarray, min: Any = None, max: Any = None) -> np.ndarray:  #
     return out.copy() if out is x else out
 
 
-@declare("clip", dtypes="real numeric", reference=_ref_clip)
+def _vjp_clip(nd: Any, need: Any, g: Any, y: Any, x: Any, /, min: Any = None, max: Any = None) -> tuple[Any, ...]:  # noqa: A002
+    """As ``minimum(maximum(x, min), max)``, where ties go to ``x`` (PyTorch's choice)."""
+    raised = x if min is None else nd.maximum(x, min)
+    kept = g if max is None else nd.where(raised <= max, g, 0)
+    gx = kept if min is None else nd.where(x >= min, kept, 0)
+    gmin = nd.where(x < min, kept, 0) if need[1] and min is not None else None
+    gmax = nd.where(raised > max, g, 0) if need[2] and max is not None else None
+    return gx, gmin, gmax
+
+@declare("clip", dtypes="real numeric", reference=_ref_clip, vjp=_vjp_clip)
 def clip(x: _ARRAY, /, min: _ARRAY | int | float | None = None, max: _ARRAY | int | float | None = None) -> Plan:  # noqa: A002
     """Limit the values of ``x`` to ``[min, max]`` element-wise; the result has ``x``'s dtype.
 

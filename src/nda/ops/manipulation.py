@@ -17,6 +17,7 @@ from .. import _dtypes
 from ._spec import (
     Cast, Plan, broadcast_shapes, check_array, check_shape, declare, int_arg, normalize_axes, normalize_axis, prod, same_device,
 )
+from ._vjp import gather_positions, scatter_flat
 
 _ARRAY = "NDArray"
 
@@ -34,7 +35,10 @@ def _ref_reshape(x: np.ndarray, shape: tuple[int, ...], copy: bool | None = None
     return np.reshape(x, shape)
 
 
-@declare("reshape", dtypes="any", reference=_ref_reshape, view=True, method="reshape")
+def _vjp_reshape(nd: Any, need: Any, g: Any, y: Any, x: Any, /, shape: Any, *, copy: Any = None) -> tuple[Any, ...]:
+    return (nd.reshape(g, x.shape),)
+
+@declare("reshape", dtypes="any", reference=_ref_reshape, view=True, method="reshape", vjp=_vjp_reshape)
 def reshape(x: _ARRAY, /, shape: tuple[int, ...], *, copy: bool | None = None) -> Plan:
     """Give ``x`` a new ``shape`` with the same number of elements; one dimension may be -1.
 
@@ -68,7 +72,11 @@ def _ref_permute_dims(x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
     return np.transpose(x, axes)
 
 
-@declare("permute_dims", dtypes="any", reference=_ref_permute_dims, view=True)
+def _vjp_permute_dims(nd: Any, need: Any, g: Any, y: Any, x: Any, /, axes: Any) -> tuple[Any, ...]:
+    order = [normalize_axis(a, x.ndim, "permute_dims") for a in axes]
+    return (nd.permute_dims(g, tuple(sorted(range(x.ndim), key=lambda i: order[i]))),)
+
+@declare("permute_dims", dtypes="any", reference=_ref_permute_dims, view=True, vjp=_vjp_permute_dims)
 def permute_dims(x: _ARRAY, /, axes: tuple[int, ...]) -> Plan:
     """Permute the axes of ``x``: output axis ``i`` is input axis ``axes[i]`` (a view)."""
     x = check_array(x, "permute_dims")
@@ -97,7 +105,20 @@ def _ref_concat(arrays: list[np.ndarray], axis: int | None = 0) -> np.ndarray:
     return np.concatenate(arrays, axis=axis)
 
 
-@declare("concat", dtypes="any", reference=_ref_concat)
+def _vjp_concat(nd: Any, need: Any, g: Any, y: Any, arrays: Any, /, *, axis: Any = 0) -> tuple[Any, ...]:
+    pieces, start = [], 0
+    if axis is None:
+        for a in arrays:
+            pieces.append(nd.reshape(g[start:start + a.size], a.shape))
+            start += a.size
+        return (pieces,)
+    ax = normalize_axis(axis, arrays[0].ndim, "concat")
+    for a in arrays:
+        pieces.append(g[(slice(None),) * ax + (slice(start, start + a.shape[ax]),)])
+        start += a.shape[ax]
+    return (pieces,)
+
+@declare("concat", dtypes="any", reference=_ref_concat, vjp=_vjp_concat)
 def concat(arrays: tuple[_ARRAY, ...] | list[_ARRAY], /, *, axis: int | None = 0) -> Plan:
     """Join arrays along an existing ``axis`` (``axis=None`` flattens them first); dtypes are promoted."""
     arrays = _check_arrays(arrays, "concat")
@@ -122,7 +143,11 @@ def _ref_stack(arrays: list[np.ndarray], axis: int = 0) -> np.ndarray:
     return np.stack(arrays, axis=axis)
 
 
-@declare("stack", dtypes="any", reference=_ref_stack)
+def _vjp_stack(nd: Any, need: Any, g: Any, y: Any, arrays: Any, /, *, axis: int = 0) -> tuple[Any, ...]:
+    ax = normalize_axis(axis, arrays[0].ndim + 1, "stack")
+    return ([g[(slice(None),) * ax + (i,)] for i in range(len(arrays))],)
+
+@declare("stack", dtypes="any", reference=_ref_stack, vjp=_vjp_stack)
 def stack(arrays: tuple[_ARRAY, ...] | list[_ARRAY], /, *, axis: int = 0) -> Plan:
     """Join arrays of one shape along a new ``axis``; dtypes are promoted."""
     arrays = _check_arrays(arrays, "stack")
@@ -141,7 +166,11 @@ def _ref_expand_dims(x: np.ndarray, axis: int = 0) -> np.ndarray:
     return np.expand_dims(x, axis)
 
 
-@declare("expand_dims", dtypes="any", reference=_ref_expand_dims, view=True)
+def _vjp_same_elements(nd: Any, need: Any, g: Any, y: Any, x: Any, /, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+    """expand_dims, squeeze: the same elements in the same order."""
+    return (nd.reshape(g, x.shape),)
+
+@declare("expand_dims", dtypes="any", reference=_ref_expand_dims, view=True, vjp=_vjp_same_elements)
 def expand_dims(x: _ARRAY, /, axis: int | tuple[int, ...] = 0) -> Plan:
     """Insert dimensions of size one at ``axis`` (an int or a tuple of ints; ``-1`` appends; a view).
 
@@ -163,7 +192,7 @@ def _ref_squeeze(x: np.ndarray, axis: tuple[int, ...]) -> np.ndarray:
     return np.squeeze(x, axis=axis)
 
 
-@declare("squeeze", dtypes="any", reference=_ref_squeeze, view=True)
+@declare("squeeze", dtypes="any", reference=_ref_squeeze, view=True, vjp=_vjp_same_elements)
 def squeeze(x: _ARRAY, /, axis: int | tuple[int, ...]) -> Plan:
     """Remove the size-one dimensions named by ``axis`` (a view)."""
     x = check_array(x, "squeeze")
@@ -179,7 +208,10 @@ def _ref_flip(x: np.ndarray, axis: tuple[int, ...] | None = None) -> np.ndarray:
     return np.flip(x, axis=axis)
 
 
-@declare("flip", dtypes="any", reference=_ref_flip, view=True)
+def _vjp_flip(nd: Any, need: Any, g: Any, y: Any, x: Any, /, *, axis: Any = None) -> tuple[Any, ...]:
+    return (nd.flip(g, axis=axis),)
+
+@declare("flip", dtypes="any", reference=_ref_flip, view=True, vjp=_vjp_flip)
 def flip(x: _ARRAY, /, *, axis: int | tuple[int, ...] | None = None) -> Plan:
     """Reverse the order of elements along ``axis`` (all axes by default; a view)."""
     x = check_array(x, "flip")
@@ -191,7 +223,11 @@ def _ref_roll(x: np.ndarray, shift: int | tuple[int, ...], axis: int | tuple[int
     return np.roll(x, shift, axis=axis)
 
 
-@declare("roll", dtypes="any", reference=_ref_roll)
+def _vjp_roll(nd: Any, need: Any, g: Any, y: Any, x: Any, /, shift: Any, *, axis: Any = None) -> tuple[Any, ...]:
+    back = tuple(-operator.index(s) for s in shift) if isinstance(shift, tuple) else -operator.index(shift)
+    return (nd.roll(g, back, axis=axis),)
+
+@declare("roll", dtypes="any", reference=_ref_roll, vjp=_vjp_roll)
 def roll(x: _ARRAY, /, shift: int | tuple[int, ...], *, axis: int | tuple[int, ...] | None = None) -> Plan:
     """Shift elements along ``axis`` cyclically (over the flattened array when ``axis`` is None)."""
     x = check_array(x, "roll")
@@ -218,7 +254,10 @@ def _ref_broadcast_to(x: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     return np.broadcast_to(x, shape)
 
 
-@declare("broadcast_to", dtypes="any", reference=_ref_broadcast_to, view=True)
+def _vjp_broadcast_to(nd: Any, need: Any, g: Any, y: Any, x: Any, /, shape: Any) -> tuple[Any, ...]:
+    return (g,)  # autograd sums the gradient over the broadcast axes
+
+@declare("broadcast_to", dtypes="any", reference=_ref_broadcast_to, view=True, vjp=_vjp_broadcast_to)
 def broadcast_to(x: _ARRAY, /, shape: tuple[int, ...]) -> Plan:
     """Broadcast ``x`` to ``shape`` (a read-only view)."""
     x = check_array(x, "broadcast_to")
@@ -232,7 +271,15 @@ def _ref_tile(x: np.ndarray, repetitions: tuple[int, ...]) -> np.ndarray:
     return np.tile(x, repetitions)
 
 
-@declare("tile", dtypes="any", reference=_ref_tile)
+def _vjp_tile(nd: Any, need: Any, g: Any, y: Any, x: Any, repetitions: Any, /) -> tuple[Any, ...]:
+    """Repetitions are the outer index of each output axis: split each axis in two, sum the outer."""
+    n = max(len(repetitions), x.ndim)
+    sides = (1,) * (n - x.ndim) + x.shape
+    reps = (1,) * (n - len(repetitions)) + tuple(repetitions)
+    split = nd.reshape(g, tuple(v for pair in zip(reps, sides) for v in pair))
+    return (nd.reshape(nd.sum(split, axis=tuple(range(0, 2 * n, 2))), x.shape),)
+
+@declare("tile", dtypes="any", reference=_ref_tile, vjp=_vjp_tile)
 def tile(x: _ARRAY, repetitions: tuple[int, ...], /) -> Plan:
     """``x`` repeated ``repetitions[i]`` times along axis ``i``.
 
@@ -254,7 +301,13 @@ def _ref_repeat(x: np.ndarray, repeats: Any, axis: int | None = None) -> np.ndar
     return np.repeat(x, repeats, axis=axis)
 
 
-@declare("repeat", dtypes="any", reference=_ref_repeat)
+def _vjp_repeat(nd: Any, need: Any, g: Any, y: Any, x: Any, repeats: Any, /, *, axis: Any = None) -> tuple[Any, ...]:
+    """Each element's gradient is the sum over its copies (the copies' positions, scattered back)."""
+    positions = nd.repeat(gather_positions(nd, x), repeats, axis=axis)
+    flat = scatter_flat(nd, nd.reshape(g, (-1,)), nd.reshape(positions, (-1,)), x.size, unique=False)
+    return (nd.reshape(flat, x.shape),)
+
+@declare("repeat", dtypes="any", reference=_ref_repeat, vjp=_vjp_repeat)
 def repeat(x: _ARRAY, repeats: int | _ARRAY, /, *, axis: int | None = None) -> Plan:
     """Repeat each element of ``x`` along ``axis`` (of the flattened array when ``axis`` is None).
 
@@ -319,13 +372,20 @@ def _ref_triu(x: np.ndarray, k: int = 0) -> np.ndarray:
     return np.triu(x, k=k)
 
 
-@declare("tril", dtypes="any", reference=_ref_tril)
+def _vjp_tril(nd: Any, need: Any, g: Any, y: Any, x: Any, /, *, k: int = 0) -> tuple[Any, ...]:
+    return (nd.tril(g, k=k),)
+
+
+def _vjp_triu(nd: Any, need: Any, g: Any, y: Any, x: Any, /, *, k: int = 0) -> tuple[Any, ...]:
+    return (nd.triu(g, k=k),)
+
+@declare("tril", dtypes="any", reference=_ref_tril, vjp=_vjp_tril)
 def tril(x: _ARRAY, /, *, k: int = 0) -> Plan:
     """The lower triangle of each matrix in ``x`` (elements above diagonal ``k`` set to zero)."""
     return _triangle("tril", x, k)
 
 
-@declare("triu", dtypes="any", reference=_ref_triu)
+@declare("triu", dtypes="any", reference=_ref_triu, vjp=_vjp_triu)
 def triu(x: _ARRAY, /, *, k: int = 0) -> Plan:
     """The upper triangle of each matrix in ``x`` (elements below diagonal ``k`` set to zero)."""
     return _triangle("triu", x, k)

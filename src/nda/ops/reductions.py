@@ -15,7 +15,8 @@ import numpy as np
 
 from .. import _dtypes
 from .._dtypes import DType
-from ._spec import Cast, Plan, check_array, check_dtype_category, declare, dtype_arg, normalize_axes, normalize_axis
+from ._spec import Cast, Plan, check_array, check_dtype_category, constant, declare, dtype_arg, normalize_axes, normalize_axis
+from ._vjp import conj, expand_reduced
 from .elementwise import key_dtype_for
 
 _ARRAY = "NDArray"
@@ -74,7 +75,27 @@ def _ref_prod(x: np.ndarray, axis: Any = None, keepdims: bool = False, dtype: DT
     return np.asarray(np.prod(x, axis=axis, keepdims=keepdims, dtype=None if dtype is None else dtype.numpy))
 
 
-@declare("sum", dtypes="any", reference=_ref_sum, method="sum")
+def _vjp_sum(nd: Any, need: Any, g: Any, y: Any, x: Any, /, *, axis: Any = None, dtype: Any = None, keepdims: bool = False) -> tuple[Any, ...]:
+    return (expand_reduced(nd, g, x.shape, normalize_axes(axis, x.ndim, "sum"), keepdims),)
+
+
+def _vjp_prod(nd: Any, need: Any, g: Any, y: Any, x: Any, /, *, axis: Any = None, dtype: Any = None, keepdims: bool = False) -> tuple[Any, ...]:
+    """Each element's gradient is the product of the others, from running products on both
+    sides (no division, so zeros are handled exactly)."""
+    axes = normalize_axes(axis, x.ndim, "prod")
+    rest = tuple(i for i in range(x.ndim) if i not in axes)
+    order = rest + axes
+    moved = nd.permute_dims(x, order)
+    lead = moved.shape[:len(rest)]
+    flat = nd.reshape(moved, lead + (-1,))
+    left = nd.cumulative_prod(flat, axis=-1, include_initial=True)[..., :-1]
+    right = nd.flip(nd.cumulative_prod(nd.flip(flat, axis=-1), axis=-1, include_initial=True)[..., :-1], axis=-1)
+    grad = nd.reshape(g, lead + (1,)) * conj(nd, left * right)
+    inverse = tuple(sorted(range(x.ndim), key=lambda i: order[i]))
+    return (nd.permute_dims(nd.reshape(grad, moved.shape), inverse),)
+
+
+@declare("sum", dtypes="any", reference=_ref_sum, method="sum", vjp=_vjp_sum)
 def sum(x: _ARRAY, /, *, axis: int | tuple[int, ...] | None = None, dtype: DType | None = None, keepdims: bool = False) -> Plan:  # noqa: A001
     """Sum of elements over ``axis`` (all axes by default).
 
@@ -84,7 +105,7 @@ def sum(x: _ARRAY, /, *, axis: int | tuple[int, ...] | None = None, dtype: DType
     return _plan_accumulating("sum", x, axis, dtype, keepdims)
 
 
-@declare("prod", dtypes="any", reference=_ref_prod, method="prod")
+@declare("prod", dtypes="any", reference=_ref_prod, method="prod", vjp=_vjp_prod)
 def prod(x: _ARRAY, /, *, axis: int | tuple[int, ...] | None = None, dtype: DType | None = None, keepdims: bool = False) -> Plan:
     """Product of elements over ``axis``; accumulation dtype as for :func:`sum`."""
     return _plan_accumulating("prod", x, axis, dtype, keepdims)
@@ -114,7 +135,32 @@ def _ref_var(x: np.ndarray, axis: Any = None, keepdims: bool = False, correction
     return np.asarray(np.var(x, axis=axis, keepdims=keepdims, ddof=correction))
 
 
-@declare("mean", dtypes="floating", reference=_ref_mean, method="mean")
+def _count(shape: tuple[int, ...], axes: tuple[int, ...]) -> int:
+    n = 1
+    for a in axes:
+        n *= shape[a]
+    return n
+
+
+def _vjp_mean(nd: Any, need: Any, g: Any, y: Any, x: Any, /, *, axis: Any = None, keepdims: bool = False) -> tuple[Any, ...]:
+    axes = normalize_axes(axis, x.ndim, "mean")
+    return (expand_reduced(nd, g / builtins.max(_count(x.shape, axes), 1), x.shape, axes, keepdims),)
+
+
+def _vjp_var(nd: Any, need: Any, g: Any, y: Any, x: Any, /, *, axis: Any = None, correction: Any = 0.0, keepdims: bool = False) -> tuple[Any, ...]:
+    axes = normalize_axes(axis, x.ndim, "var")
+    centred = x - nd.mean(x, axis=axes, keepdims=True)
+    return (expand_reduced(nd, g * (2.0 / (_count(x.shape, axes) - correction)), x.shape, axes, keepdims) * centred,)
+
+
+def _vjp_std(nd: Any, need: Any, g: Any, y: Any, x: Any, /, *, axis: Any = None, correction: Any = 0.0, keepdims: bool = False) -> tuple[Any, ...]:
+    axes = normalize_axes(axis, x.ndim, "std")
+    centred = x - nd.mean(x, axis=axes, keepdims=True)
+    scale = g / (y * (_count(x.shape, axes) - correction))
+    return (expand_reduced(nd, scale, x.shape, axes, keepdims) * centred,)
+
+
+@declare("mean", dtypes="floating", reference=_ref_mean, method="mean", vjp=_vjp_mean)
 def mean(x: _ARRAY, /, *, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Plan:
     """Arithmetic mean over ``axis``; integer input computes in float64. Empty input gives NaN."""
     return _plan_float_reduction("mean", x, axis, keepdims, "floating", {})
@@ -128,13 +174,13 @@ def _check_correction(correction: Any, op: str) -> float:
     return correction
 
 
-@declare("std", dtypes="real floating", reference=_ref_std, method="std")
+@declare("std", dtypes="real floating", reference=_ref_std, method="std", vjp=_vjp_std)
 def std(x: _ARRAY, /, *, axis: int | tuple[int, ...] | None = None, correction: int | float = 0.0, keepdims: bool = False) -> Plan:
     """Standard deviation over ``axis`` with ``correction`` degrees of freedom removed (1 for the sample std)."""
     return _plan_float_reduction("std", x, axis, keepdims, "real floating", {"correction": _check_correction(correction, "std")})
 
 
-@declare("var", dtypes="real floating", reference=_ref_var, method="var")
+@declare("var", dtypes="real floating", reference=_ref_var, method="var", vjp=_vjp_var)
 def var(x: _ARRAY, /, *, axis: int | tuple[int, ...] | None = None, correction: int | float = 0.0, keepdims: bool = False) -> Plan:
     """Variance over ``axis`` with ``correction`` degrees of freedom removed (1 for the sample variance)."""
     return _plan_float_reduction("var", x, axis, keepdims, "real floating", {"correction": _check_correction(correction, "var")})
@@ -159,13 +205,29 @@ def _ref_max(x: np.ndarray, axis: Any = None, keepdims: bool = False) -> np.ndar
     return np.asarray(np.max(x, axis=axis, keepdims=keepdims))
 
 
-@declare("min", dtypes="real numeric", reference=_ref_min, method="min")
+def _vjp_extremum(name: str) -> Any:
+    """min/max: the gradient goes to the elements equal to the result, shared evenly between ties."""
+
+    def vjp(nd: Any, need: Any, g: Any, y: Any, x: Any, /, *, axis: Any = None, keepdims: bool = False) -> tuple[Any, ...]:
+        axes = normalize_axes(axis, x.ndim, name)
+        hit = nd.astype(x == expand_reduced(nd, y, x.shape, axes, keepdims), g.dtype)
+        share = hit / nd.sum(hit, axis=axes, keepdims=True)
+        return (expand_reduced(nd, g, x.shape, axes, keepdims) * share,)
+
+    return vjp
+
+
+_ARG_RESULT = constant("integer result (an index)")
+_BOOL_RESULT = constant("bool result")
+
+
+@declare("min", dtypes="real numeric", reference=_ref_min, method="min", vjp=_vjp_extremum("min"))
 def min(x: _ARRAY, /, *, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Plan:  # noqa: A001
     """Minimum over ``axis`` (NaN propagates). Empty input raises ValueError."""
     return _plan_extremum("min", x, axis, keepdims, None)
 
 
-@declare("max", dtypes="real numeric", reference=_ref_max, method="max")
+@declare("max", dtypes="real numeric", reference=_ref_max, method="max", vjp=_vjp_extremum("max"))
 def max(x: _ARRAY, /, *, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Plan:  # noqa: A001
     """Maximum over ``axis`` (NaN propagates). Empty input raises ValueError."""
     return _plan_extremum("max", x, axis, keepdims, None)
@@ -188,13 +250,13 @@ def _ref_argmax(x: np.ndarray, axis: int | None = None, keepdims: bool = False) 
     return np.asarray(np.argmax(x, axis=axis, keepdims=keepdims), dtype=np.int64)
 
 
-@declare("argmin", dtypes="real numeric", reference=_ref_argmin, method="argmin")
+@declare("argmin", dtypes="real numeric", reference=_ref_argmin, method="argmin", vjp=_ARG_RESULT)
 def argmin(x: _ARRAY, /, *, axis: int | None = None, keepdims: bool = False) -> Plan:
     """Index (int64) of the first minimum along ``axis``, or in the flattened array when ``axis`` is None."""
     return _plan_arg("argmin", x, axis, keepdims)
 
 
-@declare("argmax", dtypes="real numeric", reference=_ref_argmax, method="argmax")
+@declare("argmax", dtypes="real numeric", reference=_ref_argmax, method="argmax", vjp=_ARG_RESULT)
 def argmax(x: _ARRAY, /, *, axis: int | None = None, keepdims: bool = False) -> Plan:
     """Index (int64) of the first maximum along ``axis``, or in the flattened array when ``axis`` is None."""
     return _plan_arg("argmax", x, axis, keepdims)
@@ -216,13 +278,13 @@ def _ref_any(x: np.ndarray, axis: Any = None, keepdims: bool = False) -> np.ndar
     return np.asarray(np.any(x, axis=axis, keepdims=keepdims))
 
 
-@declare("all", dtypes="any", reference=_ref_all, method="all")
+@declare("all", dtypes="any", reference=_ref_all, method="all", vjp=_BOOL_RESULT)
 def all(x: _ARRAY, /, *, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Plan:  # noqa: A001
     """Whether every element along ``axis`` is true (non-zero); True for empty input."""
     return _plan_logical("all", x, axis, keepdims)
 
 
-@declare("any", dtypes="any", reference=_ref_any, method="any")
+@declare("any", dtypes="any", reference=_ref_any, method="any", vjp=_BOOL_RESULT)
 def any(x: _ARRAY, /, *, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Plan:  # noqa: A001
     """Whether some element along ``axis`` is true (non-zero); False for empty input."""
     return _plan_logical("any", x, axis, keepdims)
@@ -261,7 +323,39 @@ def _plan_cumulative(op: str, x: Any, axis: Any, dtype: Any, include_initial: An
                    kwargs={"axis": axis, "dtype": out_dtype, "include_initial": include_initial})
 
 
-@declare("cumulative_sum", dtypes="any", reference=_cumulative(np.cumsum, 0))
+def _scan_axis(x: Any, axis: Any) -> int:
+    return 0 if axis is None else normalize_axis(axis, x.ndim, "cumulative_sum")
+
+
+def _reverse_cumsum(nd: Any, a: Any, axis: int) -> Any:
+    return nd.flip(nd.cumulative_sum(nd.flip(a, axis=axis), axis=axis), axis=axis)
+
+
+def _drop_initial(a: Any, axis: int) -> Any:
+    return a[(slice(None),) * axis + (slice(1, None),)]
+
+
+def _vjp_cumulative_sum(nd: Any, need: Any, g: Any, y: Any, x: Any, /, *, axis: Any = None, dtype: Any = None, include_initial: bool = False) -> tuple[Any, ...]:
+    ax = _scan_axis(x, axis)
+    return (_reverse_cumsum(nd, _drop_initial(g, ax) if include_initial else g, ax),)
+
+
+def _vjp_cumulative_prod(nd: Any, need: Any, g: Any, y: Any, x: Any, /, *, axis: Any = None, dtype: Any = None, include_initial: bool = False) -> tuple[Any, ...]:
+    """Zero-safe: before the first zero of a slice, ``sum_{i>=j} g_i y_i / x_j``; at the first
+    zero, the same sum with that zero replaced by one; after it, zero."""
+    ax = _scan_axis(x, axis)
+    if include_initial:
+        g, y = _drop_initial(g, ax), _drop_initial(y, ax)
+    zero = x == 0
+    zeros_so_far = nd.cumulative_sum(zero, axis=ax)
+    before = zeros_so_far == 0
+    first = zero & (zeros_so_far == 1)
+    ahead = _reverse_cumsum(nd, g * conj(nd, y), ax) / conj(nd, nd.where(before, x, 1))
+    at_zero = _reverse_cumsum(nd, g * conj(nd, nd.cumulative_prod(nd.where(first, 1, x), axis=ax)), ax)
+    return (nd.where(before, ahead, nd.where(first, at_zero, 0)),)
+
+
+@declare("cumulative_sum", dtypes="any", reference=_cumulative(np.cumsum, 0), vjp=_vjp_cumulative_sum)
 def cumulative_sum(x: _ARRAY, /, *, axis: int | None = None, dtype: DType | None = None, include_initial: bool = False) -> Plan:
     """Running sum along ``axis`` (required when ``x`` has more than one dimension).
 
@@ -271,7 +365,7 @@ def cumulative_sum(x: _ARRAY, /, *, axis: int | None = None, dtype: DType | None
     return _plan_cumulative("cumulative_sum", x, axis, dtype, include_initial)
 
 
-@declare("cumulative_prod", dtypes="any", reference=_cumulative(np.cumprod, 1))
+@declare("cumulative_prod", dtypes="any", reference=_cumulative(np.cumprod, 1), vjp=_vjp_cumulative_prod)
 def cumulative_prod(x: _ARRAY, /, *, axis: int | None = None, dtype: DType | None = None, include_initial: bool = False) -> Plan:
     """Running product along ``axis`` (required when ``x`` has more than one dimension).
 

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from .. import _dtypes
-from ._spec import Cast, Plan, check_array, check_dtype_category, declare, normalize_axes, same_device
+from ._spec import Cast, Plan, check_array, check_dtype_category, constant, declare, normalize_axes, not_differentiable, same_device
 
 _ARRAY = "NDArray"
 
@@ -25,7 +25,7 @@ def _ref_nonzero(x: np.ndarray) -> tuple[np.ndarray, ...]:
     return tuple(i.astype(np.int64, copy=False) for i in np.nonzero(x))
 
 
-@declare("nonzero", dtypes="any", reference=_ref_nonzero, outputs=("*",), data_dependent=True)
+@declare("nonzero", dtypes="any", reference=_ref_nonzero, outputs=("*",), data_dependent=True, vjp=constant("integer result (indices)"))
 def nonzero(x: _ARRAY, /) -> Plan:
     """Indices of the non-zero (true) elements: one int64 array per axis of ``x``, in row-major order.
 
@@ -43,7 +43,7 @@ def _ref_count_nonzero(x: np.ndarray, axis: tuple[int, ...] | None = None, keepd
     return np.asarray(np.count_nonzero(x, axis=axis, keepdims=keepdims), dtype=np.int64)
 
 
-@declare("count_nonzero", dtypes="any", reference=_ref_count_nonzero)
+@declare("count_nonzero", dtypes="any", reference=_ref_count_nonzero, vjp=constant("integer result"))
 def count_nonzero(x: _ARRAY, /, *, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Plan:
     """How many elements of ``x`` are non-zero (true) along ``axis`` (all axes by default); int64."""
     from .reductions import _check_keepdims, _reduced_shape
@@ -61,7 +61,7 @@ def _ref_searchsorted(x1: np.ndarray, x2: Any, sorter: np.ndarray | None = None,
     return np.asarray(np.searchsorted(x1, x2, side=side, sorter=sorter), dtype=np.int64)
 
 
-@declare("searchsorted", dtypes="real numeric", reference=_ref_searchsorted)
+@declare("searchsorted", dtypes="real numeric", reference=_ref_searchsorted, vjp=constant("integer result (indices)"))
 def searchsorted(x1: _ARRAY, x2: _ARRAY | int | float, /, *, side: str = "left", sorter: _ARRAY | None = None) -> Plan:
     """Where to insert the values ``x2`` into the sorted 1-D ``x1`` to keep it sorted (int64 indices).
 
@@ -131,25 +131,28 @@ def _unique_plan(op: str, x: Any, count: int) -> Plan:
     return Plan.of(x, out_shape=None, out_dtype=dtypes if count > 1 else x.dtype, args=(x,))  # type: ignore[arg-type]
 
 
-@declare("unique_values", dtypes="any", reference=_ref_unique_values, data_dependent=True)
+_UNIQUE = not_differentiable("the distinct values of x: not implemented (the set of values changes with x)")
+
+
+@declare("unique_values", dtypes="any", reference=_ref_unique_values, data_dependent=True, vjp=_UNIQUE)
 def unique_values(x: _ARRAY, /) -> Plan:
     """The distinct values of ``x`` (flattened), sorted; every NaN counts as distinct. A sync point."""
     return _unique_plan("unique_values", x, 1)
 
 
-@declare("unique_counts", dtypes="any", reference=_ref_unique_counts, outputs=("values", "counts"), data_dependent=True)
+@declare("unique_counts", dtypes="any", reference=_ref_unique_counts, outputs=("values", "counts"), data_dependent=True, vjp=_UNIQUE)
 def unique_counts(x: _ARRAY, /) -> Plan:
     """The distinct values of ``x`` and how often each occurs (int64). A sync point."""
     return _unique_plan("unique_counts", x, 2)
 
 
-@declare("unique_inverse", dtypes="any", reference=_ref_unique_inverse, outputs=("values", "inverse_indices"), data_dependent=True)
+@declare("unique_inverse", dtypes="any", reference=_ref_unique_inverse, outputs=("values", "inverse_indices"), data_dependent=True, vjp=_UNIQUE)
 def unique_inverse(x: _ARRAY, /) -> Plan:
     """The distinct values of ``x`` and, for each element of ``x``, the index of its value (shape of ``x``)."""
     return _unique_plan("unique_inverse", x, 2)
 
 
-@declare("unique_all", dtypes="any", reference=_ref_unique_all, outputs=("values", "indices", "inverse_indices", "counts"), data_dependent=True)
+@declare("unique_all", dtypes="any", reference=_ref_unique_all, outputs=("values", "indices", "inverse_indices", "counts"), data_dependent=True, vjp=_UNIQUE)
 def unique_all(x: _ARRAY, /) -> Plan:
     """Distinct values, the first index of each in flattened ``x``, the inverse indices (shape of ``x``) and counts."""
     return _unique_plan("unique_all", x, 4)
@@ -161,7 +164,7 @@ def _ref_isin(x1: Any, x2: Any, invert: bool = False) -> np.ndarray:
     return np.asarray(np.isin(x1, x2, invert=invert))
 
 
-@declare("isin", dtypes="real numeric", reference=_ref_isin)
+@declare("isin", dtypes="real numeric", reference=_ref_isin, vjp=constant("bool result"))
 def isin(x1: _ARRAY | int | float, x2: _ARRAY | int | float, /, *, invert: bool = False) -> Plan:
     """For each element of ``x1``, whether it occurs anywhere in ``x2`` (bool, shape of ``x1``).
 

@@ -5,7 +5,8 @@ A backend vendor runs::
     pytest --pyargs nda.testing.conformance --nda-device=mydev
 
 which collects ``nda/testing/conformance/test_conformance.py``: one test per (op, dtype,
-layout) of the device type, named ``test_cell[add-int8-strided]``. A failing cell fails
+layout) of the device type (with ``--nda-gradients``: one per differentiable op and
+floating dtype, checking gradients; see ``conformance._gradients``), named ``test_cell[add-int8-strided]``. A failing cell fails
 with the minimal example Hypothesis (or the edge sweep) found; cells that run through
 the host fallback, or that nothing serves, are skipped with their status as the reason.
 At the end the plugin prints the op × dtype table and, with ``--nda-report=PATH``,
@@ -39,6 +40,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--nda-dtypes", metavar="DTYPE,DTYPE", default=None, help="test only these dtypes")
     group.addoption("--nda-load", metavar="MODULE[:ATTR]", action="append", default=[], help="load a backend that is not installed before testing (nda.backends.load); repeatable")
     group.addoption("--nda-report", metavar="PATH", default=None, help="write the JSON report to PATH ('-' prints it to the terminal)")
+    group.addoption("--nda-gradients", action="store_true", default=False, help="check the device's gradients (nda.autograd) against finite differences (or --nda-reference) instead of its kernels")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -63,6 +65,9 @@ class ConformanceSession:
         try:
             for spec in config.getoption("nda_load"):
                 nda.backends.load(spec)
+            if config.getoption("nda_gradients"):
+                from .conformance._gradients import GradientRunner as Runner  # noqa: N814
+                from .conformance._gradients import gradient_cells as cells
             self.runner = Runner(device, config.getoption("nda_reference"), profile=profile)
             self.cells = cells(self.runner.device, ops=_split(config.getoption("nda_ops")), dtypes=_split(config.getoption("nda_dtypes")))
         except (ValueError, TypeError, nda.BackendError) as err:
@@ -84,7 +89,8 @@ class ConformanceSession:
         from .conformance._report import Report
 
         runner = self.runner
-        return Report(str(runner.device), runner.reference, runner.profile, self.results, environment(runner), time.perf_counter() - self.started)
+        reference = getattr(runner, "reference_label", runner.reference)
+        return Report(str(runner.device), reference, runner.profile, self.results, environment(runner), time.perf_counter() - self.started)
 
 
 _SESSION = pytest.StashKey[ConformanceSession]()

@@ -14,6 +14,10 @@ From Python::
 
 From a shell: ``python -m nda.testing.conformance sim --reference cpu --json report.json``.
 
+The gradient mode (``--nda-gradients``, ``--gradients``, ``run(..., gradients=True)``) checks
+a device's gradients (``nda.autograd``) against finite differences instead: see
+:mod:`nda.testing.conformance._gradients`.
+
 How a cell is tested is described in :mod:`nda.testing.conformance._kit`; what the inputs
 are in :mod:`nda.testing.conformance._cases` and ``._generators``; the statuses in
 :mod:`nda.testing.conformance._report`.

@@ -22,6 +22,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--load", action="append", default=[], metavar="MODULE[:ATTR]", help="load a backend at run time first (repeatable)")
     parser.add_argument("--json", metavar="PATH", help="write the JSON report to PATH ('-': stdout)")
     parser.add_argument("--quiet", action="store_true", help="no progress dots")
+    parser.add_argument("--gradients", action="store_true", help="check the device's gradients (nda.autograd) instead of its kernels")
     args = parser.parse_args(argv)
 
     import nda
@@ -37,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
 
     split = (lambda v: [s.strip() for s in v.split(",") if s.strip()] if v else None)
     try:
-        report = run(args.device, reference=args.reference, ops=split(args.ops), dtypes=split(args.dtypes), profile=args.profile, progress=progress)
+        report = run(args.device, reference=args.reference, ops=split(args.ops), dtypes=split(args.dtypes), profile=args.profile, progress=progress, gradients=args.gradients)
     except (ValueError, TypeError, nda.BackendError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -509,12 +509,18 @@ def run(
     profile: str = "quick",
     settings: Any = None,
     progress: Callable[[CellResult], None] | None = None,
+    gradients: bool = False,
 ) -> Report:
     """Run the conformance kit on ``device`` (a type such as ``"sim"`` or a device ``"sim:1"``).
 
     ``reference`` is ``"reference"`` (the catalog's NumPy reference functions) or another
     device (``"cpu"``). ``ops``/``dtypes`` restrict the cells; ``profile`` is ``"quick"``
-    or ``"deep"`` (or pass Hypothesis ``settings``). Returns a :class:`Report`.
+    or ``"deep"`` (or pass Hypothesis ``settings``). ``gradients=True`` checks the
+    device's gradients instead (see :mod:`._gradients`). Returns a :class:`Report`.
     """
+    if gradients:
+        from . import _gradients
+
+        return _gradients.run(device, reference=reference, ops=ops, dtypes=dtypes, profile=profile, settings=settings, progress=progress)
     runner = Runner(device, reference, profile=profile, settings=settings)
     return runner.run(cells(runner.device, ops=ops, dtypes=dtypes), progress)
