@@ -242,11 +242,13 @@ def _activate(rec: _Record, spec: str) -> Any:
             rec.fail("unavailable", "no device found")
             raise BackendError(f"backend {rec.name!r} is unavailable: no device found")
         backend.register(_registrar(rec.name, device_types))
-    except BackendError:
+    except BackendError as err:
         _unregister(rec.name)
         if rec.state not in ("unavailable",):
+            # The sentence first: status_table(), `python -m nda info`, DeviceUnavailableError
+            # and the conformance kit show the reason's first line; status() keeps the traceback.
             rec.state = "failed"
-            rec.reason = rec.reason or _traceback()
+            rec.reason = rec.reason or f"{err}\n{_traceback()}"
         raise
     except Exception as err:  # noqa: BLE001
         _unregister(rec.name)
@@ -344,7 +346,8 @@ def explain_missing(device_type: str) -> str:
     if rec.state == "excluded":
         return f" Backend {device_type!r} is {rec.reason}."
     if rec.state in ("failed", "unavailable"):
-        return f" Backend {device_type!r} is {rec.state}: {rec.reason.splitlines()[0] if rec.reason else 'see nda.backends.status()'}"
+        state = "failed to load" if rec.state == "failed" else f"is {rec.state}"
+        return f" Backend {device_type!r} {state}: {rec.reason.splitlines()[0] if rec.reason else 'see nda.backends.status()'}"
     return ""
 
 
