@@ -301,6 +301,9 @@ def load(name: str) -> Any:
     if not _module_exists(name.partition(":")[0]):
         raise BackendError(f"no backend named {name!r} is installed (installed: {', '.join(sorted(records)) or 'none'}); pass an importable 'package.module[:attr]' to load one that is not installed")
     backend_name = getattr(_safe_peek(name), "name", None) or name
+    loaded = records.get(backend_name)
+    if loaded is not None and loaded.state == "loaded" and loaded.source == name:
+        return loaded.backend  # loading the same module again returns the backend it loaded
     rec = records[backend_name] = _Record(backend_name, name)
     return _activate(rec, name)
 
