@@ -124,3 +124,16 @@ def test_the_quick_profile_misses_a_square_only_matmul_and_the_deep_one_catches_
         if caught:
             break
     assert caught
+
+
+def test_the_kit_legend_does_not_read_fallback_as_failed(capsys):
+    """Progress marks: '.', 'F' failed, 'h' host fallback, '-'; the table says 'host', not 'fb'."""
+    from nda.testing.conformance.__main__ import main
+
+    _mini()
+    assert main(["mini", "--ops", "add,cos", "--dtypes", "float32"]) == 0
+    captured = capsys.readouterr()
+    assert "one mark per cell: . passed  F failed  h host fallback (not tested)  - not covered" in captured.err
+    assert captured.err.splitlines()[1] in (".h", "h.")  # add is native, cos runs through the host fallback
+    assert "host: runs through the host fallback (not tested)" in captured.out
+    assert " fb " not in captured.out
