@@ -17,6 +17,10 @@ Whether an op runs right here, on the caller's thread, is decided by one compari
 The synchronous engine's limit is unbounded; a threaded engine sets it to its inline
 threshold while it is idle and to 0 while work is pending, so that every op then goes
 through ``engine.state.push`` and is ordered after the work it depends on.
+
+A view op that runs through the host fallback, or takes a host view as input, makes a host
+view (``nda._hostviews``): such calls always go through :func:`execute`, never through the
+fast paths, and writes to a family with host views are wrapped to keep them in step.
 """
 
 from __future__ import annotations
