@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -137,3 +138,53 @@ def test_broken_backends_are_isolated(tmp_path, monkeypatch):
 def test_load_unknown_name_says_what_is_installed():
     with pytest.raises(nda.BackendError, match="installed: .*cpu"):
         nda.backends.load("nosuchbackend")
+
+
+def test_a_refused_backend_shows_its_sentence_everywhere_and_keeps_the_traceback(tmp_path, monkeypatch, capsys):
+    """status_table(), `python -m nda info`, DeviceUnavailableError and the conformance kit
+    show why the backend was refused, not "Traceback (most recent call last):"."""
+    from nda.__main__ import main
+    from nda.testing import conformance
+
+    monkeypatch.syspath_prepend(str(tmp_path))
+    common = """
+        import numpy as np
+        import nda
+        class B:
+            device_types = (NAME,)
+            name = NAME
+            def devices(self): return [nda.backends.DeviceInfo(nda.Device(NAME, 0), "fake")]
+            def to_host(self, b): return b
+            def from_host(self, h, d, out=None): return h
+    """
+    _write_module(tmp_path, "nda_test_refused_version", common.replace("NAME", "'refusedversion'") + """
+            api_version = "2.0"
+            def register(self, register_kernel): pass
+        backend = B()
+    """)
+    _write_module(tmp_path, "nda_test_refused_op", common.replace("NAME", "'refusedop'") + """
+            api_version = "1.2"
+            def register(self, register_kernel): register_kernel("frobnicate", ["float32"], np.add)
+        backend = B()
+    """)
+    sentences = {
+        "refusedversion": "backend 'refusedversion' implements backend API 2.0, but this nda speaks 1.2; install a version of the backend built for nda's backend API 1.x",
+        "refusedop": "backend 'refusedop' registers a kernel for unknown op 'frobnicate'; the catalog's ops are listed in nda.ops.CATALOG",
+    }
+    for module, name in (("nda_test_refused_version", "refusedversion"), ("nda_test_refused_op", "refusedop")):
+        with pytest.raises(nda.BackendValidationError):
+            nda.backends.load(module)
+        sentence = sentences[name]
+        record = next(r for r in nda.backends.status() if r["name"] == name)
+        assert record["reason"].startswith(sentence + "\nTraceback (most recent call last):")  # status() keeps both
+        row = next(line for line in nda.backends.status_table().splitlines() if line.startswith(name))
+        assert row.endswith(sentence) and "Traceback" not in row
+        with pytest.raises(nda.DeviceUnavailableError, match=f"Backend '{name}' failed to load: {re.escape(sentence)}$"):
+            nda.zeros(2, device=name)
+        with pytest.raises(ValueError, match=re.escape(sentence)):
+            conformance.run(name, ops=["add"])
+    assert main(["info"]) == 0
+    out = capsys.readouterr().out
+    for name, sentence in sentences.items():
+        assert f"reason: {sentence}\n    (the full traceback: nda.backends.status())" in out
+    assert "reason: Traceback" not in out

@@ -271,8 +271,8 @@ def test_invalid_index_types_raise():
         x[nda.asarray([0.0])]
     with pytest.raises(IndexError, match="a Python bool is not a valid index"):
         x[True]
-    with pytest.raises(IndexError, match="slice bounds must be ints or None"):
-        x[0.5:]
+    with pytest.raises(TypeError, match=r"slice bounds must be ints or None, got slice\(0.5, None, None\)"):
+        x[0.5:]  # TypeError, as in Python and NumPy
     with pytest.raises(ValueError, match="slice step cannot be zero"):
         x[::0]
     with pytest.raises(IndexError, match="boolean index did not match"):

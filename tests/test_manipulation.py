@@ -191,8 +191,10 @@ def test_concat_and_stack_errors():
         nda.concat([nda.asarray(1.0), nda.asarray(2.0)])
     with pytest.raises(ValueError, match=r"all arrays need the same shape; arrays\[0\] has \(2, 3\), arrays\[1\] has \(3, 3\)"):
         nda.stack([a, b])
-    with pytest.raises(TypeError, match="non-empty tuple or list of arrays"):
-        nda.concat([])
+    with pytest.raises(ValueError, match=r"concat\(\) needs at least one array, got an empty list"):
+        nda.concat([])  # ValueError, as NumPy's "need at least one array to concatenate"
+    with pytest.raises(ValueError, match=r"stack\(\) needs at least one array, got an empty tuple"):
+        nda.stack(())
     with pytest.raises(TypeError, match="non-empty tuple or list"):
         nda.stack(a)
     with pytest.raises(TypeError, match=r"expects an nda array for 'arrays\[1\]'"):

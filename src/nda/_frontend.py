@@ -17,6 +17,10 @@ Whether an op runs right here, on the caller's thread, is decided by one compari
 The synchronous engine's limit is unbounded; a threaded engine sets it to its inline
 threshold while it is idle and to 0 while work is pending, so that every op then goes
 through ``engine.state.push`` and is ordered after the work it depends on.
+
+A view op that runs through the host fallback, or takes a host view as input, makes a host
+view (``nda._hostviews``): such calls always go through :func:`execute`, never through the
+fast paths, and writes to a family with host views are wrapped to keep them in step.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import functools
 from math import prod
 from typing import Any, Callable
 
-from . import _dtypes
+from . import _dtypes, _hostviews
 from ._array import NDArray, new_array
 from ._devices import ArrayMeta
 from ._devices import strided as _STRIDED
@@ -39,6 +43,8 @@ __all__ = ["build_namespace", "execute", "unwrap"]
 
 _new = object.__new__
 _META = ArrayMeta._registry
+_HOST_VIEWS = _hostviews.VIEWS  # host views alive (views made through the host fallback)
+_HOST_FAMILIES = _hostviews.FAMILIES  # their bases
 _SCALARS = (bool, int, float, complex)
 
 
@@ -75,6 +81,8 @@ def execute(name: str, plan: Plan) -> NDArray:
     out = new_array(None, meta, plan.out_shape)
     if plan.view_of is not None and plan.key.layout is _STRIDED:  # non-strided routes never return views
         out._base = base_of(plan.view_of)
+        if getattr(kernel, "_nda_host_view", False) or (_HOST_VIEWS and id(plan.view_of) in _HOST_VIEWS):
+            kernel = _hostviews.attach(name, plan, out)  # a copy kept in step with its base (nda._hostviews)
     args, kwargs = plan.args, plan.kwargs
     size = work_size(plan)
     zero_d = not plan.out_shape
@@ -107,9 +115,11 @@ def work_size(plan: Plan) -> int:
 def execute_mutation(name: str, plan: Plan, target: NDArray) -> None:
     """Run a planned call whose kernel mutates ``target``'s buffer in place."""
     kernel = resolve_plan(name, plan)[0]
+    base = base_of(target)
+    if _HOST_FAMILIES and id(base) in _HOST_FAMILIES:
+        kernel = _hostviews.writing(name, kernel, target, base)  # keeps host views in step
     args, kwargs = plan.args, plan.kwargs
     size = work_size(plan)
-    base = base_of(target)
 
     def run() -> Any:
         _writing.base = base._buf  # the memory written: a device queue records the write as the base's
@@ -348,8 +358,9 @@ def make_inplace(decl: OpDecl) -> Callable[..., Any]:
             kernel, meta = _entry_from_plan(decl, plan)
             if self._meta.layout is not _STRIDED and meta.dtype is not self._meta.dtype:
                 kernel = _cast_result(kernel, meta, self._meta.dtype)
-            # "direct": a NumPy ufunc computing in x's own dtype can write straight into x.
-            entry = cache[key] = (kernel, meta is self._meta and _accepts_out(kernel))
+            # "direct": a NumPy ufunc computing in x's own dtype can write straight into x
+            # (not on a device that takes the host fallback: its writes may have host views to update).
+            entry = cache[key] = (kernel, meta is self._meta and _accepts_out(kernel) and not _host_views_possible(self))
         elif other.__class__ is NDArray and other._shape != self._shape and broadcast_shapes(self._shape, other._shape) != self._shape:
             raise ValueError(f"{name}: in-place result of shape {broadcast_shapes(self._shape, other._shape)} does not fit the target's shape {self._shape}")
         elif other.__class__ is int and not _int_fits(other, self._meta):
@@ -381,6 +392,12 @@ def make_inplace(decl: OpDecl) -> Callable[..., Any]:
     return inplace
 
 
+def _host_views_possible(target: NDArray) -> bool:
+    from . import backends
+
+    return bool(getattr(backends.for_device(target._meta.device), "fallback_to_host", False))
+
+
 def _accepts_out(kernel: Callable[..., Any]) -> bool:
     """NumPy ufuncs write straight into the target; other kernels go through setitem."""
     return getattr(kernel, "nin", None) is not None  # numpy.ufunc
@@ -390,6 +407,9 @@ def _store_kernel(target: NDArray) -> Callable[[Any, Any], None]:
     if target._meta.layout is not _STRIDED:
         return _rebind_kernel(target)
     setitem = resolve("setitem", target._meta.key)
+    base = base_of(target)
+    if _HOST_FAMILIES and id(base) in _HOST_FAMILIES:
+        setitem = _hostviews.writing("setitem", setitem, target, base)  # keeps host views in step
     dtype = target._meta.dtype
     astype = resolve("astype", target._meta.key)
 
@@ -458,18 +478,22 @@ def make_getitem(generic: Callable[..., NDArray]) -> Callable[..., NDArray]:
                     return generic(self, key)  # raises the right error
                 new_shape = (length,) + shape[1:]
                 size = length * (self._size // n) if n else 0
+            base = self._base
+            if base is not None and _HOST_VIEWS and id(self) in _HOST_VIEWS:
+                return generic(self, key)  # a view of a host view is one too (nda._hostviews)
             kernel = table_cache.get(self._meta.key)
             if kernel is None:
                 if self._meta.layout is not _STRIDED:
                     return generic(self, key)  # routed by nda.layouts; the result is strided
                 kernel = resolve("getitem", self._meta.key)
+                if getattr(kernel, "_nda_host_view", False):
+                    return generic(self, key)  # through the host fallback: a host view
             out = _new(NDArray)
             buf = kernel(self._buf, (key,))
             out._buf = buf if new_shape else zero_d_buffer(buf, self._meta)
             out._meta = self._meta
             out._shape = new_shape
             out._size = size
-            base = self._base
             out._base = self if base is None else base
             return out
         return generic(self, key)

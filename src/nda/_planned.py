@@ -21,7 +21,7 @@ from typing import Any, Callable
 from ._array import NDArray
 from ._devices import ArrayMeta
 from ._devices import strided as _STRIDED
-from ._frontend import _META, _new, base_of, execute, execute_mutation, work_size, zero_d_buffer
+from ._frontend import _HOST_VIEWS, _META, _new, base_of, execute, execute_mutation, work_size, zero_d_buffer
 from .dispatch import resolve, resolve_plan
 from .engine import state as _state
 from .ops._spec import Cast, OpDecl, Plan
@@ -138,6 +138,8 @@ def make_generic(decl: OpDecl) -> Callable[..., Any]:
         # ``x @ y``), whose kernel takes exactly those buffers. Keyed by the arrays' metadata
         # and shapes (and whether the two are the same array).
         n = len(args)
+        if view and _HOST_VIEWS and n and id(args[0]) in _HOST_VIEWS:
+            return execute(name, plan_fn(*args, **kwargs))  # a view of a host view is one too (nda._hostviews)
         if not kwargs and (n == 1 or n == 2):
             x1 = args[0]
             if n == 1:
@@ -189,6 +191,8 @@ def make_generic(decl: OpDecl) -> Callable[..., Any]:
             if steps is None:
                 return
             kernel, layout = resolve(name, plan.key), _STRIDED
+            if view and getattr(kernel, "_nda_host_view", False):
+                return  # its results are host views, made by execute() (nda._hostviews)
         else:
             # Non-strided operands: the operands' metadata fix the route (nda.layouts.route:
             # a native kernel or the layout fallback, and the output layout), so the plan is

@@ -263,15 +263,20 @@ def resolve(op_name: str, key: KernelKey) -> Callable[..., Any]:
     cached = tbl.cache.get(key)
     if cached is not None:
         return cached  # type: ignore[no-any-return]
+    cached = tbl.cache.get(("host-view", key))
+    if cached is not None:
+        return cached  # type: ignore[no-any-return]
     entries = lookup(op_name, key)
     route = getattr(entries[0].fn, "_nda_route", None)
-    if route is not None:
+    if route is not None and not getattr(entries[0].fn, "_nda_quiet", False):
         _announce_fallback(op_name, route)
     fn = entries[0].fn if entries[0].supports is None else _chooser(entries, op_name, key)
     if key.layout is strided:
         # Front-end fast paths (x[i]) look kernels up by key in this cache and give the result
-        # the input's metadata; for other layouts the output layout depends on the route.
-        tbl.cache[key] = fn
+        # the input's metadata; for other layouts the output layout depends on the route. The
+        # host fallback of a view op makes a copy that nda._hostviews keeps in step with its
+        # base, so the fast paths must not find it: it is cached under another key.
+        tbl.cache[("host-view", key) if getattr(fn, "_nda_host_view", False) else key] = fn
     return fn
 
 
@@ -339,6 +344,10 @@ def _host_fallback(tbl: OpTable, key: KernelKey) -> KernelEntry | None:
         return read_buffer(device_of(buf), buf)
 
     route = f"{tbl.op_name} on {key}: no {key.device_type} kernel; copies the inputs to cpu, runs {getattr(cpu_kernel, '__qualname__', cpu_kernel)} there and copies the result back"
+    if decl.view:
+        route += "; the result is a copy that nda keeps in step with its base (writes through it go to the base through the host)"
+    elif tbl.op_name == "asarray":
+        route = f"asarray on {key}: no {key.device_type} kernel; the data is prepared on the host and copied to the device with from_host (what asarray of host data does anyway: no FallbackWarning)"
     mutates = bool(decl.mutates)
     from ._devices import Device
 
@@ -373,6 +382,8 @@ def _host_fallback(tbl: OpTable, key: KernelKey) -> KernelEntry | None:
 
     fallback.__qualname__ = f"host_fallback[{tbl.op_name}]"
     fallback._nda_route = route  # type: ignore[attr-defined]
+    fallback._nda_host_view = bool(decl.view)  # type: ignore[attr-defined]  # see nda._hostviews
+    fallback._nda_quiet = tbl.op_name == "asarray"  # type: ignore[attr-defined]
     return KernelEntry(fallback, key, -1, None, f"{backend.name} (host fallback)", 0)
 
 

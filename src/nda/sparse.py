@@ -24,6 +24,8 @@ from . import _dtypes
 from ._array import NDArray, new_array
 from ._devices import ArrayMeta, Device, as_device
 from .layouts import csr, info, row_sparse
+from .ops._spec import check_shape, dtype_arg
+from .ops.creation import cast_host, host_data, nda_dtype
 
 __all__ = ["csr_array", "row_sparse_array", "components", "nnz"]
 
@@ -49,26 +51,21 @@ def _index_array(value: Any, what: str, op: str) -> np.ndarray:
 
 
 def _shape(shape: Any, op: str) -> tuple[int, ...]:
+    """A shape as ``zeros`` takes it: ints (``operator.index``), never 2.5 or "2"."""
     if shape is None:
         raise TypeError(f"{op}(): shape= is required (the components do not determine it)")
-    try:
-        dims = tuple(int(n) for n in shape)
-    except TypeError:
-        raise TypeError(f"{op}(): shape must be a tuple of ints, got {shape!r}") from None
-    if any(n < 0 for n in dims):
-        raise ValueError(f"{op}(): negative dimension in shape {dims}")
-    return dims
+    return check_shape(shape, op)
 
 
 def _values(data: Any, dtype: Any, op: str) -> np.ndarray:
-    arr = _host(data, "data", op)
-    dt = _dtypes.as_dtype(dtype) if dtype is not None else None
-    if dt is None:
-        if arr.size == 0 and arr.dtype == np.float64 and not isinstance(data, (np.ndarray, NDArray)):
-            dt = _dtypes.default_float
-        else:
-            dt = _dtypes.from_numpy_dtype(arr.dtype)
-    return arr.astype(dt.numpy, copy=True)
+    """The stored values, read and cast as ``asarray`` does: what it refuses is refused here."""
+    dt = dtype_arg(dtype, op)
+    if isinstance(data, NDArray):
+        arr = data.asnumpy()
+    else:
+        arr, _ = host_data(data, dt, op)
+    target = dt or nda_dtype(arr, op)
+    return np.array(cast_host(arr, target, op) if arr.dtype != target.numpy else arr, copy=True)
 
 
 def _place(buf: Any, layout: Any, shape: tuple[int, ...], dtype: np.dtype, device: Device) -> NDArray:

@@ -272,11 +272,13 @@ def _activate(rec: _Record, spec: str) -> Any:
             for dev in device_types:
                 _queues.register_backend(dev, backend)
         backend.register(_registrar(rec.name, device_types, backend))
-    except BackendError:
+    except BackendError as err:
         _unregister(rec.name)
         if rec.state not in ("unavailable",):
+            # The sentence first: status_table(), `python -m nda info`, DeviceUnavailableError
+            # and the conformance kit show the reason's first line; status() keeps the traceback.
             rec.state = "failed"
-            rec.reason = rec.reason or _traceback()
+            rec.reason = rec.reason or f"{err}\n{_traceback()}"
         raise
     except Exception as err:  # noqa: BLE001
         _unregister(rec.name)
@@ -341,6 +343,9 @@ def load(name: str) -> Any:
     if not _module_exists(name.partition(":")[0]):
         raise BackendError(f"no backend named {name!r} is installed (installed: {', '.join(sorted(records)) or 'none'}); pass an importable 'package.module[:attr]' to load one that is not installed")
     backend_name = getattr(_safe_peek(name), "name", None) or name
+    loaded = records.get(backend_name)
+    if loaded is not None and loaded.state == "loaded" and loaded.source == name:
+        return loaded.backend  # loading the same module again returns the backend it loaded
     rec = records[backend_name] = _Record(backend_name, name)
     return _activate(rec, name)
 
@@ -386,7 +391,8 @@ def explain_missing(device_type: str) -> str:
     if rec.state == "excluded":
         return f" Backend {device_type!r} is {rec.reason}."
     if rec.state in ("failed", "unavailable"):
-        return f" Backend {device_type!r} is {rec.state}: {rec.reason.splitlines()[0] if rec.reason else 'see nda.backends.status()'}"
+        state = "failed to load" if rec.state == "failed" else f"is {rec.state}"
+        return f" Backend {device_type!r} {state}: {rec.reason.splitlines()[0] if rec.reason else 'see nda.backends.status()'}"
     return ""
 
 

@@ -20,7 +20,10 @@ Kernels
     the whole backend with :class:`BackendValidationError` naming it and the fix.
 Data movement
     ``to_host(buf) -> numpy.ndarray`` (a copy, after the buffer's pending work);
-    ``from_host(host, device, out=None)`` (a new buffer, or written into ``out``);
+    ``from_host(host, device, out=None)`` (a new buffer; or, with ``out``, ``host`` written
+    in place into that existing buffer of the same shape and dtype, which is returned: the
+    host fallback's writes and host views use it); ``buffer_type`` (the class, or tuple of
+    classes, of the backend's buffers: the host fallback finds them with ``isinstance``);
     optional ``copy_to_device(buf, device)`` for direct device-to-device copies (else the
     route goes through host memory); ``device_of(buf)``.
 Memory (optional, for accelerators)
@@ -61,7 +64,9 @@ Layouts (optional, 1.2)
 Fallback (optional)
     ``fallback_to_host = True``: ops without a kernel run on cpu with copies in and out
     (``nda.FallbackWarning`` once per route; ``nda.config.fallback`` makes it silent or an
-    error).
+    error; ``asarray`` of host data never warns). View ops without a kernel give copies that
+    nda keeps in step with their base (:mod:`nda._hostviews`); a view op's kernel, if
+    registered, must return a buffer sharing memory with its input.
 DLPack (optional)
     ``dlpack(buf, **kwargs)`` and ``dlpack_device(device)``.
 """

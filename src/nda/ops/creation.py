@@ -68,39 +68,23 @@ def asarray(obj: Any, /, *, dtype: DType | None = None, device: Device | str | N
 
     ``copy=None`` shares memory with a NumPy input on cpu when dtype and device allow,
     ``copy=True`` always copies and ``copy=False`` raises ValueError if a copy is needed.
-    NDArray inputs are handled before planning (see ``nda.asarray``).
+    NDArray inputs are handled before planning (see ``nda.asarray``). A ``dtype`` that
+    cannot hold the data is refused, never wrapped around: an int out of its range is an
+    ``OverflowError``, NaN or infinity for an integer dtype a ``ValueError``.
     """
     dt = dtype_arg(dtype, "asarray")
     dev = _device(device, "asarray")
     if copy is not None and not isinstance(copy, bool):
         raise TypeError(f"asarray(): copy must be True, False or None, got {copy!r}")
-    if isinstance(obj, np.ndarray):
-        host = obj
-    elif hasattr(obj, "__dlpack__") and not hasattr(obj, "__array__"):
-        host = np.from_dlpack(obj)
-    elif hasattr(obj, "__array__") or hasattr(obj, "__array_interface__"):
-        host = np.asarray(obj)
-    else:
-        if isinstance(obj, (bool, int, float, complex)) and dt is None:
-            dt = _scalar_dtype(obj)
-        try:
-            host = np.asarray(obj, dtype=None if dt is None else dt.numpy)
-        except OverflowError:
-            raise OverflowError(f"asarray(): {obj!r} does not fit in {dt.name if dt else 'int64'}") from None
-        except (ValueError, TypeError) as err:
-            raise type(err)(f"asarray(): cannot convert {type(obj).__name__} to an array: {err}") from None
-        if host.dtype == object:
-            raise TypeError(f"asarray(): {type(obj).__name__} holds objects that are not numbers; nda arrays hold bool, int, float or complex")
-        if copy is False:
-            raise ValueError("asarray(copy=False): converting a Python sequence or scalar always copies")
-    source = _dtypes.from_numpy_dtype(host.dtype)
+    host, from_python = host_data(obj, dt, "asarray")
+    if from_python and copy is False:
+        raise ValueError("asarray(copy=False): converting a Python sequence or scalar always copies")
+    source = nda_dtype(host, "asarray")
     target = source if dt is None else dt
     if target is not source:
         if copy is False:
             raise ValueError(f"asarray(copy=False): converting {source.name} to {target.name} needs a copy")
-        if source.kind == "complex floating" and target.kind != "complex floating":
-            raise TypeError(f"asarray(): cannot cast complex input to {target.name}; take the real part first")
-        host = host.astype(target.numpy)
+        host = cast_host(host, target, "asarray")
         copy = None
     if copy is False and dev.type != "cpu":
         raise ValueError(f"asarray(copy=False): moving data to {dev} needs a copy")
@@ -110,6 +94,126 @@ def asarray(obj: Any, /, *, dtype: DType | None = None, device: Device | str | N
         host = np.array(host, copy=True)
         copy = None
     return Plan(dev, target, target, tuple(host.shape), (host,), {"device": dev, "copy": copy})
+
+
+def host_data(obj: Any, dtype: DType | None, op: str) -> tuple[np.ndarray, bool]:
+    """``obj`` as a NumPy array the way ``asarray`` reads it, and whether it came from Python data.
+
+    NumPy arrays, DLPack and array-protocol objects come as they are (not cast). Python
+    scalars and sequences are converted, to ``dtype`` when given; an int that fits no nda
+    integer dtype is an OverflowError naming it, as is one that does not fit ``dtype``.
+    Used by ``asarray`` and by the sparse constructors (``nda.sparse``), so that they
+    accept and refuse the same data.
+    """
+    if isinstance(obj, np.ndarray):
+        return obj, False
+    if hasattr(obj, "__dlpack__") and not hasattr(obj, "__array__"):
+        return np.from_dlpack(obj), False
+    if hasattr(obj, "__array__") or hasattr(obj, "__array_interface__"):
+        return np.asarray(obj), False
+    dt = dtype
+    if isinstance(obj, (bool, int, float, complex)) and dt is None:
+        dt = _scalar_dtype(obj)
+    try:
+        host = np.asarray(obj, dtype=None if dt is None else dt.numpy)
+    except (OverflowError, ValueError, TypeError) as err:
+        if dt is not None and not isinstance(err, TypeError):
+            _explain_cast(obj, dt, op)  # raises the clearer error when it finds one
+        if isinstance(err, OverflowError):
+            raise _int_overflow(obj, dt, op) from None
+        raise type(err)(f"{op}(): cannot convert {type(obj).__name__} to an array: {err}") from None
+    if dt is None and (host.dtype == object or (host.dtype == np.float64 and host.size and np.abs(host).max() >= 2.0**63)):
+        # NumPy gives up on ints beyond int64/uint64 (object dtype), or turns ints that fit no
+        # one integer dtype (2**64 - 1 with -1) into inexact floats.
+        leaves = list(_leaves(obj))
+        if not all(isinstance(v, (bool, int, float, complex)) for v in leaves):
+            if host.dtype == object:
+                raise TypeError(f"{op}(): {type(obj).__name__} holds objects that are not numbers; nda arrays hold bool, int, float or complex")
+        elif any(isinstance(v, complex) for v in leaves):
+            host = np.asarray(obj, dtype=np.complex128)  # Python's rule: ints join floats and complexes
+        elif any(isinstance(v, float) for v in leaves):
+            host = np.asarray(obj, dtype=np.float64)
+        else:
+            raise _int_overflow(obj, None, op)
+    return host, True
+
+
+def _explain_cast(obj: Any, dtype: DType, op: str) -> None:
+    """Raise what :func:`cast_host` says of Python data NumPy refused for ``dtype`` (NaN for an
+    int, an int out of range), if it says something."""
+    try:
+        host = np.asarray(obj)
+    except (OverflowError, ValueError, TypeError):
+        return
+    if host.dtype != object:
+        try:
+            cast_host(host, dtype, op)
+        except (ValueError, OverflowError) as err:
+            raise type(err)(str(err)) from None
+
+
+def _leaves(obj: Any) -> Any:
+    if isinstance(obj, (list, tuple)):
+        for item in obj:
+            yield from _leaves(item)
+    else:
+        yield obj
+
+
+def _int_overflow(obj: Any, dtype: DType | None, op: str) -> OverflowError:
+    """The OverflowError for Python ints in ``obj`` that do not fit ``dtype`` (None: any integer dtype)."""
+    ints = [v for v in _leaves(obj) if isinstance(v, int) and not isinstance(v, bool)]
+    if dtype is not None and dtype.kind in ("signed integer", "unsigned integer"):
+        info = np.iinfo(dtype.numpy)
+        bad = next((v for v in ints if not info.min <= v <= info.max), None)
+        return OverflowError(f"{op}(): the int {bad} does not fit in {dtype.name} (range {info.min}..{info.max})")
+    if dtype is not None:
+        return OverflowError(f"{op}(): {type(obj).__name__} holds an int too large for {dtype.name}")
+    bad = next((v for v in ints if not -(2**63) <= v < 2**64), None)
+    if bad is not None:
+        return OverflowError(
+            f"{op}(): the int {bad} does not fit in any nda integer dtype (int64: -2**63..2**63-1, uint64: 0..2**64-1); "
+            f"pass dtype=nda.float64 to store it as a float"
+        )
+    return OverflowError(
+        f"{op}(): the ints {min(ints)} and {max(ints)} fit no one nda integer dtype (int64: -2**63..2**63-1, uint64: 0..2**64-1); "
+        f"pass dtype=nda.float64 to store them as floats"
+    )
+
+
+def nda_dtype(host: np.ndarray, op: str) -> DType:
+    """The nda dtype of a NumPy array (TypeError naming ``op`` for dtypes nda has no equivalent of)."""
+    try:
+        return _dtypes.from_numpy_dtype(host.dtype)
+    except TypeError as err:
+        raise TypeError(f"{op}(): {err}") from None
+
+
+def cast_host(host: np.ndarray, target: DType, op: str) -> np.ndarray:
+    """``host`` converted to ``target``, refusing what would change values beyond rounding.
+
+    Complex to real is a TypeError (take the real part first); NaN or infinity to an
+    integer dtype a ValueError; a value outside an integer dtype's range an OverflowError
+    (NumPy would wrap 300 around to 44 in int8, or store NaN as INT_MIN).
+    """
+    kind = host.dtype.kind
+    if kind == "c" and target.kind != "complex floating":
+        raise TypeError(f"{op}(): cannot cast complex input to {target.name}; take the real part first")
+    if target.kind in ("signed integer", "unsigned integer") and kind in "fiu" and host.size:
+        info = np.iinfo(target.numpy)
+        low, high = host.min(), host.max()
+        if kind == "f":
+            if not (np.isfinite(low) and np.isfinite(high)):
+                value = low if not np.isfinite(low) else high
+                raise ValueError(f"{op}(): cannot store {value} in {target.name}; integer dtypes hold finite values only")
+            outside = np.trunc(low) < info.min or high >= float(info.max) + 1  # casts truncate toward zero
+        else:
+            low, high = int(low), int(high)
+            outside = low < info.min or high > info.max
+        if outside:
+            value = low if low < info.min else high
+            raise OverflowError(f"{op}(): the value {value} does not fit in {target.name} (range {info.min}..{info.max})")
+    return host.astype(target.numpy)
 
 
 # --------------------------------------------------------------------------- filled arrays
@@ -239,13 +343,28 @@ def arange(start: int | float, /, stop: int | float | None = None, step: int | f
     start = _real_scalar(start, "start", "arange")
     stop = _real_scalar(stop, "stop", "arange")
     step = _real_scalar(step, "step", "arange")
+    for name, value in (("start", start), ("stop", stop), ("step", step)):
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError(f"arange(): {name} must be a finite number, got {value}")
     if step == 0:
         raise ValueError("arange(): step must not be zero")
     all_int = builtins.all(isinstance(v, int) for v in (start, stop, step))
     dt = dtype_arg(dtype, "arange") or (_dtypes.default_int if all_int else _dtypes.default_float)
     if dt.kind not in ("signed integer", "unsigned integer", "real floating"):
         raise TypeError(f"arange(): dtype must be a real numeric dtype, got {dt.name}")
-    length = len(range(start, stop, step)) if all_int else builtins.max(0, math.ceil((stop - start) / step))
+    if all_int:  # exact, for ints of any size (len(range(...)) stops at sys.maxsize)
+        length = builtins.max(0, (stop - start + step - 1) // step if step > 0 else (start - stop - step - 1) // -step)
+    else:
+        span = (stop - start) / step
+        length = builtins.max(0, math.ceil(span)) if math.isfinite(span) else math.inf
+    if length > np.iinfo(np.intp).max:
+        raise ValueError(f"arange(): [{start}, {stop}) in steps of {step} has {length:.3g} elements, more than an array can hold")
+    if length and dt.kind in ("signed integer", "unsigned integer"):
+        info = np.iinfo(dt.numpy)
+        last = start + (length - 1) * step
+        for value in (start, last):
+            if not info.min <= value <= info.max:
+                raise OverflowError(f"arange(): the value {value} does not fit in {dt.name} (range {info.min}..{info.max})")
     return _creation_plan("arange", (length,), dt, device, (start, stop, step), {"dtype": dt})
 
 
@@ -275,7 +394,8 @@ def _ref_eye(n_rows: int, n_cols: int, k: int, dtype: DType, device: Device) -> 
 @declare("eye", dtypes="any", reference=_ref_eye, family="creation", vjp=_NO_ARRAY_INPUT)
 def eye(n_rows: int, n_cols: int | None = None, /, *, k: int = 0, dtype: DType | None = None, device: Device | str | None = None) -> Plan:
     """A 2-D array with ones on the ``k``-th diagonal and zeros elsewhere."""
-    rows, cols = check_shape((n_rows, n_rows if n_cols is None else n_cols), "eye")
+    rows = int_arg(n_rows, "eye", "n_rows", minimum=0)
+    cols = rows if n_cols is None else int_arg(n_cols, "eye", "n_cols", minimum=0)
     k = int_arg(k, "eye", "k")
     dt = dtype_arg(dtype, "eye") or _dtypes.default_float
     return _creation_plan("eye", (rows, cols), dt, device, (rows, cols, k), {"dtype": dt})

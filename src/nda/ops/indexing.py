@@ -50,7 +50,8 @@ def _normalize_key(x: Any, key: Any, op: str) -> tuple[tuple[Any, ...], tuple[in
                     try:
                         operator.index(part)
                     except TypeError:
-                        raise IndexError(f"{op}: slice bounds must be ints or None, got {item!r}") from None
+                        # TypeError, as in Python and NumPy (an index of the wrong kind is an IndexError)
+                        raise TypeError(f"{op}: slice bounds must be ints or None, got {item!r}") from None
             if item.step == 0:
                 raise ValueError(f"{op}: slice step cannot be zero")
             out.append(item)

@@ -90,8 +90,10 @@ def permute_dims(x: _ARRAY, /, axes: tuple[int, ...]) -> Plan:
 
 
 def _check_arrays(arrays: Any, op: str) -> list[Any]:
-    if not isinstance(arrays, (list, tuple)) or not arrays:
+    if not isinstance(arrays, (list, tuple)):
         raise TypeError(f"{op}() expects a non-empty tuple or list of arrays, got {type(arrays).__name__}")
+    if not arrays:
+        raise ValueError(f"{op}() needs at least one array, got an empty {type(arrays).__name__}")
     return [check_array(a, op, f"arrays[{i}]") for i, a in enumerate(arrays)]
 
 

@@ -31,9 +31,12 @@ def main(argv: list[str] | None = None) -> int:
         nda.backends.load(spec)
     table_out = sys.stderr if args.json == "-" else sys.stdout
 
+    if not args.quiet:
+        print("one mark per cell: . passed  F failed  h host fallback (not tested)  - not covered", file=sys.stderr)
+
     def progress(result: object) -> None:
         if not args.quiet:
-            mark = {"passed": ".", "failed": "F", "fallback": "f", "not covered": "-"}[result.status]  # type: ignore[attr-defined]
+            mark = {"passed": ".", "failed": "F", "fallback": "h", "not covered": "-"}[result.status]  # type: ignore[attr-defined]
             print(mark, end="", file=sys.stderr, flush=True)
 
     split = (lambda v: [s.strip() for s in v.split(",") if s.strip()] if v else None)

@@ -28,7 +28,7 @@ from typing import Any
 __all__ = ["CellResult", "Report", "STATUSES"]
 
 STATUSES = ("passed", "failed", "fallback", "not covered")
-_SYMBOL = {"passed": "ok", "failed": "FAIL", "fallback": "fb", "not covered": "--"}
+_SYMBOL = {"passed": "ok", "failed": "FAIL", "fallback": "host", "not covered": "--"}
 _SHORT = {
     "bool": "bool", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64", "uint8": "u8", "uint16": "u16",
     "uint32": "u32", "uint64": "u64", "float32": "f32", "float64": "f64", "complex64": "c64", "complex128": "c128",
@@ -124,7 +124,7 @@ class Report:
         return json.dumps(data, default=str)[:-1] + ', "results": [\n ' + rows + "\n]}"
 
     def table(self, *, failures: bool = True) -> str:
-        """The op × dtype matrix (``ok``, ``FAIL``, ``fb`` fallback, ``--`` not covered, blank: not declared)."""
+        """The op × dtype matrix (``ok``, ``FAIL``, ``host`` fallback, ``--`` not covered, blank: not declared)."""
         names = [n for n in _SHORT if any(r.dtype == n for r in self.results)]
         rows: dict[str, dict[str, str]] = {}
         for r in self.results:
@@ -140,7 +140,7 @@ class Report:
         for label, by_dtype in rows.items():
             lines.append(f"{label:<{width}} " + "".join(f"{by_dtype.get(n, ''):>5}" for n in names))
         lines.append("")
-        lines.append("ok: passed  FAIL: failed  fb: host fallback (not tested)  --: not covered  blank: dtype not declared by the op")
+        lines.append("ok: passed  FAIL: failed  host: runs through the host fallback (not tested)  --: not covered  blank: dtype not declared by the op")
         if failures and self.failures:
             lines.append("")
             lines.append(f"{len(self.failures)} failing cell(s):")

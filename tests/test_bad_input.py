@@ -1,0 +1,177 @@
+"""Bad input raises the exception type Python, NumPy and the Array API use, with a message
+naming the function, what was wrong and what is allowed; on cpu and on sim alike (the
+checks run at the call, before any device work) and never a silently changed value.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import nda
+
+DEVICES = ["cpu", "sim"]
+
+
+@pytest.fixture(params=DEVICES)
+def device(request):
+    return request.param
+
+
+# ----------------------------------------------------------------------------- indexing
+
+
+@pytest.mark.parametrize("key", [slice(1, 2.5), slice("a", None), slice(None, None, 1.0), (None, slice(0.5, None)), (Ellipsis, slice(None, nda.asarray(1.5)))],
+                         ids=["stop-float", "start-str", "step-float", "in-a-tuple", "0d-float-array"])
+def test_slice_bounds_that_are_not_ints_are_a_type_error(device, key):
+    x = nda.arange(5, device=device)
+    with pytest.raises(TypeError, match=r"x\[\.\.\.\]: slice bounds must be ints or None, got slice"):
+        x[key]
+    with pytest.raises(TypeError, match=r"x\[\.\.\.\] = value: slice bounds must be ints or None, got slice"):
+        x[key] = 0
+    np.testing.assert_array_equal(x.asnumpy(), np.arange(5))
+    with pytest.raises(TypeError):  # what Python and NumPy raise
+        np.arange(5)[key if not isinstance(key, tuple) else key[1]]
+
+
+def test_indices_of_the_wrong_kind_stay_index_errors_as_in_numpy(device):
+    x = nda.arange(5, device=device)
+    for key in (1.5, "a", np.float64(1.0)):
+        with pytest.raises(IndexError, match="only integers, slices, '...', None, integer arrays and bool masks are valid indices"):
+            x[key]
+
+
+# ----------------------------------------------------------------------------- concat / stack
+
+
+@pytest.mark.parametrize("op", ["concat", "stack"])
+@pytest.mark.parametrize("empty", [[], ()], ids=["list", "tuple"])
+def test_joining_no_arrays_is_a_value_error(op, empty):
+    with pytest.raises(ValueError, match=rf"{op}\(\) needs at least one array, got an empty {type(empty).__name__}"):
+        getattr(nda, op)(empty)
+    with pytest.raises(ValueError):  # NumPy: "need at least one array to concatenate/stack"
+        (np.concatenate if op == "concat" else np.stack)(empty)
+
+
+def test_joining_something_that_is_not_a_sequence_is_a_type_error(device):
+    x = nda.ones(3, device=device)
+    with pytest.raises(TypeError, match=r"concat\(\) expects a non-empty tuple or list of arrays, got NDArray"):
+        nda.concat(x)
+
+
+# ----------------------------------------------------------------------------- sparse construction
+
+
+def _csr(data, shape=(1, 1), **kw):
+    return nda.sparse.csr_array((data, [0], [0, 1] + [1] * (int(shape[0]) - 1 if isinstance(shape[0], int) else 0)), shape=shape, **kw)
+
+
+@pytest.mark.parametrize("data", [[300], np.array([300])], ids=["list", "numpy"])
+def test_csr_refuses_values_its_dtype_cannot_hold_as_asarray_does(data):
+    with pytest.raises(OverflowError, match=r"asarray\(\): the .* 300 does not fit in int8 \(range -128..127\)"):
+        nda.asarray(data, dtype=nda.int8)
+    with pytest.raises(OverflowError, match=r"csr_array\(\): the .* 300 does not fit in int8 \(range -128..127\)"):
+        _csr(data, dtype=nda.int8)
+    with pytest.raises(OverflowError, match=r"row_sparse_array\(\): the .* 300 does not fit in int8"):
+        nda.sparse.row_sparse_array((data, [0]), shape=(2,), dtype=nda.int8)
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf])
+@pytest.mark.parametrize("wrap", [list, np.array], ids=["list", "numpy"])
+def test_csr_refuses_non_finite_values_for_an_integer_dtype_as_asarray_does(value, wrap):
+    data = wrap([value])
+    with pytest.raises(ValueError, match=rf"asarray\(\): cannot store {value} in int32; integer dtypes hold finite values only"):
+        nda.asarray(data, dtype=nda.int32)
+    with pytest.raises(ValueError, match=rf"csr_array\(\): cannot store {value} in int32; integer dtypes hold finite values only"):
+        _csr(data, dtype=nda.int32)
+
+
+@pytest.mark.parametrize("shape", [(2.5, 3), ("2", "3"), (2, None)])
+def test_csr_shape_must_be_ints_as_zeros_requires(shape):
+    with pytest.raises(TypeError, match=r"zeros\(\): shape must be an int or a tuple of ints"):
+        nda.zeros(shape)
+    with pytest.raises(TypeError, match=rf"csr_array\(\): shape must be an int or a tuple of ints, got {repr(shape).replace('(', '.').replace(')', '.')}"):
+        nda.sparse.csr_array(([1.0], [0], [0, 1, 1]), shape=shape)
+    with pytest.raises(TypeError, match=r"row_sparse_array\(\): shape must be an int or a tuple of ints"):
+        nda.sparse.row_sparse_array(([[1.0, 2.0, 3.0]], [0]), shape=shape)
+
+
+def test_csr_accepts_what_asarray_accepts(device):
+    x = nda.sparse.csr_array(([1.5, 127], [0, 2], [0, 1, 2]), shape=(np.int64(2), 3), dtype=nda.int8, device=device)
+    np.testing.assert_array_equal(x.asnumpy(), [[1, 0, 0], [0, 0, 127]])  # 1.5 truncates, as asarray([1.5], dtype=int8)
+    np.testing.assert_array_equal(nda.asarray([1.5, 127], dtype=nda.int8).asnumpy(), [1, 127])
+
+
+# ----------------------------------------------------------------------------- asarray of big ints
+
+
+@pytest.mark.parametrize("data", [[2**70], [1, -(2**70)], [[1], [2**64]], 2**70], ids=["list", "negative", "nested", "scalar"])
+def test_asarray_of_an_int_no_integer_dtype_holds_is_an_overflow_error(device, data):
+    with pytest.raises(OverflowError, match=r"asarray\(\): the int -?\d+ does not fit in (any nda integer dtype|int64)"):
+        nda.asarray(data, device=device)
+
+
+def test_asarray_of_ints_that_fit_no_one_integer_dtype_is_an_overflow_error_not_floats(device):
+    assert np.asarray([2**64 - 1, -1]).dtype == np.float64  # NumPy silently rounds to floats
+    with pytest.raises(OverflowError, match=r"the ints -1 and 18446744073709551615 fit no one nda integer dtype.*dtype=nda.float64"):
+        nda.asarray([2**64 - 1, -1], device=device)
+    big = nda.asarray([2**64 - 1, -1], dtype=nda.float64, device=device)  # asked for: fine
+    assert big.dtype == nda.float64
+
+
+def test_asarray_of_big_ints_with_floats_follows_python(device):
+    x = nda.asarray([1.0, 2**70], device=device)  # NumPy makes an object array
+    assert x.dtype == nda.float64 and x.asnumpy()[1] == 2.0**70
+    z = nda.asarray([1j, 2**70], device=device)
+    assert z.dtype == nda.complex128
+    np.testing.assert_array_equal(nda.asarray([2**64 - 1], device=device).asnumpy(), np.array([2**64 - 1], np.uint64))
+    with pytest.raises(TypeError, match=r"asarray\(\): list holds objects that are not numbers"):
+        nda.asarray([2**70, "a"], device=device)
+
+
+def test_asarray_names_itself_for_an_unsupported_numpy_dtype():
+    with pytest.raises(TypeError, match=r"asarray\(\): NumPy dtype <U1 has no nda equivalent; supported dtypes: bool"):
+        nda.asarray(["a"])
+
+
+# ----------------------------------------------------------------------------- ranges
+
+
+@pytest.mark.parametrize("args, name", [((math.nan,), "stop"), ((0, math.inf), "stop"), ((-math.inf, 0), "start"), ((0, 1, math.nan), "step")])
+def test_arange_of_non_finite_bounds_is_a_value_error_naming_it(device, args, name):
+    with pytest.raises(ValueError, match=rf"arange\(\): {name} must be a finite number, got (nan|-?inf)"):
+        nda.arange(*args, device=device)
+    with pytest.raises(ValueError):  # NumPy: "arange: cannot compute length", "Maximum allowed size exceeded"
+        np.arange(*args)
+
+
+@pytest.mark.parametrize("args", [(2**70,), (0.0, 1e300, 1e-300), (0.0, 1e30)])
+def test_arange_with_too_many_elements_is_a_value_error(args):
+    with pytest.raises(ValueError, match=r"arange\(\): .* elements, more than an array can hold"):
+        nda.arange(*args)
+
+
+def test_arange_values_outside_the_dtype_are_an_overflow_error(device):
+    with pytest.raises(OverflowError, match=r"arange\(\): the value 259 does not fit in uint8 \(range 0..255\)"):
+        nda.arange(250, 260, dtype=nda.uint8, device=device)
+    with pytest.raises(OverflowError, match=r"arange\(\): the value 9223372036854775812 does not fit in int64"):
+        nda.arange(2**63 - 2, 2**63 + 5, device=device)
+    np.testing.assert_array_equal(nda.arange(250, 256, dtype=nda.uint8, device=device).asnumpy(), np.arange(250, 256, dtype=np.uint8))
+
+
+def test_arange_lengths_match_numpy_for_ints_and_floats():
+    for start, stop, step in [(0, 10, 3), (10, 0, -3), (5, 5, 1), (0, -5, 1), (-7, 13, 4), (3, -11, -5)]:
+        assert nda.arange(start, stop, step).shape == np.arange(start, stop, step).shape
+        f = (start / 3, stop / 7, step / 2)
+        assert nda.arange(*f).shape == np.arange(*f).shape
+
+
+def test_eye_names_the_argument_that_is_not_an_int():
+    with pytest.raises(TypeError, match=r"eye\(\): n_cols must be an int, got float"):
+        nda.eye(3, 2.5)
+    with pytest.raises(TypeError, match=r"eye\(\): n_rows must be an int, got str"):
+        nda.eye("3")
+    with pytest.raises(ValueError, match=r"eye\(\): n_rows must be non-negative, got -1"):
+        nda.eye(-1)
