@@ -156,7 +156,7 @@ def writing(name: str, kernel: Callable[..., Any], target: Any, base: Any) -> Ca
             source = rec.source
             host = _host_copy(backend, source._buf)
             cpu(_replay(host, rec.steps), *rest, **kw)
-            backend.from_host(host, device, out=source._buf)
+            backends.write_buffer(device, host, source._buf)
             _refresh(base, backend, {id(source): host})
             return None
         result = kernel(*args, **kwargs)
@@ -180,7 +180,7 @@ def _refresh(base: Any, backend: Any, hosts: dict[int, np.ndarray]) -> None:
         host = hosts.get(id(source))
         if host is None:
             host = hosts[id(source)] = _host_copy(backend, source._buf)
-        backend.from_host(np.asarray(_replay(host, rec.steps)), view._meta.device, out=view._buf)
+        backends.write_buffer(view._meta.device, np.asarray(_replay(host, rec.steps)), view._buf)
 
 
 def _replay(host: np.ndarray, steps: tuple[Any, ...]) -> Any:
@@ -191,7 +191,7 @@ def _replay(host: np.ndarray, steps: tuple[Any, ...]) -> Any:
 
 def _host_copy(backend: Any, buf: Any) -> np.ndarray:
     """A writable C-contiguous host copy of ``buf`` (views are decided on that, as for a fresh cpu array)."""
-    host = np.asarray(backend.to_host(buf))
+    host = np.asarray(backends.read_buffer(backend.device_of(buf), buf))  # after the work that wrote it
     if not (host.flags.c_contiguous and host.flags.writeable):
         host = np.array(host, order="C", copy=True)
     return host
@@ -199,11 +199,11 @@ def _host_copy(backend: Any, buf: Any) -> np.ndarray:
 
 def _converter(backend: Any) -> Callable[[Any], Any]:
     buffer_type = backend.buffer_type
-    to_host = backend.to_host
+    device_of = backend.device_of
 
     def convert(value: Any) -> Any:
         if isinstance(value, buffer_type):
-            return to_host(value)
+            return backends.read_buffer(device_of(value), value)
         if value.__class__ in (list, tuple):
             return value.__class__(convert(v) for v in value)
         return value
