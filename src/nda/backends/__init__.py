@@ -45,7 +45,7 @@ class BackendValidationError(BackendError):
 
 
 class _Record:
-    __slots__ = ("name", "source", "state", "reason", "backend", "device_types", "devices", "api_version")
+    __slots__ = ("name", "source", "state", "reason", "backend", "device_types", "devices", "api_version", "flushes_subnormals", "dlpack_device_types")
 
     def __init__(self, name: str, source: str) -> None:
         self.name = name
@@ -56,6 +56,8 @@ class _Record:
         self.device_types: tuple[str, ...] = ()
         self.devices: list[DeviceInfo] = []
         self.api_version = ""
+        self.flushes_subnormals: tuple[str, ...] = ()
+        self.dlpack_device_types: dict[int, str] = {}
 
     def fail(self, state: str, reason: str) -> None:
         self.state, self.reason = state, reason
@@ -64,7 +66,7 @@ class _Record:
         return {
             "name": self.name, "source": self.source, "state": self.state, "reason": self.reason,
             "api_version": self.api_version, "device_types": list(self.device_types),
-            "devices": [d.as_dict() for d in self.devices],
+            "devices": [d.as_dict() for d in self.devices], "flushes_subnormals": list(self.flushes_subnormals),
         }
 
 
@@ -136,6 +138,29 @@ def _validate_version(name: str, backend: Any) -> str:
         if not callable(getattr(backend, member, None)):
             raise BackendValidationError(f"backend {name!r} lacks the required method {member}(); see nda.backends.contract")
     return version
+
+
+def _validate_optional(rec: _Record, backend: Any, device_types: tuple[str, ...]) -> None:
+    """Check the optional declarations (``flushes_subnormals``, DLPack import) and record them on ``rec``."""
+    name = rec.name
+    flushed = getattr(backend, "flushes_subnormals", ())
+    floating = {d.name for d in CATEGORIES["floating"]}
+    if isinstance(flushed, str) or not all(isinstance(d, str) and d in floating for d in flushed):
+        raise BackendValidationError(
+            f"backend {name!r}: flushes_subnormals must be a tuple of floating dtype names such as ('float32', 'complex64'), got {flushed!r}"
+        )
+    imports = getattr(backend, "dlpack_device_types", None) or {}
+    if imports:
+        bad = {k: v for k, v in dict(imports).items() if not isinstance(k, int) or k <= 1 or v not in device_types}
+        if bad:
+            raise BackendValidationError(
+                f"backend {name!r}: dlpack_device_types must map DLPack device type codes other than kDLCPU (1) to device types "
+                f"it declares {device_types}, got {bad!r}"
+            )
+        if not callable(getattr(backend, "import_dlpack", None)):
+            raise BackendValidationError(f"backend {name!r} declares dlpack_device_types but has no import_dlpack(obj, device) method; see nda.backends.contract")
+    rec.flushes_subnormals = tuple(flushed)
+    rec.dlpack_device_types = {int(k): str(v) for k, v in dict(imports).items()}
 
 
 def _registrar(name: str, device_types: tuple[str, ...]) -> Callable[..., None]:
@@ -228,6 +253,7 @@ def _activate(rec: _Record, spec: str) -> Any:
     try:
         rec.api_version = _validate_version(rec.name, backend)
         device_types = tuple(getattr(backend, "device_types", ()) or (rec.name,))
+        _validate_optional(rec, backend, device_types)
         try:
             infos = list(backend.devices())
         except Exception as err:  # noqa: BLE001 - a failing probe means "no device here"
@@ -255,6 +281,8 @@ def _activate(rec: _Record, spec: str) -> Any:
     rec.state, rec.reason, rec.backend, rec.device_types, rec.devices = "loaded", "", backend, device_types, infos
     for dev in device_types:
         _by_device_type[dev] = backend
+        if rec.flushes_subnormals:
+            dispatch.declare_subnormal_flush(dev, rec.flushes_subnormals, backend=rec.name)
     for info in infos:
         _devices[info.device] = info
     return backend

@@ -31,6 +31,7 @@ from nda import Device
 from nda.backends import DeviceInfo
 from nda.ops import CATALOG
 
+from . import _flush
 from ._device import Allocator, SimBuffer, Stream, track
 
 __all__ = ["SimBackend", "SimBuffer", "backend", "NATIVE_OPS"]
@@ -57,6 +58,7 @@ class SimBackend:
     def __init__(self) -> None:
         self.device_count = int(os.environ.get("NDA_SIM_DEVICES", "2"))
         self.capacity = int(os.environ.get("NDA_SIM_CAPACITY", str(1 << 30)))
+        self.flushes_subnormals = _flush.declared()  # NDA_SIM_FLUSH_SUBNORMALS=1: a GPU's flush-to-zero (_flush)
         self._allocators: dict[Device, Allocator] = {}
         self._streams: dict[Device, Stream] = {}
         self._reset_streams()
@@ -91,7 +93,7 @@ class SimBackend:
         _sparse.register(self, register_kernel)  # the csr layout (nda.layouts plugin API)
 
     def _native(self, decl: Any) -> Callable[..., Any]:
-        reference = decl.reference
+        reference = _flush.wrap(decl, self.flushes_subnormals)
         mutating = bool(decl.mutates)
         preallocated = decl.name in _PREALLOCATED
         is_asarray = decl.name == "asarray"
