@@ -51,6 +51,9 @@ class CudaBackend:
     api_version = "1.2"
     device_types = ("cuda",)
     fallback_to_host = True
+    #: CuPy (14.2) compiles every kernel with -ftz=true: float32 (and complex64) subnormal inputs
+    #: and results are zeros. Declared rather than worked around (see nda_cuda._workarounds).
+    flushes_subnormals = ("float32", "complex64")
 
     def __init__(self) -> None:
         self._cupy: Any = None
@@ -201,8 +204,10 @@ class CudaBackend:
 
     def ensure_buffer(self, result: Any) -> Any:
         """A 0-d result as a device array (CuPy returns arrays already; scalars from elsewhere are moved)."""
+        from ._workarounds import to_device
+
         cupy = self._cupy
-        return result if isinstance(result, cupy.ndarray) else cupy.asarray(result)
+        return result if isinstance(result, cupy.ndarray) else to_device(cupy, result)
 
     # ------------------------------------------------------------------ data movement
     def to_host(self, buf: Any) -> Any:
@@ -218,11 +223,15 @@ class CudaBackend:
     def from_host(self, host: Any, device: Device, out: Any = None) -> Any:
         import numpy as np
 
+        from ._workarounds import to_device
+
         ds = self._stream(device)
         host = np.asarray(host)
         try:
             with ds.device, ds.stream:
-                data = self._cupy.array(host, copy=True)  # pageable memory: staged, so ``host`` may change afterwards
+                # Pageable memory: staged, so ``host`` may change afterwards. Not cupy.array(host):
+                # CuPy 14.2 fills a 0-d array with a memset when it equals zero, losing -0.0.
+                data = to_device(self._cupy, host)
                 if out is None:
                     return data
                 out[...] = data
