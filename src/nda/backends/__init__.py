@@ -30,7 +30,7 @@ from .contract import API_VERSION, DeviceInfo, check_kernel_signature
 
 __all__ = [
     "BackendError", "BackendValidationError", "API_VERSION", "DeviceInfo", "load", "status", "status_table",
-    "for_device", "to_host", "devices", "memory_stats", "release_all", "validate_device",
+    "for_device", "to_host", "devices", "memory_stats", "release_all", "validate_device", "for_dlpack_device", "DLPACK_DEVICE_TYPES",
 ]
 
 GROUP = "nda.backends"
@@ -445,6 +445,49 @@ def synchronize_all() -> None:
             for info in _devices.values():
                 if info.device.type in getattr(backend, "device_types", ()):
                     sync(info.device)
+
+
+#: DLPack device type codes (``DLDeviceType``), for messages.
+DLPACK_DEVICE_TYPES = {
+    1: "kDLCPU", 2: "kDLCUDA", 3: "kDLCUDAHost", 4: "kDLOpenCL", 7: "kDLVulkan", 8: "kDLMetal", 9: "kDLVPI", 10: "kDLROCM",
+    11: "kDLROCMHost", 12: "kDLExtDev", 13: "kDLCUDAManaged", 14: "kDLOneAPI", 15: "kDLWebGPU", 16: "kDLHexagon", 17: "kDLMAIA",
+}
+
+
+def for_dlpack_device(kind: int, prefer: str | None = None) -> tuple[Any, str]:
+    """The backend that imports DLPack device type ``kind`` and its device type receiving the data.
+
+    A backend that serves ``prefer`` (a device type) and imports ``kind`` wins; otherwise the
+    first loaded backend that imports it, then the installed ones, loaded one by one until one
+    does (a backend is only imported when its device is needed, as for ops). BufferError,
+    naming the device type and what could serve it, when none does.
+    """
+    records = _discover()
+    if prefer is not None:
+        ensure_device_type(prefer)
+        rec = next((r for r in records.values() if r.state == "loaded" and prefer in r.device_types), None)
+        if rec is not None and kind in rec.dlpack_device_types:
+            return rec.backend, rec.dlpack_device_types[kind]
+    for rec in list(records.values()):
+        if rec.state == "loaded" and kind in rec.dlpack_device_types:
+            return rec.backend, rec.dlpack_device_types[kind]
+    for rec in list(records.values()):
+        if rec.state == "installed":
+            try:
+                _activate(rec, rec.source)
+            except BackendError:
+                continue
+            if kind in rec.dlpack_device_types:
+                return rec.backend, rec.dlpack_device_types[kind]
+    name = f"DLPack device type {kind} ({DLPACK_DEVICE_TYPES.get(kind, 'unknown')})"
+    unusable = [r for r in records.values() if kind in r.dlpack_device_types and r.state != "loaded"]
+    if unusable:
+        why = "; ".join(f"backend {r.name!r} imports it but is {r.state}: {r.reason.strip().splitlines()[0] if r.reason else 'see nda.backends.status()'}" for r in unusable)
+        raise BufferError(f"from_dlpack(): the data is on {name}; {why}")
+    raise BufferError(
+        f"from_dlpack(): the data is on {name} and no installed nda backend imports it (backends: {', '.join(sorted(records)) or 'none'}); "
+        f"install one whose dlpack_device_types has {kind} (nda-cuda for kDLCUDA), or copy the data to host memory first"
+    )
 
 
 def to_host(array: Any) -> Any:

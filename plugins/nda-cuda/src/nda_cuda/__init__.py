@@ -21,7 +21,10 @@ The contract (``nda.backends.contract``, API 1.2), member by member:
   an allocation failure is a ``MemoryError`` naming the device, the request and what is free;
 * data movement: host <-> device copies on the device's stream; direct device-to-device
   copies ordered by events on both streams; DLPack export (``cupy.from_dlpack(x)``,
-  ``torch.from_dlpack(x)``) and import (:func:`from_dlpack`);
+  ``torch.from_dlpack(x)``) and import: ``dlpack_device_types``/``import_dlpack``, so that
+  ``nda.from_dlpack`` takes CUDA arrays of CuPy, PyTorch and JAX without a copy;
+* numerics: ``flushes_subnormals = ("float32", "complex64")`` (CuPy compiles with ``-ftz=true``),
+  and :mod:`nda_cuda._workarounds` where CuPy 14.2 differs from NumPy;
 * execution: ``record_completion`` returns a completion signalled from a CUDA event
   (:mod:`nda_cuda._streams`), so the engine orders GPU work without blocking the caller;
   ``to_host`` waits for an event recorded after its copy, i.e. only for the work before it.
@@ -38,6 +41,7 @@ from nda.backends import DeviceInfo
 __all__ = ["CudaBackend", "CudaUnavailableError", "backend", "from_dlpack"]
 
 _KDLCUDA = 2  # DLPack device type of CUDA memory
+_KDLCUDA_MANAGED = 13  # ... and of CUDA managed memory
 
 
 class CudaUnavailableError(RuntimeError):
@@ -279,6 +283,19 @@ class CudaBackend:
     def dlpack_device(self, device: Device) -> tuple[int, int]:
         return (_KDLCUDA, device.index)
 
+    #: DLPack device types nda.from_dlpack routes here: CUDA device memory and CUDA managed memory.
+    dlpack_device_types = {_KDLCUDA: "cuda", _KDLCUDA_MANAGED: "cuda"}
+
+    def import_dlpack(self, obj: Any, device: Device) -> Any:
+        """``obj``'s memory as a CuPy array (zero-copy; CuPy, PyTorch, JAX, ... CUDA arrays).
+
+        Inside the device's stream context CuPy hands the producer that stream in the DLPack
+        handshake, so the producer's pending work is ordered before anything nda enqueues.
+        """
+        ds = self._stream(device)
+        with ds.device, ds.stream:
+            return self._cupy.from_dlpack(obj)
+
     # ------------------------------------------------------------------ memory
     def memory_stats(self, device: Device) -> dict[str, int]:
         """CuPy's pool on ``device``: ``in_use`` (by arrays), ``cached`` (held for reuse), the
@@ -341,26 +358,18 @@ def _probe_reason(cupy: Any, err: BaseException) -> str:
 def from_dlpack(obj: Any, /) -> Any:
     """A cuda nda array sharing memory with ``obj`` (a CuPy array, a CUDA PyTorch tensor, ...).
 
-    Zero-copy: nda's own ``nda.from_dlpack`` goes through host memory (``numpy.from_dlpack``)
-    and so cannot take device memory. The producer's pending work is ordered before the
-    device's stream by the DLPack stream handshake.
+    The same as ``nda.from_dlpack(obj)`` (which routes CUDA producers here through
+    :attr:`CudaBackend.dlpack_device_types`), kept for code written before that; it refuses
+    data that is not in CUDA memory.
     """
     import nda
-    from nda._array import new_array
-    from nda._devices import ArrayMeta, strided
-    from nda._dtypes import from_numpy_dtype
 
-    nda.backends.load("cuda")
     if not hasattr(obj, "__dlpack_device__"):
         raise TypeError(f"from_dlpack() expects an object with __dlpack__ and __dlpack_device__, got {type(obj).__name__}")
-    kind, index = obj.__dlpack_device__()
-    if int(kind) != _KDLCUDA:
-        raise ValueError(f"from_dlpack(): the data is on DLPack device type {int(kind)}, not CUDA ({_KDLCUDA}); use nda.from_dlpack for host data")
-    ds = backend._stream(Device("cuda", int(index)))
-    with ds.device, ds.stream:
-        array = backend._cupy.from_dlpack(obj)
-    meta = ArrayMeta(Device("cuda", int(index)), from_numpy_dtype(array.dtype), strided)
-    return new_array(array, meta, tuple(array.shape))
+    kind, _ = obj.__dlpack_device__()
+    if int(kind) not in CudaBackend.dlpack_device_types:
+        raise ValueError(f"from_dlpack(): the data is on DLPack device type {int(kind)}, not CUDA ({_KDLCUDA}); use nda.from_dlpack for other data")
+    return nda.from_dlpack(obj)
 
 
 backend = CudaBackend()
