@@ -27,6 +27,7 @@ is reduced to the one- or two-element case that still fails.
 
 from __future__ import annotations
 
+import os
 import time
 import warnings
 from typing import Any, Callable, Iterable
@@ -49,7 +50,7 @@ from . import _cases, _generators, _subnormals
 from ._cases import DEVICE, Arr, Case, Raw
 from ._report import CellResult, Report
 
-__all__ = ["Cell", "cells", "Runner", "run", "ConformanceFailure"]
+__all__ = ["Cell", "cells", "Runner", "run", "auto_jobs", "ConformanceFailure"]
 
 CPU = Device("cpu", 0)
 
@@ -200,6 +201,7 @@ class Runner:
         strategy = _generators.strategy(cell.op, cell.dtype)
         if strategy is None:
             return CellResult(**base, status="not covered", reason=f"the kit has no input generator for {cell.op!r}")
+        strategy = _generators.for_layout(strategy, cell.dtype, cell.layout)
         if cell.layout is not strided:
             try:
                 layouts.info(cell.layout)
@@ -523,7 +525,7 @@ def environment(runner: Runner) -> dict[str, Any]:
         "python": platform.python_version(), "engine": nda.engine.current().name,
         "backend": {k: record.get(k) for k in ("name", "source", "state", "api_version")},
         "max_examples": s.max_examples, "derandomize": s.derandomize,
-        "flushes_subnormals": sorted(runner.flushed),
+        "flushes_subnormals": sorted(runner.flushed), "jobs": 1,
     }
 
 
@@ -536,12 +538,33 @@ def run(
     profile: str = "quick",
     settings: Any = None,
     progress: Callable[[CellResult], None] | None = None,
+    jobs: int | None = 1,
 ) -> Report:
     """Run the conformance kit on ``device`` (a type such as ``"sim"`` or a device ``"sim:1"``).
 
     ``reference`` is ``"reference"`` (the catalog's NumPy reference functions) or another
     device (``"cpu"``). ``ops``/``dtypes`` restrict the cells; ``profile`` is ``"quick"``
-    or ``"deep"`` (or pass Hypothesis ``settings``). Returns a :class:`Report`.
+    or ``"deep"`` (or pass Hypothesis ``settings``). ``jobs`` > 1 splits the cells among that
+    many worker processes (:mod:`._parallel`; not with ``settings``), ``None`` picks a number
+    from the cores and the size of the run (:func:`auto_jobs`). Returns a :class:`Report`.
     """
     runner = Runner(device, reference, profile=profile, settings=settings)
-    return runner.run(cells(runner.device, ops=ops, dtypes=dtypes), progress)
+    selected = cells(runner.device, ops=ops, dtypes=dtypes)
+    workers = auto_jobs(selected) if jobs is None else jobs
+    if workers > 1 and settings is None:
+        from ._parallel import run_parallel
+
+        return run_parallel(runner.device, selected, reference=runner.reference, profile=profile, jobs=workers,
+                            environment=environment(runner), progress=progress)
+    return runner.run(selected, progress)
+
+
+def auto_jobs(selected: list[Cell]) -> int:
+    """Worker processes for a run of ``selected`` cells: one per core (``NDA_KIT_JOBS`` overrides),
+    and one per 100 native cells at most (a worker costs an interpreter start, about a second)."""
+    from ._parallel import default_jobs
+
+    if os.environ.get("NDA_KIT_JOBS", "").strip():
+        return default_jobs()
+    native = sum(1 for c in selected if c.route == "native")
+    return max(1, min(default_jobs(), native // 100))
