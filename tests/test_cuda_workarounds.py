@@ -186,27 +186,32 @@ def _csr(value):
     return nda.asarray([[value, 0], [0, 3]], dtype=nda.complex128, device=D).to_layout("csr")
 
 
-def _on_cpu(call):
-    """The same call with every cuda mirror array on cpu: run it with the default device swapped."""
+def _on(device, call):
+    """``call`` with its arrays made on ``device`` (the examples read the module's ``D``)."""
     global D
-    saved, D = D, "cpu"
+    saved, D = D, device
     try:
         return call(nda.float64)
     finally:
         D = saved
 
 
-@pytest.mark.parametrize("name", sorted(EXAMPLES))
-def test_h100_minimal_examples_give_the_cpus_results_on_the_mirror(mirror, name):
+def check_example(name, device):
+    """The example ``name`` on ``device`` gives the cpu's result (dtype, shape, values, signed zeros)."""
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
-        got = EXAMPLES[name](nda.float64)
-        want = _on_cpu(EXAMPLES[name])
-    assert got.device == nda.Device(D, 0) and want.device == nda.Device("cpu", 0)
-    assert (got.dtype, got.shape) == (want.dtype, want.shape)
+        got = _on(device, EXAMPLES[name])
+        want = _on("cpu", EXAMPLES[name])
+    assert got.device == nda.Device(device, 0) and want.device == nda.Device("cpu", 0)
+    assert (got.dtype, got.shape) == (want.dtype, want.shape), name
     got_host = got.to_layout("strided").asnumpy() if got.layout.name != "strided" else got.asnumpy()
     want_host = want.to_layout("strided").asnumpy() if want.layout.name != "strided" else want.asnumpy()
-    assert_allclose(got_host, want_host, signed_zeros=got.layout.name == "strided")
+    assert_allclose(got_host, want_host, signed_zeros=got.layout.name == "strided", err_msg=name)
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLES))
+def test_h100_minimal_examples_give_the_cpus_results_on_the_mirror(mirror, name):
+    check_example(name, "cudamirror")
 
 
 #: The H100's failing cells (ops), dtypes the other mirror test does not run.

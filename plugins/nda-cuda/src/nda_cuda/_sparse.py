@@ -10,7 +10,9 @@ column indices, no duplicates), built through nda's plugin API from the backend'
   csr -> dense places the stored values, so ``-0.0`` and complex signed zeros survive);
 * kernels, where cuSPARSE or a data-only update makes them cheap: the zero-preserving
   element-wise ops (the cuda strided kernel applied to the stored values), ``multiply`` and
-  ``divide`` by a scalar, ``add``/``subtract`` of csr arrays (``csrgeam2``), ``sum``,
+  ``divide`` by a scalar, ``add``/``subtract`` of csr arrays (``csrgeam2`` for real values;
+  complex ones by merging the structures, since ``csrgeam2``'s ``alpha = 1`` product turns
+  ``1+infj`` into ``nan+infj`` in CuPy 14.2), ``sum``,
   ``matmul`` csr @ strided (``spmm``/``spmv``), ``astype`` and ``permute_dims``. Every other
   op takes nda's layout fallback (converted to strided on the GPU, then the strided route).
 
@@ -27,7 +29,8 @@ registered for the floating dtypes (bool csr arrays take the fallback for them).
 
 Everything takes the array module and its sparse module as parameters: the backend passes
 CuPy and ``cupyx.scipy.sparse``; ``tests/_cuda_numpy_mirror.py`` passes NumPy and
-``scipy.sparse``, which checks this module's logic with the conformance kit on any machine.
+``scipy.sparse`` (with ``csrgeam2``'s complex products modelled), which checks this module's
+logic with the conformance kit on any machine.
 CuPy-specific behaviour (F-ordered products, lazily computed format flags that would sync
 the device) is handled here and is exercised only on a GPU.
 """
