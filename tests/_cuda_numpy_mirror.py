@@ -1,14 +1,22 @@
-"""nda-cuda's kernel table built over NumPy instead of CuPy, as a runtime-loaded backend.
+"""nda-cuda's kernel table built over a model of CuPy 14.2 on NumPy, as a runtime-loaded backend.
 
 Not a GPU test. ``nda_cuda._kernels.build`` takes the array module as a parameter; with
-``numpy`` and ``array_api_compat.numpy`` it produces exactly the table the cuda backend
-builds over CuPy (same name lookup, same argument adapter, same overrides), so running
-nda's conformance kit on this device (``cudamirror``) against cpu checks the op -> function
-mapping and the calling conventions on any machine. What it cannot check is CuPy itself:
-that is what the conformance run on a real GPU is for (``tests/test_cuda.py``).
+``_cupy_quirks.cupy_model`` (NumPy with the behaviours of CuPy 14.2 that nda's conformance
+kit found on an H100: signed zeros lost on 0-d transfers, float32 subnormals flushed,
+``hypot`` overflowing near the largest double, CuPy's complex division, ...) and its
+Array-API namespace it produces exactly the table the cuda backend builds over CuPy (same
+name lookup, same argument adapter, same overrides and workarounds). Running nda's
+conformance kit on this device (``cudamirror``) against cpu therefore checks the op ->
+function mapping, the calling conventions and every workaround in
+``nda_cuda._workarounds`` on any machine. What it cannot check is CuPy itself: that is what
+the conformance run on a real GPU is for (``tests/test_cuda.py``).
 
-It builds nda-cuda's csr layer (:mod:`nda_cuda._sparse`) the same way, over
-``scipy.sparse`` instead of ``cupyx.scipy.sparse``, with the same dtype limits.
+It builds nda-cuda's csr layer (:mod:`nda_cuda._sparse`) the same way, over ``scipy.sparse``
+(with cuSPARSE's complex ``csr + csr`` modelled) instead of ``cupyx.scipy.sparse``, with the
+same dtype limits. Like the cuda backend it declares ``flushes_subnormals``, and it imports
+DLPack producers that say they are on a CUDA device (``dlpack_device_types``), taking the
+memory they hand over (host memory here) without a copy, so ``nda.from_dlpack``'s routing is
+tested without a GPU.
 
 Buffers are plain ``numpy.ndarray`` copies owned by the device; load with
 ``nda.backends.load("_cuda_numpy_mirror:backend")``.
@@ -18,15 +26,17 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-import array_api_compat.numpy as compat_numpy
 import numpy as np
+from _cupy_quirks import FLUSHED, compat_model, cupy_model, sparse_model
 
 from nda import Device
 from nda.backends import DeviceInfo, cpu_sparse
 from nda.ops import CATALOG
 from nda_cuda import _kernels, _sparse
+from nda_cuda._workarounds import to_device
 
 DEVICE = Device("cudamirror", 0)
+KDLCUDA = 2
 
 
 class NumpyMirrorBackend:
@@ -35,6 +45,8 @@ class NumpyMirrorBackend:
     device_types = ("cudamirror",)
     fallback_to_host = True
     buffer_type = np.ndarray
+    flushes_subnormals = FLUSHED
+    dlpack_device_types = {KDLCUDA: "cudamirror"}
     # Like nda-cuda, a backend with in-order queues (API 1.3), so that its kernels'
     # data-dependent checks (nda.engine.Deferred: index bounds, negative integer powers)
     # run the way they do on a GPU. NumPy is synchronous: every marker is reached at once.
@@ -64,14 +76,12 @@ class NumpyMirrorBackend:
         return [DeviceInfo(DEVICE, "nda-cuda kernel table over NumPy")]
 
     def register(self, register_kernel: Callable[..., None]) -> None:
-        kernels, self.unmapped = _kernels.build(np, compat_numpy)
+        kernels, self.unmapped = _kernels.build(cupy_model, compat_model)
         for spec in kernels:
             register_kernel(spec.op, CATALOG[spec.op].supported_dtypes, spec.fn)
             self.sources[spec.op] = spec.source
         # nda-cuda's csr layer over scipy.sparse, as the backend builds it over cupyx.scipy.sparse.
-        import scipy.sparse
-
-        layer = _sparse.CsrLayer(np, scipy.sparse, {spec.op: spec.fn for spec in kernels})
+        layer = _sparse.CsrLayer(cupy_model, sparse_model, {spec.op: spec.fn for spec in kernels})
 
         def to_host(buf: Any) -> Any:
             return cpu_sparse.csr(buf.data.copy(), buf.indices.copy(), buf.indptr.copy(), tuple(buf.shape))
@@ -82,7 +92,7 @@ class NumpyMirrorBackend:
         self.csr_sources = _sparse.register(register_kernel, layer, to_host=to_host, from_host=from_host, wrap=lambda fn, source: fn)
 
     def ensure_buffer(self, result: Any) -> np.ndarray:
-        return result if isinstance(result, np.ndarray) else np.asarray(result)
+        return result if isinstance(result, np.ndarray) else to_device(cupy_model, result)
 
     def to_host(self, buf: np.ndarray) -> np.ndarray:
         return np.array(buf, copy=True)
@@ -91,10 +101,28 @@ class NumpyMirrorBackend:
         if out is not None:
             out[...] = host
             return out
-        return np.array(host, copy=True)
+        return to_device(cupy_model, host)  # as the cuda backend copies (cupy.array(host) would drop -0.0)
+
+    def import_dlpack(self, obj: Any, device: Device) -> np.ndarray:
+        """The producer's memory without a copy (it is host memory here; the cuda backend takes
+        device memory with ``cupy.from_dlpack``)."""
+        return np.from_dlpack(_AsHost(obj))
 
     def device_of(self, buf: np.ndarray) -> Device:
         return DEVICE
+
+
+class _AsHost:
+    """A producer that says it is on a CUDA device but hands over host memory, presented as host data."""
+
+    def __init__(self, producer: Any) -> None:
+        self.producer = producer
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return (1, 0)
+
+    def __dlpack__(self, **kwargs: Any) -> Any:
+        return self.producer.__dlpack__(**{k: v for k, v in kwargs.items() if k != "dl_device"})
 
 
 backend = NumpyMirrorBackend()

@@ -172,6 +172,51 @@ signed_zero = _make("signed_zero")
 nan_maximum = _make("nan_maximum")
 wrong_shape = _make("wrong_shape")
 device_error = _make("device_error")
+# ----------------------------------------------------------------------------- flush to zero
+
+def flushing(fn: Callable[..., Any], dtypes: tuple[str, ...]) -> Callable[..., Any]:
+    """``fn`` treating subnormals of ``dtypes`` as zeros, in its inputs and its result (a GPU's flush-to-zero)."""
+    from nda.testing.conformance._subnormals import flush
+
+    chosen = frozenset(dtypes)
+
+    def kernel(*args: Any, **kwargs: Any) -> Any:
+        args = tuple(flush(np.asarray(a), chosen) if isinstance(a, np.ndarray) else a for a in args)
+        return flush(np.asarray(fn(*args, **kwargs)), chosen)
+
+    kernel.__name__ = getattr(fn, "__name__", "kernel")
+    return kernel
+
+
+class FlushingMutant(MutantBackend):
+    """Kernels that flush ``flushes`` subnormals and declare ``declares`` (``flushes_subnormals``)."""
+
+    def __init__(self, name: str, ops: tuple[str, ...], *, declares: tuple[str, ...], flushes: tuple[str, ...], bug: Any = None) -> None:
+        super().__init__(name, ops, bug)
+        self.flushes_subnormals = declares
+        self.flushes = flushes
+
+    def register(self, register_kernel: Callable[..., None]) -> None:
+        for op in dict.fromkeys(SUPPORT_OPS + self.ops):
+            decl = CATALOG[op]
+            fn = decl.reference if op in SUPPORT_OPS else flushing(decl.reference, self.flushes)
+            register_kernel(op, decl.supported_dtypes, wrap(fn, op))
+        if self.bug is not None:
+            op, dtypes, fn = self.bug
+            register_kernel(op, dtypes, wrap(flushing(fn, self.flushes), op), priority=1)
+
+
+_FLUSH_OPS = ("less", "sqrt", "multiply", "sum")
+_SINGLE = ("float32", "complex64")
+#: Flushes float32/complex64 subnormals and says so: correct.
+flush_declared = FlushingMutant("mut_flush_declared", _FLUSH_OPS, declares=_SINGLE, flushes=_SINGLE)
+#: Flushes float32/complex64 subnormals without declaring it.
+flush_undeclared = FlushingMutant("mut_flush_undeclared", _FLUSH_OPS, declares=(), flushes=_SINGLE)
+#: Declares float32/complex64, flushes float64 too.
+flush_float64 = FlushingMutant("mut_flush_float64", _FLUSH_OPS, declares=_SINGLE, flushes=(*_SINGLE, "float64"))
+#: Declares and flushes float32/complex64, and its float32 less is less_equal: a real bug besides.
+flush_and_wrong = FlushingMutant("mut_flush_and_wrong", _FLUSH_OPS, declares=_SINGLE, flushes=_SINGLE, bug=("less", ["float32"], np.less_equal))
+
 #: Correct, with host fallback for every op it lacks: the kit must say "fallback", not test them.
 partial = MutantBackend("mut_partial", ("add", "sum"), fallback=True)
 #: Registers logical_and for int8, which the op does not declare.

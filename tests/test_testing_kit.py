@@ -285,7 +285,7 @@ def test_report_table_and_json():
     assert data["summary"] == {"passed": 1, "failed": 1, "fallback": 0, "not covered": 2}
     assert data["environment"]["nda"] == nda.__version__ and data["profile"] == "quick"
     cell = next(r for r in data["results"] if r["status"] == "failed")
-    assert set(cell) == {"op", "dtype", "layout", "status", "examples", "seconds", "example", "error", "reason", "found_by"}
+    assert set(cell) == {"op", "dtype", "layout", "status", "examples", "seconds", "example", "error", "reason", "found_by", "flushed"}
     assert (cell["op"], cell["dtype"], cell["layout"]) == ("add", "int8", "strided") and cell["example"].startswith("add(")
 
 

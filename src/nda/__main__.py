@@ -120,6 +120,8 @@ def info() -> int:
             print("\n".join(_device_lines(rec)))
             for device_type in rec["device_types"]:
                 print(_coverage_line(device_type))
+            if rec.get("flushes_subnormals"):
+                print(f"    subnormals: {', '.join(rec['flushes_subnormals'])} flushed to zero by its kernels (declared: flushes_subnormals)")
         elif rec["reason"]:
             reason = rec["reason"].strip().splitlines()[0]
             print(f"    reason: {reason}")

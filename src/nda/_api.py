@@ -14,7 +14,7 @@ import numpy as np
 
 from . import _dtypes, _frontend, backends, ops
 from ._array import NDArray, new_array
-from ._devices import ArrayMeta, Device, as_device
+from ._devices import ArrayMeta, Device, as_device, strided
 from .engine import state as _state
 from ._dtypes import DType
 
@@ -127,10 +127,55 @@ def copy(x: NDArray, /) -> NDArray:
     return _catalog_astype(x, x.dtype, copy=True)  # type: ignore[no-any-return]
 
 
+#: DLPack device types NumPy reads directly (host memory); kDLCUDAManaged (13) too when no backend imports it.
+_HOST_DLPACK = (1, 3, 11)  # kDLCPU, kDLCUDAHost, kDLROCMHost
+
+
 def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> NDArray:
-    """An array from any object that implements ``__dlpack__`` (zero-copy on cpu when possible)."""
-    host = np.from_dlpack(x)
-    return asarray(host, device=device, copy=copy)
+    """An array sharing ``x``'s memory through DLPack, on the device ``x`` is on (or on ``device``).
+
+    ``x.__dlpack_device__()`` routes the import: host memory goes through NumPy (zero-copy on
+    cpu); another device type goes to the backend that declares it in ``dlpack_device_types``
+    (nda-cuda for CUDA: zero-copy from CuPy, PyTorch or JAX CUDA arrays, ordered after the
+    producer's pending work). BufferError names the device type when no backend imports it.
+    ``device=`` another device copies there (BufferError with ``copy=False``); ``copy=True``
+    always copies. An nda array is returned as ``asarray`` returns it.
+    """
+    target = None if device is None else as_device(device)
+    if isinstance(x, NDArray):
+        return asarray(x, device=target, copy=copy)
+    probe = getattr(x, "__dlpack_device__", None)
+    kind, index = (int(v) for v in probe()) if probe is not None else (1, 0)
+    if kind in _HOST_DLPACK:
+        return _from_host_dlpack(x, target, copy)
+    if target is not None and target.type == "cpu" and copy is not False:
+        try:  # the producer copies to host itself (CuPy, PyTorch): no nda backend needed for its device
+            return asarray(np.from_dlpack(x, device="cpu", copy=copy), device=target)
+        except (BufferError, TypeError, ValueError, NotImplementedError):
+            pass
+    try:
+        backend, device_type = backends.for_dlpack_device(kind, prefer=None if target is None else target.type)
+    except BufferError:
+        if kind == 13:  # CUDA managed memory is host-accessible: NumPy takes it
+            return _from_host_dlpack(x, target, copy)
+        raise
+    source = Device(device_type, index)
+    backends.validate_device(source)
+    buf = backend.import_dlpack(x, source)
+    array = new_array(buf, ArrayMeta(source, _dtypes.from_numpy_dtype(np.dtype(buf.dtype)), strided), tuple(buf.shape))
+    if target is None or target is source:
+        return _catalog_astype(array, array.dtype, copy=True) if copy else array  # type: ignore[no-any-return]
+    if copy is False:
+        raise BufferError(f"from_dlpack(copy=False): the data is on {source}; device={target} needs a copy")
+    return to_device(array, target)
+
+
+def _from_host_dlpack(x: Any, target: Device | None, copy: bool | None) -> NDArray:
+    """Host memory through NumPy: shared on cpu unless ``copy=True``; copied to another device."""
+    if copy is False and target is not None and target.type != "cpu":
+        raise BufferError(f"from_dlpack(copy=False): the data is in host memory; device={target} needs a copy")
+    host = np.from_dlpack(x) if copy is None else np.from_dlpack(x, copy=copy)
+    return asarray(host, device=target or Device("cpu", 0))
 
 
 def _from_pickle(host: np.ndarray, device: str) -> NDArray:

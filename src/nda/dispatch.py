@@ -32,7 +32,8 @@ import numpy as np
 from ._devices import KernelKey, Layout, as_layout, strided
 from ._dtypes import DType, as_dtype
 
-__all__ = ["DispatchError", "DeviceUnavailableError", "FallbackWarning", "FallbackError", "coverage", "Coverage", "KernelEntry", "OpTable", "register", "resolve", "resolve_plan", "table", "explain", "kernels"]
+__all__ = ["DispatchError", "DeviceUnavailableError", "FallbackWarning", "FallbackError", "coverage", "Coverage", "KernelEntry", "OpTable", "register", "resolve", "resolve_plan", "table", "explain", "kernels",
+           "declare_subnormal_flush", "subnormal_flush"]
 
 
 class DispatchError(TypeError):
@@ -197,6 +198,36 @@ def unregister_backend(backend: str) -> None:
             else:
                 del tbl.kernels[key]
         tbl.cache.clear()
+    for device_type in [d for d, (name, _) in _FLUSHING.items() if name == backend]:
+        del _FLUSHING[device_type]
+
+
+#: device type -> (backend, dtypes whose subnormals its kernels flush): the backends' declarations.
+_FLUSHING: dict[str, tuple[str, frozenset[DType]]] = {}
+
+
+def declare_subnormal_flush(device_type: str, dtypes: Iterable[Any], backend: str) -> None:
+    """Record that ``backend``'s kernels on ``device_type`` flush subnormals of ``dtypes`` (its
+    ``flushes_subnormals``; called by nda.backends when the backend registers)."""
+    _FLUSHING[device_type] = (backend, frozenset(as_dtype(d) for d in dtypes))
+
+
+def subnormal_flush(device_type: str) -> frozenset[DType]:
+    """The dtypes whose subnormals the kernels of ``device_type`` flush to zero (empty: they keep them)."""
+    found = _FLUSHING.get(device_type)
+    return found[1] if found else frozenset()
+
+
+def _flush_note(key: KernelKey, kernel: KernelEntry, out_dtype: DType, conversions: list[str]) -> str | None:
+    """explain()'s line about flushed subnormals, when the route runs the declaring backend's kernels."""
+    found = _FLUSHING.get(key.device_type)
+    if not found or "(host fallback)" in kernel.backend or any("host fallback" in c or "copies the inputs to cpu" in c for c in conversions):
+        return None
+    backend, dtypes = found
+    hit = sorted({d.name for d in (key.dtype, out_dtype) if d in dtypes})
+    if not hit:
+        return None
+    return f"backend {backend!r} flushes {' and '.join(hit)} subnormal inputs and results to zero (declared: flushes_subnormals)"
 
 
 def kernels(op_name: str, key: KernelKey | None = None) -> list[KernelEntry]:
@@ -494,6 +525,9 @@ class Explanation:
         for conversion in self.conversions:
             lines.append(f"convert: {conversion}")
         lines.append(f"output:  {self.out_dtype.name} {self.out_shape}" + ("" if self.out_layout is strided else f" {self.out_layout.name}"))
+        note = _flush_note(self.key, self.kernel, self.out_dtype, self.conversions)
+        if note:
+            lines.append(f"note:    {note}")
         return "\n".join(lines)
 
     def __repr__(self) -> str:

@@ -33,7 +33,7 @@ from .contract import API_VERSION, QUEUE_MEMBERS, DeviceInfo, check_kernel_signa
 
 __all__ = [
     "BackendError", "BackendValidationError", "API_VERSION", "DeviceInfo", "load", "status", "status_table",
-    "for_device", "to_host", "devices", "memory_stats", "release_all", "validate_device",
+    "for_device", "to_host", "devices", "memory_stats", "release_all", "validate_device", "for_dlpack_device", "DLPACK_DEVICE_TYPES",
 ]
 
 GROUP = "nda.backends"
@@ -48,7 +48,7 @@ class BackendValidationError(BackendError):
 
 
 class _Record:
-    __slots__ = ("name", "source", "state", "reason", "backend", "device_types", "devices", "api_version")
+    __slots__ = ("name", "source", "state", "reason", "backend", "device_types", "devices", "api_version", "flushes_subnormals", "dlpack_device_types")
 
     def __init__(self, name: str, source: str) -> None:
         self.name = name
@@ -59,6 +59,8 @@ class _Record:
         self.device_types: tuple[str, ...] = ()
         self.devices: list[DeviceInfo] = []
         self.api_version = ""
+        self.flushes_subnormals: tuple[str, ...] = ()
+        self.dlpack_device_types: dict[int, str] = {}
 
     def fail(self, state: str, reason: str) -> None:
         self.state, self.reason = state, reason
@@ -67,7 +69,7 @@ class _Record:
         return {
             "name": self.name, "source": self.source, "state": self.state, "reason": self.reason,
             "api_version": self.api_version, "device_types": list(self.device_types),
-            "devices": [d.as_dict() for d in self.devices],
+            "devices": [d.as_dict() for d in self.devices], "flushes_subnormals": list(self.flushes_subnormals),
         }
 
 
@@ -155,6 +157,29 @@ def _validate_version(name: str, backend: Any) -> str:
 def _queued(backend: Any) -> bool:
     """Whether ``backend`` declared in-order device queues (backend API 1.3)."""
     return bool(getattr(backend, "in_order_queues", False))
+
+
+def _validate_optional(rec: _Record, backend: Any, device_types: tuple[str, ...]) -> None:
+    """Check the optional declarations (``flushes_subnormals``, DLPack import) and record them on ``rec``."""
+    name = rec.name
+    flushed = getattr(backend, "flushes_subnormals", ())
+    floating = {d.name for d in CATEGORIES["floating"]}
+    if isinstance(flushed, str) or not all(isinstance(d, str) and d in floating for d in flushed):
+        raise BackendValidationError(
+            f"backend {name!r}: flushes_subnormals must be a tuple of floating dtype names such as ('float32', 'complex64'), got {flushed!r}"
+        )
+    imports = getattr(backend, "dlpack_device_types", None) or {}
+    if imports:
+        bad = {k: v for k, v in dict(imports).items() if not isinstance(k, int) or k <= 1 or v not in device_types}
+        if bad:
+            raise BackendValidationError(
+                f"backend {name!r}: dlpack_device_types must map DLPack device type codes other than kDLCPU (1) to device types "
+                f"it declares {device_types}, got {bad!r}"
+            )
+        if not callable(getattr(backend, "import_dlpack", None)):
+            raise BackendValidationError(f"backend {name!r} declares dlpack_device_types but has no import_dlpack(obj, device) method; see nda.backends.contract")
+    rec.flushes_subnormals = tuple(flushed)
+    rec.dlpack_device_types = {int(k): str(v) for k, v in dict(imports).items()}
 
 
 def _registrar(name: str, device_types: tuple[str, ...], backend: Any = None) -> Callable[..., None]:
@@ -255,6 +280,7 @@ def _activate(rec: _Record, spec: str) -> Any:
     try:
         rec.api_version = _validate_version(rec.name, backend)
         device_types = tuple(getattr(backend, "device_types", ()) or (rec.name,))
+        _validate_optional(rec, backend, device_types)
         try:
             infos = list(backend.devices())
         except Exception as err:  # noqa: BLE001 - a failing probe means "no device here"
@@ -287,6 +313,8 @@ def _activate(rec: _Record, spec: str) -> Any:
     rec.state, rec.reason, rec.backend, rec.device_types, rec.devices = "loaded", "", backend, device_types, infos
     for dev in device_types:
         _by_device_type[dev] = backend
+        if rec.flushes_subnormals:
+            dispatch.declare_subnormal_flush(dev, rec.flushes_subnormals, backend=rec.name)
     for info in infos:
         _devices[info.device] = info
     return backend
@@ -465,6 +493,49 @@ def synchronize_all() -> None:
             for info in _devices.values():
                 if info.device.type in getattr(backend, "device_types", ()):
                     sync(info.device)
+
+
+#: DLPack device type codes (``DLDeviceType``), for messages.
+DLPACK_DEVICE_TYPES = {
+    1: "kDLCPU", 2: "kDLCUDA", 3: "kDLCUDAHost", 4: "kDLOpenCL", 7: "kDLVulkan", 8: "kDLMetal", 9: "kDLVPI", 10: "kDLROCM",
+    11: "kDLROCMHost", 12: "kDLExtDev", 13: "kDLCUDAManaged", 14: "kDLOneAPI", 15: "kDLWebGPU", 16: "kDLHexagon", 17: "kDLMAIA",
+}
+
+
+def for_dlpack_device(kind: int, prefer: str | None = None) -> tuple[Any, str]:
+    """The backend that imports DLPack device type ``kind`` and its device type receiving the data.
+
+    A backend that serves ``prefer`` (a device type) and imports ``kind`` wins; otherwise the
+    first loaded backend that imports it, then the installed ones, loaded one by one until one
+    does (a backend is only imported when its device is needed, as for ops). BufferError,
+    naming the device type and what could serve it, when none does.
+    """
+    records = _discover()
+    if prefer is not None:
+        ensure_device_type(prefer)
+        rec = next((r for r in records.values() if r.state == "loaded" and prefer in r.device_types), None)
+        if rec is not None and kind in rec.dlpack_device_types:
+            return rec.backend, rec.dlpack_device_types[kind]
+    for rec in list(records.values()):
+        if rec.state == "loaded" and kind in rec.dlpack_device_types:
+            return rec.backend, rec.dlpack_device_types[kind]
+    for rec in list(records.values()):
+        if rec.state == "installed":
+            try:
+                _activate(rec, rec.source)
+            except BackendError:
+                continue
+            if kind in rec.dlpack_device_types:
+                return rec.backend, rec.dlpack_device_types[kind]
+    name = f"DLPack device type {kind} ({DLPACK_DEVICE_TYPES.get(kind, 'unknown')})"
+    unusable = [r for r in records.values() if kind in r.dlpack_device_types and r.state != "loaded"]
+    if unusable:
+        why = "; ".join(f"backend {r.name!r} imports it but is {r.state}: {r.reason.strip().splitlines()[0] if r.reason else 'see nda.backends.status()'}" for r in unusable)
+        raise BufferError(f"from_dlpack(): the data is on {name}; {why}")
+    raise BufferError(
+        f"from_dlpack(): the data is on {name} and no installed nda backend imports it (backends: {', '.join(sorted(records)) or 'none'}); "
+        f"install one whose dlpack_device_types has {kind} (nda-cuda for kDLCUDA), or copy the data to host memory first"
+    )
 
 
 def to_host(array: Any) -> Any:

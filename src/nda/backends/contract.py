@@ -68,7 +68,28 @@ Fallback (optional)
     nda keeps in step with their base (:mod:`nda._hostviews`); a view op's kernel, if
     registered, must return a buffer sharing memory with its input.
 DLPack (optional)
-    ``dlpack(buf, **kwargs)`` and ``dlpack_device(device)``.
+    ``dlpack(buf, **kwargs)`` and ``dlpack_device(device)`` (export: ``x.__dlpack__`` and
+    ``x.__dlpack_device__``). Import: ``dlpack_device_types``, a mapping from the DLPack
+    device type codes the backend takes data from (``2``: kDLCUDA, ``13``: kDLCUDAManaged,
+    ...; never ``1``, kDLCPU, which nda imports itself) to the device type of its own that
+    receives it, and ``import_dlpack(obj, device) -> buffer``: a buffer on ``device`` (the
+    device type above, the index the producer's ``__dlpack_device__`` gives) sharing the
+    producer's memory, ordered after the producer's pending work (DLPack's ``stream``
+    handshake), with NumPy-style ``shape`` and ``dtype``; ``BufferError`` if it cannot be
+    imported without a copy. ``nda.from_dlpack`` routes a producer by its
+    ``__dlpack_device__`` to the backend that declares that device type.
+Numerics (optional)
+    ``flushes_subnormals``: the names of the floating dtypes whose subnormal inputs and
+    results the backend's kernels treat as zeros of the same sign (flush-to-zero, what GPU
+    compilers do for single precision: CuPy compiles every kernel with ``-ftz=true``, XLA
+    flushes on GPUs), e.g. ``("float32", "complex64")``. Default ``()``: subnormals are kept,
+    as in NumPy. It is a declaration of semantics, validated at registration:
+    ``nda.backends.status()``, ``python -m nda info`` and ``nda.dispatch.explain`` show it,
+    and the conformance kit accepts a result of those dtypes that equals the reference's on
+    inputs and results with their subnormals flushed (and says so in its report).
+
+(``dlpack_device_types``/``import_dlpack`` and ``flushes_subnormals`` are optional members
+of 1.2 backends here; the next minor version of the contract lists them.)
 """
 
 from __future__ import annotations

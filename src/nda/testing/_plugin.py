@@ -10,7 +10,9 @@ floating dtype, checking gradients; see ``conformance._gradients``), named ``tes
 with the minimal example Hypothesis (or the edge sweep) found; cells that run through
 the host fallback, or that nothing serves, are skipped with their status as the reason.
 At the end the plugin prints the op × dtype table and, with ``--nda-report=PATH``,
-writes the JSON report (``-`` prints it).
+writes the JSON report (``-`` prints it). With more than one job (``--nda-jobs``, by default
+one per core for runs of a few hundred cells) the selected cells run in worker processes
+when the first cell's test runs, and each test reports its cell's result.
 
 The plugin is loaded by every pytest run in an environment where nda is installed, so
 it only registers options and the ``nda-quick``/``nda-deep`` Hypothesis profiles; it
@@ -41,6 +43,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--nda-load", metavar="MODULE[:ATTR]", action="append", default=[], help="load a backend that is not installed before testing (nda.backends.load); repeatable")
     group.addoption("--nda-report", metavar="PATH", default=None, help="write the JSON report to PATH ('-' prints it to the terminal)")
     group.addoption("--nda-gradients", action="store_true", default=False, help="check the device's gradients (nda.autograd) against finite differences (or --nda-reference) instead of its kernels")
+    group.addoption("--nda-jobs", metavar="N|auto", default="auto",
+                    help="worker processes the selected cells are split among, by op (default auto: one per core, one per 100 native cells at most; NDA_KIT_JOBS sets it)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -74,26 +78,62 @@ class ConformanceSession:
             raise pytest.UsageError(f"nda conformance: {err}") from None
         self.results: list[Any] = []
         self.started = time.perf_counter()
+        jobs = config.getoption("nda_jobs")
+        self.jobs: int | None = None if jobs in (None, "auto") else int(jobs)
+        #: the cells the collected tests run (set after collection); their results, when run in workers
+        self.selected: list[Any] | None = None
+        self.precomputed: dict[str, Any] | None = None
+        self.jobs_used = 1
 
     def check(self, cell: Any) -> None:
         """Run one cell; fail or skip the calling test according to its status."""
-        result = self.runner.run_cell(cell)
+        result = self._parallel_result(cell)
+        if result is None:
+            result = self.runner.run_cell(cell)
         self.results.append(result)
         if result.status == "failed":
             pytest.fail(result.describe(), pytrace=False)
         if result.status != "passed":
             pytest.skip(f"{result.status}: {result.reason}")
 
+    def _parallel_result(self, cell: Any) -> Any:
+        """The cell's result from worker processes (all selected cells run there at the first call),
+        or None when the session runs cells one by one in this process."""
+        if self.precomputed is None:
+            from .conformance._kit import auto_jobs, environment
+            from .conformance._parallel import run_parallel
+
+            selected = self.selected if self.selected is not None else self.cells
+            jobs = auto_jobs(selected) if self.jobs is None else self.jobs
+            self.precomputed = {}
+            if jobs > 1 and len(selected) > 1:
+                runner = self.runner
+                report = run_parallel(runner.device, selected, reference=runner.reference, profile=runner.profile, jobs=jobs,
+                                      environment=environment(runner))
+                self.precomputed = {r.id: r for r in report.results}
+                self.jobs_used = report.environment.get("jobs")
+        return self.precomputed.pop(cell.id, None)
+
     def report(self) -> Any:
         from .conformance._kit import environment
         from .conformance._report import Report
 
         runner = self.runner
+        env = {**environment(runner), "jobs": self.jobs_used}
         reference = getattr(runner, "reference_label", runner.reference)
-        return Report(str(runner.device), reference, runner.profile, self.results, environment(runner), time.perf_counter() - self.started)
+        return Report(str(runner.device), reference, runner.profile, self.results, env, time.perf_counter() - self.started)
 
 
 _SESSION = pytest.StashKey[ConformanceSession]()
+
+
+@pytest.hookimpl(trylast=True)  # after -k/-m deselection
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Record which cells the collected (selected) tests run: those are the ones workers compute."""
+    found = config.stash.get(_SESSION, None)
+    if found is not None:
+        found.selected = [item.callspec.params["nda_cell"] for item in items
+                          if hasattr(item, "callspec") and "nda_cell" in item.callspec.params]
 
 
 def _split(value: str | None) -> list[str] | None:

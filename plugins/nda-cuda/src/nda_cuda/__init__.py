@@ -21,7 +21,10 @@ The contract (``nda.backends.contract``, API 1.2), member by member:
   an allocation failure is a ``MemoryError`` naming the device, the request and what is free;
 * data movement: host <-> device copies on the device's stream; direct device-to-device
   copies ordered by events on both streams; DLPack export (``cupy.from_dlpack(x)``,
-  ``torch.from_dlpack(x)``) and import (:func:`from_dlpack`);
+  ``torch.from_dlpack(x)``) and import: ``dlpack_device_types``/``import_dlpack``, so that
+  ``nda.from_dlpack`` takes CUDA arrays of CuPy, PyTorch and JAX without a copy;
+* numerics: ``flushes_subnormals = ("float32", "complex64")`` (CuPy compiles with ``-ftz=true``),
+  and :mod:`nda_cuda._workarounds` where CuPy 14.2 differs from NumPy;
 * execution (backend API 1.3, in-order queues): one non-blocking stream per device is its
   queue, CUDA events are the markers (:mod:`nda_cuda._streams`): ``record_marker``,
   ``wait_marker`` (``cudaStreamWaitEvent``), ``synchronize_marker``, ``marker_reached``;
@@ -46,6 +49,7 @@ from nda.backends import DeviceInfo
 __all__ = ["CudaBackend", "CudaUnavailableError", "backend", "from_dlpack"]
 
 _KDLCUDA = 2  # DLPack device type of CUDA memory
+_KDLCUDA_MANAGED = 13  # ... and of CUDA managed memory
 
 
 class CudaUnavailableError(RuntimeError):
@@ -60,6 +64,9 @@ class CudaBackend:
     device_types = ("cuda",)
     fallback_to_host = True
     in_order_queues = True
+    #: CuPy (14.2) compiles every kernel with -ftz=true: float32 (and complex64) subnormal inputs
+    #: and results are zeros. Declared rather than worked around (see nda_cuda._workarounds).
+    flushes_subnormals = ("float32", "complex64")
 
     def __init__(self) -> None:
         self._cupy: Any = None
@@ -210,8 +217,10 @@ class CudaBackend:
 
     def ensure_buffer(self, result: Any) -> Any:
         """A 0-d result as a device array (CuPy returns arrays already; scalars from elsewhere are moved)."""
+        from ._workarounds import to_device
+
         cupy = self._cupy
-        return result if isinstance(result, cupy.ndarray) else cupy.asarray(result)
+        return result if isinstance(result, cupy.ndarray) else to_device(cupy, result)
 
     # ------------------------------------------------------------------ data movement
     def to_host(self, buf: Any) -> Any:
@@ -224,11 +233,15 @@ class CudaBackend:
     def from_host(self, host: Any, device: Device, out: Any = None) -> Any:
         import numpy as np
 
+        from ._workarounds import to_device
+
         ds = self._stream(device)
         host = np.asarray(host)
         try:
             with ds.device, ds.stream:
-                data = self._cupy.array(host, copy=True)  # pageable memory: staged, so ``host`` may change afterwards
+                # Pageable memory: staged, so ``host`` may change afterwards. Not cupy.array(host):
+                # CuPy 14.2 fills a 0-d array with a memset when it equals zero, losing -0.0.
+                data = to_device(self._cupy, host)
                 if out is None:
                     return data
                 out[...] = data
@@ -275,6 +288,19 @@ class CudaBackend:
 
     def dlpack_device(self, device: Device) -> tuple[int, int]:
         return (_KDLCUDA, device.index)
+
+    #: DLPack device types nda.from_dlpack routes here: CUDA device memory and CUDA managed memory.
+    dlpack_device_types = {_KDLCUDA: "cuda", _KDLCUDA_MANAGED: "cuda"}
+
+    def import_dlpack(self, obj: Any, device: Device) -> Any:
+        """``obj``'s memory as a CuPy array (zero-copy; CuPy, PyTorch, JAX, ... CUDA arrays).
+
+        Inside the device's stream context CuPy hands the producer that stream in the DLPack
+        handshake, so the producer's pending work is ordered before anything nda enqueues.
+        """
+        ds = self._stream(device)
+        with ds.device, ds.stream:
+            return self._cupy.from_dlpack(obj)
 
     # ------------------------------------------------------------------ memory
     def memory_stats(self, device: Device) -> dict[str, int]:
@@ -356,26 +382,18 @@ def _probe_reason(cupy: Any, err: BaseException) -> str:
 def from_dlpack(obj: Any, /) -> Any:
     """A cuda nda array sharing memory with ``obj`` (a CuPy array, a CUDA PyTorch tensor, ...).
 
-    Zero-copy: nda's own ``nda.from_dlpack`` goes through host memory (``numpy.from_dlpack``)
-    and so cannot take device memory. The producer's pending work is ordered before the
-    device's stream by the DLPack stream handshake.
+    The same as ``nda.from_dlpack(obj)`` (which routes CUDA producers here through
+    :attr:`CudaBackend.dlpack_device_types`), kept for code written before that; it refuses
+    data that is not in CUDA memory.
     """
     import nda
-    from nda._array import new_array
-    from nda._devices import ArrayMeta, strided
-    from nda._dtypes import from_numpy_dtype
 
-    nda.backends.load("cuda")
     if not hasattr(obj, "__dlpack_device__"):
         raise TypeError(f"from_dlpack() expects an object with __dlpack__ and __dlpack_device__, got {type(obj).__name__}")
-    kind, index = obj.__dlpack_device__()
-    if int(kind) != _KDLCUDA:
-        raise ValueError(f"from_dlpack(): the data is on DLPack device type {int(kind)}, not CUDA ({_KDLCUDA}); use nda.from_dlpack for host data")
-    ds = backend._stream(Device("cuda", int(index)))
-    with ds.device, ds.stream:
-        array = backend._cupy.from_dlpack(obj)
-    meta = ArrayMeta(Device("cuda", int(index)), from_numpy_dtype(array.dtype), strided)
-    return new_array(array, meta, tuple(array.shape))
+    kind, _ = obj.__dlpack_device__()
+    if int(kind) not in CudaBackend.dlpack_device_types:
+        raise ValueError(f"from_dlpack(): the data is on DLPack device type {int(kind)}, not CUDA ({_KDLCUDA}); use nda.from_dlpack for other data")
+    return nda.from_dlpack(obj)
 
 
 backend = CudaBackend()

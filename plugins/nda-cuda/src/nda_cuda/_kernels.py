@@ -43,6 +43,8 @@ from nda.engine import Deferred
 from nda.backends.contract import kernel_parameters
 from nda.ops import CATALOG, elementwise
 
+from . import _workarounds as fix
+
 __all__ = ["KernelSpec", "build", "adapt", "OVERRIDES"]
 
 _P = inspect.Parameter
@@ -183,7 +185,8 @@ def _finish(decl: Any, call: Callable[..., Any], xp: ModuleType) -> Callable[...
 
     def finish(result: Any, args: tuple[Any, ...]) -> Any:
         if result.__class__ is not ndarray:
-            result = xp.asarray(result)
+            # A scalar becomes a 0-d array through fix.to_device (CuPy 14.2 would drop the sign of -0.0).
+            result = xp.asarray(result) if isinstance(result, ndarray) else fix.to_device(xp, result)
         if guard_alias and may_share is not None:
             for a in args:
                 for item in a if a.__class__ in (list, tuple) else (a,):
@@ -340,7 +343,7 @@ def _setitem(xp: ModuleType) -> Callable[..., Any]:
 
 def _asarray(xp: ModuleType) -> Callable[..., Any]:
     def asarray(host: Any, device: Any, copy: bool | None = None) -> Any:
-        return xp.array(host, copy=True)  # into device memory (for NumPy: a private copy)
+        return fix.to_device(xp, host)  # into device memory (for NumPy: a private copy), signed zeros kept
 
     return asarray
 
@@ -411,7 +414,7 @@ def _pow(xp: ModuleType) -> Callable[..., Any]:
 OVERRIDES: dict[str, Callable[[ModuleType], Callable[..., Any]]] = {
     "asarray": _asarray,
     "getitem": _getitem,
-    "setitem": _setitem,
+    "setitem": lambda xp: fix.keep_zero_sign(xp, _setitem(xp)),
     "real": _part("real"),
     "imag": _part("imag"),
     "bitwise_left_shift": _shift(True),
@@ -419,9 +422,28 @@ OVERRIDES: dict[str, Callable[[ModuleType], Callable[..., Any]]] = {
     "pow": _pow,
     # The standard's special cases that NumPy's (and CuPy's) functions miss: nda's reference
     # implementations are written over any NumPy-like module, so they are reused as they are.
-    "floor_divide": lambda xp: elementwise.floor_divide_for(xp),
-    "expm1": lambda xp: elementwise.expm1_for(xp),
     "tanh": lambda xp: elementwise.tanh_for(xp),
+    # Where CuPy 14.2 differs from NumPy (found on an H100; see nda_cuda._workarounds): NumPy's
+    # algorithms, written over the array module, and nda's special cases on top where it has any.
+    "expm1": lambda xp: fix.expm1(xp, elementwise.expm1_for),
+    "floor_divide": fix.floor_divide,
+    "remainder": fix.remainder,
+    "hypot": fix.hypot,
+    "abs": fix.absolute,
+    "log": fix.log,
+    "log10": fix.log10,
+    "log2": fix.log2,
+    "log1p": fix.log1p,
+    "divide": fix.divide,
+    "reciprocal": fix.reciprocal,
+    "sign": fix.sign,
+    "full": fix.full,
+    "full_like": fix.full,
+    "arange": fix.arange,
+    "linspace": fix.linspace,
+    "isin": fix.isin,
+    "linalg.pinv": fix.pinv,
+    "linalg.eigvals": fix.eigvals,
 }
 
 

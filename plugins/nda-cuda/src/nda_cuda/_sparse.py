@@ -10,7 +10,9 @@ column indices, no duplicates), built through nda's plugin API from the backend'
   csr -> dense places the stored values, so ``-0.0`` and complex signed zeros survive);
 * kernels, where cuSPARSE or a data-only update makes them cheap: the zero-preserving
   element-wise ops (the cuda strided kernel applied to the stored values), ``multiply`` and
-  ``divide`` by a scalar, ``add``/``subtract`` of csr arrays (``csrgeam2``), ``sum``,
+  ``divide`` by a scalar, ``add``/``subtract`` of csr arrays (``csrgeam2`` for real values;
+  complex ones by merging the structures, since ``csrgeam2``'s ``alpha = 1`` product turns
+  ``1+infj`` into ``nan+infj`` in CuPy 14.2), ``sum``,
   ``matmul`` csr @ strided (``spmm``/``spmv``), ``astype`` and ``permute_dims``. Every other
   op takes nda's layout fallback (converted to strided on the GPU, then the strided route).
 
@@ -27,7 +29,8 @@ registered for the floating dtypes (bool csr arrays take the fallback for them).
 
 Everything takes the array module and its sparse module as parameters: the backend passes
 CuPy and ``cupyx.scipy.sparse``; ``tests/_cuda_numpy_mirror.py`` passes NumPy and
-``scipy.sparse``, which checks this module's logic with the conformance kit on any machine.
+``scipy.sparse`` (with ``csrgeam2``'s complex products modelled), which checks this module's
+logic with the conformance kit on any machine.
 CuPy-specific behaviour (F-ordered products, lazily computed format flags that would sync
 the device) is handled here and is exercised only on a GPU.
 """
@@ -120,9 +123,11 @@ class CsrLayer:
         return self.with_data(m, self.xp.multiply(m.data, s) if m is x1 else self.xp.multiply(s, m.data))
 
     def divide(self, x1: Any, x2: Any) -> Any:
+        # The strided kernel: complex division by NumPy's rules (CuPy 14.2's differs, nda_cuda._workarounds).
+        divide = self.strided.get("divide", self.xp.true_divide)
         if x2 == 0 or x2 != x2:
-            return self._through_dense(self.xp.true_divide, x1, x2)  # 0 / 0 and 0 / nan are nan
-        return self.with_data(x1, self.xp.true_divide(x1.data, x2))
+            return self._through_dense(divide, x1, x2)  # 0 / 0 and 0 / nan are nan
+        return self.with_data(x1, self.xp.asarray(divide(x1.data, x2)))
 
     def addsub(self, op: str) -> Callable[[Any, Any], Any]:
         ufunc = getattr(self.xp, op)
@@ -130,11 +135,31 @@ class CsrLayer:
         def kernel(x1: Any, x2: Any) -> Any:
             if x1.shape != x2.shape:
                 return self._through_dense(ufunc, x1, x2)  # broadcasting
+            if x1.dtype.kind == "c":
+                return self._merge(x1, x2, negate=op == "subtract")
             result = x1 + x2 if op == "add" else x1 - x2
             return self.canonical(result.astype(x1.dtype) if result.dtype != x1.dtype else result)
 
         kernel.__name__ = kernel.__qualname__ = f"csr_{op}"
         return kernel
+
+    def _merge(self, x1: Any, x2: Any, negate: bool) -> Any:
+        """``x1 + x2`` (``x1 - x2``) of same-shape csr arrays by adding stored values, part by part.
+
+        cuSPARSE's ``csrgeam2`` (behind CuPy 14.2's ``+``) computes ``alpha * A + beta * B``, and
+        a complex product with ``1`` turns ``1+infj`` into ``nan+infj`` and ``inf+0j`` into
+        ``inf+nanj``. Here the union of the two structures is formed (one sort of the
+        ``row * ncols + col`` keys) and the values are scatter-added into zeros.
+        """
+        xp = self.xp
+        rows, cols = x1.shape
+        keys = xp.concatenate([self.rows(x1).astype(xp.int64) * cols + x1.indices, self.rows(x2).astype(xp.int64) * cols + x2.indices])
+        values = xp.concatenate([x1.data, -x2.data if negate else x2.data])
+        unique, position = xp.unique(keys, return_inverse=True)
+        data = self._scatter_add(int(unique.size), position.reshape(-1), values)
+        index = x1.indices.dtype
+        indptr = xp.searchsorted(unique // cols, xp.arange(rows + 1), side="left").astype(index)
+        return self.csr(data, (unique % cols).astype(index), indptr, (rows, cols))
 
     def _scatter_add(self, length: int, at: Any, values: Any) -> Any:
         """``out[at[i]] += values[i]`` in ``values``' dtype, complex parts added separately.

@@ -36,6 +36,7 @@ from nda.backends import DeviceInfo
 from nda.engine import Deferred
 from nda.ops import CATALOG
 
+from . import _flush
 from ._device import Allocator, Marker, SimBuffer, Stream, read, submit, track
 
 __all__ = ["SimBackend", "SimBuffer", "backend", "NATIVE_OPS"]
@@ -48,6 +49,7 @@ _OTHER_NATIVE = {
 #: The ops with a native sim kernel; everything else runs through nda's host fallback.
 NATIVE_OPS = sorted(_PREALLOCATED | _OTHER_NATIVE | {n for n, d in CATALOG.items() if d.family in ("unary", "binary")})
 _CPU = Device("cpu", 0)
+_KDL_EXT_DEV = 12  # DLPack's kDLExtDev ("reserved extension device"): what a simulated device reports
 
 
 class SimBackend:
@@ -63,6 +65,7 @@ class SimBackend:
     def __init__(self) -> None:
         self.device_count = int(os.environ.get("NDA_SIM_DEVICES", "2"))
         self.capacity = int(os.environ.get("NDA_SIM_CAPACITY", str(1 << 30)))
+        self.flushes_subnormals = _flush.declared()  # NDA_SIM_FLUSH_SUBNORMALS=1: a GPU's flush-to-zero (_flush)
         self._allocators: dict[Device, Allocator] = {}
         self._streams: dict[Device, Stream] = {}
         self._reset_streams()
@@ -104,7 +107,7 @@ class SimBackend:
         _sparse.register(self, register_kernel)  # the csr layout (nda.layouts plugin API)
 
     def _native(self, decl: Any) -> Callable[..., Any]:
-        reference = decl.reference
+        reference = _flush.wrap(decl, self.flushes_subnormals)
         mutating = bool(decl.mutates)
         preallocated = decl.name in _PREALLOCATED
         is_asarray = decl.name == "asarray"
@@ -197,11 +200,26 @@ class SimBackend:
     def device_of(self, buf: SimBuffer) -> Device:
         return buf.device
 
-    def dlpack(self, buf: SimBuffer, **kwargs: Any) -> Any:
-        raise BufferError("sim device memory cannot be exported through DLPack; use x.to_device('cpu') first")
+    def dlpack(self, buf: SimBuffer, *, stream: Any = None, max_version: Any = None, dl_device: Any = None, copy: bool | None = None) -> Any:
+        """DLPack export, as an accelerator does it (CuPy's rules): sim memory is never shared with a
+        consumer (it could not order its reads after the sim stream), but a host copy is exported on
+        request: ``numpy.from_dlpack(x, device="cpu")`` (``dl_device=(kDLCPU, 0)``, ``copy`` not False)."""
+        if dl_device is None or tuple(dl_device) == self.dlpack_device(buf.device):
+            raise BufferError(
+                f"{buf.device} memory cannot be shared through DLPack; ask for a host copy "
+                "(numpy.from_dlpack(x, device='cpu'), or dl_device=(1, 0)), or use x.to_device('cpu')"
+            )
+        if tuple(dl_device) != (1, 0):
+            raise BufferError(f"sim arrays are exported to host memory (1, 0) only, not to DLPack device {tuple(dl_device)}")
+        if copy is False:
+            raise BufferError(f"{buf.device} memory cannot be exported to host memory without a copy (copy=False)")
+        host = self.to_host(buf)  # after the work that writes it; a fresh copy
+        if max_version is not None and tuple(max_version) >= (1, 0):
+            return host.__dlpack__(max_version=max_version, dl_device=(1, 0), copy=True)  # flagged as a copy
+        return host.__dlpack__()
 
     def dlpack_device(self, device: Device) -> tuple[int, int]:
-        raise BufferError("sim device memory cannot be exported through DLPack; use x.to_device('cpu') first")
+        return (_KDL_EXT_DEV, device.index)  # a simulated device: DLPack's extension device type
 
     # ------------------------------------------------------------------ memory
     def memory_stats(self, device: Device) -> dict[str, int]:

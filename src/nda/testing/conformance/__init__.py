@@ -12,7 +12,10 @@ From Python::
     print(report.table())           # for people
     report.to_json()                # for tools
 
-From a shell: ``python -m nda.testing.conformance sim --reference cpu --json report.json``.
+From a shell: ``python -m nda.testing.conformance sim --reference cpu --json report.json``
+(``--jobs N``: worker processes, :mod:`nda.testing.conformance._parallel`). A backend that
+declares ``flushes_subnormals`` is compared with those subnormals flushed on both sides
+(:mod:`nda.testing.conformance._subnormals`).
 
 The gradient mode (``--nda-gradients``, ``--gradients``, ``run(..., gradients=True)``) checks
 a device's gradients (``nda.autograd``) against finite differences instead: see
@@ -27,7 +30,7 @@ from __future__ import annotations
 
 from ._cases import Case
 from ._generators import GENERATED_OPS
-from ._kit import Cell, ConformanceFailure, Runner, cells, run
+from ._kit import Cell, ConformanceFailure, Runner, auto_jobs, cells, run
 from ._report import STATUSES, CellResult, Report
 
-__all__ = ["run", "cells", "Runner", "Cell", "Case", "CellResult", "Report", "STATUSES", "ConformanceFailure", "GENERATED_OPS"]
+__all__ = ["run", "cells", "auto_jobs", "Runner", "Cell", "Case", "CellResult", "Report", "STATUSES", "ConformanceFailure", "GENERATED_OPS"]

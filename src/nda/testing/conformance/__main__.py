@@ -2,6 +2,8 @@
 
 Exits with status 1 when a cell failed, 2 on a usage error. ``--json -`` prints the JSON
 report on stdout (the table then goes to stderr), ``--json PATH`` writes it to a file.
+``--jobs N`` splits the cells (by op) among N worker processes (``auto``, the default: one
+per core, one per 100 native cells at most; see :mod:`._parallel`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", metavar="PATH", help="write the JSON report to PATH ('-': stdout)")
     parser.add_argument("--quiet", action="store_true", help="no progress dots")
     parser.add_argument("--gradients", action="store_true", help="check the device's gradients (nda.autograd) instead of its kernels")
+    parser.add_argument("--jobs", default="auto", metavar="N|auto",
+                        help="worker processes, cells split by op (default auto: one per core, one per 100 native cells at most; NDA_KIT_JOBS sets it)")
     args = parser.parse_args(argv)
 
     import nda
@@ -41,7 +45,9 @@ def main(argv: list[str] | None = None) -> int:
 
     split = (lambda v: [s.strip() for s in v.split(",") if s.strip()] if v else None)
     try:
-        report = run(args.device, reference=args.reference, ops=split(args.ops), dtypes=split(args.dtypes), profile=args.profile, progress=progress, gradients=args.gradients)
+        jobs = None if args.jobs == "auto" else int(args.jobs)
+        report = run(args.device, reference=args.reference, ops=split(args.ops), dtypes=split(args.dtypes), profile=args.profile, progress=progress,
+                     gradients=args.gradients, jobs=jobs)
     except (ValueError, TypeError, nda.BackendError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -27,7 +27,7 @@ from ._cases import (
     DEVICE, ZERO_SIGN_FREE, Arr, Case, Raw, accumulation_repair, binary_repairs, cast_safe, cast_targets, compose,
 )
 
-__all__ = ["strategy", "GENERATED_OPS"]
+__all__ = ["strategy", "for_layout", "GENERATED_OPS"]
 
 # ----------------------------------------------------------------------------- building blocks
 
@@ -400,6 +400,26 @@ _GENERIC.update(STANDARD)
 
 #: Ops the kit can generate inputs for (every element-wise op, plus the tables above).
 GENERATED_OPS = frozenset(_GENERIC) | {n for n, d in CATALOG.items() if d.family in ("unary", "binary")}
+
+
+def for_layout(strategy: Any, dtype: DType, layout: Any) -> Any:
+    """``strategy`` for a cell of a non-strided layout: 0-d and 1-d arrays of the cell's dtype
+    (the ones the kit converts) get leading axes of 1 up to 2-d, the least a sparse layout
+    holds (csr is 2-d only), so that fewer drawn cases are refused; the rest stay as drawn."""
+    if layout is None or getattr(layout, "name", layout) == "strided":
+        return strategy
+
+    def matrices(case: Case) -> Case:
+        args = tuple(_matrix(a, dtype) for a in case.args)
+        return case if all(a is b for a, b in zip(args, case.args)) else case.replace(args)
+
+    return strategy.map(matrices)
+
+
+def _matrix(value: Any, dtype: DType) -> Any:
+    if not isinstance(value, Arr) or value.base.dtype != dtype.numpy or value.base.ndim >= 2:
+        return value
+    return Arr(value.base.reshape((1,) * (2 - value.base.ndim) + value.base.shape), value.view)
 
 
 def strategy(op: str, dtype: DType) -> Any:

@@ -27,6 +27,7 @@ is reduced to the one- or two-element case that still fails.
 
 from __future__ import annotations
 
+import os
 import time
 import warnings
 from typing import Any, Callable, Iterable
@@ -45,11 +46,11 @@ from nda.ops._spec import Cast
 from .._compare import assert_allclose, default_tolerance
 from .._profiles import profile_settings
 from ..strategies import to_layout
-from . import _cases, _generators
+from . import _cases, _generators, _subnormals
 from ._cases import DEVICE, Arr, Case, Raw
 from ._report import CellResult, Report
 
-__all__ = ["Cell", "cells", "Runner", "run", "ConformanceFailure"]
+__all__ = ["Cell", "cells", "Runner", "run", "auto_jobs", "ConformanceFailure"]
 
 CPU = Device("cpu", 0)
 
@@ -175,12 +176,17 @@ class Runner:
         self.reference = reference if self.reference_device is None else str(self.reference_device)
         self.profile = profile
         self.settings = settings if settings is not None else profile_settings(profile)
+        #: dtypes whose subnormals the device (or the reference) declares it flushes (see _subnormals)
+        self.flushed = _subnormals.declared(self.device, self.reference_device)
+        self.flushed_cases = 0
 
     # ------------------------------------------------------------------ one cell
     def run_cell(self, cell: Cell) -> CellResult:
         start = time.perf_counter()
+        self.flushed_cases = 0
         result = self._run_cell(cell)
         result.seconds = time.perf_counter() - start
+        result.flushed = self.flushed_cases if result.status == "passed" else 0
         return result
 
     def _run_cell(self, cell: Cell) -> CellResult:
@@ -195,6 +201,7 @@ class Runner:
         strategy = _generators.strategy(cell.op, cell.dtype)
         if strategy is None:
             return CellResult(**base, status="not covered", reason=f"the kit has no input generator for {cell.op!r}")
+        strategy = _generators.for_layout(strategy, cell.dtype, cell.layout)
         if cell.layout is not strided:
             try:
                 layouts.info(cell.layout)
@@ -295,12 +302,34 @@ class Runner:
     def check(self, case: Case, cell: Cell) -> None:
         """Run ``case`` on the device and the reference; raise ConformanceFailure if they differ."""
         got = self._run_on(case, self.device, cell)
+        expected, where = self._expected(case, cell, got)
+        problems = self._compare(case, cell, got, expected, where)
+        if problems and self.flushed and _subnormals.involved(case, cell, self.flushed, got.value, expected.value):
+            if not self._compare_flushed(case, cell, got, where):
+                self.flushed_cases += 1
+                return
+        if problems:
+            raise ConformanceFailure("\n".join(problems))
+
+    def _expected(self, case: Case, cell: Cell, got: _Outcome) -> tuple[_Outcome, str]:
         if self.reference_device is None:
-            expected = self._reference(case, got)
-            where = "the catalog's reference"
+            return self._reference(case, got), "the catalog's reference"
+        return self._run_on(case, self.reference_device, cell, reference=True), f"the reference device {self.reference_device}"
+
+    def _compare_flushed(self, case: Case, cell: Cell, got: _Outcome, where: str) -> list[str]:
+        """The problems left when the declared dtypes' subnormals count as zeros (see _subnormals)."""
+        flushed_case = _subnormals.flush_case(case, cell, self.flushed)
+        if self.reference_device is None:  # the plan and host inputs of the flushed case, from cpu
+            expected = self._reference(flushed_case, self._run_on(flushed_case, CPU, cell, reference=True))
         else:
-            expected = self._run_on(case, self.reference_device, cell, reference=True)
-            where = f"the reference device {self.reference_device}"
+            expected, where = self._expected(flushed_case, cell, got)
+        seen = _Outcome()
+        seen.value, seen.error, seen.problems, seen.metadata_ok = _subnormals.flush(got.value, self.flushed), got.error, got.problems, got.metadata_ok
+        expected.value = _subnormals.flush(expected.value, self.flushed)
+        return self._compare(case, cell, seen, expected, f"{where} (subnormals flushed)")
+
+    def _compare(self, case: Case, cell: Cell, got: _Outcome, expected: _Outcome, where: str) -> list[str]:
+        """What differs between the device's outcome and the reference's."""
         problems = list(got.problems)
         problems += [f"{where}: {p}" for p in expected.problems]
         if expected.error is not None or got.error is not None:
@@ -330,8 +359,7 @@ class Runner:
                             assert_allclose(a, d, rtol=rtol, atol=atol, signed_zeros=zeros, check_dtype=False)
                         except AssertionError as err:
                             problems.append(f"{label}values differ from {where}: {err}")
-        if problems:
-            raise ConformanceFailure("\n".join(problems))
+        return problems
 
     def _tolerance(self, case: Case, dtype: np.dtype) -> tuple[float, float]:
         rtol, atol = default_tolerance(dtype)
@@ -497,6 +525,7 @@ def environment(runner: Runner) -> dict[str, Any]:
         "python": platform.python_version(), "engine": nda.engine.current().name,
         "backend": {k: record.get(k) for k in ("name", "source", "state", "api_version")},
         "max_examples": s.max_examples, "derandomize": s.derandomize,
+        "flushes_subnormals": sorted(runner.flushed), "jobs": 1,
     }
 
 
@@ -510,17 +539,38 @@ def run(
     settings: Any = None,
     progress: Callable[[CellResult], None] | None = None,
     gradients: bool = False,
+    jobs: int | None = 1,
 ) -> Report:
     """Run the conformance kit on ``device`` (a type such as ``"sim"`` or a device ``"sim:1"``).
 
     ``reference`` is ``"reference"`` (the catalog's NumPy reference functions) or another
     device (``"cpu"``). ``ops``/``dtypes`` restrict the cells; ``profile`` is ``"quick"``
     or ``"deep"`` (or pass Hypothesis ``settings``). ``gradients=True`` checks the
-    device's gradients instead (see :mod:`._gradients`). Returns a :class:`Report`.
+    device's gradients instead (see :mod:`._gradients`). ``jobs`` > 1 splits the cells among
+    that many worker processes (:mod:`._parallel`; not with ``settings``), ``None`` picks a
+    number from the cores and the size of the run (:func:`auto_jobs`). Returns a :class:`Report`.
     """
     if gradients:
         from . import _gradients
 
         return _gradients.run(device, reference=reference, ops=ops, dtypes=dtypes, profile=profile, settings=settings, progress=progress)
     runner = Runner(device, reference, profile=profile, settings=settings)
-    return runner.run(cells(runner.device, ops=ops, dtypes=dtypes), progress)
+    selected = cells(runner.device, ops=ops, dtypes=dtypes)
+    workers = auto_jobs(selected) if jobs is None else jobs
+    if workers > 1 and settings is None:
+        from ._parallel import run_parallel
+
+        return run_parallel(runner.device, selected, reference=runner.reference, profile=profile, jobs=workers,
+                            environment=environment(runner), progress=progress)
+    return runner.run(selected, progress)
+
+
+def auto_jobs(selected: list[Cell]) -> int:
+    """Worker processes for a run of ``selected`` cells: one per core (``NDA_KIT_JOBS`` overrides),
+    and one per 100 native cells at most (a worker costs an interpreter start, about a second)."""
+    from ._parallel import default_jobs
+
+    if os.environ.get("NDA_KIT_JOBS", "").strip():
+        return default_jobs()
+    native = sum(1 for c in selected if c.route == "native")
+    return max(1, min(default_jobs(), native // 100))

@@ -49,6 +49,8 @@ class CellResult:
     error: str | None = None
     reason: str | None = None
     found_by: str | None = None
+    #: cases that passed only with subnormals flushed (the device declares flushes_subnormals)
+    flushed: int = 0
     case: Any = field(default=None, repr=False, compare=False)
 
     @property
@@ -129,7 +131,7 @@ class Report:
         rows: dict[str, dict[str, str]] = {}
         for r in self.results:
             label = r.op if r.layout == "strided" else f"{r.op} [{r.layout}]"
-            rows.setdefault(label, {})[r.dtype] = _SYMBOL[r.status]
+            rows.setdefault(label, {})[r.dtype] = "ok*" if r.status == "passed" and r.flushed else _SYMBOL[r.status]
         width = max([len(label) for label in rows] + [2])
         counts = ", ".join(f"{v} {k}" for k, v in self.counts().items())
         lines = [
@@ -141,6 +143,7 @@ class Report:
             lines.append(f"{label:<{width}} " + "".join(f"{by_dtype.get(n, ''):>5}" for n in names))
         lines.append("")
         lines.append("ok: passed  FAIL: failed  host: runs through the host fallback (not tested)  --: not covered  blank: dtype not declared by the op")
+        lines.extend(self._subnormal_legend())
         if failures and self.failures:
             lines.append("")
             lines.append(f"{len(self.failures)} failing cell(s):")
@@ -158,6 +161,18 @@ class Report:
                 shown = ", ".join(ids[:6]) + (f" and {len(ids) - 6} more" if len(ids) > 6 else "")
                 lines.append(f"  {reason}: {shown}")
         return "\n".join(lines)
+
+    def _subnormal_legend(self) -> list[str]:
+        """The legend's lines on flushed subnormals, when the device (or the reference) declares flushing."""
+        flushed = self.environment.get("flushes_subnormals") or []
+        if not flushed:
+            return []
+        cells = sum(1 for r in self.results if r.status == "passed" and r.flushed)
+        return [
+            f"subnormals: the backend declares that its kernels flush {' and '.join(flushed)} subnormals to zero "
+            f"(flushes_subnormals); a result that differs from the reference only that way passes, one that equals the "
+            f"reference's on flushed inputs and results: ok* ({cells} cell(s) passed so)"
+        ]
 
     def __str__(self) -> str:
         return self.table()

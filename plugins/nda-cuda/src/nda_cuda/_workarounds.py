@@ -1,0 +1,480 @@
+"""Where CuPy 14.2 differs from NumPy: kernels that give NumPy's results over any NumPy-like module.
+
+Found by nda's conformance kit on an NVIDIA H100 (CuPy 14.2.0, CUDA 13; see the README's
+GPU section). Each function below takes the array module ``xp`` and is written only with
+functions NumPy and CuPy share, so ``tests/_cuda_numpy_mirror.py`` runs every one of them
+over NumPy, against a model of the CuPy behaviour it works around. None of them reads data
+back to the host (no hidden sync): the fix-ups are ``where`` selections, computed for every
+element, which costs a few extra kernel launches on the (rarely hot) ops concerned.
+
+* **Signed zeros on the way to the device.** CuPy builds a 0-d array (``cupy.array(-0.0)``,
+  ``cupy.asarray(numpy.array(-0.0))``) with ``ndarray.fill``, and ``fill`` writes a value that
+  compares equal to zero with a memset: ``-0.0`` and complex signed zeros become ``+0``.
+  ``cupy.full`` and ``x[key] = -0.0`` go through ``fill`` too. :func:`to_device` copies the
+  bytes of a 1-element array instead; :func:`full` and :func:`keep_zero_sign` use it.
+* **Overflow near the largest finite value.** CUDA's ``hypot`` rounds results within an ulp
+  or two of the largest double up to ``inf`` (``hypot(1.0, 1.797e308)``), and CuPy's complex
+  ``abs``, ``log``, ``log10`` and ``log1p`` compute ``hypot`` of the parts. Where a finite
+  input gave ``inf``, the result is recomputed from ``t * sqrt(1 + (s/t)**2)`` (``t`` the
+  larger magnitude), resp. ``log(t) + log1p((s/t)**2) / 2``, which cannot overflow early.
+* **Complex arithmetic.** CuPy's complex division scales by ``|re| + |im|`` of the divisor,
+  which gives NaN for a zero or infinite divisor (NumPy: ``inf``/``0``) and other signs of
+  zero; ``reciprocal`` and ``log2`` divide that way (``log2(0j)`` is ``-inf+nanj``). ``sign``
+  is ``z / abs(z)``, NaN for an infinite part (NumPy: the direction of the infinity).
+  ``expm1`` is ``exp(z) - 1`` (NumPy's formula gives ``inf+nanj`` for ``89+0j`` in complex64).
+  The functions here use NumPy's own formulas; complex64 division runs in float64 with
+  float32's range at each step, since Smith's algorithm has intermediates (``1 / 2**126``)
+  that a flushing float32 kernel would zero where NumPy keeps them.
+* **Floor division and remainder of floats.** CuPy computes ``floor(a / b)`` and
+  ``a - floor(a / b) * b``: ``5e-324 // -1.797e308`` is ``-0.0`` (NumPy: ``-1.0``) and
+  ``remainder(0.0, -1.0)`` is ``+0.0`` (NumPy: ``-0.0``). :func:`floor_divide` and
+  :func:`remainder` follow NumPy's ``divmod`` (``fmod``, then the Python-convention fix-up).
+* **Argument conventions.** ``arange`` with an unsigned dtype and a negative step raises
+  ``OverflowError`` (CuPy converts the step to the dtype); ``linspace`` takes ``float()`` of
+  complex bounds (``TypeError``); ``isin`` needs arrays on both sides; ``linalg.eigvals`` of an
+  empty matrix has a real dtype; ``linalg.pinv`` of a stack of small matrices uses batched
+  Jacobi SVD, whose results differ from LAPACK's by about ``eps * |x|`` even where LAPACK's are
+  exact (``pinv([[[0, 1]]])`` has ``-1.8e-16`` for ``0``); matrix by matrix it uses ``gesvd``.
+
+float32 subnormals are not worked around: CuPy compiles every kernel with ``-ftz=true``. The
+backend declares that instead (``flushes_subnormals``; see ``nda.backends.contract``).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+import numpy as np
+
+__all__ = [
+    "to_device", "full", "keep_zero_sign", "hypot", "absolute", "log", "log10", "log2", "log1p", "divide",
+    "reciprocal", "sign", "expm1", "floor_divide", "remainder", "arange", "linspace", "isin", "pinv", "eigvals",
+]
+
+Kernel = Callable[..., Any]
+_LOG2E = 1.0 / math.log(2.0)
+_LOG10E = 1.0 / math.log(10.0)
+_LN2 = math.log(2.0)
+
+
+# --------------------------------------------------------------------------- transfers
+
+def to_device(xp: Any, host: Any) -> Any:
+    """``host`` (a NumPy array or scalar) as a new array of ``xp``, bits unchanged.
+
+    CuPy 14.2 fills a new 0-d array with ``ndarray.fill``, whose memset path turns a value
+    equal to zero into ``+0`` (``cupy.array(-0.0)`` holds ``0.0``); the bytes of a 1-element
+    array are copied as they are, so a 0-d array goes through one.
+    """
+    host = np.asarray(host)
+    if host.ndim == 0:
+        return xp.array(host.reshape(1), copy=True).reshape(())
+    return xp.array(host, copy=True)
+
+
+def _signed_zero(value: Any) -> bool:
+    """Whether a scalar is a zero with a sign bit set somewhere (``-0.0``, ``complex(0, -0.0)``)."""
+    if value.__class__ is float:
+        return value == 0 and math.copysign(1.0, value) < 0
+    if value.__class__ is complex:
+        return value == 0 and (math.copysign(1.0, value.real) < 0 or math.copysign(1.0, value.imag) < 0)
+    v = np.asarray(value)
+    return v.dtype.kind in "fc" and v.size == 1 and bool(v == 0) and bool(np.signbit(np.real(v)) or np.signbit(np.imag(v)))
+
+
+def full(xp: Any) -> Kernel:
+    """``full``/``full_like``: CuPy 14.2 fills with a memset when the value equals zero (loses ``-0.0``)."""
+
+    def full(shape: Any, fill_value: Any, dtype: Any, device: Any = None) -> Any:
+        if not _signed_zero(fill_value):
+            return xp.full(shape, fill_value, dtype=dtype)
+        out = xp.empty(shape, dtype=dtype)
+        out[...] = to_device(xp, np.asarray(fill_value, dtype=dtype))  # a copy kernel: bits kept
+        return out
+
+    return full
+
+
+def keep_zero_sign(xp: Any, setitem: Kernel) -> Kernel:
+    """``setitem`` whose Python-scalar zero values keep their sign: CuPy 14.2 assigns a scalar with
+    ``fill`` (a memset for zero) or through a 0-d array built the same way."""
+
+    def kernel(x: Any, key: Any, value: Any) -> Any:
+        if value.__class__ in (float, complex) and _signed_zero(value):
+            value = to_device(xp, np.asarray(value, dtype=x.dtype))
+        return setitem(x, key, value)
+
+    kernel.__name__ = getattr(setitem, "__name__", "setitem")
+    return kernel
+
+
+def _pair(xp: Any, x1: Any, x2: Any) -> tuple[Any, Any]:
+    """Both operands as arrays (a Python scalar takes the other operand's dtype, as in NumPy's rules)."""
+    if not hasattr(x1, "dtype"):
+        x1 = to_device(xp, np.asarray(x1, dtype=x2.dtype))
+    elif not hasattr(x2, "dtype"):
+        x2 = to_device(xp, np.asarray(x2, dtype=x1.dtype))
+    return x1, x2
+
+
+def _complex(xp: Any, real: Any, imag: Any, dtype: Any) -> Any:
+    """A complex array from its parts (assigned part by part: no arithmetic that could touch a sign)."""
+    out = xp.empty(np.broadcast_shapes(real.shape, imag.shape), dtype=dtype)
+    out.real[...] = real
+    out.imag[...] = imag
+    return out
+
+
+# --------------------------------------------------------------------------- overflow of |z|
+
+def _magnitude(xp: Any, a: Any, b: Any) -> Any:
+    """``hypot(a, b)`` as ``t * sqrt(1 + (s/t)**2)``: no overflow unless the result overflows."""
+    a, b = xp.abs(a), xp.abs(b)
+    t, s = xp.maximum(a, b), xp.minimum(a, b)
+    q = s / xp.where(t == 0, 1, t)
+    return t * xp.sqrt(1 + q * q)
+
+
+def _log_magnitude(xp: Any, a: Any, b: Any) -> Any:
+    """``log(hypot(a, b))`` as ``log(t) + log1p((s/t)**2) / 2``: finite for every finite non-zero pair."""
+    a, b = xp.abs(a), xp.abs(b)
+    t, s = xp.maximum(a, b), xp.minimum(a, b)
+    q = s / xp.where(t == 0, 1, t)
+    return xp.log(t) + xp.log1p(q * q) * 0.5
+
+
+def hypot(xp: Any) -> Kernel:
+    """CuPy 14.2 (CUDA's ``hypot``): ``hypot(1.0, 1.797e308)`` is ``inf``; NumPy gives the finite value."""
+    native = xp.hypot
+
+    def hypot(x1: Any, x2: Any) -> Any:
+        a, b = _pair(xp, x1, x2)
+        result = native(a, b)
+        if result.dtype.kind != "f":
+            return result
+        early = xp.isinf(result) & xp.isfinite(a) & xp.isfinite(b)
+        return xp.where(early, _magnitude(xp, a, b), result).astype(result.dtype, copy=False)
+
+    return hypot
+
+
+def absolute(xp: Any) -> Kernel:
+    """CuPy 14.2: complex ``abs`` is ``hypot`` of the parts, ``inf`` for ``1.797e308 - 1j``."""
+    native = xp.absolute
+
+    def absolute(x: Any) -> Any:
+        if x.dtype.kind != "c":
+            return native(x)
+        result = native(x)
+        early = xp.isinf(result) & xp.isfinite(x)
+        return xp.where(early, _magnitude(xp, x.real, x.imag), result).astype(result.dtype, copy=False)
+
+    return absolute
+
+
+def _fix_log(xp: Any, result: Any, z: Any, scale: float) -> Any:
+    """``result`` (a complex logarithm of ``z`` times ``scale``) with the real parts that overflowed early recomputed."""
+    early = xp.isinf(result.real) & xp.isfinite(z) & (z != 0)
+    real = xp.where(early, _log_magnitude(xp, z.real, z.imag) * scale, result.real)
+    return _complex(xp, real, result.imag, result.dtype)
+
+
+def log(xp: Any) -> Kernel:
+    """CuPy 14.2: complex ``log`` of ``1.797e308 - 1j`` has an infinite real part (``log(hypot(...))``)."""
+    native = xp.log
+
+    def log(x: Any) -> Any:
+        result = native(x)
+        return _fix_log(xp, result, x, 1.0) if x.dtype.kind == "c" else result
+
+    return log
+
+
+def log10(xp: Any) -> Kernel:
+    """CuPy 14.2: complex ``log10`` is ``log(z) / ln(10)``, overflowing like ``log``; NumPy scales ``log(z)`` part by part."""
+    native = xp.log10
+
+    def log10(x: Any) -> Any:
+        if x.dtype.kind != "c":
+            return native(x)
+        natural = _fix_log(xp, xp.log(x), x, 1.0)
+        return _complex(xp, natural.real * _LOG10E, natural.imag * _LOG10E, natural.dtype)
+
+    return log10
+
+
+def log2(xp: Any) -> Kernel:
+    """CuPy 14.2: complex ``log2`` divides ``log(z)`` by ``ln 2`` as a complex number: ``log2(0j)`` is
+    ``-inf+nanj`` (NumPy: ``-inf+0j``, each part times ``log2(e)``)."""
+    native = xp.log2
+
+    def log2(x: Any) -> Any:
+        if x.dtype.kind != "c":
+            return native(x)
+        natural = _fix_log(xp, xp.log(x), x, 1.0)
+        return _complex(xp, natural.real * _LOG2E, natural.imag * _LOG2E, natural.dtype)
+
+    return log2
+
+
+def log1p(xp: Any) -> Kernel:
+    """CuPy 14.2: complex ``log1p`` is ``log(1 + z)``, overflowing like ``log`` (``log1p(1.797e308j)``)."""
+    native = xp.log1p
+
+    def log1p(x: Any) -> Any:
+        result = native(x)
+        if x.dtype.kind != "c":
+            return result
+        # NumPy: log(hypot(1 + re, im)), inf only where that hypot overflows; so log of the
+        # overflow-free magnitude (not _log_magnitude, finite for every finite input).
+        w_real = x.real + 1
+        early = xp.isinf(result.real) & xp.isfinite(w_real) & xp.isfinite(x.imag)
+        real = xp.where(early, xp.log(_magnitude(xp, w_real, x.imag)), result.real)
+        return _complex(xp, real, result.imag, result.dtype)
+
+    return log1p
+
+
+# --------------------------------------------------------------------------- complex arithmetic
+
+#: float32's range, in float64: magnitudes from here round to inf; the subnormals' spacing.
+_OVER = float(2.0**128 - 2.0**103)
+_SUB = float(2.0**-149)
+
+
+def _rounding(xp: Any, dtype: Any) -> Callable[[Any], Any]:
+    """For complex64 work done in float64: each intermediate rounded as float32 arithmetic (NumPy's)
+    rounds it (to 24 bits, to the subnormals' spacing ``2**-149``, to inf beyond the largest
+    float32), but never flushed as a float32 kernel on a GPU flushes it (``1 / 2**126`` is
+    subnormal in float32). The signs of zeros of cancellations then come out as NumPy's.
+    For complex128: nothing to do."""
+    if np.dtype(dtype) != np.complex64:
+        return lambda v: v
+
+    def single(v: Any) -> Any:
+        c = v * 536870913.0  # 2**29 + 1: Veltkamp's split keeps the top 24 bits of v, rounded
+        v = xp.where(xp.isfinite(c), c - (c - v), v)
+        q = xp.rint(v * (1 / _SUB)) * _SUB  # exact scalings; a no-op above 2**-97
+        return xp.where(xp.abs(q) >= _OVER, q * xp.inf, q)
+
+    return single
+
+
+def divide(xp: Any) -> Kernel:
+    """Complex division by NumPy's algorithm (Smith's, with NumPy's rule for a zero divisor).
+
+    CuPy 14.2 scales by ``|c| + |d|`` of the divisor: ``(1+1j) / 0j`` and ``(1+1j) / (inf+0j)``
+    are NaN there, ``inf+infj`` and ``0`` in NumPy. complex64 is computed in float64 with
+    float32's range (see :func:`_rounding`). Real division is CuPy's own.
+    """
+    native = xp.divide
+
+    def divide(x1: Any, x2: Any) -> Any:
+        a, b = _pair(xp, x1, x2)
+        if a.dtype.kind != "c":
+            return native(x1, x2)
+        r = _rounding(xp, a.dtype)
+        ar, ai, br, bi = (p.astype(np.float64) for p in (a.real, a.imag, b.real, b.imag))
+        abs_r, abs_i = xp.abs(br), xp.abs(bi)
+        by_real = abs_r >= abs_i
+        zero = (abs_r == 0) & (abs_i == 0)
+        rat = r(xp.where(by_real, bi / xp.where(zero, 1, br), br / xp.where(by_real, 1, bi)))
+        scl = r(1.0 / r(xp.where(by_real, br + r(bi * rat), bi + r(br * rat))))
+        real = xp.where(by_real, r(r(ar + r(ai * rat)) * scl), r(r(r(ar * rat) + ai) * scl))
+        imag = xp.where(by_real, r(r(ai - r(ar * rat)) * scl), r(r(r(ai * rat) - ar) * scl))
+        real = xp.where(zero, ar / abs_r, real)
+        imag = xp.where(zero, ai / abs_r, imag)
+        return _complex(xp, real, imag, a.dtype)
+
+    return divide
+
+
+def reciprocal(xp: Any) -> Kernel:
+    """Complex ``1/z`` by NumPy's algorithm: CuPy 14.2 gives ``1+0j`` for ``1+0j`` (NumPy: ``1-0j``);
+    complex64 as in :func:`divide`."""
+    native = xp.reciprocal
+
+    def reciprocal(x: Any) -> Any:
+        if x.dtype.kind != "c":
+            return native(x)
+        round_ = _rounding(xp, x.dtype)
+        re, im = x.real.astype(np.float64), x.imag.astype(np.float64)
+        by_real = xp.abs(im) <= xp.abs(re)
+        rat = round_(xp.where(by_real, im / re, re / im))
+        d = round_(xp.where(by_real, re + round_(im * rat), round_(re * rat) + im))
+        real = xp.where(by_real, round_(1 / d), round_(rat / d))
+        imag = xp.where(by_real, round_(-rat / d), round_(-1 / d))
+        return _complex(xp, real, imag, x.dtype)
+
+    return reciprocal
+
+
+def sign(xp: Any) -> Kernel:
+    """Complex ``sign`` by NumPy's rules: CuPy 14.2 computes ``z / abs(z)``, NaN for ``1+infj`` (NumPy: ``1j``)."""
+    native = xp.sign
+    magnitude = absolute(xp)
+
+    def sign(x: Any) -> Any:
+        if x.dtype.kind != "c":
+            return native(x)
+        r, i = x.real, x.imag
+        m = magnitude(x)  # NumPy: hypot(r, i), inf when it overflows
+        nan, big = xp.isnan(m), xp.isinf(m)
+        inf_r, inf_i = xp.isinf(r), xp.isinf(i)
+        unit = xp.where(m == 0, 1, m)
+        # |z| infinite: an infinite real part gives (+-1, 0) (NaN if both are), otherwise (0, +-1).
+        real = xp.where(big, xp.where(inf_r, xp.where(inf_i, xp.nan, xp.where(r > 0, 1.0, -1.0)), 0.0), xp.where(m == 0, 0.0, r / unit))
+        imag = xp.where(big, xp.where(inf_r, xp.where(inf_i, xp.nan, 0.0), xp.where(i > 0, 1.0, -1.0)), xp.where(m == 0, 0.0, i / unit))
+        return _complex(xp, xp.where(nan, xp.nan, real), xp.where(nan, xp.nan, imag), x.dtype)
+
+    return sign
+
+
+def expm1(xp: Any, standard: Kernel) -> Kernel:
+    """Complex ``expm1`` by NumPy's formula (``expm1(a) cos(b) - 2 sin(b/2)^2 + i exp(a) sin(b)``) where
+    ``z`` is finite, then ``standard`` (nda's special cases for non-finite and zero input).
+
+    CuPy 14.2 computes ``exp(z) - 1``: ``expm1(89+0j)`` in complex64 is ``inf+0j`` there,
+    ``inf+nanj`` in NumPy (``inf * sin(0)``), which nda's reference is.
+    """
+    native = xp.expm1
+
+    class _Module:  # ``standard`` reads ``expm1`` from its module: give it NumPy's formula
+        def __getattr__(self, name: str) -> Any:
+            return numpy_formula if name == "expm1" else getattr(xp, name)
+
+    def numpy_formula(x: Any, out: Any = None) -> Any:
+        if x.dtype.kind != "c":
+            return native(x) if out is None else native(x, out=out)
+        r, i = x.real, x.imag
+        half = xp.sin(i * 0.5)
+        result = _complex(xp, native(r) * xp.cos(i) - 2 * half * half, xp.exp(r) * xp.sin(i), x.dtype)
+        if out is not None:
+            out[...] = result
+            return out
+        return result
+
+    return standard(_Module())
+
+
+# --------------------------------------------------------------------------- floor division
+
+def _divmod(xp: Any, a: Any, b: Any) -> tuple[Any, Any]:
+    """NumPy's float ``divmod`` (``npy_divmod``) element by element: (floor quotient, remainder)."""
+    mod = xp.fmod(a, b)
+    div = (a - mod) / b
+    adjust = (mod != 0) & ((b < 0) != (mod < 0))
+    mod = xp.where(adjust, mod + b, xp.where(mod != 0, mod, xp.copysign(0, b)))
+    div = xp.where(adjust, div - 1, div)
+    floor = xp.floor(div)
+    floor = xp.where(div - floor > 0.5, floor + 1, floor)
+    floor = xp.where(div != 0, floor, xp.copysign(0, a / b))
+    zero = b == 0
+    return xp.where(zero, a / b, floor), xp.where(zero, xp.fmod(a, b), mod)
+
+
+def floor_divide(xp: Any) -> Kernel:
+    """Float floor division as NumPy computes it, with the standard's results for one infinite operand.
+
+    CuPy 14.2 computes ``floor(a / b)``: ``5e-324 // -1.797e308`` is ``-0.0`` (the quotient
+    underflows), NumPy gives ``-1.0``. Integers use CuPy's own kernel.
+    """
+    native = xp.floor_divide
+
+    def floor_divide(x1: Any, x2: Any) -> Any:
+        a, b = _pair(xp, x1, x2)
+        if a.dtype.kind != "f":
+            return native(x1, x2)
+        quotient, _ = _divmod(xp, a, b)
+        special = (xp.isinf(a) != xp.isinf(b)) & ~xp.isnan(a) & ~xp.isnan(b) & (b != 0)
+        return xp.where(special, a / b, quotient).astype(a.dtype, copy=False)
+
+    return floor_divide
+
+
+def remainder(xp: Any) -> Kernel:
+    """Float remainder as NumPy computes it: CuPy 14.2's ``a - floor(a / b) * b`` gives ``+0.0`` for
+    ``remainder(0.0, -1.0)`` (NumPy: ``-0.0``, the divisor's sign)."""
+    native = xp.remainder
+
+    def remainder(x1: Any, x2: Any) -> Any:
+        a, b = _pair(xp, x1, x2)
+        if a.dtype.kind != "f":
+            return native(x1, x2)
+        return _divmod(xp, a, b)[1].astype(a.dtype, copy=False)
+
+    return remainder
+
+
+# --------------------------------------------------------------------------- creation, sets, linalg
+
+def arange(xp: Any) -> Kernel:
+    """CuPy 14.2 converts ``step`` to the dtype first: ``arange(1, 0, -1, dtype=uint8)`` raises OverflowError."""
+
+    def arange(start: Any, stop: Any, step: Any, dtype: Any, device: Any = None) -> Any:
+        dt = np.dtype(dtype)
+        if dt.kind != "u" or step >= 0:
+            return xp.arange(start, stop, step, dtype=dt)
+        count = len(range(start, stop, step))
+        first, stride = dt.type(start), dt.type(-step)  # OverflowError for a start out of range, as NumPy
+        return first - xp.arange(count, dtype=dt) * stride
+
+    return arange
+
+
+def linspace(xp: Any) -> Kernel:
+    """CuPy 14.2 takes ``float()`` of the bounds: complex bounds raise TypeError. Complex results are
+    built from the real and imaginary parts' ``linspace`` in float64."""
+
+    def linspace(start: Any, stop: Any, num: Any, dtype: Any, device: Any = None, endpoint: bool = True) -> Any:
+        dt = np.dtype(dtype)
+        if dt.kind != "c":
+            return xp.linspace(start, stop, num, endpoint=endpoint, dtype=dt)
+        s, e = complex(start), complex(stop)
+        real = xp.linspace(s.real, e.real, num, endpoint=endpoint, dtype=np.float64)
+        imag = xp.linspace(s.imag, e.imag, num, endpoint=endpoint, dtype=np.float64)
+        return _complex(xp, real, imag, dt)
+
+    return linspace
+
+
+def isin(xp: Any) -> Kernel:
+    """CuPy 14.2's ``isin`` needs arrays (``x2.ravel()``): Python scalars become 0-d arrays first."""
+
+    def isin(x1: Any, x2: Any, invert: bool = False) -> Any:
+        a, b = _pair(xp, x1, x2)
+        return xp.isin(a, b, invert=invert)
+
+    return isin
+
+
+def pinv(xp: Any) -> Kernel:
+    """Stacks of matrices one matrix at a time (see the module docstring: batched Jacobi SVD)."""
+
+    def pinv(x: Any, rtol: Any = None) -> Any:
+        m, n = x.shape[-2:]
+        if rtol is None:
+            rtol = max(m, n) * float(np.finfo(x.dtype).eps)
+        if x.ndim == 2 or x.size == 0:
+            return xp.linalg.pinv(x, rcond=rtol)
+        batch = x.shape[:-2]
+        flat = x.reshape((-1, m, n))
+        tols = [rtol] * flat.shape[0] if not hasattr(rtol, "shape") else list(xp.broadcast_to(rtol, batch).reshape(-1))
+        parts = [xp.linalg.pinv(flat[i], rcond=tols[i]) for i in range(flat.shape[0])]
+        return xp.stack(parts).reshape(batch + (n, m))
+
+    return pinv
+
+
+def eigvals(xp: Any) -> Kernel:
+    """CuPy 14.2 returns a real dtype for an empty matrix; nda's result is complex."""
+    complex_of = {"f": np.complex64, "d": np.complex128}
+
+    def eigvals(x: Any) -> Any:
+        result = xp.linalg.eigvals(x)
+        if result.dtype.kind != "c":
+            result = result.astype(complex_of.get(np.dtype(x.dtype).char, np.complex128))
+        return result
+
+    return eigvals
