@@ -168,7 +168,7 @@ def test_a_refused_backend_shows_its_sentence_everywhere_and_keeps_the_traceback
         backend = B()
     """)
     sentences = {
-        "refusedversion": "backend 'refusedversion' implements backend API 2.0, but this nda speaks 1.2; install a version of the backend built for nda's backend API 1.x",
+        "refusedversion": "backend 'refusedversion' implements backend API 2.0, but this nda speaks 1.3; install a version of the backend built for nda's backend API 1.x",
         "refusedop": "backend 'refusedop' registers a kernel for unknown op 'frobnicate'; the catalog's ops are listed in nda.ops.CATALOG",
     }
     for module, name in (("nda_test_refused_version", "refusedversion"), ("nda_test_refused_op", "refusedop")):

@@ -23,7 +23,7 @@ class CpuBackend:
     """NumPy on the host. Buffers are ``numpy.ndarray``; there is one device, ``cpu:0``."""
 
     name = "cpu"
-    api_version = "1.2"
+    api_version = "1.3"
     device_types = ("cpu",)
 
     def devices(self) -> list[DeviceInfo]:
