@@ -44,9 +44,10 @@ then handed back to a worker and still completes (running it again from the star
 the same result), and one that does (``x += y``) is never run by a waiting thread.
 
 Back-pressure: while more than :data:`MAX_PENDING` host tasks, or tasks touching more than
-:data:`MAX_PENDING_ELEMENTS` elements, are unfinished, the issuing thread waits before it
-adds another (a loop that never syncs cannot queue unbounded work and memory; a couple of
-hundred tasks keep every worker busy). Device queues have their own bound
+:data:`MAX_PENDING_ELEMENTS` elements, are unfinished, the issuing thread waits (running
+queued work itself) until one finishes before it adds another (a loop that never syncs
+cannot queue unbounded work and memory; a couple of hundred tasks keep every worker busy;
+each waiting thread is let in after a task finishes, so none starves). Device queues have their own bound
 (:data:`nda.engine._queues.MAX_IN_FLIGHT`).
 
 Fork: ``os.fork`` does not wait for the engine to go quiet (another thread may issue work
@@ -137,6 +138,7 @@ class ThreadedEngine(Engine):
         self._executors: dict[Any, Any] = {}
         self._state: Any = None
         self._pending_elements = 0
+        self._finished = 0  # tasks finished (back-pressure lets a waiting thread in after each)
         self._queued: collections.deque[Task] = collections.deque()  # submitted tasks, oldest first
         self.max_pending = MAX_PENDING
         self.max_pending_elements = MAX_PENDING_ELEMENTS
@@ -215,14 +217,19 @@ class ThreadedEngine(Engine):
         return True
 
     def _wait_for_room(self) -> None:
-        """Back-pressure: wait until fewer than the bound of host tasks is pending.
+        """Back-pressure: wait until the pending host tasks are under the bound, or one finished.
 
         Like a sync point, the waiting thread runs queued work itself (the oldest queued
         task that can be restarted) instead of sitting idle, so the bound never depends on
-        an executor making progress on its own.
+        an executor making progress on its own. A waiting thread proceeds as soon as any
+        task has finished since it began to wait: each issuing thread adds at most one task
+        per finished one, so no thread starves while another keeps the engine at the bound,
+        and the bound is exceeded by at most one task per issuing thread.
         """
         with self._lock:
-            while self._graph.pending >= self.max_pending or (self._pending_elements >= self.max_pending_elements and self._graph.pending):
+            finished = self._finished
+            while (self._graph.pending >= self.max_pending or (self._pending_elements >= self.max_pending_elements and self._graph.pending)) \
+                    and self._finished == finished:
                 self._help_or_wait(self._oldest_queued())
 
     def _help_or_wait(self, task: Task | None) -> None:
@@ -339,6 +346,7 @@ class ThreadedEngine(Engine):
             _queues.annotate(error, task.name, task.site, task.device)
         with self._lock:
             self._pending_elements -= task.cost
+            self._finished += 1
             ready = self._graph.finish(task, error)
             self._set_limit()
             self._cond.notify_all()
