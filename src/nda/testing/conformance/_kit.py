@@ -525,7 +525,7 @@ def environment(runner: Runner) -> dict[str, Any]:
         "python": platform.python_version(), "engine": nda.engine.current().name,
         "backend": {k: record.get(k) for k in ("name", "source", "state", "api_version")},
         "max_examples": s.max_examples, "derandomize": s.derandomize,
-        "flushes_subnormals": sorted(runner.flushed), "jobs": 1,
+        "flushes_subnormals": sorted(getattr(runner, "flushed", ())), "jobs": 1,
     }
 
 
