@@ -25,10 +25,13 @@ import functools
 from math import prod
 from typing import Any, Callable
 
+from numpy import generic as _NP_SCALAR
+
 from . import _dtypes
 from ._array import NDArray, new_array
 from ._devices import ArrayMeta
 from ._devices import strided as _STRIDED
+from ._dtypes import python_scalar
 from .dispatch import resolve, resolve_plan
 from .engine import Completion
 from .engine import state as _state
@@ -282,6 +285,11 @@ def make_binary(decl: OpDecl) -> tuple[Callable[..., NDArray], Callable[..., Any
                 return scalar_path(x1, x2, x1._meta, c2)
             if c2 is NDArray and c1 in _SCALARS:
                 return scalar_path(x1, x2, c1, x2._meta)
+            # Off the fast paths: a NumPy scalar is the (weak) Python scalar it holds.
+            if isinstance(x2, _NP_SCALAR) and c1 is NDArray:
+                return binary(x1, python_scalar(x2))
+            if isinstance(x1, _NP_SCALAR) and c2 is NDArray:
+                return binary(python_scalar(x1), x2)
             if as_operator:
                 return NotImplemented
             return slow(x1, x2)
@@ -295,6 +303,8 @@ def make_binary(decl: OpDecl) -> tuple[Callable[..., NDArray], Callable[..., Any
     def reflected(self: NDArray, other: Any) -> Any:
         if other.__class__ in _SCALARS:
             return fn(other, self)
+        if isinstance(other, _NP_SCALAR):
+            return fn(python_scalar(other), self)
         return NotImplemented
 
     return fn, forward, reflected
@@ -322,7 +332,9 @@ def make_inplace(decl: OpDecl) -> Callable[..., Any]:
 
     def inplace(self: NDArray, other: Any) -> Any:
         if other.__class__ is not NDArray and other.__class__ not in _SCALARS:
-            return NotImplemented
+            if not isinstance(other, _NP_SCALAR):
+                return NotImplemented
+            other = python_scalar(other)
         key = ("inplace", self._meta, other._meta if other.__class__ is NDArray else other.__class__)
         entry = cache.get(key)
         if entry is None:

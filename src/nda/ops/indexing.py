@@ -22,7 +22,7 @@ import numpy as np
 
 from .. import _dtypes
 from .._array import NDArray
-from ._spec import Cast, Plan, broadcast_shapes, check_array, declare, normalize_axis, same_device
+from ._spec import Cast, Plan, broadcast_shapes, check_array, declare, normalize_axis, same_device, scalar_arg
 
 _ARRAY = "NDArray"
 
@@ -54,12 +54,13 @@ def _normalize_key(x: Any, key: Any, op: str) -> tuple[tuple[Any, ...], tuple[in
                 raise ValueError(f"{op}: slice step cannot be zero")
             out.append(item)
             consumed += 1
-        elif isinstance(item, (list, NDArray)):
-            if isinstance(item, list):
+        elif isinstance(item, (list, NDArray, np.ndarray)):
+            if not isinstance(item, NDArray):
                 from .._api import asarray
 
-                # An empty list is an empty integer index, as in NumPy (not a float64 array).
-                item = asarray(item, device=x.device, dtype=None if item else _dtypes.int64)
+                # An empty list is an empty integer index, as in NumPy (not a float64 array);
+                # a NumPy index array joins x's device.
+                item = asarray(item, device=x.device, dtype=_dtypes.int64 if isinstance(item, list) and not item else None)
             arr = item
             if arr.device is not x.device:
                 raise ValueError(f"{op}: index array is on {arr.device} but the array is on {x.device}; move one with to_device()")
@@ -162,6 +163,7 @@ def _check_value(x: Any, value: Any, shape: tuple[int, ...]) -> Any:
     from .elementwise import _check_scalar
 
     target = x.dtype
+    value = scalar_arg(value)
     if isinstance(value, NDArray):
         if value.device is not x.device:
             raise ValueError(f"x[...] = value: value is on {value.device} but x is on {x.device}; move one with to_device()")
