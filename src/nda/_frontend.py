@@ -453,6 +453,8 @@ def make_getitem(generic: Callable[..., NDArray]) -> Callable[..., NDArray]:
                 new_shape = shape[1:]
                 size = self._size // n
             else:
+                if key.stop.__class__ is NDArray or key.start.__class__ is NDArray or key.step.__class__ is NDArray:
+                    return generic(self, key)  # the planner reads 0-d array bounds now, never the kernel
                 try:
                     length = len(range(*key.indices(n)))
                 except (TypeError, ValueError):

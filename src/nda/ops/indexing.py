@@ -50,6 +50,7 @@ def _normalize_key(x: Any, key: Any, op: str) -> tuple[tuple[Any, ...], tuple[in
                         operator.index(part)
                     except TypeError:
                         raise IndexError(f"{op}: slice bounds must be ints or None, got {item!r}") from None
+            item = _host_slice(item)
             if item.step == 0:
                 raise ValueError(f"{op}: slice step cannot be zero")
             out.append(item)
@@ -103,6 +104,18 @@ def _normalize_key(x: Any, key: Any, op: str) -> tuple[tuple[Any, ...], tuple[in
             dim += item.ndim if item.dtype is _dtypes.bool else 1
     shape = _basic_shape(x.shape, out, consumed) if basic else _advanced_shape(x, out)
     return tuple(out), shape, reads, basic
+
+
+def _host_slice(item: slice) -> slice:
+    """``item`` with Python int bounds: a 0-d array (or NumPy integer) bound is read now.
+
+    The kernel must never see an nda array inside a slice: on an asynchronous device it
+    would call ``__index__`` from the device's own thread, which then waits for itself.
+    """
+    parts = (item.start, item.stop, item.step)
+    if all(p is None or p.__class__ is int for p in parts):
+        return item
+    return slice(*(p if p is None or p.__class__ is int else operator.index(p) for p in parts))
 
 
 def _basic_shape(shape: tuple[int, ...], items: list[Any], consumed: int) -> tuple[int, ...]:
