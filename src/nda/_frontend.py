@@ -28,6 +28,7 @@ from typing import Any, Callable
 from numpy import generic as _NP_SCALAR
 
 from . import _dtypes
+from . import backends as _backends
 from ._array import NDArray, new_array
 from ._devices import ArrayMeta
 from ._devices import strided as _STRIDED
@@ -78,7 +79,7 @@ def execute(name: str, plan: Plan) -> NDArray:
     if plan.view_of is not None and plan.key.layout is _STRIDED:  # non-strided routes never return views
         out._base = base_of(plan.view_of)
     args, kwargs = plan.args, plan.kwargs
-    size = work_size(plan)
+    size = work_size(plan, name)
     zero_d = not plan.out_shape
     if size < _state.limit:
         result = kernel(*unwrap(args), **kwargs)
@@ -97,8 +98,17 @@ def execute(name: str, plan: Plan) -> NDArray:
     return out
 
 
-def work_size(plan: Plan) -> int:
-    """Elements an op touches: the largest of its output and its inputs."""
+#: View ops whose strided kernels never touch the data (O(1) whatever the size): they count
+#: as one element, so they run inline whenever the engine is idle. Without this, ``x[i]`` on
+#: a large idle array was an engine task and a thread hop (iterating over 2**19 elements
+#: took minutes). ``reshape`` is not one: with ``copy=None`` it copies when it must.
+_O1_VIEWS = frozenset({"getitem", "permute_dims", "expand_dims", "squeeze", "flip", "broadcast_to"})
+
+
+def work_size(plan: Plan, name: str = "") -> int:
+    """Elements an op touches: the largest of its output and its inputs (1 for an O(1) view)."""
+    if name in _O1_VIEWS and plan.view_of is not None and plan.key.layout is _STRIDED:
+        return 1
     size = prod(plan.out_shape)
     for a in plan.reads:
         if a._size > size:
@@ -123,9 +133,7 @@ def execute_mutation(name: str, plan: Plan, target: NDArray) -> None:
 
 def zero_d_buffer(result: Any, meta: ArrayMeta) -> Any:
     """A kernel may return a scalar for a 0-d result (NumPy does); the backend makes it a buffer."""
-    from . import backends
-
-    ensure = getattr(backends.for_device(meta.device), "ensure_buffer", None)
+    ensure = getattr(_backends.for_device(meta.device), "ensure_buffer", None)
     return result if ensure is None else ensure(result)
 
 
@@ -444,7 +452,7 @@ def make_getitem(generic: Callable[..., NDArray]) -> Callable[..., NDArray]:
 
     def __getitem__(self: NDArray, key: Any) -> NDArray:
         kc = key.__class__
-        if (kc is slice or kc is int) and self._size < _state.limit and self._shape:
+        if (kc is slice or kc is int) and 0 < _state.limit and self._shape:  # a view: O(1), inline when idle
             shape = self._shape
             n = shape[0]
             if kc is int:
