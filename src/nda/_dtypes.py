@@ -147,12 +147,18 @@ CATEGORIES: dict[str, tuple[DType, ...]] = {
 
 
 def as_dtype(value: Any) -> DType:
-    """Return the nda dtype for ``value``: a DType, a name, a NumPy dtype or a scalar type."""
+    """Return the nda dtype for ``value``: a DType, a name, a NumPy dtype or a scalar type.
+
+    Names are nda's (``"float64"``) or NumPy's spellings of the same dtypes (``"f8"``,
+    ``"<i4"``, ``"double"``), which Dask and other NumPy code pass around.
+    """
     if value.__class__ is DType:
         return value
     try:
         if isinstance(value, str):
-            return DType._registry[value]
+            found = DType._registry.get(value)
+            if found is not None:
+                return found
         found = _BY_NUMPY.get(np.dtype(value))
     except (TypeError, KeyError):
         found = None

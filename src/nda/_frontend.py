@@ -42,6 +42,12 @@ __all__ = ["build_namespace", "execute", "unwrap"]
 
 _new = object.__new__
 _META = ArrayMeta._registry
+
+#: ``(other, other's operator method name, array) -> result or NotImplemented``: what an
+#: operator does with an operand it does not know, off the fast paths. Set by ``nda._interop``
+#: (a Dask array that did not know nda arrays yet takes the operation back once nda is
+#: registered with Dask).
+foreign_operand: Callable[[Any, str, NDArray], Any] | None = None
 _SCALARS = (bool, int, float, complex)
 
 
@@ -299,7 +305,8 @@ def make_binary(decl: OpDecl) -> tuple[Callable[..., NDArray], Callable[..., Any
             if isinstance(x1, _NP_SCALAR) and c2 is NDArray:
                 return binary(python_scalar(x1), x2)
             if as_operator:
-                return NotImplemented
+                hook = foreign_operand
+                return NotImplemented if hook is None else hook(x2, reflected_name, x1)
             return slow(x1, x2)
 
         return binary
@@ -313,7 +320,11 @@ def make_binary(decl: OpDecl) -> tuple[Callable[..., NDArray], Callable[..., Any
             return fn(other, self)
         if isinstance(other, _NP_SCALAR):
             return fn(python_scalar(other), self)
-        return NotImplemented
+        hook = foreign_operand
+        return NotImplemented if hook is None else hook(other, forward_name, self)
+
+    forward_name = decl.operators[0] if decl.operators else ""
+    reflected_name = decl.operators[1] if len(decl.operators) > 1 and not decl.operators[1].startswith("__i") else ""
 
     return fn, forward, reflected
 
@@ -499,6 +510,20 @@ def _finalize(fn: Callable[..., Any], decl: OpDecl, module: str) -> Callable[...
     return fn
 
 
+def _binary_operator(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
+    """``x @ y`` for a planned op: another operand type gets NotImplemented, so Python asks it."""
+
+    def operator(self: NDArray, other: Any) -> Any:
+        if other.__class__ is not NDArray:  # a NumPy or Dask array answers through its reflected operator
+            hook = foreign_operand
+            return NotImplemented if hook is None else hook(other, reflected, self)
+        return fn(self, other)
+
+    reflected = "__r" + name[2:] if name.startswith("__") else ""
+
+    return operator
+
+
 def _method(fn: Callable[..., Any], decl: OpDecl, method_name: str) -> Callable[..., Any]:
     @functools.wraps(fn)
     def method(self: NDArray, *args: Any, **kwargs: Any) -> Any:
@@ -534,7 +559,7 @@ def build_namespace(module: str) -> dict[str, Callable[..., Any]]:
 
             fn = make_generic(decl)
             for op_name in decl.operators:
-                setattr(NDArray, op_name, _rename(_method(fn, decl, op_name), op_name))
+                setattr(NDArray, op_name, _rename(_binary_operator(fn, op_name), op_name))
         namespace[decl.name] = _finalize(fn, decl, module)
         if decl.method:
             setattr(NDArray, decl.method, _method(fn, decl, decl.method))

@@ -1,22 +1,29 @@
 """NumPy's protocols on NDArray: ``__array_ufunc__`` and ``__array_function__``.
 
-The policy (the README's "Ecosystem" section states it for users), CuPy's model:
+The policy (the README's "Ecosystem" section states it for users):
 
-* A NumPy ufunc or function called with nda arrays runs the nda function of the same
-  meaning, on the arrays' device, with nda's dtype rules, and returns nda arrays:
+* A NumPy ufunc or function that nda has an equivalent of runs nda's function, on the
+  arrays' device, with nda's dtype rules, and returns nda arrays (CuPy's model):
   ``np.sin(x)``, ``np.add(x, 1)``, ``np.sum(x, axis=0)``, ``np.concatenate([x, y])``,
-  ``np.linalg.qr(x)``. NumPy's own keywords are translated (``out=`` an nda array,
-  ``dtype=``, ``ddof=``, ``keepdims=``, ``axis=None`` meaning "flattened"); a keyword nda
-  cannot honour (``where=``, ``order="F"``, ``initial=``…) is a TypeError naming it.
-* A NumPy ufunc or function without an nda equivalent raises nda's TypeError naming what
-  to call instead (an nda function, or ``np.asarray(x)`` / ``x.asnumpy()`` to work on a
-  host copy). Nothing computes on the host behind the caller's back.
+  ``np.linalg.qr(x)`` (``UFUNCS`` and ``FUNCTIONS`` list them). NumPy's own keywords are
+  translated (``out=`` an nda array, ``dtype=``, ``ddof=``, ``keepdims=``, ``axis=None``
+  meaning "flattened").
+* Anything else (a function nda has no equivalent of, ``np.median``; a keyword nda cannot
+  honour, ``where=``, ``order="F"``; a NumPy array as ``out=``) is a *host fallback*: NumPy
+  computes it on host copies (``np.asarray`` of each nda argument; no copy on cpu) and
+  returns NumPy's result, what NumPy does for any array-like with ``__array__``. It
+  warns once per function with :class:`nda.FallbackWarning`; ``nda.config.fallback =
+  "error"`` refuses instead (:class:`nda.FallbackError`, naming what happened) and
+  ``"silent"`` silences it, as for nda's other fallbacks. scikit-learn relies on this:
+  with ``array_api_dispatch`` off it calls NumPy functions on any array ``np.asarray``
+  accepts, and array_api_strict's arrays (which have no ``__array_function__``) work there.
 * NumPy scalars are weak scalars, like the Python scalars they hold (see
   ``nda._dtypes.python_scalar``); in ufunc calls so are 0-d NumPy arrays, because NumPy
-  hands its scalars to ``__array_ufunc__`` as 0-d arrays. NumPy arrays passed next to nda arrays (``np.ones(3) + x``,
-  Dask's element counts in ``mean``) are arrays: they join the call as nda arrays on the
-  device of the nda arguments, keeping their dtype (a host-to-device copy, as PyTorch does).
-  nda's own functions stay strict: ``nda.add(x, np.ones(3))`` is a TypeError.
+  hands its scalars to ``__array_ufunc__`` as 0-d arrays. NumPy arrays passed next to nda
+  arrays (``np.ones(3) + x``, Dask's element counts in ``mean``) are arrays: they join the
+  call as nda arrays on the device of the nda arguments, keeping their dtype (a
+  host-to-device copy, as PyTorch does). nda's own functions stay strict:
+  ``nda.add(x, np.ones(3))`` is a TypeError.
 
 ``__array__`` (an explicit host copy, ``np.asarray(x)``) is defined with NDArray itself.
 This module sits above the namespace's generated functions and attaches the two protocol
@@ -25,11 +32,13 @@ methods to NDArray when ``nda._api`` is imported.
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Callable
 
 import numpy as np
 
-from . import _api, _composite, _dtypes
+from . import _api, _composite, _dtypes, _frontend
+from . import dask as _dask
 from . import fft as _fft
 from . import linalg as _linalg
 from ._array import NDArray
@@ -130,22 +139,42 @@ def _device_of(values: Any) -> Device | None:
     return None
 
 
-def _refuse(name: str, why: str) -> TypeError:
-    return TypeError(f"{name} on nda arrays: {why}")
+class _Fallback(Exception):
+    """Raised while translating a call that nda cannot run: NumPy runs it on host copies instead."""
 
 
-def _unsupported(name: str, key: str, value: Any) -> TypeError:
-    return _refuse(name, f"the keyword {key}={value!r} is not supported by nda; drop it, or call {name} on np.asarray(x) (a host copy)")
+def _refuse(name: str, why: str) -> _Fallback:
+    return _Fallback(why)
 
 
-def _no_equivalent(name: str) -> TypeError:
-    short = name.rsplit(".", 1)[-1]
-    hint = _INSTEAD.get(short)
-    instead = f"use {hint}, or " if hint else "use nda's functions, or "
-    return TypeError(
-        f"{name} has no nda equivalent, and nda does not compute it on a host copy behind your back; "
-        f"{instead}call it on np.asarray(x) / x.asnumpy() (a host copy) and nda.asarray() the result"
+def _unsupported(name: str, key: str, value: Any) -> _Fallback:
+    return _Fallback(f"nda does not support the keyword {key}={value!r}")
+
+
+def _no_equivalent(name: str) -> _Fallback:
+    hint = _INSTEAD.get(name.rsplit(".", 1)[-1])
+    return _Fallback("nda has no equivalent" + (f" (on the device: {hint})" if hint else ""))
+
+
+def _to_host(value: Any) -> Any:
+    """``value`` with every nda array replaced by ``np.asarray`` of it (a host copy; none on cpu)."""
+    if value.__class__ is NDArray:
+        return np.asarray(value)
+    if value.__class__ in (list, tuple):
+        return value.__class__(_to_host(v) for v in value)
+    return value
+
+
+def _host_fallback(name: str, why: Exception, run: Callable[[], Any]) -> Any:
+    """Announce the fallback (warn once, or refuse under ``nda.config.fallback = "error"``), then run it."""
+    from .dispatch import _announce_fallback
+
+    _announce_fallback(
+        name,
+        f"{name} on nda arrays: {why}; NumPy computes it on host copies (np.asarray of each nda array) "
+        f"and returns NumPy's result",
     )
+    return run()
 
 
 def _store(name: str, out: Any, result: Any) -> Any:
@@ -159,7 +188,7 @@ def _store(name: str, out: Any, result: Any) -> Any:
         if out is None:
             return result
     if out.__class__ is not NDArray:
-        raise _refuse(name, f"out= must be an nda array, got {type(out).__module__}.{type(out).__name__}")
+        raise TypeError(f"{name}: out= must be an nda array here, got {type(out).__module__}.{type(out).__name__}")
     if out.shape != result.shape:
         raise ValueError(f"{name}: out= has shape {out.shape} but the result has shape {result.shape}")
     out[...] = result
@@ -188,11 +217,40 @@ def _leftover(name: str, kwargs: dict[str, Any]) -> None:
 # ---------------------------------------------------------------------------- __array_ufunc__
 
 def array_ufunc(self: NDArray, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
-    """NumPy ufuncs on nda arrays run nda's element-wise ops (see the module docstring)."""
+    """NumPy ufuncs on nda arrays run nda's element-wise ops, or NumPy on host copies (see the module docstring)."""
     name = f"numpy.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
+    dask = _dask_among(inputs)
+    if dask is not None:  # Dask's __array_ufunc__ takes nda arrays (now)
+        return NotImplemented if dask == "defer" else getattr(ufunc, method)(*inputs, **kwargs)
+    try:
+        return _ufunc_on_device(self, name, ufunc, method, inputs, dict(kwargs))
+    except _Fallback as why:
+        return _host_fallback(name, why, lambda: _ufunc_on_host(ufunc, method, inputs, kwargs))
+
+
+def _ufunc_on_host(ufunc: Any, method: str, inputs: Any, kwargs: dict[str, Any]) -> Any:
+    """The ufunc on host copies; nda arrays given as ``out=`` get the results written back."""
+    out = kwargs.pop("out", None)
+    outs = out if isinstance(out, tuple) else (out,) if out is not None else ()
+    host_outs = tuple(np.array(o) if o.__class__ is NDArray else o for o in outs)  # writable copies
+    if outs:
+        kwargs["out"] = host_outs if isinstance(out, tuple) else host_outs[0]
+    result = getattr(ufunc, method)(*_to_host(tuple(inputs)), **kwargs)
+    if not any(o.__class__ is NDArray for o in outs):
+        return result
+    for o, h in zip(outs, host_outs):
+        if o.__class__ is NDArray:
+            o[...] = _api.asarray(h, device=o.device)
+    return outs[0] if len(outs) == 1 else out
+
+
+def _ufunc_on_device(self: NDArray, name: str, ufunc: Any, method: str, inputs: Any, kwargs: dict[str, Any]) -> Any:
     device = _device_of(inputs) or _device_of(kwargs.get("out") or ()) or self._meta.device
     call = _Call(name, device)
     out = kwargs.pop("out", None)
+    for o in out if isinstance(out, tuple) else (out,):
+        if o is not None and o.__class__ is not NDArray:
+            raise _Fallback(f"out= is a {type(o).__module__}.{type(o).__name__}, not an nda array")
     if method == "__call__":
         op = UFUNCS.get(ufunc)
         if op is None:
@@ -254,15 +312,25 @@ def _reduction(op: str, x: Any, axis: Any, dtype: Any, keepdims: Any) -> Any:
 # ---------------------------------------------------------------------------- __array_function__
 
 def array_function(self: NDArray, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
-    """NumPy functions on nda arrays run nda's functions (see the module docstring)."""
-    handler = FUNCTIONS.get(func)
+    """NumPy functions on nda arrays run nda's functions, or NumPy on host copies (see the module docstring)."""
+    dask = _dask_among(list(args) + [a for v in args if isinstance(v, (list, tuple)) for a in v])
+    if dask is not None:  # Dask's __array_function__ takes nda arrays (now)
+        return NotImplemented if dask == "defer" else func(*args, **kwargs)
     for t in types:
         if t is not NDArray and not issubclass(t, np.ndarray) and getattr(t, "__array_function__", None) is not None:
             return NotImplemented  # another array library: let NumPy ask it
-    if handler is None:
-        raise _no_equivalent(f"{func.__module__}.{func.__name__}")
-    device = _device_of(args) or _device_of(kwargs.values()) or self._meta.device
-    return handler(_Call(f"{func.__module__}.{func.__name__}", device), *args, **kwargs)
+    name = f"{func.__module__}.{func.__name__}"
+    handler = FUNCTIONS.get(func)
+    try:
+        if handler is None:
+            raise _no_equivalent(name)
+        out = kwargs.get("out")
+        if out is not None and out.__class__ is not NDArray:
+            raise _Fallback(f"out= is a {type(out).__module__}.{type(out).__name__}, not an nda array")
+        device = _device_of(args) or _device_of(kwargs.values()) or self._meta.device
+        return handler(_Call(name, device), *args, **kwargs)
+    except _Fallback as why:
+        return _host_fallback(name, why, lambda: func(*_to_host(tuple(args)), **{k: _to_host(v) for k, v in kwargs.items()}))
 
 
 FUNCTIONS: dict[Any, Callable[..., Any]] = {}
@@ -457,6 +525,28 @@ def _stack(c: _Call, arrays: Any, axis: int = 0, out: Any = None, *, dtype: Any 
     if dtype is not None:
         xs = [_api.astype(x, _dtypes.as_dtype(dtype)) for x in xs]
     return _store(c.name, out, _api.stack(xs, axis=axis))
+
+
+@_register(np.vstack, getattr(np, "row_stack", None))
+def _vstack(c: _Call, tup: Any, *, dtype: Any = None, casting: Any = "same_kind") -> Any:
+    xs = [_at_least(x, 2) for x in c.arrays(tup)]
+    return _api.concat([xs[0] if dtype is None else _api.astype(xs[0], dtype)] + xs[1:], axis=0)
+
+
+@_register(np.hstack)
+def _hstack(c: _Call, tup: Any, *, dtype: Any = None, casting: Any = "same_kind") -> Any:
+    xs = [_at_least(x, 1) for x in c.arrays(tup)]
+    return _api.concat([xs[0] if dtype is None else _api.astype(xs[0], dtype)] + xs[1:], axis=0 if xs[0].ndim == 1 else 1)
+
+
+@_register(np.column_stack)
+def _column_stack(c: _Call, tup: Any) -> Any:
+    xs = [x if x.ndim >= 2 else _api.reshape(x, (-1, 1)) for x in c.arrays(tup)]
+    return _api.concat(xs, axis=1)
+
+
+def _at_least(x: Any, ndim: int) -> Any:
+    return x if x.ndim >= ndim else _api.reshape(x, (1,) * (ndim - x.ndim) + x.shape)
 
 
 @_register(np.reshape)
@@ -722,6 +812,30 @@ def _eye_like(c: _Call, N: int, M: Any = None, k: int = 0, dtype: Any = float, o
     return _api.eye(N, M, k=k, dtype=_dtypes.as_dtype(dtype), device=c.device)
 
 
+@_register(np.may_share_memory, np.shares_memory)
+def _shares_memory(c: _Call, a: Any, b: Any, max_work: Any = None) -> bool:
+    """Whether ``a`` and ``b`` (nda or NumPy arrays) may share memory, without copying anything.
+
+    Two nda arrays on one device may when they have one base (a view of the other, or
+    both views of a third); an nda array on cpu is compared with NumPy's rule on its
+    buffer; device memory never holds a NumPy array's data.
+    """
+    def host_view(v: Any) -> Any:
+        if v.__class__ is NDArray:
+            return np.asarray(v) if v.device.type == "cpu" and v.layout.name == "strided" else None
+        return v
+
+    if a.__class__ is NDArray and b.__class__ is NDArray:
+        if a.device is not b.device:
+            return False
+        if a.device.type != "cpu" or a.layout.name != "strided" or b.layout.name != "strided":
+            return (a if a._base is None else a._base) is (b if b._base is None else b._base)
+    ha, hb = host_view(a), host_view(b)
+    if ha is None or hb is None:
+        return False
+    return bool(np.may_share_memory(ha, hb) if max_work is None else np.shares_memory(ha, hb, max_work=max_work))
+
+
 # dtypes --------------------------------------------------------------------------------------
 
 def _numpy_dtypes(values: Any) -> list[Any]:
@@ -908,5 +1022,38 @@ def _ifftshift(c: _Call, x: Any, axes: Any = None) -> Any:
     return _fft.ifftshift(c.array(x), axes=_axis(axes))
 
 
+
+# ---------------------------------------------------------------------------- Dask
+
+def _rmatmul(self: NDArray, other: Any) -> Any:
+    """``other @ self`` for an ``other`` that declined (a Dask array that did not know nda yet)."""
+    return _foreign_operand(other, "__matmul__", self)
+
+
+def _foreign_operand(other: Any, method: str, self: NDArray) -> Any:
+    """An operator met an operand it does not know: a Dask array takes over once it knows nda arrays."""
+    if method and _dask.is_dask_collection(other) and not _dask_knows_nda() and _dask.adopt():
+        return getattr(other, method)(self)
+    return NotImplemented
+
+
+def _dask_knows_nda() -> bool:
+    chunk_types = sys.modules.get("dask.array.chunk_types")
+    return chunk_types is not None and bool(chunk_types.is_valid_chunk_type(NDArray))
+
+
+def _dask_among(values: Any) -> str | None:
+    """For a call with a Dask collection among ``values``: ``"defer"`` to Dask (it knows nda
+    arrays), ``"redo"`` the call (nda was registered with Dask just now), else None."""
+    if not any(_dask.is_dask_collection(v) for v in values):
+        return None
+    if _dask_knows_nda():
+        return "defer"
+    return "redo" if _dask.adopt() else None
+
+
 NDArray.__array_ufunc__ = array_ufunc  # type: ignore[assignment]
 NDArray.__array_function__ = array_function  # type: ignore[attr-defined]
+NDArray.__rmatmul__ = _rmatmul  # type: ignore[attr-defined]
+_frontend.foreign_operand = _foreign_operand
+_dask.adopt()  # a Dask imported before nda learns about nda arrays now
