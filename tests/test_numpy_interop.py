@@ -190,6 +190,10 @@ def test_numpy_arrays_join_the_nda_arrays_device_in_numpy_calls(device):
         assert isinstance(result, nda.NDArray) and result.device == x.device
         assert result.dtype is nda.float64
     assert (np.ones(3) + x).tolist() == [2.0, 3.0, 4.0]
+    for product in (x @ np.ones(3), np.ones(3) @ x):  # x.__matmul__ declines, NumPy's matmul comes back to nda
+        assert isinstance(product, nda.NDArray) and product.device == x.device and float(product) == 6.0
+    with pytest.raises(TypeError, match="unsupported operand"):
+        x @ [1.0, 1.0, 1.0]
     assert (np.asarray(2, dtype=np.int8) * nda.asarray([1, 2], dtype=nda.int8, device=device)).dtype is nda.int8
 
 

@@ -513,6 +513,7 @@ def _finalize(fn: Callable[..., Any], decl: OpDecl, module: str) -> Callable[...
 def _binary_operator(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
     """``x @ y`` for a planned op: another operand type gets NotImplemented, so Python asks it."""
 
+    @functools.wraps(fn)
     def operator(self: NDArray, other: Any) -> Any:
         if other.__class__ is not NDArray:  # a NumPy or Dask array answers through its reflected operator
             hook = foreign_operand
