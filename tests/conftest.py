@@ -17,6 +17,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+# SciPy reads this when it is first imported: its Array API support (and scikit-learn's,
+# which requires it) is what tests/test_ecosystem_*.py exercise with nda arrays. NumPy
+# input behaves the same with it set.
+os.environ.setdefault("SCIPY_ARRAY_API", "1")
+
 from hypothesis import HealthCheck, settings
 from hypothesis.configuration import set_hypothesis_home_dir
 

@@ -375,12 +375,16 @@ def test_binary_rejects_non_arrays(name):
         getattr(nda, name)(1, 2)
 
 
-def test_numpy_array_operand_is_refused():
-    x = nda.asarray([1.0, 2.0])
-    with pytest.raises(TypeError):
-        x + np.ones(2)
-    with pytest.raises(TypeError):
-        np.ones(2) + x
+def test_numpy_array_operand_is_refused_by_functions_and_joins_through_numpys_protocol():
+    # nda's functions take nda arrays and scalars only; an operator with a NumPy array goes
+    # through NumPy's protocol (ndarray.__radd__ -> __array_ufunc__), where the NumPy array
+    # joins the nda array's device (the policy in nda._interop and the README).
+    x = nda.asarray([1.0, 2.0], device="sim")
+    with pytest.raises(TypeError, match="Python scalars"):
+        nda.add(x, np.ones(2))
+    for result in (x + np.ones(2), np.ones(2) + x):
+        assert isinstance(result, nda.NDArray) and result.device == x.device
+        assert result.tolist() == [2.0, 3.0]
     with pytest.raises(TypeError):
         x + "a"
     assert (x == "a") is False

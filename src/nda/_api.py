@@ -17,6 +17,7 @@ from ._array import NDArray, new_array
 from ._devices import ArrayMeta, Device, as_device, strided
 from .engine import state as _state
 from ._dtypes import DType
+from .ops._spec import host_scalar
 
 _all_generated = _frontend.build_namespace("nda")
 _generated = {name: fn for name, fn in _all_generated.items() if "." not in name}
@@ -32,6 +33,7 @@ def extension(name: str) -> dict[str, Any]:
 _catalog_asarray = _generated["asarray"]
 setitem = _generated["setitem"]
 _catalog_astype = _generated["astype"]
+_catalog_linspace = _generated["linspace"]
 
 
 def _copy_signature(fn: Any, generated: Any) -> Any:
@@ -67,8 +69,30 @@ def astype(x: NDArray, dtype: Any, /, *, copy: bool = True, device: Any = None) 
     return _catalog_astype(x, dtype, copy=copy)  # type: ignore[no-any-return]
 
 
+def linspace(start: Any, stop: Any, /, num: int, *, dtype: Any = None, device: Any = None, endpoint: bool = True) -> NDArray:
+    try:
+        dt = None if dtype is None else _dtypes.as_dtype(dtype)
+    except TypeError:
+        dt = None  # the catalog's planner says what is wrong
+    if dt is not None and dt.kind in ("signed integer", "unsigned integer"):
+        dtype = dt
+        # NumPy's rule (array_api_strict follows it): the float64 samples rounded towards -inf.
+        # Composed of catalog ops, so every backend computes it the same way.
+        values = [host_scalar(v, "linspace", name) for v, name in ((start, "start"), (stop, "stop"))]
+        info = np.iinfo(dtype.numpy)
+        for value, name in zip(values, ("start", "stop")):
+            if isinstance(value, complex) or isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise TypeError(f"linspace(): {name} must be a real number for an integer dtype, got {value!r}")
+            if not info.min <= np.floor(value) <= info.max:
+                raise OverflowError(f"linspace(): {name}={value!r} is out of bounds for {dtype.name} (range {info.min}..{info.max})")
+        samples = _catalog_linspace(float(values[0]), float(values[1]), num, dtype=_dtypes.float64, device=device, endpoint=endpoint)
+        return _catalog_astype(_generated["floor"](samples), dtype)  # type: ignore[no-any-return]
+    return _catalog_linspace(start, stop, num, dtype=dtype, device=device, endpoint=endpoint)  # type: ignore[no-any-return]
+
+
 _copy_signature(asarray, _catalog_asarray)
 _copy_signature(astype, _catalog_astype)
+_copy_signature(linspace, _catalog_linspace)
 NDArray.astype = lambda self, dtype, /, *, copy=True, device=None: astype(self, dtype, copy=copy, device=device)  # type: ignore[attr-defined]
 NDArray.astype.__doc__ = astype.__doc__  # type: ignore[attr-defined]
 
@@ -188,5 +212,7 @@ def waitall() -> None:
     backends.synchronize_all()
 
 
-__all__ = sorted(set(_generated) | {"asarray", "astype", "to_device", "copyto", "copy", "from_dlpack", "waitall"})
-del ops, DType
+__all__ = sorted(set(_generated) | {"asarray", "astype", "linspace", "to_device", "copyto", "copy", "from_dlpack", "waitall"})
+del ops
+
+from . import _interop  # noqa: E402,F401  (attaches NumPy's protocols to NDArray; needs the functions above)

@@ -45,10 +45,10 @@ class NDArray:
 
     __slots__ = ("_buf", "_meta", "_shape", "_size", "_base", "__weakref__")
     __array_priority__ = 1000
-    # NumPy must not treat an NDArray as an array-like in its own ufuncs and operators:
-    # ``numpy_array + nda_array`` should come to nda (and fail clearly), not silently
-    # pull the data to the host.
-    __array_ufunc__ = None
+    # NumPy's ufuncs and functions on an NDArray (``np.sin(x)``, ``np.sum(x)``,
+    # ``numpy_array + x``) never pull the data to the host: ``__array_ufunc__`` and
+    # ``__array_function__`` are attached by ``nda._interop``, which runs nda's own
+    # functions or refuses with a TypeError naming what to call instead.
     __hash__ = None  # type: ignore[assignment]  # mutable, and == is element-wise
 
     _buf: Any

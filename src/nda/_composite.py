@@ -82,10 +82,13 @@ def meshgrid(*arrays: NDArray, indexing: str = "xy") -> tuple[NDArray, ...]:
 
 
 def moveaxis(x: NDArray, source: int | tuple[int, ...], destination: int | tuple[int, ...], /) -> NDArray:
-    """Move the axes ``source`` of ``x`` to positions ``destination``; the others keep their order (a view)."""
+    """Move the axes ``source`` of ``x`` to positions ``destination``; the others keep their order (a view).
+
+    ``source`` and ``destination`` are ints or tuples (or lists) of ints of the same length.
+    """
     x = check_array(x, "moveaxis")
-    src = source if isinstance(source, tuple) else (source,)
-    dst = destination if isinstance(destination, tuple) else (destination,)
+    src = _axes_arg(source, "source")
+    dst = _axes_arg(destination, "destination")
     if len(src) != len(dst):
         raise ValueError(f"moveaxis(): source {source} and destination {destination} must have the same number of axes")
     src_axes = [normalize_axis(a, x.ndim, "moveaxis") for a in src]
@@ -96,6 +99,18 @@ def moveaxis(x: NDArray, source: int | tuple[int, ...], destination: int | tuple
     for d, s in sorted(zip(dst_axes, src_axes)):
         order.insert(d, s)
     return _api().permute_dims(x, tuple(order))  # type: ignore[no-any-return]
+
+
+def _axes_arg(value: Any, name: str) -> tuple[Any, ...]:
+    """``moveaxis``'s source/destination: an int, or a tuple or list of ints (as NumPy and array_api_strict take)."""
+    if isinstance(value, (tuple, list)):
+        items = tuple(value)
+    else:
+        items = (value,)
+    for item in items:
+        if isinstance(item, bool) or not hasattr(item, "__index__"):
+            raise TypeError(f"moveaxis(): {name} must be an int or a tuple/list of ints, got {value!r}")
+    return items
 
 
 def matrix_transpose(x: NDArray, /) -> NDArray:

@@ -38,6 +38,7 @@ __all__ = [
     "result_type",
     "isdtype",
     "can_cast",
+    "python_scalar",
 ]
 
 _builtin_bool = bool
@@ -88,6 +89,24 @@ class DType:
     def __deepcopy__(self, memo: Any) -> DType:
         return self
 
+    @property
+    def dtype(self) -> np.dtype:
+        """The NumPy dtype of the same name, so that ``np.dtype(nda.float64)`` works.
+
+        NumPy converts any object with a ``dtype`` attribute this way; Dask, pandas and
+        matplotlib call ``np.dtype(...)`` on the dtypes of the arrays they are handed.
+        """
+        return self.numpy
+
+    @property
+    def type(self) -> type:
+        """NumPy's scalar type of this dtype (``np.float64`` for ``nda.float64``), as ``np.dtype(...).type``.
+
+        Code written for NumPy dtypes (Dask's ``iscomplexobj``) asks for it. Note that
+        ``kind`` is nda's (``"real floating"``), not NumPy's one-letter code.
+        """
+        return self.numpy.type  # type: ignore[no-any-return]
+
 
 bool = DType("bool", "bool", 1)  # noqa: A001 - the Array API name
 int8 = DType("int8", "signed integer", 1)
@@ -128,12 +147,18 @@ CATEGORIES: dict[str, tuple[DType, ...]] = {
 
 
 def as_dtype(value: Any) -> DType:
-    """Return the nda dtype for ``value``: a DType, a name, a NumPy dtype or a scalar type."""
+    """Return the nda dtype for ``value``: a DType, a name, a NumPy dtype or a scalar type.
+
+    Names are nda's (``"float64"``) or NumPy's spellings of the same dtypes (``"f8"``,
+    ``"<i4"``, ``"double"``), which Dask and other NumPy code pass around.
+    """
     if value.__class__ is DType:
         return value
     try:
         if isinstance(value, str):
-            return DType._registry[value]
+            found = DType._registry.get(value)
+            if found is not None:
+                return found
         found = _BY_NUMPY.get(np.dtype(value))
     except (TypeError, KeyError):
         found = None
@@ -151,6 +176,24 @@ def from_numpy_dtype(dt: np.dtype) -> DType:
         raise TypeError(f"NumPy dtype {dt} has no nda equivalent; supported dtypes: {names}")
     return found
 
+
+def python_scalar(value: np.generic) -> Any:
+    """The Python scalar of a NumPy scalar (``np.float32(0.5)`` -> ``0.5``), exactly.
+
+    NumPy scalars are accepted wherever Python scalars are and follow the same (weak)
+    promotion rule, so they are converted here, once, on the way in. Kinds with no exact
+    Python scalar (``np.longdouble``, ``np.datetime64``, strings) raise TypeError.
+    """
+    dt = value.dtype
+    if dt in _BY_NUMPY or dt == _FLOAT16:
+        return value.item()
+    raise TypeError(
+        f"NumPy scalar of type numpy.{type(value).__name__} has no nda equivalent; "
+        f"nda takes bool, int, float and complex scalars (and NumPy scalars of the dtypes nda has)"
+    )
+
+
+_FLOAT16 = np.dtype(np.float16)
 
 _PROMOTION: dict[tuple[DType, DType], DType] = {}
 
@@ -202,6 +245,8 @@ def result_type(*arrays_and_dtypes: Any) -> DType:
     dtypes: list[DType] = []
     scalars: list[type] = []
     for item in arrays_and_dtypes:
+        if isinstance(item, np.generic):
+            item = python_scalar(item)  # weak, like the Python scalar it holds
         dt = getattr(item, "dtype", None)
         if dt.__class__ is DType:
             dtypes.append(dt)
@@ -248,7 +293,7 @@ def isdtype(dtype: DType, kind: Any) -> _builtin_bool:
 
 def can_cast(from_: Any, to: DType) -> _builtin_bool:
     """Whether ``from_`` (an array or dtype) promotes to ``to`` without changing kind rules."""
-    src = from_.dtype if hasattr(from_, "dtype") else as_dtype(from_)
+    src = as_dtype(from_) if from_.__class__ is DType or not hasattr(from_, "dtype") else as_dtype(from_.dtype)
     return _builtin_bool(np.can_cast(src.numpy, as_dtype(to).numpy, casting="safe"))
 
 

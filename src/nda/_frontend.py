@@ -29,10 +29,14 @@ import functools
 from math import prod
 from typing import Any, Callable
 
+from numpy import generic as _NP_SCALAR
+
 from . import _dtypes, _hostviews
+from . import backends as _backends
 from ._array import NDArray, new_array
 from ._devices import ArrayMeta
 from ._devices import strided as _STRIDED
+from ._dtypes import python_scalar
 from .dispatch import resolve, resolve_plan
 from .engine import Completion
 from .engine import state as _state
@@ -45,6 +49,12 @@ _new = object.__new__
 _META = ArrayMeta._registry
 _HOST_VIEWS = _hostviews.VIEWS  # host views alive (views made through the host fallback)
 _HOST_FAMILIES = _hostviews.FAMILIES  # their bases
+
+#: ``(other, other's operator method name, array) -> result or NotImplemented``: what an
+#: operator does with an operand it does not know, off the fast paths. Set by ``nda._interop``
+#: (a Dask array that did not know nda arrays yet takes the operation back once nda is
+#: registered with Dask).
+foreign_operand: Callable[[Any, str, NDArray], Any] | None = None
 _SCALARS = (bool, int, float, complex)
 
 
@@ -84,7 +94,7 @@ def execute(name: str, plan: Plan) -> NDArray:
         if getattr(kernel, "_nda_host_view", False) or (_HOST_VIEWS and id(plan.view_of) in _HOST_VIEWS):
             kernel = _hostviews.attach(name, plan, out)  # a copy kept in step with its base (nda._hostviews)
     args, kwargs = plan.args, plan.kwargs
-    size = work_size(plan)
+    size = work_size(plan, name)
     zero_d = not plan.out_shape
     if size < _state.limit:
         result = kernel(*unwrap(args), **kwargs)
@@ -103,8 +113,17 @@ def execute(name: str, plan: Plan) -> NDArray:
     return out
 
 
-def work_size(plan: Plan) -> int:
-    """Elements an op touches: the largest of its output and its inputs."""
+#: View ops whose strided kernels never touch the data (O(1) whatever the size): they count
+#: as one element, so they run inline whenever the engine is idle. Without this, ``x[i]`` on
+#: a large idle array was an engine task and a thread hop (iterating over 2**19 elements
+#: took minutes). ``reshape`` is not one: with ``copy=None`` it copies when it must.
+_O1_VIEWS = frozenset({"getitem", "permute_dims", "expand_dims", "squeeze", "flip", "broadcast_to"})
+
+
+def work_size(plan: Plan, name: str = "") -> int:
+    """Elements an op touches: the largest of its output and its inputs (1 for an O(1) view)."""
+    if name in _O1_VIEWS and plan.view_of is not None and plan.key.layout is _STRIDED:
+        return 1
     size = prod(plan.out_shape)
     for a in plan.reads:
         if a._size > size:
@@ -136,9 +155,7 @@ def execute_mutation(name: str, plan: Plan, target: NDArray) -> None:
 
 def zero_d_buffer(result: Any, meta: ArrayMeta) -> Any:
     """A kernel may return a scalar for a 0-d result (NumPy does); the backend makes it a buffer."""
-    from . import backends
-
-    ensure = getattr(backends.for_device(meta.device), "ensure_buffer", None)
+    ensure = getattr(_backends.for_device(meta.device), "ensure_buffer", None)
     return result if ensure is None else ensure(result)
 
 
@@ -298,8 +315,14 @@ def make_binary(decl: OpDecl) -> tuple[Callable[..., NDArray], Callable[..., Any
                 return scalar_path(x1, x2, x1._meta, c2)
             if c2 is NDArray and c1 in _SCALARS:
                 return scalar_path(x1, x2, c1, x2._meta)
+            # Off the fast paths: a NumPy scalar is the (weak) Python scalar it holds.
+            if isinstance(x2, _NP_SCALAR) and c1 is NDArray:
+                return binary(x1, python_scalar(x2))
+            if isinstance(x1, _NP_SCALAR) and c2 is NDArray:
+                return binary(python_scalar(x1), x2)
             if as_operator:
-                return NotImplemented
+                hook = foreign_operand
+                return NotImplemented if hook is None else hook(x2, reflected_name, x1)
             return slow(x1, x2)
 
         return binary
@@ -311,7 +334,13 @@ def make_binary(decl: OpDecl) -> tuple[Callable[..., NDArray], Callable[..., Any
     def reflected(self: NDArray, other: Any) -> Any:
         if other.__class__ in _SCALARS:
             return fn(other, self)
-        return NotImplemented
+        if isinstance(other, _NP_SCALAR):
+            return fn(python_scalar(other), self)
+        hook = foreign_operand
+        return NotImplemented if hook is None else hook(other, forward_name, self)
+
+    forward_name = decl.operators[0] if decl.operators else ""
+    reflected_name = decl.operators[1] if len(decl.operators) > 1 and not decl.operators[1].startswith("__i") else ""
 
     return fn, forward, reflected
 
@@ -338,7 +367,9 @@ def make_inplace(decl: OpDecl) -> Callable[..., Any]:
 
     def inplace(self: NDArray, other: Any) -> Any:
         if other.__class__ is not NDArray and other.__class__ not in _SCALARS:
-            return NotImplemented
+            if not isinstance(other, _NP_SCALAR):
+                return NotImplemented
+            other = python_scalar(other)
         key = ("inplace", self._meta, other._meta if other.__class__ is NDArray else other.__class__)
         entry = cache.get(key)
         if entry is None:
@@ -463,7 +494,7 @@ def make_getitem(generic: Callable[..., NDArray]) -> Callable[..., NDArray]:
 
     def __getitem__(self: NDArray, key: Any) -> NDArray:
         kc = key.__class__
-        if (kc is slice or kc is int) and self._size < _state.limit and self._shape:
+        if (kc is slice or kc is int) and 0 < _state.limit and self._shape:  # a view: O(1), inline when idle
             shape = self._shape
             n = shape[0]
             if kc is int:
@@ -472,6 +503,8 @@ def make_getitem(generic: Callable[..., NDArray]) -> Callable[..., NDArray]:
                 new_shape = shape[1:]
                 size = self._size // n
             else:
+                if key.stop.__class__ is NDArray or key.start.__class__ is NDArray or key.step.__class__ is NDArray:
+                    return generic(self, key)  # the planner reads 0-d array bounds now, never the kernel
                 try:
                     length = len(range(*key.indices(n)))
                 except (TypeError, ValueError):
@@ -512,6 +545,21 @@ def _finalize(fn: Callable[..., Any], decl: OpDecl, module: str) -> Callable[...
     return fn
 
 
+def _binary_operator(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
+    """``x @ y`` for a planned op: another operand type gets NotImplemented, so Python asks it."""
+
+    @functools.wraps(fn)
+    def operator(self: NDArray, other: Any) -> Any:
+        if other.__class__ is not NDArray:  # a NumPy or Dask array answers through its reflected operator
+            hook = foreign_operand
+            return NotImplemented if hook is None else hook(other, reflected, self)
+        return fn(self, other)
+
+    reflected = "__r" + name[2:] if name.startswith("__") else ""
+
+    return operator
+
+
 def _method(fn: Callable[..., Any], decl: OpDecl, method_name: str) -> Callable[..., Any]:
     @functools.wraps(fn)
     def method(self: NDArray, *args: Any, **kwargs: Any) -> Any:
@@ -547,7 +595,7 @@ def build_namespace(module: str) -> dict[str, Callable[..., Any]]:
 
             fn = make_generic(decl)
             for op_name in decl.operators:
-                setattr(NDArray, op_name, _rename(_method(fn, decl, op_name), op_name))
+                setattr(NDArray, op_name, _rename(_binary_operator(fn, op_name), op_name))
         namespace[decl.name] = _finalize(fn, decl, module)
         if decl.method:
             setattr(NDArray, decl.method, _method(fn, decl, decl.method))

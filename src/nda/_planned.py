@@ -210,10 +210,10 @@ def make_generic(decl: OpDecl) -> Callable[..., Any]:
             cache.clear()
             fast.clear()
         meta = _META.get((plan.device, plan.out_dtype, layout)) or ArrayMeta(plan.device, plan.out_dtype, layout)
-        cache[key] = (kernel, meta, plan.out_shape, steps, plan.kwargs, work_size(plan), prod(plan.out_shape))
+        cache[key] = (kernel, meta, plan.out_shape, steps, plan.kwargs, work_size(plan, name), prod(plan.out_shape))
         n = len(args)
         if fast_key is not None and len(steps) == n and all(st[0] == 0 and args[st[1]] is args[i] for i, st in enumerate(steps)):
-            fast[fast_key] = (kernel, meta, plan.out_shape, plan.kwargs, work_size(plan), prod(plan.out_shape))
+            fast[fast_key] = (kernel, meta, plan.out_shape, plan.kwargs, work_size(plan, name), prod(plan.out_shape))
 
     # A second dict beside the table's cache, cleared together with it (see _FastCache).
     fast = _FastCache(cache)

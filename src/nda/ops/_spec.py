@@ -54,6 +54,8 @@ import inspect
 import operator
 from typing import Any, Callable, Sequence
 
+import numpy as np
+
 from .. import _dtypes
 from .._devices import ArrayMeta, Device, KernelKey, strided
 from .._dtypes import CATEGORIES, DType
@@ -62,7 +64,7 @@ from .._array import NDArray
 
 __all__ = [
     "OpDecl", "Plan", "Cast", "declare", "CATALOG", "broadcast_shapes", "normalize_axis", "normalize_axes", "int_arg",
-    "NoVJP", "constant", "not_differentiable",
+    "NoVJP", "constant", "not_differentiable", "scalar_arg", "host_scalar",
 ]
 
 _META = ArrayMeta._registry
@@ -371,6 +373,24 @@ def int_arg(value: Any, op: str, name: str, *, minimum: int | None = None) -> in
         bound = "non-negative" if minimum == 0 else f"at least {minimum}"
         raise ValueError(f"{op}(): {name} must be {bound}, got {number}")
     return number
+
+
+def scalar_arg(value: Any) -> Any:
+    """A NumPy scalar as the Python scalar it holds (NumPy scalars are weak, like Python's); anything else unchanged."""
+    return _dtypes.python_scalar(value) if isinstance(value, np.generic) else value
+
+
+def host_scalar(value: Any, op: str, name: str) -> Any:
+    """A scalar argument the kernel needs as a Python number: a NumPy scalar or a 0-d nda array is read now.
+
+    A 0-d array's value is read here, at planning time on the caller's thread (a sync point
+    for that array), never by a kernel on a device's own thread, which would wait for itself.
+    """
+    if value.__class__ is NDArray:
+        if value.ndim != 0:
+            raise TypeError(f"{op}(): {name} must be a scalar or a 0-d array, got an array of shape {value.shape}")
+        return value._host().reshape(()).item()
+    return scalar_arg(value)
 
 
 def check_shape(shape: Any, op: str) -> tuple[int, ...]:

@@ -17,9 +17,10 @@ from typing import Any
 import numpy as np
 
 from .. import _dtypes
+from .._array import NDArray
 from .._devices import Device, as_device
 from .._dtypes import DType
-from ._spec import Plan, check_array, check_shape, constant, declare, dtype_arg, int_arg
+from ._spec import check_array, check_shape, constant, declare, dtype_arg, host_scalar, int_arg, Plan
 
 _ARRAY = "NDArray"
 
@@ -258,6 +259,13 @@ def empty(shape: int | tuple[int, ...], *, dtype: DType | None = None, device: D
     return _creation_plan("empty", dims, dt, device, (dims,), {"dtype": dt})
 
 
+def _fill_arg(fill_value: Any, dtype: Any, op: str) -> tuple[Any, Any]:
+    """A NumPy scalar or 0-d array ``fill_value`` read as a Python scalar now (a 0-d array also gives the default dtype)."""
+    if dtype is None and fill_value.__class__ is NDArray and fill_value.ndim == 0:
+        dtype = fill_value.dtype
+    return host_scalar(fill_value, op, "fill_value"), dtype
+
+
 def _fill_dtype(fill_value: Any, dtype: DType | None, op: str) -> DType:
     if isinstance(fill_value, (bool, int, float, complex)):
         dt = dtype or _scalar_dtype(fill_value)
@@ -278,6 +286,7 @@ def _fill_dtype(fill_value: Any, dtype: DType | None, op: str) -> DType:
 def full(shape: int | tuple[int, ...], fill_value: bool | int | float | complex, *, dtype: DType | None = None, device: Device | str | None = None) -> Plan:
     """An array filled with ``fill_value``; the dtype defaults to the default dtype of the value's kind."""
     dims = check_shape(shape, "full")
+    fill_value, dtype = _fill_arg(fill_value, dtype, "full")
     dt = _fill_dtype(fill_value, dtype_arg(dtype, "full"), "full")
     return _creation_plan("full", dims, dt, device, (dims, fill_value), {"dtype": dt})
 
@@ -312,6 +321,7 @@ def empty_like(x: _ARRAY, /, *, dtype: DType | None = None, device: Device | str
 @declare("full_like", dtypes="any", reference=_ref_full, family="creation", vjp=_VALUES_IGNORED)
 def full_like(x: _ARRAY, /, fill_value: bool | int | float | complex, *, dtype: DType | None = None, device: Device | str | None = None) -> Plan:
     """``fill_value`` with the shape (and by default the dtype and device) of ``x``."""
+    fill_value, _ = _fill_arg(fill_value, None, "full_like")
     shape, dt, dev = _like("full_like", x, dtype, device)
     dt = _fill_dtype(fill_value, dt, "full_like")
     return _creation_plan("full_like", shape, dt, dev, (shape, fill_value), {"dtype": dt})
@@ -324,6 +334,7 @@ def _ref_arange(start: Any, stop: Any, step: Any, dtype: DType, device: Device) 
 
 
 def _real_scalar(value: Any, name: str, op: str) -> int | float:
+    value = host_scalar(value, op, name)  # a NumPy scalar or a 0-d array (read now, on the caller's thread)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         try:
             return operator.index(value)
@@ -374,17 +385,30 @@ def _ref_linspace(start: Any, stop: Any, num: int, dtype: DType, device: Device,
 
 @declare("linspace", dtypes="floating", reference=_ref_linspace, family="creation", vjp=_NO_ARRAY_INPUT)
 def linspace(start: int | float | complex, stop: int | float | complex, /, num: int, *, dtype: DType | None = None, device: Device | str | None = None, endpoint: bool = True) -> Plan:
-    """``num`` evenly spaced samples from ``start`` to ``stop`` (included unless ``endpoint=False``)."""
+    """``num`` evenly spaced samples from ``start`` to ``stop`` (included unless ``endpoint=False``).
+
+    ``start``/``stop`` may be NumPy scalars or 0-d arrays (read when called). With an integer
+    ``dtype`` the samples are the float64 ones rounded towards -inf, NumPy's rule (``nda.linspace``
+    composes that from this op, ``floor`` and ``astype``; the op itself computes floating dtypes).
+    """
     n = int_arg(num, "linspace", "num", minimum=0)
+    start, stop = (_number(v, name, "linspace") for v, name in ((start, "start"), (stop, "stop")))
     is_complex = isinstance(start, complex) or isinstance(stop, complex)
     dt = dtype_arg(dtype, "linspace") or (_dtypes.default_complex if is_complex else _dtypes.default_float)
     if dt.kind not in ("real floating", "complex floating"):
-        raise TypeError(f"linspace(): dtype must be a floating dtype, got {dt.name}")
+        raise TypeError(f"linspace(): dtype must be a numeric dtype (integer, floating or complex), got {dt.name}")
     if is_complex and dt.kind != "complex floating":
         raise TypeError(f"linspace(): complex start/stop need a complex dtype, got {dt.name}")
     if not isinstance(endpoint, bool):
         raise TypeError(f"linspace(): endpoint must be a bool, got {endpoint!r}")
     return _creation_plan("linspace", (n,), dt, device, (start, stop, n), {"dtype": dt, "endpoint": endpoint})
+
+
+def _number(value: Any, name: str, op: str) -> int | float | complex:
+    value = host_scalar(value, op, name)  # a NumPy scalar or a 0-d array (read now, on the caller's thread)
+    if isinstance(value, bool) or not isinstance(value, (int, float, complex)):
+        raise TypeError(f"{op}(): {name} must be an int, a float or a complex, got {type(value).__name__}")
+    return value
 
 
 def _ref_eye(n_rows: int, n_cols: int, k: int, dtype: DType, device: Device) -> np.ndarray:

@@ -455,9 +455,10 @@ def _plan_unary(decl: OpDecl) -> Callable[..., Plan]:
 
 def _plan_binary(decl: OpDecl) -> Callable[..., Plan]:
     from .._array import NDArray
-    from ._spec import Cast, broadcast_shapes, same_device
+    from ._spec import Cast, broadcast_shapes, same_device, scalar_arg
 
     def plan(x1: Any, x2: Any, /) -> Plan:
+        x1, x2 = scalar_arg(x1), scalar_arg(x2)
         arrays = [a for a in (x1, x2) if isinstance(a, NDArray)]
         if not arrays:
             raise TypeError(f"{decl.name}() needs at least one nda array, got {type(x1).__name__} and {type(x2).__name__}")

@@ -27,6 +27,13 @@ def _length(op: str, n: Any, name: str = "n") -> int | None:
     return None if n is None else int_arg(n, op, name, minimum=1)
 
 
+def _sequence(value: Any) -> Any:
+    """A list (any non-string sequence) of ints as a tuple; None and everything else unchanged."""
+    if value is None or isinstance(value, (tuple, str, bytes)) or not hasattr(value, "__len__") or not hasattr(value, "__getitem__"):
+        return value
+    return tuple(value)
+
+
 def _norm(op: str, norm: Any) -> str:
     if norm not in _NORMS:
         raise ValueError(f"{op}(): norm must be 'backward', 'ortho' or 'forward', got {norm!r}")
@@ -62,6 +69,7 @@ def _one_axis(op: str, x: Any, n: Any, axis: Any, norm: Any, kind: str, out_leng
 
 def _many_axes(op: str, x: Any, s: Any, axes: Any, norm: Any, kind: str, out_kind: str, last: Any = None) -> Plan:
     x, arg = _input(op, x, kind)
+    s, axes = _sequence(s), _sequence(axes)  # the standard says Sequence[int]: lists too
     if axes is None:
         if s is None:
             ax = tuple(range(x.ndim))
@@ -73,7 +81,7 @@ def _many_axes(op: str, x: Any, s: Any, axes: Any, norm: Any, kind: str, out_kin
             raise ValueError(f"{op}(): repeated axis in {axes}")
     if s is not None:
         if not isinstance(s, tuple) or len(s) != len(ax):
-            raise ValueError(f"{op}(): s must be a tuple with one length per transformed axis ({len(ax)}), got {s!r}")
+            raise ValueError(f"{op}(): s must be a sequence with one length per transformed axis ({len(ax)}), got {s!r}")
         sizes: tuple[Any, ...] = tuple(None if v == -1 else _length(op, v, "s[i]") for v in s)
     else:
         sizes = (None,) * len(ax)

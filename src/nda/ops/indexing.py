@@ -22,7 +22,7 @@ import numpy as np
 
 from .. import _dtypes
 from .._array import NDArray
-from ._spec import Cast, Plan, broadcast_shapes, check_array, declare, normalize_axis, not_differentiable, same_device
+from ._spec import broadcast_shapes, Cast, check_array, declare, normalize_axis, not_differentiable, Plan, same_device, scalar_arg
 from ._vjp import gather_positions, scatter_flat, scatter_rows
 
 _ARRAY = "NDArray"
@@ -52,16 +52,18 @@ def _normalize_key(x: Any, key: Any, op: str) -> tuple[tuple[Any, ...], tuple[in
                     except TypeError:
                         # TypeError, as in Python and NumPy (an index of the wrong kind is an IndexError)
                         raise TypeError(f"{op}: slice bounds must be ints or None, got {item!r}") from None
+            item = _host_slice(item)
             if item.step == 0:
                 raise ValueError(f"{op}: slice step cannot be zero")
             out.append(item)
             consumed += 1
-        elif isinstance(item, (list, NDArray)):
-            if isinstance(item, list):
+        elif isinstance(item, (list, NDArray, np.ndarray)):
+            if not isinstance(item, NDArray):
                 from .._api import asarray
 
-                # An empty list is an empty integer index, as in NumPy (not a float64 array).
-                item = asarray(item, device=x.device, dtype=None if item else _dtypes.int64)
+                # An empty list is an empty integer index, as in NumPy (not a float64 array);
+                # a NumPy index array joins x's device.
+                item = asarray(item, device=x.device, dtype=_dtypes.int64 if isinstance(item, list) and not item else None)
             arr = item
             if arr.device is not x.device:
                 raise ValueError(f"{op}: index array is on {arr.device} but the array is on {x.device}; move one with to_device()")
@@ -104,6 +106,18 @@ def _normalize_key(x: Any, key: Any, op: str) -> tuple[tuple[Any, ...], tuple[in
             dim += item.ndim if item.dtype is _dtypes.bool else 1
     shape = _basic_shape(x.shape, out, consumed) if basic else _advanced_shape(x, out)
     return tuple(out), shape, reads, basic
+
+
+def _host_slice(item: slice) -> slice:
+    """``item`` with Python int bounds: a 0-d array (or NumPy integer) bound is read now.
+
+    The kernel must never see an nda array inside a slice: on an asynchronous device it
+    would call ``__index__`` from the device's own thread, which then waits for itself.
+    """
+    parts = (item.start, item.stop, item.step)
+    if all(p is None or p.__class__ is int for p in parts):
+        return item
+    return slice(*(p if p is None or p.__class__ is int else operator.index(p) for p in parts))
 
 
 def _basic_shape(shape: tuple[int, ...], items: list[Any], consumed: int) -> tuple[int, ...]:
@@ -192,6 +206,7 @@ def _check_value(x: Any, value: Any, shape: tuple[int, ...]) -> Any:
     from .elementwise import _check_scalar
 
     target = x.dtype
+    value = scalar_arg(value)
     if isinstance(value, NDArray):
         if value.device is not x.device:
             raise ValueError(f"x[...] = value: value is on {value.device} but x is on {x.device}; move one with to_device()")

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from .. import _dtypes
-from ._spec import Cast, Plan, broadcast_shapes, check_array, check_dtype_category, constant, declare, normalize_axis, same_device
+from ._spec import broadcast_shapes, Cast, check_array, check_dtype_category, constant, declare, normalize_axis, Plan, same_device, scalar_arg
 from ._vjp import conj, csr_rows, matrix_t
 
 _ARRAY = "NDArray"
@@ -189,6 +189,7 @@ def where(condition: _ARRAY, x1: _ARRAY | bool | int | float | complex, x2: _ARR
     from .elementwise import _check_scalar
 
     condition = check_array(condition, "where", "condition")
+    x1, x2 = scalar_arg(x1), scalar_arg(x2)
     if condition.dtype is not _dtypes.bool:
         raise TypeError(f"where(): condition must be a bool array, got {condition.dtype.name}")
     arrays = [condition] + [a for a in (x1, x2) if isinstance(a, NDArray)]
@@ -291,6 +292,7 @@ def clip(x: _ARRAY, /, min: _ARRAY | int | float | None = None, max: _ARRAY | in
     arrays = [x]
     bounds = []
     for name, bound in (("min", min), ("max", max)):
+        bound = scalar_arg(bound)
         if bound is None:
             bounds.append(None)
         elif isinstance(bound, NDArray):

@@ -21,7 +21,7 @@ import numpy as np
 
 from .. import _dtypes
 from .._dtypes import DType
-from ._spec import Cast, Plan, broadcast_shapes, check_array, check_dtype_category, constant, declare, int_arg, normalize_axes, not_differentiable
+from ._spec import Cast, Plan, broadcast_shapes, check_array, check_dtype_category, constant, declare, host_scalar, int_arg, normalize_axes, not_differentiable, scalar_arg
 from ._vjp import (
     conj, diag_matrix, expand_reduced, eye_like, is_complex, lower_read, matrix_t, off_diagonal_inverse, real_only, solve_right,
 )
@@ -153,6 +153,7 @@ def _ref_pinv(x: np.ndarray, rtol: Any = None) -> np.ndarray:
 def _rtol(op: str, x: Any, rtol: Any) -> tuple[Any, list[Any]]:
     from .._array import NDArray
 
+    rtol = scalar_arg(rtol)
     if rtol is None or rtol.__class__ in (int, float):
         return rtol, []
     if isinstance(rtol, NDArray):
@@ -326,6 +327,8 @@ def matrix_norm(x: _ARRAY, /, *, keepdims: bool = False, ord: int | float | str 
     x = _matrices("matrix_norm", x)
     if not isinstance(keepdims, bool):
         raise TypeError(f"matrix_norm(): keepdims must be a bool, got {keepdims!r}")
+    if not isinstance(ord, str):
+        ord = host_scalar(ord, "matrix_norm", "ord")  # noqa: A001 - a NumPy scalar or 0-d array: read now
     if ord not in _MATRIX_ORDS or isinstance(ord, bool):
         raise ValueError(f"matrix_norm(): ord must be one of 'fro', 'nuc', 1, -1, 2, -2, inf, -inf; got {ord!r}")
     shape = x.shape[:-2] + ((1, 1) if keepdims else ())
@@ -362,6 +365,7 @@ def vector_norm(x: _ARRAY, /, *, axis: int | tuple[int, ...] | None = None, keep
     check_dtype_category(x, "floating", "vector_norm")
     axes = normalize_axes(axis, x.ndim, "vector_norm")
     keepdims = _check_keepdims(keepdims, "vector_norm")
+    ord = host_scalar(ord, "vector_norm", "ord")  # noqa: A001 - a NumPy scalar or 0-d array: read now
     if ord.__class__ not in (int, float):
         raise TypeError(f"vector_norm(): ord must be a real number, got {ord!r}")
     kernel_axis = None if len(axes) == x.ndim and not keepdims else axes

@@ -194,7 +194,7 @@ def _ref_squeeze(x: np.ndarray, axis: tuple[int, ...]) -> np.ndarray:
     return np.squeeze(x, axis=axis)
 
 
-@declare("squeeze", dtypes="any", reference=_ref_squeeze, view=True, vjp=_vjp_same_elements)
+@declare("squeeze", dtypes="any", reference=_ref_squeeze, view=True, method="squeeze", vjp=_vjp_same_elements)
 def squeeze(x: _ARRAY, /, axis: int | tuple[int, ...]) -> Plan:
     """Remove the size-one dimensions named by ``axis`` (a view)."""
     x = check_array(x, "squeeze")

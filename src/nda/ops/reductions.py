@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import _dtypes
 from .._dtypes import DType
-from ._spec import Cast, Plan, check_array, check_dtype_category, constant, declare, dtype_arg, normalize_axes, normalize_axis
+from ._spec import Cast, check_array, check_dtype_category, constant, declare, dtype_arg, host_scalar, normalize_axes, normalize_axis, Plan
 from ._vjp import conj, expand_reduced
 from .elementwise import key_dtype_for
 
@@ -167,6 +167,7 @@ def mean(x: _ARRAY, /, *, axis: int | tuple[int, ...] | None = None, keepdims: b
 
 
 def _check_correction(correction: Any, op: str) -> float:
+    correction = host_scalar(correction, op, "correction")  # a NumPy scalar or 0-d array: read now
     if isinstance(correction, bool) or not isinstance(correction, (int, float)):
         raise TypeError(f"{op}(): correction must be an int or a float, got {correction!r}")
     if correction < 0:

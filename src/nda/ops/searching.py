@@ -4,7 +4,9 @@
 they are declared ``data_dependent``: a call waits for its input (a sync point, like a
 boolean mask) and the output shapes are read from the buffers the kernel returns. The
 ``unique_*`` functions follow the standard: the input is flattened, NaNs are all distinct,
-``inverse_indices`` has the input's shape, and every index or count is int64.
+``inverse_indices`` has the input's shape, and every index or count is int64. All four
+return their values sorted (NaNs last), which the standard leaves open and scikit-learn and
+array-api-extra rely on.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from .. import _dtypes
-from ._spec import Cast, Plan, check_array, check_dtype_category, constant, declare, normalize_axes, not_differentiable, same_device
+from ._spec import Cast, check_array, check_dtype_category, constant, declare, normalize_axes, not_differentiable, Plan, same_device, scalar_arg
 
 _ARRAY = "NDArray"
 
@@ -78,6 +80,7 @@ def searchsorted(x1: _ARRAY, x2: _ARRAY | int | float, /, *, side: str = "left",
     if side not in ("left", "right"):
         raise ValueError(f"searchsorted(): side must be 'left' or 'right', got {side!r}")
     reads = [x1]
+    x2 = scalar_arg(x2)
     if isinstance(x2, NDArray):
         check_dtype_category(x2, "real numeric", "searchsorted", "x2")
         reads.append(x2)
@@ -106,7 +109,10 @@ def searchsorted(x1: _ARRAY, x2: _ARRAY | int | float, /, *, side: str = "left",
 # ----------------------------------------------------------------------------- unique_*
 
 def _ref_unique_values(x: np.ndarray) -> np.ndarray:
-    return np.unique_values(x)
+    # Sorted, like the other unique_* functions: NumPy >= 2.3's unique_values may return its
+    # values in any order (the standard allows it), but scikit-learn and array-api-extra
+    # rely on sorted output.
+    return np.unique(x.reshape(-1), equal_nan=False)
 
 
 def _ref_unique_counts(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -176,6 +182,7 @@ def isin(x1: _ARRAY | int | float, x2: _ARRAY | int | float, /, *, invert: bool 
 
     if not isinstance(invert, bool):
         raise TypeError(f"isin(): invert must be a bool, got {invert!r}")
+    x1, x2 = scalar_arg(x1), scalar_arg(x2)
     arrays = [a for a in (x1, x2) if isinstance(a, NDArray)]
     if not arrays:
         raise TypeError("isin(): at least one of x1 and x2 must be an nda array")

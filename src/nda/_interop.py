@@ -1,0 +1,232 @@
+"""NumPy's protocols on NDArray: ``__array_ufunc__`` and ``__array_function__``.
+
+The policy (the README's "Ecosystem" section states it for users):
+
+* A NumPy ufunc or function that nda has an equivalent of runs nda's function, on the
+  arrays' device, with nda's dtype rules, and returns nda arrays (CuPy's model):
+  ``np.sin(x)``, ``np.add(x, 1)``, ``np.sum(x, axis=0)``, ``np.concatenate([x, y])``,
+  ``np.linalg.qr(x)`` (``UFUNCS`` and ``FUNCTIONS`` list them). NumPy's own keywords are
+  translated (``out=`` an nda array, ``dtype=``, ``ddof=``, ``keepdims=``, ``axis=None``
+  meaning "flattened").
+* Anything else (a function nda has no equivalent of, ``np.median``; a keyword nda cannot
+  honour, ``where=``, ``order="F"``; a NumPy array as ``out=``) is a *host fallback*: NumPy
+  computes it on host copies (``np.asarray`` of each nda argument; no copy on cpu) and
+  returns NumPy's result, what NumPy does for any array-like with ``__array__``. It
+  warns once per function with :class:`nda.FallbackWarning`; ``nda.config.fallback =
+  "error"`` refuses instead (:class:`nda.FallbackError`, naming what happened) and
+  ``"silent"`` silences it, as for nda's other fallbacks. scikit-learn relies on this:
+  with ``array_api_dispatch`` off it calls NumPy functions on any array ``np.asarray``
+  accepts, and array_api_strict's arrays (which have no ``__array_function__``) work there.
+* NumPy scalars are weak scalars, like the Python scalars they hold (see
+  ``nda._dtypes.python_scalar``); in ufunc calls so are 0-d NumPy arrays, because NumPy
+  hands its scalars to ``__array_ufunc__`` as 0-d arrays. NumPy arrays passed next to nda
+  arrays (``np.ones(3) + x``, Dask's element counts in ``mean``) are arrays: they join the
+  call as nda arrays on the device of the nda arguments, keeping their dtype (a
+  host-to-device copy, as PyTorch does). nda's own functions stay strict:
+  ``nda.add(x, np.ones(3))`` is a TypeError.
+
+``__array__`` (an explicit host copy, ``np.asarray(x)``) is defined with NDArray itself.
+This module holds the ufunc side, the entry point of the function side (its handlers are in
+``nda._numpy_functions``, the shared argument handling in ``nda._interop_args``) and the Dask
+hand-over (``nda.dask``); it sits above the namespace's generated functions and attaches the
+protocol methods to NDArray when ``nda._api`` is imported.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Callable
+
+import numpy as np
+
+from . import _api, _dtypes, _frontend
+from . import _numpy_functions  # noqa: F401  (fills FUNCTIONS)
+from . import dask as _dask
+from . import linalg as _linalg
+from ._array import NDArray
+from ._interop_args import (
+    FUNCTIONS, _Call, _Fallback, _check_defaults, _device_of, _leftover, _no_equivalent, _NoValue, _reduction, _refuse,
+    _store, _to_host,
+)
+from .ops._spec import CATALOG
+
+__all__ = ["array_ufunc", "array_function", "UFUNCS", "FUNCTIONS"]
+
+#: NumPy ufunc -> the nda element-wise function that computes the same thing.
+UFUNCS: dict[Any, str] = {
+    np.absolute: "abs", np.add: "add", np.arccos: "acos", np.arccosh: "acosh", np.arcsin: "asin",
+    np.arcsinh: "asinh", np.arctan: "atan", np.arctan2: "atan2", np.arctanh: "atanh",
+    np.bitwise_and: "bitwise_and", np.bitwise_or: "bitwise_or", np.bitwise_xor: "bitwise_xor",
+    np.invert: "bitwise_invert", np.left_shift: "bitwise_left_shift", np.right_shift: "bitwise_right_shift",
+    np.ceil: "ceil", np.conjugate: "conj", np.copysign: "copysign", np.cos: "cos", np.cosh: "cosh",
+    np.divide: "divide", np.equal: "equal", np.exp: "exp", np.expm1: "expm1", np.floor: "floor",
+    np.floor_divide: "floor_divide", np.greater: "greater", np.greater_equal: "greater_equal",
+    np.hypot: "hypot", np.isfinite: "isfinite", np.isinf: "isinf", np.isnan: "isnan", np.less: "less",
+    np.less_equal: "less_equal", np.log: "log", np.log1p: "log1p", np.log2: "log2", np.log10: "log10",
+    np.logaddexp: "logaddexp", np.logical_and: "logical_and", np.logical_not: "logical_not",
+    np.logical_or: "logical_or", np.logical_xor: "logical_xor", np.maximum: "maximum", np.minimum: "minimum",
+    np.multiply: "multiply", np.negative: "negative", np.nextafter: "nextafter", np.not_equal: "not_equal",
+    np.positive: "positive", np.power: "pow", np.reciprocal: "reciprocal", np.remainder: "remainder",
+    np.rint: "round", np.sign: "sign", np.signbit: "signbit", np.sin: "sin", np.sinh: "sinh",
+    np.square: "square", np.sqrt: "sqrt", np.subtract: "subtract", np.tan: "tan", np.tanh: "tanh",
+    np.trunc: "trunc", np.matmul: "matmul",
+}
+if hasattr(np, "vecdot"):
+    UFUNCS[np.vecdot] = "vecdot"
+
+#: ``ufunc.reduce`` / ``ufunc.accumulate`` -> the nda reduction or scan.
+_REDUCE = {np.add: "sum", np.multiply: "prod", np.maximum: "max", np.minimum: "min", np.logical_and: "all", np.logical_or: "any"}
+_ACCUMULATE = {np.add: "cumulative_sum", np.multiply: "cumulative_prod"}
+
+
+def _host_fallback(name: str, why: Exception, run: Callable[[], Any]) -> Any:
+    """Announce the fallback (warn once, or refuse under ``nda.config.fallback = "error"``), then run it."""
+    from .dispatch import _announce_fallback
+
+    _announce_fallback(
+        name,
+        f"{name} on nda arrays: {why}; NumPy computes it on host copies (np.asarray of each nda array) "
+        f"and returns NumPy's result",
+    )
+    return run()
+
+
+# ---------------------------------------------------------------------------- __array_ufunc__
+
+def array_ufunc(self: NDArray, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+    """NumPy ufuncs on nda arrays run nda's element-wise ops, or NumPy on host copies (see the module docstring)."""
+    name = f"numpy.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
+    dask = _dask_among(inputs)
+    if dask is not None:  # Dask's __array_ufunc__ takes nda arrays (now)
+        return NotImplemented if dask == "defer" else getattr(ufunc, method)(*inputs, **kwargs)
+    try:
+        return _ufunc_on_device(self, name, ufunc, method, inputs, dict(kwargs))
+    except _Fallback as why:
+        return _host_fallback(name, why, lambda: _ufunc_on_host(ufunc, method, inputs, kwargs))
+
+
+def _ufunc_on_host(ufunc: Any, method: str, inputs: Any, kwargs: dict[str, Any]) -> Any:
+    """The ufunc on host copies; nda arrays given as ``out=`` get the results written back."""
+    out = kwargs.pop("out", None)
+    outs = out if isinstance(out, tuple) else (out,) if out is not None else ()
+    host_outs = tuple(np.array(o) if o.__class__ is NDArray else o for o in outs)  # writable copies
+    if outs:
+        kwargs["out"] = host_outs if isinstance(out, tuple) else host_outs[0]
+    result = getattr(ufunc, method)(*_to_host(tuple(inputs)), **kwargs)
+    if not any(o.__class__ is NDArray for o in outs):
+        return result
+    for o, h in zip(outs, host_outs):
+        if o.__class__ is NDArray:
+            o[...] = _api.asarray(h, device=o.device)
+    return outs[0] if len(outs) == 1 else out
+
+
+def _ufunc_on_device(self: NDArray, name: str, ufunc: Any, method: str, inputs: Any, kwargs: dict[str, Any]) -> Any:
+    device = _device_of(inputs) or _device_of(kwargs.get("out") or ()) or self._meta.device
+    call = _Call(name, device)
+    out = kwargs.pop("out", None)
+    for o in out if isinstance(out, tuple) else (out,):
+        if o is not None and o.__class__ is not NDArray:
+            raise _Fallback(f"out= is a {type(o).__module__}.{type(o).__name__}, not an nda array")
+    if method == "__call__":
+        op = UFUNCS.get(ufunc)
+        if op is None:
+            raise _no_equivalent(name)
+        dtype = kwargs.pop("dtype", None)
+        if op in ("matmul", "vecdot"):
+            _check_defaults(name, kwargs, axes=None, axis=None)
+        _check_defaults(name, kwargs, where=True, casting="same_kind", order="K", subok=True, signature=None)
+        _leftover(name, kwargs)
+        args = [call.operand(v, zero_d_is_scalar=True) for v in inputs]
+        if dtype is not None:
+            target = _dtypes.as_dtype(dtype)
+            if CATALOG[op].result == "bool":  # a comparison or test: dtype is the output's
+                if target is not _dtypes.bool:
+                    raise _refuse(name, f"dtype={target.name}: this ufunc gives bool results")
+            else:
+                args = [_api.astype(a, target) if a.__class__ is NDArray else a for a in args]
+        fn = getattr(_api, op) if hasattr(_api, op) else getattr(_linalg, op)
+        if op in ("matmul", "vecdot") and any(a.__class__ is not NDArray for a in args):
+            args = [call.array(a) for a in args]
+        result = fn(*args)
+        if dtype is not None and result.dtype is not _dtypes.as_dtype(dtype):
+            result = _api.astype(result, _dtypes.as_dtype(dtype))
+        return _store(name, out, result)
+    if method in ("reduce", "accumulate"):
+        table = _REDUCE if method == "reduce" else _ACCUMULATE
+        op = table.get(ufunc)
+        if op is None:
+            raise _no_equivalent(name)
+        (x,) = inputs
+        x = call.array(x)
+        axis = kwargs.pop("axis", 0)
+        dtype = kwargs.pop("dtype", None)
+        keepdims = kwargs.pop("keepdims", False)
+        _check_defaults(name, kwargs, where=True, initial=_NoValue)
+        _leftover(name, kwargs)
+        if method == "accumulate":
+            result = getattr(_api, op)(x, axis=axis, dtype=dtype)
+        else:
+            result = _reduction(op, x, axis, dtype, keepdims)
+        return _store(name, out, result)
+    raise _refuse(name, f"the ufunc method {method!r} is not supported by nda; call the nda function, or use np.asarray(x) (a host copy)")
+
+
+# ---------------------------------------------------------------------------- __array_function__
+
+def array_function(self: NDArray, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+    """NumPy functions on nda arrays run nda's functions, or NumPy on host copies (see the module docstring)."""
+    dask = _dask_among(list(args) + [a for v in args if isinstance(v, (list, tuple)) for a in v])
+    if dask is not None:  # Dask's __array_function__ takes nda arrays (now)
+        return NotImplemented if dask == "defer" else func(*args, **kwargs)
+    for t in types:
+        if t is not NDArray and not issubclass(t, np.ndarray) and getattr(t, "__array_function__", None) is not None:
+            return NotImplemented  # another array library: let NumPy ask it
+    name = f"{func.__module__}.{func.__name__}"
+    handler = FUNCTIONS.get(func)
+    try:
+        if handler is None:
+            raise _no_equivalent(name)
+        out = kwargs.get("out")
+        if out is not None and out.__class__ is not NDArray:
+            raise _Fallback(f"out= is a {type(out).__module__}.{type(out).__name__}, not an nda array")
+        device = _device_of(args) or _device_of(kwargs.values()) or self._meta.device
+        return handler(_Call(name, device), *args, **kwargs)
+    except _Fallback as why:
+        return _host_fallback(name, why, lambda: func(*_to_host(tuple(args)), **{k: _to_host(v) for k, v in kwargs.items()}))
+
+
+# ---------------------------------------------------------------------------- Dask
+
+def _rmatmul(self: NDArray, other: Any) -> Any:
+    """``other @ self`` for an ``other`` that declined (a Dask array that did not know nda yet)."""
+    return _foreign_operand(other, "__matmul__", self)
+
+
+def _foreign_operand(other: Any, method: str, self: NDArray) -> Any:
+    """An operator met an operand it does not know: a Dask array takes over once it knows nda arrays."""
+    if method and _dask.is_dask_collection(other) and not _dask_knows_nda() and _dask.adopt():
+        return getattr(other, method)(self)
+    return NotImplemented
+
+
+def _dask_knows_nda() -> bool:
+    chunk_types = sys.modules.get("dask.array.chunk_types")
+    return chunk_types is not None and bool(chunk_types.is_valid_chunk_type(NDArray))
+
+
+def _dask_among(values: Any) -> str | None:
+    """For a call with a Dask collection among ``values``: ``"defer"`` to Dask (it knows nda
+    arrays), ``"redo"`` the call (nda was registered with Dask just now), else None."""
+    if not any(_dask.is_dask_collection(v) for v in values):
+        return None
+    if _dask_knows_nda():
+        return "defer"
+    return "redo" if _dask.adopt() else None
+
+
+NDArray.__array_ufunc__ = array_ufunc  # type: ignore[assignment]
+NDArray.__array_function__ = array_function  # type: ignore[attr-defined]
+NDArray.__rmatmul__ = _rmatmul  # type: ignore[attr-defined]
+_frontend.foreign_operand = _foreign_operand
+_dask.adopt()  # a Dask imported before nda learns about nda arrays now

@@ -1,0 +1,182 @@
+"""The argument handling shared by nda's answers to NumPy's protocols (``nda._interop``).
+
+A protocol call (a NumPy ufunc or function given nda arrays) is translated here: ``_Call``
+knows the device of the call's nda arrays and brings NumPy arrays, sequences and NumPy
+scalars onto it; ``_check_defaults``/``_leftover`` accept NumPy's keywords nda has no use
+for when they hold their defaults; ``_store`` writes into an nda ``out=``. Anything nda
+cannot run raises ``_Fallback``, which ``nda._interop`` turns into the host fallback.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from . import _api, _dtypes
+from ._array import NDArray
+from ._devices import Device
+
+_NoValue = getattr(np, "_NoValue", object())
+
+#: Suggestions for common NumPy names that nda spells differently or lacks.
+_INSTEAD = {
+    "exp2": "nda.pow(2.0, x)", "cbrt": "nda.pow(x, 1 / 3) for x >= 0", "fabs": "nda.abs",
+    "float_power": "nda.pow on float64 arrays", "fmod": "nda.remainder (its sign follows x2)",
+    "einsum": "nda.tensordot / nda.matmul", "allclose": "nda.all(nda.abs(x - y) <= atol + rtol * nda.abs(y))",
+}
+
+
+# ---------------------------------------------------------------------------- arguments
+
+class _Call:
+    """One protocol call: the device its nda arrays live on, and conversions onto it."""
+
+    __slots__ = ("name", "device")
+
+    def __init__(self, name: str, device: Device) -> None:
+        self.name = name
+        self.device = device
+
+    def array(self, value: Any) -> Any:
+        """An nda array for an array argument (NumPy arrays and sequences join on the device)."""
+        if value.__class__ is NDArray:
+            return value
+        if isinstance(value, np.generic):
+            return _api.asarray(_dtypes.python_scalar(value), device=self.device)
+        if isinstance(value, (np.ndarray, list, tuple, bool, int, float, complex)):
+            try:
+                return _api.asarray(value, device=self.device)
+            except TypeError as err:
+                raise TypeError(f"{self.name}: {err}") from None
+        raise TypeError(
+            f"{self.name}: cannot use a {type(value).__module__}.{type(value).__name__} next to nda arrays; "
+            f"convert it with nda.asarray(..., device='{self.device}')"
+        )
+
+    def operand(self, value: Any, zero_d_is_scalar: bool = False) -> Any:
+        """An element-wise operand: arrays as in :meth:`array`, scalars stay (weak) scalars.
+
+        ``zero_d_is_scalar``: in a ufunc call a 0-d NumPy array is a scalar too, because
+        NumPy hands its scalars to ``__array_ufunc__`` as 0-d arrays (``np.float64(1) + x``).
+        """
+        if value.__class__ is NDArray or value.__class__ in (bool, int, float, complex):
+            return value
+        if isinstance(value, np.generic):
+            return _dtypes.python_scalar(value)
+        if zero_d_is_scalar and isinstance(value, np.ndarray) and value.ndim == 0:
+            return _dtypes.python_scalar(value[()])
+        return self.array(value)
+
+    def arrays(self, values: Any) -> list[Any]:
+        return [self.array(v) for v in values]
+
+
+def _device_of(values: Any) -> Device | None:
+    for v in values:
+        if v.__class__ is NDArray:
+            return v._meta.device  # type: ignore[no-any-return]
+        if v.__class__ in (list, tuple):
+            found = _device_of(v)
+            if found is not None:
+                return found
+    return None
+
+
+class _Fallback(Exception):
+    """Raised while translating a call that nda cannot run: NumPy runs it on host copies instead."""
+
+
+def _refuse(name: str, why: str) -> _Fallback:
+    return _Fallback(why)
+
+
+def _unsupported(name: str, key: str, value: Any) -> _Fallback:
+    return _Fallback(f"nda does not support the keyword {key}={value!r}")
+
+
+def _no_equivalent(name: str) -> _Fallback:
+    hint = _INSTEAD.get(name.rsplit(".", 1)[-1])
+    return _Fallback("nda has no equivalent" + (f" (on the device: {hint})" if hint else ""))
+
+
+def _to_host(value: Any) -> Any:
+    """``value`` with every nda array replaced by ``np.asarray`` of it (a host copy; none on cpu)."""
+    if value.__class__ is NDArray:
+        return np.asarray(value)
+    if value.__class__ in (list, tuple):
+        return value.__class__(_to_host(v) for v in value)
+    return value
+
+
+def _store(name: str, out: Any, result: Any) -> Any:
+    """Write ``result`` into the nda array ``out`` (NumPy's ``out=``) and return ``out``."""
+    if out is None:
+        return result
+    if isinstance(out, tuple):
+        if len(out) != 1:
+            raise _refuse(name, f"out= must hold one array, got {len(out)}")
+        out = out[0]
+        if out is None:
+            return result
+    if out.__class__ is not NDArray:
+        raise TypeError(f"{name}: out= must be an nda array here, got {type(out).__module__}.{type(out).__name__}")
+    if out.shape != result.shape:
+        raise ValueError(f"{name}: out= has shape {out.shape} but the result has shape {result.shape}")
+    out[...] = result
+    return out
+
+
+def _check_defaults(name: str, kwargs: dict[str, Any], **defaults: Any) -> None:
+    """Pop NumPy keywords nda has no use for; any value but the default is a ``_Fallback``."""
+    for key, default in defaults.items():
+        value = kwargs.pop(key, default)
+        if value is _NoValue or value is default:
+            continue
+        if isinstance(default, str) and value in ((default,) if key != "order" else ("K", "C", "A")):
+            continue
+        if isinstance(default, bool) and isinstance(value, (bool, np.bool_)) and bool(value) == default:
+            continue
+        raise _unsupported(name, key, value)
+
+
+def _leftover(name: str, kwargs: dict[str, Any]) -> None:
+    for key, value in kwargs.items():
+        if value is not None and value is not _NoValue:
+            raise _unsupported(name, key, value)
+
+
+def _reduction(op: str, x: Any, axis: Any, dtype: Any, keepdims: Any) -> Any:
+    fn = getattr(_api, op)
+    if isinstance(axis, list):
+        axis = tuple(axis)
+    kw: dict[str, Any] = {"axis": axis, "keepdims": bool(keepdims)}
+    if op in ("sum", "prod") and dtype is not None:
+        kw["dtype"] = dtype
+        return fn(x, **kw)
+    result = fn(x, **kw)
+    if dtype is not None and result.dtype is not _dtypes.as_dtype(dtype):
+        result = _api.astype(result, _dtypes.as_dtype(dtype))
+    return result
+
+
+#: NumPy function -> handler(call, *args, **kwargs), filled by ``nda._numpy_functions``.
+FUNCTIONS: dict[Any, Callable[..., Any]] = {}
+
+
+def _register(*funcs: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    def wrap(handler: Callable[..., Any]) -> Callable[..., Any]:
+        for f in funcs:
+            if f is not None:
+                FUNCTIONS[f] = handler
+        return handler
+
+    return wrap
+
+
+def _axis(axis: Any) -> Any:
+    return tuple(axis) if isinstance(axis, list) else axis
+
+
+def _flat(x: Any) -> Any:
+    return _api.reshape(x, (-1,))

@@ -1,0 +1,693 @@
+"""NumPy functions that nda runs on the device (``__array_function__``; policy in ``nda._interop``).
+
+Each handler takes the call (``_Call``: its name and device) and NumPy's arguments, and
+calls nda's functions: reductions with NumPy's ``out=``/``dtype=``/``ddof=``/``keepdims=``,
+manipulation (``axis=None`` meaning "flattened", as in NumPy), sorting and searching,
+creation with ``like=``, ``np.linalg`` and ``np.fft``. A keyword or a case nda cannot honour
+raises ``_Fallback`` (NumPy then computes the call on host copies).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from . import _api, _composite, _dtypes
+from . import fft as _fft
+from . import linalg as _linalg
+from ._array import NDArray
+from ._interop_args import (
+    FUNCTIONS, _Call, _NoValue, _axis, _check_defaults, _flat, _leftover, _reduction, _refuse, _register, _store,
+    _unsupported,
+)
+
+__all__ = ["FUNCTIONS"]
+
+
+# reductions -----------------------------------------------------------------------------
+
+def _reduce_handler(op: str, with_dtype: bool) -> Callable[..., Any]:
+    def handler(c: _Call, a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: Any = False, **kw: Any) -> Any:
+        if not with_dtype and dtype is not None:
+            raise _unsupported(c.name, "dtype", dtype)
+        _check_defaults(c.name, kw, initial=_NoValue, where=True)
+        _leftover(c.name, kw)
+        keepdims = False if keepdims is _NoValue else keepdims
+        return _store(c.name, out, _reduction(op, c.array(a), _axis(axis), dtype, keepdims))
+
+    return handler
+
+
+for _np_fn, _op in ((np.sum, "sum"), (np.prod, "prod")):
+    _register(_np_fn)(_reduce_handler(_op, True))
+for _np_fns, _op in (((np.max, np.amax), "max"), ((np.min, np.amin), "min"), ((np.any,), "any"), ((np.all,), "all")):
+    def _extremum(c: _Call, a: Any, axis: Any = None, out: Any = None, keepdims: Any = False, _op: str = _op, **kw: Any) -> Any:
+        return _reduce_handler(_op, False)(c, a, axis=axis, out=out, keepdims=keepdims, **kw)
+
+    _register(*_np_fns)(_extremum)
+
+
+@_register(np.mean)
+def _mean(c: _Call, a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: Any = False, **kw: Any) -> Any:
+    _check_defaults(c.name, kw, where=True)
+    _leftover(c.name, kw)
+    x = c.array(a)
+    if dtype is not None and _dtypes.as_dtype(dtype).kind in ("real floating", "complex floating"):
+        x = _api.astype(x, _dtypes.as_dtype(dtype))
+    keepdims = False if keepdims is _NoValue else keepdims
+    return _store(c.name, out, _reduction("mean", x, _axis(axis), dtype, keepdims))
+
+
+def _spread(op: str) -> Callable[..., Any]:
+    def handler(c: _Call, a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: Any = 0, keepdims: Any = False, **kw: Any) -> Any:
+        correction = kw.pop("correction", _NoValue)
+        _check_defaults(c.name, kw, where=True, mean=_NoValue)
+        _leftover(c.name, kw)
+        x = c.array(a)
+        if dtype is not None and _dtypes.as_dtype(dtype).kind in ("real floating", "complex floating"):
+            x = _api.astype(x, _dtypes.as_dtype(dtype))
+        keepdims = False if keepdims is _NoValue else keepdims
+        corr = ddof if correction is _NoValue else correction
+        result = getattr(_api, op)(x, axis=_axis(axis), correction=corr, keepdims=bool(keepdims))
+        return _store(c.name, out, result)
+
+    return handler
+
+
+_register(np.std)(_spread("std"))
+_register(np.var)(_spread("var"))
+
+
+def _arg_handler(op: str) -> Callable[..., Any]:
+    def handler(c: _Call, a: Any, axis: Any = None, out: Any = None, *, keepdims: Any = False) -> Any:
+        keepdims = False if keepdims is _NoValue else keepdims
+        x = c.array(a)
+        if axis is None and keepdims:
+            result = _api.reshape(getattr(_api, op)(x), (1,) * x.ndim)
+        else:
+            result = getattr(_api, op)(x, axis=axis, keepdims=bool(keepdims))
+        return _store(c.name, out, result)
+
+    return handler
+
+
+_register(np.argmax)(_arg_handler("argmax"))
+_register(np.argmin)(_arg_handler("argmin"))
+
+
+def _scan_handler(op: str) -> Callable[..., Any]:
+    def handler(c: _Call, a: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
+        x = c.array(a)
+        if axis is None:
+            x, axis = _flat(x), 0
+        return _store(c.name, out, getattr(_api, op)(x, axis=axis, dtype=dtype))
+
+    return handler
+
+
+_register(np.cumsum, getattr(np, "cumulative_sum", None))(_scan_handler("cumulative_sum"))
+_register(np.cumprod, getattr(np, "cumulative_prod", None))(_scan_handler("cumulative_prod"))
+
+
+@_register(np.count_nonzero)
+def _count_nonzero(c: _Call, a: Any, axis: Any = None, *, keepdims: bool = False) -> Any:
+    return _api.count_nonzero(c.array(a), axis=_axis(axis), keepdims=keepdims)
+
+
+# element-wise functions that are not ufuncs ----------------------------------------------
+
+@_register(np.clip)
+def _clip(c: _Call, a: Any, a_min: Any = _NoValue, a_max: Any = _NoValue, out: Any = None, *, min: Any = _NoValue, max: Any = _NoValue, **kw: Any) -> Any:  # noqa: A002
+    _leftover(c.name, {k: v for k, v in kw.items() if k not in ("casting",)})
+    lo = a_min if a_min is not _NoValue else (None if min is _NoValue else min)
+    hi = a_max if a_max is not _NoValue else (None if max is _NoValue else max)
+    return _store(c.name, out, _api.clip(c.array(a), None if lo is None else c.operand(lo), None if hi is None else c.operand(hi)))
+
+
+@_register(np.where)
+def _where(c: _Call, condition: Any, x: Any = _NoValue, y: Any = _NoValue) -> Any:
+    if x is _NoValue and y is _NoValue:
+        return _api.nonzero(c.array(condition))
+    if x is _NoValue or y is _NoValue:
+        raise _refuse(c.name, "give both x and y, or neither")
+    return _api.where(c.array(condition), c.operand(x), c.operand(y))
+
+
+@_register(np.nonzero)
+def _nonzero(c: _Call, a: Any) -> Any:
+    return _api.nonzero(c.array(a))
+
+
+@_register(np.round, getattr(np, "around", None))
+def _round(c: _Call, a: Any, decimals: int = 0, out: Any = None) -> Any:
+    if decimals != 0:
+        raise _refuse(c.name, f"decimals={decimals!r}: nda.round rounds to integers; scale first (nda.round(x * 10**d) / 10**d)")
+    return _store(c.name, out, _api.round(c.array(a)))
+
+
+@_register(np.real)
+def _real(c: _Call, val: Any) -> Any:
+    return _api.real(c.array(val))
+
+
+@_register(np.imag)
+def _imag(c: _Call, val: Any) -> Any:
+    x = c.array(val)
+    return _api.imag(x) if x.dtype.kind == "complex floating" else _api.zeros_like(x)
+
+
+@_register(np.isin)
+def _isin(c: _Call, element: Any, test_elements: Any, assume_unique: bool = False, invert: bool = False, *, kind: Any = None) -> Any:
+    return _api.isin(c.array(element), c.array(test_elements), invert=invert)
+
+
+# shapes and manipulation ------------------------------------------------------------------
+
+@_register(np.shape)
+def _shape(c: _Call, a: Any) -> Any:
+    return c.array(a).shape
+
+
+@_register(np.ndim)
+def _ndim(c: _Call, a: Any) -> Any:
+    return c.array(a).ndim
+
+
+@_register(np.size)
+def _size(c: _Call, a: Any, axis: Any = None) -> Any:
+    x = c.array(a)
+    return x.size if axis is None else x.shape[axis]
+
+
+@_register(np.concatenate)
+def _concatenate(c: _Call, arrays: Any, axis: Any = 0, out: Any = None, *, dtype: Any = None, casting: Any = "same_kind") -> Any:
+    xs = c.arrays(arrays)
+    if axis is None:
+        xs, axis = [_flat(x) for x in xs], 0
+    if dtype is not None:
+        xs = [_api.astype(x, _dtypes.as_dtype(dtype)) for x in xs]
+    return _store(c.name, out, _api.concat(xs, axis=axis))
+
+
+@_register(np.stack)
+def _stack(c: _Call, arrays: Any, axis: int = 0, out: Any = None, *, dtype: Any = None, casting: Any = "same_kind") -> Any:
+    xs = c.arrays(arrays)
+    if dtype is not None:
+        xs = [_api.astype(x, _dtypes.as_dtype(dtype)) for x in xs]
+    return _store(c.name, out, _api.stack(xs, axis=axis))
+
+
+@_register(np.vstack, getattr(np, "row_stack", None))
+def _vstack(c: _Call, tup: Any, *, dtype: Any = None, casting: Any = "same_kind") -> Any:
+    xs = [_at_least(x, 2) for x in c.arrays(tup)]
+    return _api.concat([xs[0] if dtype is None else _api.astype(xs[0], dtype)] + xs[1:], axis=0)
+
+
+@_register(np.hstack)
+def _hstack(c: _Call, tup: Any, *, dtype: Any = None, casting: Any = "same_kind") -> Any:
+    xs = [_at_least(x, 1) for x in c.arrays(tup)]
+    return _api.concat([xs[0] if dtype is None else _api.astype(xs[0], dtype)] + xs[1:], axis=0 if xs[0].ndim == 1 else 1)
+
+
+@_register(np.column_stack)
+def _column_stack(c: _Call, tup: Any) -> Any:
+    xs = [x if x.ndim >= 2 else _api.reshape(x, (-1, 1)) for x in c.arrays(tup)]
+    return _api.concat(xs, axis=1)
+
+
+def _at_least(x: Any, ndim: int) -> Any:
+    return x if x.ndim >= ndim else _api.reshape(x, (1,) * (ndim - x.ndim) + x.shape)
+
+
+@_register(np.reshape)
+def _reshape(c: _Call, a: Any, shape: Any = None, order: str = "C", *, newshape: Any = None, copy: Any = None) -> Any:
+    if order != "C":
+        raise _unsupported(c.name, "order", order)
+    target = newshape if shape is None else shape
+    return _api.reshape(c.array(a), (target,) if isinstance(target, int) else tuple(target), copy=copy)
+
+
+@_register(np.ravel)
+def _ravel(c: _Call, a: Any, order: str = "C") -> Any:
+    if order not in ("C", "K", "A"):
+        raise _unsupported(c.name, "order", order)
+    return _flat(c.array(a))
+
+
+@_register(np.transpose, getattr(np, "permute_dims", None))
+def _transpose(c: _Call, a: Any, axes: Any = None) -> Any:
+    x = c.array(a)
+    return _api.permute_dims(x, tuple(range(x.ndim - 1, -1, -1)) if axes is None else tuple(axes))
+
+
+@_register(np.swapaxes)
+def _swapaxes(c: _Call, a: Any, axis1: int, axis2: int) -> Any:
+    x = c.array(a)
+    order = list(range(x.ndim))
+    i, j = order[axis1], order[axis2]
+    order[i], order[j] = order[j], order[i]
+    return _api.permute_dims(x, tuple(order))
+
+
+@_register(np.moveaxis)
+def _moveaxis(c: _Call, a: Any, source: Any, destination: Any) -> Any:
+    return _composite.moveaxis(c.array(a), source, destination)
+
+
+@_register(np.expand_dims)
+def _expand_dims(c: _Call, a: Any, axis: Any) -> Any:
+    return _api.expand_dims(c.array(a), axis=_axis(axis))
+
+
+@_register(np.squeeze)
+def _squeeze(c: _Call, a: Any, axis: Any = None) -> Any:
+    x = c.array(a)
+    if axis is None:
+        axis = tuple(i for i, n in enumerate(x.shape) if n == 1)
+    return _api.squeeze(x, axis=_axis(axis))
+
+
+def _atleast_handler(ndim: int) -> Callable[..., Any]:
+    def handler(c: _Call, *arys: Any) -> Any:
+        results = []
+        for a in arys:
+            x = c.array(a)
+            if x.ndim < ndim:
+                shape = {0: (1,) * ndim, 1: (1,) + x.shape + (1,) * (ndim - 2), 2: x.shape + (1,)}[x.ndim] if ndim == 3 else (1,) * (ndim - x.ndim) + x.shape
+                x = _api.reshape(x, shape)
+            results.append(x)
+        return results[0] if len(results) == 1 else tuple(results)
+
+    return handler
+
+
+FUNCTIONS[np.atleast_1d] = _atleast_handler(1)
+FUNCTIONS[np.atleast_2d] = _atleast_handler(2)
+FUNCTIONS[np.atleast_3d] = _atleast_handler(3)
+
+
+@_register(np.broadcast_to)
+def _broadcast_to(c: _Call, array: Any, shape: Any, subok: bool = False) -> Any:
+    return _api.broadcast_to(c.array(array), (shape,) if isinstance(shape, int) else tuple(shape))
+
+
+@_register(np.broadcast_arrays)
+def _broadcast_arrays(c: _Call, *args: Any, subok: bool = False) -> Any:
+    return _composite.broadcast_arrays(*c.arrays(args))
+
+
+@_register(np.flip)
+def _flip(c: _Call, m: Any, axis: Any = None) -> Any:
+    return _api.flip(c.array(m), axis=_axis(axis))
+
+
+@_register(np.roll)
+def _roll(c: _Call, a: Any, shift: Any, axis: Any = None) -> Any:
+    return _api.roll(c.array(a), tuple(shift) if isinstance(shift, list) else shift, axis=_axis(axis))
+
+
+@_register(np.repeat)
+def _repeat(c: _Call, a: Any, repeats: Any, axis: Any = None) -> Any:
+    reps = repeats if isinstance(repeats, int) or repeats.__class__ is NDArray else c.array(repeats)
+    return _api.repeat(c.array(a), reps, axis=axis)
+
+
+@_register(np.tile)
+def _tile(c: _Call, A: Any, reps: Any) -> Any:  # noqa: N803 - NumPy's name
+    return _api.tile(c.array(A), (reps,) if isinstance(reps, int) else tuple(reps))
+
+
+@_register(np.tril)
+def _tril(c: _Call, m: Any, k: int = 0) -> Any:
+    return _api.tril(c.array(m), k=k)
+
+
+@_register(np.triu)
+def _triu(c: _Call, m: Any, k: int = 0) -> Any:
+    return _api.triu(c.array(m), k=k)
+
+
+@_register(np.take)
+def _take(c: _Call, a: Any, indices: Any, axis: Any = None, out: Any = None, mode: str = "raise") -> Any:
+    if mode != "raise":
+        raise _unsupported(c.name, "mode", mode)
+    x = c.array(a)
+    if axis is None:
+        x, axis = _flat(x), 0
+    idx = c.array(indices)
+    if idx.ndim == 1:
+        result = _api.take(x, idx, axis=axis)
+    else:  # NumPy takes any index shape: take the flat indices and restore it
+        flat = _api.take(x, _flat(idx), axis=axis)
+        ax = axis % x.ndim
+        result = _api.reshape(flat, x.shape[:ax] + idx.shape + x.shape[ax + 1:])
+    return _store(c.name, out, result)
+
+
+@_register(np.take_along_axis)
+def _take_along_axis(c: _Call, arr: Any, indices: Any, axis: Any = -1) -> Any:
+    x = c.array(arr)
+    if axis is None:
+        x, axis = _flat(x), 0
+    return _api.take_along_axis(x, c.array(indices), axis=axis)
+
+
+def _sort_handler(op: str) -> Callable[..., Any]:
+    def handler(c: _Call, a: Any, axis: Any = -1, kind: Any = None, order: Any = None, *, stable: Any = None) -> Any:
+        if order is not None:
+            raise _unsupported(c.name, "order", order)
+        x = c.array(a)
+        if axis is None:
+            x, axis = _flat(x), 0
+        return getattr(_api, op)(x, axis=axis, stable=bool(stable) or kind in ("stable", "mergesort"))
+
+    return handler
+
+
+_register(np.sort)(_sort_handler("sort"))
+_register(np.argsort)(_sort_handler("argsort"))
+
+
+@_register(np.searchsorted)
+def _searchsorted(c: _Call, a: Any, v: Any, side: str = "left", sorter: Any = None) -> Any:
+    return _api.searchsorted(c.array(a), c.operand(v), side=side, sorter=None if sorter is None else c.array(sorter))
+
+
+@_register(np.diff)
+def _diff(c: _Call, a: Any, n: int = 1, axis: int = -1, prepend: Any = _NoValue, append: Any = _NoValue) -> Any:
+    x = c.array(a)
+    extra = {}
+    for key, value in (("prepend", prepend), ("append", append)):
+        if value is not _NoValue:
+            arr = c.array(value)
+            if arr.ndim == 0:  # NumPy broadcasts a scalar to x's shape without the axis
+                shape = list(x.shape)
+                shape[axis] = 1
+                arr = _api.broadcast_to(arr, tuple(shape))
+            extra[key] = arr
+    return _composite.diff(x, n=n, axis=axis, **extra)
+
+
+@_register(np.meshgrid)
+def _meshgrid(c: _Call, *xi: Any, copy: bool = True, sparse: bool = False, indexing: str = "xy") -> Any:
+    if sparse:
+        raise _unsupported(c.name, "sparse", sparse)
+    return _composite.meshgrid(*c.arrays(xi), indexing=indexing)
+
+
+@_register(np.copy)
+def _copy(c: _Call, a: Any, order: str = "K", subok: bool = False) -> Any:
+    return _api.copy(c.array(a))
+
+
+@_register(getattr(np, "astype", None))
+def _astype(c: _Call, x: Any, dtype: Any, /, *, copy: bool = True, device: Any = None) -> Any:
+    return _api.astype(c.array(x), dtype, copy=copy)
+
+
+def _like_handler(op: str, creation: str, fill: bool) -> Callable[..., Any]:
+    names = (("fill_value",) if fill else ()) + ("dtype", "order", "subok", "shape")
+
+    def handler(c: _Call, prototype: Any, *args: Any, **kwargs: Any) -> Any:
+        if len(args) > len(names):
+            raise TypeError(f"{c.name}() takes at most {len(names) + 1} positional arguments")
+        params = dict(zip(names, args))
+        for key, value in kwargs.items():
+            if key in params or key not in names + ("device",):
+                raise TypeError(f"{c.name}() got an unexpected or repeated keyword argument {key!r}")
+            params[key] = value
+        _check_defaults(c.name, params, order="K", subok=True)
+        x = c.array(prototype)
+        dtype, shape, device = params.get("dtype"), params.get("shape"), params.get("device")
+        dt = x.dtype if dtype is None else _dtypes.as_dtype(dtype)
+        dev = x.device if device is None else device
+        extra = (c.operand(params["fill_value"]),) if fill else ()
+        if shape is None:
+            return getattr(_api, op)(x, *extra, dtype=dt, device=dev)
+        return getattr(_api, creation)((shape,) if isinstance(shape, int) else tuple(shape), *extra, dtype=dt, device=dev)
+
+    return handler
+
+
+_register(np.zeros_like)(_like_handler("zeros_like", "zeros", False))
+_register(np.ones_like)(_like_handler("ones_like", "ones", False))
+_register(np.empty_like)(_like_handler("empty_like", "empty", False))
+_register(np.full_like)(_like_handler("full_like", "full", True))
+
+
+# creation with like= (``np.asarray(data, like=x)``: an array of x's kind, on x's device) -----------
+
+@_register(np.asarray, np.array, np.asanyarray, np.ascontiguousarray)
+def _asarray_like(c: _Call, a: Any, dtype: Any = None, *args: Any, copy: Any = None, **kwargs: Any) -> Any:
+    _check_defaults(c.name, kwargs, order="K", subok=False, ndmin=0)
+    _leftover(c.name, kwargs)
+    if args:
+        raise _refuse(c.name, "pass order=/copy= by keyword")
+    if isinstance(a, np.generic):
+        a = np.asarray(a)
+    return _api.asarray(a, dtype=dtype, device=c.device, copy=copy)
+
+
+def _filled(op: str) -> Callable[..., Any]:
+    def handler(c: _Call, shape: Any, *args: Any, dtype: Any = None, order: str = "C", **kwargs: Any) -> Any:
+        _leftover(c.name, {k: v for k, v in kwargs.items() if k != "device"})
+        fill = args[:1] if op == "full" else ()
+        if len(args) > len(fill):
+            dtype = args[len(fill)]
+        if order not in ("C", "K", "A"):
+            raise _unsupported(c.name, "order", order)
+        fill = tuple(c.operand(v) for v in fill)
+        return getattr(_api, op)(shape, *fill, dtype=None if dtype is None else _dtypes.as_dtype(dtype), device=c.device)
+
+    return handler
+
+
+for _name in ("empty", "zeros", "ones", "full"):
+    _register(getattr(np, _name))(_filled(_name))
+
+
+@_register(np.arange)
+def _arange_like(c: _Call, *args: Any, dtype: Any = None, **kwargs: Any) -> Any:
+    start, stop, step = (list(args) + [None, None, None])[:3]
+    start = kwargs.pop("start", start)
+    stop = kwargs.pop("stop", stop)
+    step = kwargs.pop("step", step)
+    _leftover(c.name, {k: v for k, v in kwargs.items() if k != "device"})
+    return _api.arange(start, stop, 1 if step is None else step, dtype=dtype, device=c.device)
+
+
+@_register(np.eye)
+def _eye_like(c: _Call, N: int, M: Any = None, k: int = 0, dtype: Any = float, order: str = "C", **kwargs: Any) -> Any:  # noqa: N803
+    _leftover(c.name, {kk: v for kk, v in kwargs.items() if kk != "device"})
+    return _api.eye(N, M, k=k, dtype=_dtypes.as_dtype(dtype), device=c.device)
+
+
+@_register(np.may_share_memory, np.shares_memory)
+def _shares_memory(c: _Call, a: Any, b: Any, max_work: Any = None) -> bool:
+    """Whether ``a`` and ``b`` (nda or NumPy arrays) may share memory, without copying anything.
+
+    Two nda arrays on one device may when they have one base (a view of the other, or
+    both views of a third); an nda array on cpu is compared with NumPy's rule on its
+    buffer; device memory never holds a NumPy array's data.
+    """
+    def host_view(v: Any) -> Any:
+        if v.__class__ is NDArray:
+            return np.asarray(v) if v.device.type == "cpu" and v.layout.name == "strided" else None
+        return v
+
+    if a.__class__ is NDArray and b.__class__ is NDArray:
+        if a.device is not b.device:
+            return False
+        if a.device.type != "cpu" or a.layout.name != "strided" or b.layout.name != "strided":
+            return (a if a._base is None else a._base) is (b if b._base is None else b._base)
+    ha, hb = host_view(a), host_view(b)
+    if ha is None or hb is None:
+        return False
+    return bool(np.may_share_memory(ha, hb) if max_work is None else np.shares_memory(ha, hb, max_work=max_work))
+
+
+# dtypes --------------------------------------------------------------------------------------
+
+def _numpy_dtypes(values: Any) -> list[Any]:
+    return [v.dtype.numpy if v.__class__ is NDArray else (v.numpy if v.__class__ is _dtypes.DType else v) for v in values]
+
+
+@_register(np.result_type)
+def _result_type(c: _Call, *arrays_and_dtypes: Any) -> Any:
+    return np.result_type(*_numpy_dtypes(arrays_and_dtypes))
+
+
+@_register(np.can_cast)
+def _can_cast(c: _Call, from_: Any, to: Any, casting: str = "safe") -> Any:
+    (src,) = _numpy_dtypes((from_,))
+    return np.can_cast(src, to, casting=casting)
+
+
+@_register(np.iscomplexobj)
+def _iscomplexobj(c: _Call, x: Any) -> bool:
+    return bool(c.array(x).dtype.kind == "complex floating")
+
+
+@_register(np.isrealobj)
+def _isrealobj(c: _Call, x: Any) -> bool:
+    return bool(c.array(x).dtype.kind != "complex floating")
+
+
+# products and linear algebra ---------------------------------------------------------------------
+
+@_register(np.dot)
+def _dot(c: _Call, a: Any, b: Any, out: Any = None) -> Any:
+    x, y = c.array(a), c.array(b)
+    if x.ndim == 0 or y.ndim == 0:
+        result = _api.multiply(x, y)
+    elif x.ndim <= 2 and y.ndim <= 2 or y.ndim == 1:
+        result = _api.matmul(x, y)
+    else:
+        raise _refuse(c.name, f"N-d dot of shapes {x.shape} and {y.shape} is not nda.matmul; use nda.tensordot(x, y, axes=([-1], [-2]))")
+    return _store(c.name, out, result)
+
+
+@_register(np.tensordot)
+def _tensordot(c: _Call, a: Any, b: Any, axes: Any = 2) -> Any:
+    if isinstance(axes, (list, tuple)) and len(axes) == 2:
+        axes = tuple(tuple(v) if isinstance(v, (list, tuple)) else (v,) for v in axes)
+    return _api.tensordot(c.array(a), c.array(b), axes=axes)
+
+
+@_register(np.outer)
+def _outer(c: _Call, a: Any, b: Any, out: Any = None) -> Any:
+    return _store(c.name, out, _linalg.outer(_flat(c.array(a)), _flat(c.array(b))))
+
+
+@_register(np.trace)
+def _trace(c: _Call, a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None, out: Any = None) -> Any:
+    x = _composite.moveaxis(c.array(a), (axis1, axis2), (-2, -1))
+    return _store(c.name, out, _linalg.trace(x, offset=offset, dtype=dtype))
+
+
+@_register(np.diagonal)
+def _diagonal(c: _Call, a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
+    return _linalg.diagonal(_composite.moveaxis(c.array(a), (axis1, axis2), (-2, -1)), offset=offset)
+
+
+@_register(np.linalg.qr)
+def _qr(c: _Call, a: Any, mode: str = "reduced") -> Any:
+    if mode not in ("reduced", "complete"):
+        raise _unsupported(c.name, "mode", mode)
+    return _linalg.qr(c.array(a), mode=mode)
+
+
+@_register(np.linalg.svd)
+def _svd(c: _Call, a: Any, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False) -> Any:
+    x = c.array(a)
+    return _linalg.svd(x, full_matrices=full_matrices) if compute_uv else _linalg.svdvals(x)
+
+
+@_register(np.linalg.eigh)
+def _eigh(c: _Call, a: Any, UPLO: str = "L") -> Any:  # noqa: N803 - NumPy's name
+    if UPLO != "L":
+        raise _unsupported(c.name, "UPLO", UPLO)
+    return _linalg.eigh(c.array(a))
+
+
+@_register(np.linalg.eigvalsh)
+def _eigvalsh(c: _Call, a: Any, UPLO: str = "L") -> Any:  # noqa: N803 - NumPy's name
+    if UPLO != "L":
+        raise _unsupported(c.name, "UPLO", UPLO)
+    return _linalg.eigvalsh(c.array(a))
+
+
+@_register(np.linalg.cholesky)
+def _cholesky(c: _Call, a: Any, /, *, upper: bool = False) -> Any:
+    return _linalg.cholesky(c.array(a), upper=upper)
+
+
+def _linalg_unary(name: str) -> Callable[..., Any]:
+    def handler(c: _Call, a: Any) -> Any:
+        return getattr(_linalg, name)(c.array(a))
+
+    return handler
+
+
+for _name in ("inv", "det", "slogdet", "eig", "eigvals", "svdvals"):
+    if hasattr(np.linalg, _name) and hasattr(_linalg, _name):
+        _register(getattr(np.linalg, _name))(_linalg_unary(_name))
+
+
+@_register(np.linalg.solve)
+def _solve(c: _Call, a: Any, b: Any) -> Any:
+    return _linalg.solve(c.array(a), c.array(b))
+
+
+@_register(np.linalg.matrix_power)
+def _matrix_power(c: _Call, a: Any, n: int) -> Any:
+    return _linalg.matrix_power(c.array(a), n)
+
+
+@_register(np.linalg.pinv)
+def _pinv(c: _Call, a: Any, rcond: Any = None, hermitian: bool = False, *, rtol: Any = None) -> Any:
+    tol = rtol if rtol is not None else rcond
+    return _linalg.pinv(c.array(a), rtol=None if tol is None else c.operand(tol))
+
+
+@_register(np.linalg.matrix_rank)
+def _matrix_rank(c: _Call, A: Any, tol: Any = None, hermitian: bool = False, *, rtol: Any = None) -> Any:  # noqa: N803
+    if tol is not None:
+        raise _unsupported(c.name, "tol", tol)
+    return _linalg.matrix_rank(c.array(A), rtol=None if rtol is None else c.operand(rtol))
+
+
+@_register(np.linalg.norm)
+def _norm(c: _Call, x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Any:  # noqa: A002
+    a = c.array(x)
+    axis = _axis(axis)
+    if isinstance(axis, tuple) and len(axis) == 2 or (axis is None and ord is not None and a.ndim == 2):
+        if axis is not None:
+            a = _composite.moveaxis(a, axis, (-2, -1))
+        result = _linalg.matrix_norm(a, ord="fro" if ord is None else ord, keepdims=False)
+        if keepdims:
+            shape = list(a.shape[:-2]) + [1, 1]
+            result = _composite.moveaxis(_api.reshape(result, tuple(shape)), (-2, -1), axis or (0, 1))
+        return result
+    return _linalg.vector_norm(a, axis=axis, keepdims=keepdims, ord=2 if ord is None else ord)
+
+
+# fft ---------------------------------------------------------------------------------------------
+
+def _fft_handler(name: str, many: bool) -> Callable[..., Any]:
+    fn = getattr(_fft, name)
+
+    def one(c: _Call, a: Any, n: Any = None, axis: int = -1, norm: Any = None, out: Any = None) -> Any:
+        return _store(c.name, out, fn(c.array(a), n=n, axis=axis, norm="backward" if norm is None else norm))
+
+    def several(c: _Call, a: Any, s: Any = None, axes: Any = None, norm: Any = None, out: Any = None) -> Any:
+        x = c.array(a)
+        if axes is None and s is None and name in ("fft2", "ifft2", "rfft2", "irfft2"):
+            axes = (-2, -1)
+        return _store(c.name, out, fn(x, s=None if s is None else tuple(s), axes=None if axes is None else tuple(axes), norm="backward" if norm is None else norm))
+
+    return several if many else one
+
+
+for _name in ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft"):
+    _register(getattr(np.fft, _name))(_fft_handler(_name, False))
+for _name in ("fftn", "ifftn", "rfftn", "irfftn"):
+    _register(getattr(np.fft, _name))(_fft_handler(_name, True))
+for _name, _nda_name in (("fft2", "fftn"), ("ifft2", "ifftn"), ("rfft2", "rfftn"), ("irfft2", "irfftn")):
+    _handler = _fft_handler(_nda_name, True)
+
+    def _two(c: _Call, a: Any, s: Any = None, axes: Any = (-2, -1), norm: Any = None, out: Any = None, _h: Any = _handler) -> Any:
+        return _h(c, a, s=s, axes=axes, norm=norm, out=out)
+
+    _register(getattr(np.fft, _name))(_two)
+
+
+@_register(np.fft.fftshift)
+def _fftshift(c: _Call, x: Any, axes: Any = None) -> Any:
+    return _fft.fftshift(c.array(x), axes=_axis(axes))
+
+
+@_register(np.fft.ifftshift)
+def _ifftshift(c: _Call, x: Any, axes: Any = None) -> Any:
+    return _fft.ifftshift(c.array(x), axes=_axis(axes))

@@ -1,0 +1,394 @@
+"""NumPy as a neighbour: NumPy scalars, NumPy's protocols, NumPy index arrays, nda dtypes in NumPy.
+
+The rules (README "Ecosystem", ``nda._interop``): NumPy scalars are weak scalars, exactly
+like the Python scalar they hold; a NumPy ufunc or function on nda arrays runs nda's own
+function on the arrays' device, or raises nda's TypeError naming what to call instead;
+``np.dtype(nda.float64)`` is ``float64``. Every rule is checked on cpu and on sim.
+"""
+
+from __future__ import annotations
+
+import operator
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import nda
+from _helpers import ALL_DTYPES, np_dtype
+
+DEVICES = ["cpu", "sim"]
+
+pytestmark = pytest.mark.filterwarnings("ignore::nda.FallbackWarning")
+
+
+def _host(x):
+    assert isinstance(x, nda.NDArray), f"expected an nda array, got {type(x).__name__}"
+    return x.asnumpy()
+
+
+# ----------------------------------------------------------------------------- NumPy scalars
+
+#: (numpy scalar, the Python scalar it holds) of every kind nda accepts.
+NP_SCALARS = [
+    (np.float64(1.5), 1.5), (np.float32(0.5), 0.5), (np.float16(2.0), 2.0), (np.int64(3), 3), (np.int8(-2), -2),
+    (np.uint64(7), 7), (np.uint8(1), 1), (np.bool_(True), True), (np.complex128(1 + 2j), 1 + 2j), (np.complex64(1j), 1j),
+]
+OPERATORS = [operator.add, operator.sub, operator.mul, operator.truediv, operator.eq, operator.ne, operator.lt, operator.ge]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [nda.int8, nda.uint16, nda.int64, nda.float32, nda.float64, nda.complex64], ids=lambda d: d.name)
+@pytest.mark.parametrize("scalar, value", NP_SCALARS, ids=[type(s).__name__ for s, _ in NP_SCALARS])
+def test_numpy_scalar_is_the_weak_python_scalar_it_holds(device, dtype, scalar, value):
+    x = nda.asarray(np.asarray([1, 2, 3]).astype(np_dtype(dtype)), device=device)
+    for op in OPERATORS:
+        for args, py_args in (((x, scalar), (x, value)), ((scalar, x), (value, x))):
+            try:
+                expected = op(*py_args)
+            except (TypeError, OverflowError) as err:
+                with pytest.raises(type(err)):
+                    op(*args)
+                continue
+            result = op(*args)
+            assert isinstance(result, nda.NDArray), (op, args)
+            assert result.dtype is expected.dtype and result.device == x.device
+            np.testing.assert_array_equal(_host(result), _host(expected))
+
+
+def test_numpy_scalar_promotion_is_weak_not_numpys():
+    f32 = nda.asarray([1.0, 2.0], dtype=nda.float32)
+    assert (f32 + np.float64(1.0)).dtype is nda.float32  # NumPy 2 gives float64
+    assert (f32 * np.int64(2)).dtype is nda.float32
+    assert (nda.asarray([1, 2], dtype=nda.int32) + np.float64(0.5)).dtype is nda.float64
+    assert (nda.asarray([1, 2], dtype=nda.int8) + np.int64(3)).dtype is nda.int8  # NumPy 2 gives int64
+    with pytest.raises(OverflowError, match="1000 is out of bounds for int8"):
+        nda.asarray([1, 2], dtype=nda.int8) + np.int64(1000)
+    assert nda.result_type(nda.float32, np.float64(1.0)) is nda.float32
+    assert nda.result_type(nda.int16, np.int64(1)) is nda.int16
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_comparisons_with_numpy_scalars_return_arrays(device):
+    y = nda.asarray([1, 0, 1, 2], device=device)
+    for result in (y == np.int64(1), np.int64(1) == y, y != np.int64(1), y < np.float64(1.5)):
+        assert isinstance(result, nda.NDArray) and result.dtype is nda.bool and result.device == y.device
+    assert (y == np.int64(1)).tolist() == [True, False, True, False]
+    assert (np.int64(1) == y).tolist() == [True, False, True, False]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_numpy_scalars_in_place_and_as_stored_values(device):
+    z = nda.asarray([0.5, 2.0, 3.0], device=device)
+    z[z > 1] = np.float64(1.0)
+    assert z.tolist() == [0.5, 1.0, 1.0]
+    z[np.int64(0)] = np.float32(4.0)
+    z += np.float64(1.0)
+    z *= np.int64(2)
+    assert z.tolist() == [10.0, 4.0, 4.0]
+    b = nda.zeros(2, dtype=nda.bool, device=device)
+    b[1] = np.bool_(True)
+    assert b.tolist() == [False, True]
+    i = nda.zeros(2, dtype=nda.int32, device=device)
+    with pytest.raises(TypeError, match="cannot store float"):
+        i[0] = np.float64(1.5)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_numpy_scalars_wherever_python_scalars_are_accepted(device):
+    x = nda.asarray([1.0, 5.0, 3.0], device=device)
+    assert nda.where(x > 2, x, np.float64(0.0)).tolist() == [0.0, 5.0, 3.0]
+    assert nda.clip(x, np.float64(2.0), np.int64(4)).tolist() == [2.0, 4.0, 3.0]
+    assert nda.full(2, np.int64(7), device=device).dtype is nda.int64
+    assert nda.full_like(x, np.float32(2.5)).tolist() == [2.5, 2.5, 2.5]
+    assert nda.arange(np.int64(1), np.int64(4), device=device).tolist() == [1, 2, 3]
+    assert nda.linspace(np.float64(0.0), np.int64(1), 3, device=device).tolist() == [0.0, 0.5, 1.0]
+    assert nda.searchsorted(nda.asarray([1.0, 2.0, 3.0], device=device), np.float64(2.5)).tolist() == 2
+    assert nda.isin(x, np.float64(5.0)).tolist() == [False, True, False]
+    assert float(nda.std(x, correction=np.int64(1))) == pytest.approx(np.std([1.0, 5.0, 3.0], ddof=1))
+    assert float(nda.linalg.vector_norm(x, ord=np.int64(1))) == 9.0
+    assert nda.add(x, np.float64(1.0)).tolist() == [2.0, 6.0, 4.0]
+    assert "add" in str(nda.dispatch.explain("add", x, np.float64(1.0)))
+
+
+def test_numpy_scalars_without_an_nda_equivalent_are_refused():
+    x = nda.asarray([1.0, 2.0])
+    for scalar in (np.longdouble(1.5), np.datetime64("2020-01-01"), np.str_("a")):
+        with pytest.raises(TypeError, match="NumPy scalar of type numpy.* has no nda equivalent"):
+            x + scalar
+        with pytest.raises(TypeError, match="has no nda equivalent"):
+            x[0] = scalar
+
+
+# ----------------------------------------------------------------------------- indexing
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_numpy_integer_arrays_and_scalars_index(device):
+    data = np.arange(12.0).reshape(3, 4)
+    x = nda.asarray(data, device=device)
+    for key in (np.asarray([0, 2]), np.asarray([2, 0, 2], dtype=np.uint8), np.int64(1), (np.int32(1), np.asarray([3, 0])),
+                np.asarray([True, False, True]), np.asarray([], dtype=np.int64)):
+        np.testing.assert_array_equal(_host(x[key]), data[key])
+    y = nda.asarray(data, device=device)
+    y[np.asarray([0, 2]), np.int64(1)] = np.float64(-1.0)
+    expected = data.copy()
+    expected[[0, 2], 1] = -1.0
+    np.testing.assert_array_equal(_host(y), expected)
+    with pytest.raises(IndexError, match="integer or bool dtype"):
+        x[np.asarray([0.0, 1.0])]
+
+
+# ----------------------------------------------------------------------------- dtypes
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=lambda d: d.name)
+def test_nda_dtypes_convert_to_numpy_dtypes(dtype):
+    assert np.dtype(dtype) == np.dtype(dtype.name)
+    assert dtype.type is np.dtype(dtype.name).type
+    assert np.zeros(2, dtype=dtype).dtype == np.dtype(dtype.name)
+    assert nda.can_cast(dtype, dtype)
+    assert nda.asarray(np.zeros(1, dtype=dtype)).dtype is dtype
+
+
+# ----------------------------------------------------------------------------- __array_ufunc__
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_numpy_ufuncs_run_nda_ops_on_the_arrays_device(device):
+    from nda._interop import UFUNCS
+
+    data = np.asarray([0.25, 0.5, 2.0])
+    x = nda.asarray(data, device=device)
+    ints = nda.asarray([1, 2, 3], device=device)
+    for ufunc, name in UFUNCS.items():
+        fn = getattr(nda, name, None) or getattr(nda.linalg, name)
+        if name in ("matmul", "vecdot"):
+            args = (x, x)
+        elif name.startswith(("bitwise", "logical")) or name in ("gcd",):
+            args = (ints,) * ufunc.nin if name.startswith("bitwise") else ((ints > 1),) * ufunc.nin
+        else:
+            args = (x,) * ufunc.nin
+        result = ufunc(*args)
+        expected = fn(*args)
+        assert isinstance(result, nda.NDArray) and result.device == x.device, name
+        assert result.dtype is expected.dtype, name
+        np.testing.assert_array_equal(_host(result), _host(expected), err_msg=name)
+    np.testing.assert_allclose(_host(np.sin(x)), np.sin(data))
+    assert np.add(x, 1).tolist() == [1.25, 1.5, 3.0]
+    assert np.add(x, np.float64(1.0), dtype=np.float32).dtype is nda.float32
+    assert np.maximum.reduce(x).tolist() == 2.0 and np.add.reduce(x, axis=None).tolist() == 2.75
+    assert np.add.accumulate(x).tolist() == [0.25, 0.75, 2.75]
+    out = nda.empty(3, device=device)
+    assert np.multiply(x, 2, out=out) is out and out.tolist() == [0.5, 1.0, 4.0]
+    assert np.less(x, 1, out=(None,)).tolist() == [True, True, False]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_numpy_arrays_join_the_nda_arrays_device_in_numpy_calls(device):
+    x = nda.asarray([1.0, 2.0, 3.0], device=device)
+    for result in (np.ones(3) + x, x + np.ones(3), np.add(np.ones(3), x), np.ones(3, dtype=np.float32) * x):
+        assert isinstance(result, nda.NDArray) and result.device == x.device
+        assert result.dtype is nda.float64
+    assert (np.ones(3) + x).tolist() == [2.0, 3.0, 4.0]
+    for product in (x @ np.ones(3), np.ones(3) @ x):  # x.__matmul__ declines, NumPy's matmul comes back to nda
+        assert isinstance(product, nda.NDArray) and product.device == x.device and float(product) == 6.0
+    with pytest.raises(TypeError, match="unsupported operand"):
+        x @ [1.0, 1.0, 1.0]
+    assert (np.asarray(2, dtype=np.int8) * nda.asarray([1, 2], dtype=nda.int8, device=device)).dtype is nda.int8
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_numpy_calls_nda_cannot_run_are_numpys_on_host_copies(device):
+    # The host fallback: what NumPy does for any array-like with __array__ (scikit-learn with
+    # array_api_dispatch off relies on it), announced like nda's other fallbacks.
+    data = np.asarray([1.0, 2.0, 8.0])
+    x = nda.asarray(data, device=device)
+    cases = [
+        (lambda: np.cbrt(x), np.cbrt(data)),
+        (lambda: np.add.outer(x, x), np.add.outer(data, data)),
+        (lambda: np.subtract.reduce(x), np.subtract.reduce(data)),
+        (lambda: np.add(x, 1, casting="unsafe"), data + 1),
+        (lambda: np.median(x), np.median(data)),
+        (lambda: np.einsum("i,i", x, x), data @ data),
+        (lambda: np.allclose(x, x), True),
+        (lambda: np.reshape(x, (3, 1), order="F"), data.reshape(3, 1)),
+        (lambda: np.round(x / 3, 2), np.round(data / 3, 2)),
+        (lambda: np.average(x, weights=x), np.average(data, weights=data)),
+        (lambda: np.unique(nda.asarray([3, 1, 3], device=device)), np.asarray([1, 3])),
+        (lambda: np.may_share_memory(x, x), True),
+    ]
+    for call, expected in cases:
+        result = call()
+        assert not isinstance(result, nda.NDArray)
+        np.testing.assert_array_equal(result, expected)
+    host_out = np.zeros(3)
+    assert np.add(x, 1, out=host_out) is host_out and host_out.tolist() == [2.0, 3.0, 9.0]
+    out = nda.full(3, -1.0, device=device)  # where= keeps what out held where the mask is False
+    assert np.add(x, 1, where=np.asarray([True, False, True]), out=out) is out
+    assert out.tolist() == [2.0, -1.0, 9.0] and out.device == x.device
+
+
+def test_the_host_fallback_warns_once_and_follows_nda_config_fallback():
+    x = nda.asarray([1.0, 4.0])
+    with pytest.warns(nda.FallbackWarning, match=r"numpy.nanmedian on nda arrays: nda has no equivalent; NumPy computes it on host copies"):
+        assert np.nanmedian(x) == 2.5
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert np.nanmedian(x) == 2.5  # once per function
+    previous = nda.config.fallback
+    try:
+        nda.config.fallback = "error"
+        with pytest.raises(nda.FallbackError, match=r"numpy.ptp on nda arrays: nda has no equivalent.*nda.config.fallback is 'error'"):
+            np.ptp(x)
+        with pytest.raises(nda.FallbackError, match=r"numpy.cbrt on nda arrays: nda has no equivalent \(on the device: nda.pow"):
+            np.cbrt(x)
+        with pytest.raises(nda.FallbackError, match="nda does not support the keyword where="):
+            np.add(x, 1, where=np.asarray([True, False]), out=nda.zeros(2))
+        assert np.sum(x).tolist() == 5.0  # what runs on the device is unaffected
+        nda.config.fallback = "silent"
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert np.ptp(x) == 3.0
+    finally:
+        nda.config.fallback = previous
+
+
+# ----------------------------------------------------------------------------- __array_function__
+
+def _function_cases(xp, x, m, i):
+    """(label, call) pairs that NumPy and nda must agree on (``xp`` is numpy, arrays are numpy or nda)."""
+    return [
+        ("sum", lambda: np.sum(x)), ("sum axis keepdims dtype", lambda: np.sum(m, axis=0, keepdims=True, dtype=np.float32)),
+        ("prod", lambda: np.prod(m, axis=1)), ("mean", lambda: np.mean(x)), ("mean dtype", lambda: np.mean(m, axis=(0, 1), dtype=np.float32)),
+        ("std ddof", lambda: np.std(m, axis=0, ddof=1)), ("var", lambda: np.var(x)), ("max", lambda: np.max(m, axis=1)),
+        ("amin", lambda: np.amin(m)), ("any", lambda: np.any(m > 3)), ("all", lambda: np.all(m > -1, axis=0)),
+        ("argmax", lambda: np.argmax(m)), ("argmin axis", lambda: np.argmin(m, axis=0)), ("cumsum", lambda: np.cumsum(m)),
+        ("cumprod axis", lambda: np.cumprod(m, axis=1)), ("count_nonzero", lambda: np.count_nonzero(m > 2)),
+        ("clip", lambda: np.clip(x, 0.5, 2)), ("where", lambda: np.where(x > 1, x, 0.0)), ("round", lambda: np.round(x * 3)),
+        ("real", lambda: np.real(x)), ("isin", lambda: np.isin(i, np.asarray([1, 3]))), ("concatenate", lambda: np.concatenate([m, m], axis=1)),
+        ("concatenate None", lambda: np.concatenate([m, m], axis=None)), ("stack", lambda: np.stack([x, x])),
+        ("reshape", lambda: np.reshape(m, (4, 3))), ("ravel", lambda: np.ravel(m)), ("transpose", lambda: np.transpose(m)),
+        ("swapaxes", lambda: np.swapaxes(m, 0, 1)), ("moveaxis", lambda: np.moveaxis(m, 0, -1)), ("expand_dims", lambda: np.expand_dims(x, 0)),
+        ("squeeze", lambda: np.squeeze(np.expand_dims(x, 0))), ("atleast_2d", lambda: np.atleast_2d(x)), ("broadcast_to", lambda: np.broadcast_to(x, (2, 3))),
+        ("flip", lambda: np.flip(m, axis=0)), ("roll", lambda: np.roll(x, 1)), ("repeat", lambda: np.repeat(x, 2)), ("tile", lambda: np.tile(x, 2)),
+        ("tril", lambda: np.tril(m)), ("take", lambda: np.take(m, [0, 2], axis=1)), ("take flat", lambda: np.take(m, [[0, 5]])),
+        ("sort", lambda: np.sort(m, axis=0)), ("argsort", lambda: np.argsort(x)), ("searchsorted", lambda: np.searchsorted(x, 1.5)),
+        ("diff", lambda: np.diff(x)), ("copy", lambda: np.copy(x)), ("zeros_like", lambda: np.zeros_like(m)),
+        ("full_like", lambda: np.full_like(x, 7)), ("ones_like shape", lambda: np.ones_like(x, shape=(2, 2))),
+        ("dot", lambda: np.dot(x, m)), ("tensordot", lambda: np.tensordot(m, m, axes=([0], [0]))), ("outer", lambda: np.outer(x, x)),
+        ("trace", lambda: np.trace(m)), ("matmul", lambda: np.matmul(m.T, m)), ("linalg.norm", lambda: np.linalg.norm(m)),
+        ("linalg.norm axis", lambda: np.linalg.norm(m, axis=1)), ("linalg.inv", lambda: np.linalg.inv(m[:, :3] + 3 * np.eye(3) if xp is np else m[:, :3] + 3 * nda.eye(3, device=m.device))),
+        ("linalg.svd values", lambda: np.linalg.svd(m, compute_uv=False)), ("fft.fft", lambda: np.fft.fft(x)), ("fft.rfft2", lambda: np.fft.rfft2(m)),
+        ("fft.fftshift", lambda: np.fft.fftshift(x)), ("shape", lambda: np.shape(m)), ("ndim", lambda: np.ndim(m)), ("size", lambda: np.size(m, 1)),
+        ("iscomplexobj", lambda: np.iscomplexobj(x)), ("result_type", lambda: np.result_type(x, np.float32)),
+    ]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_numpy_functions_run_nda_functions_and_agree_with_numpy(device):
+    x_np = np.asarray([0.5, 1.5, 2.0])
+    m_np = np.arange(12.0).reshape(3, 4) / 2
+    i_np = np.asarray([1, 2, 3])
+    ref = _function_cases(np, x_np, m_np, i_np)
+    x, m, i = (nda.asarray(v, device=device) for v in (x_np, m_np, i_np))
+    got = _function_cases(nda, x, m, i)
+    for (label, expected_call), (_, call) in zip(ref, got):
+        expected, result = expected_call(), call()
+        if isinstance(expected, np.ndarray) and not isinstance(result, (tuple, int)):
+            assert isinstance(result, nda.NDArray) and result.device == x.device, label
+            assert result.shape == expected.shape, label
+            assert np.dtype(result.dtype) == expected.dtype or label in ("round",), (label, result.dtype, expected.dtype)
+            np.testing.assert_allclose(_host(result), expected, rtol=1e-6, atol=1e-12, err_msg=label)
+        else:
+            assert result == expected, label
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_numpy_reductions_take_numpys_out_and_dtype(device):
+    x = nda.asarray([1.0, 2.0, 3.0], device=device)
+    out = nda.empty((), device=device)
+    assert np.sum(x, out=out) is out and float(out) == 6.0
+    assert np.mean(x, dtype=np.float32).dtype is nda.float32
+    assert float(np.mean(x, out=out)) == 2.0
+    assert np.sum(nda.asarray([1, 2], dtype=nda.int8, device=device), dtype=np.int64).dtype is nda.int64
+    assert np.max(x, keepdims=True).shape == (1,)
+    assert np.sum(x, initial=1.0) == 7.0  # a keyword nda does not take: NumPy's, on a host copy
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_numpy_creation_with_like_creates_nda_arrays_on_its_device(device):
+    like = nda.empty(0, device=device)
+    for result, expected in (
+        (np.asarray([1, 2], like=like), [1, 2]), (np.array([1.5], like=like), [1.5]), (np.zeros(2, like=like), [0.0, 0.0]),
+        (np.full(2, 3, like=like), [3, 3]), (np.arange(3, like=like), [0, 1, 2]), (np.eye(2, like=like), [[1.0, 0.0], [0.0, 1.0]]),
+    ):
+        assert isinstance(result, nda.NDArray) and result.device == like.device
+        assert result.tolist() == expected
+
+
+def test_explicit_conversions_are_unchanged():
+    x = nda.asarray([1.0, 2.0, 3.0], device="sim")
+    host = np.asarray(x)  # never dispatched: a host copy, as before
+    assert isinstance(host, np.ndarray) and host.tolist() == [1.0, 2.0, 3.0]
+    with pytest.raises(TypeError, match="Python scalars"):
+        nda.add(x, np.ones(3))  # nda's own functions stay strict
+
+
+def test_unsupported_ufunc_call_with_another_array_library_defers_to_it():
+    class Other:
+        def __array_function__(self, func, types, args, kwargs):
+            return "other"
+
+        def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+            return "other"
+
+    x = nda.asarray([1.0])
+    assert np.concatenate([x, Other()]) == "other"
+
+
+# ----------------------------------------------------------------------------- matplotlib, pandas
+
+def test_matplotlib_plots_nda_arrays():
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    for device in DEVICES:
+        x = nda.linspace(0, 1, 5, device=device)
+        fig, ax = plt.subplots()
+        (line,) = ax.plot(x, nda.sin(x))
+        ax.scatter(x, x * 2)
+        ax.hist(x)
+        ax.imshow(nda.reshape(nda.arange(6.0, device=device), (2, 3)))
+        np.testing.assert_allclose(line.get_ydata(), np.sin(np.linspace(0, 1, 5)))
+        fig.canvas.draw()
+        plt.close(fig)
+
+
+def test_pandas_takes_nda_arrays():
+    pd = pytest.importorskip("pandas")
+    for device in DEVICES:
+        x = nda.asarray([1.0, 2.0, 3.0], device=device)
+        series = pd.Series(x)
+        assert series.dtype == np.float64 and series.tolist() == [1.0, 2.0, 3.0]
+        frame = pd.DataFrame({"a": x, "b": nda.asarray([1, 2, 3], device=device)})
+        assert list(frame.dtypes) == [np.float64, np.int64]
+        assert pd.DataFrame(nda.reshape(nda.arange(6, device=device), (3, 2))).shape == (3, 2)
+
+
+# ----------------------------------------------------------------------------- hypothesis
+
+@given(
+    values=st.lists(st.integers(-50, 50), min_size=1, max_size=6),
+    scalar=st.sampled_from([np.int8, np.int16, np.int64, np.uint8, np.float32, np.float64]).flatmap(
+        lambda t: st.integers(0, 100).map(t)
+    ),
+    op=st.sampled_from(OPERATORS),
+)
+def test_numpy_scalar_matches_python_scalar_property(values, scalar, op):
+    x = nda.asarray(values, dtype=nda.int64, device="sim")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        expected = op(x, scalar.item())
+        np.testing.assert_array_equal(_host(op(x, scalar)), _host(expected))
+        np.testing.assert_array_equal(_host(op(scalar, x)), _host(op(scalar.item(), x)))
