@@ -9,8 +9,9 @@ This module only re-exports; see ``nda._api`` (functions generated from the op c
 from __future__ import annotations
 
 import math as _math
+import sys as _sys
 
-from . import backends, dispatch, engine, layouts, ops, sparse
+from . import _array, backends, dispatch, engine, layouts, ops, sparse
 from ._config import config
 from .engine import profiler
 from ._api import *  # noqa: F403
@@ -43,6 +44,8 @@ from ._dtypes import (
 )
 from .backends import BackendError, BackendValidationError
 from .dispatch import DeviceUnavailableError, DispatchError, FallbackError, FallbackWarning
+
+_array.namespace[0] = _sys.modules[__name__]  # NDArray.__array_namespace__ (nothing inside nda imports nda)
 
 __version__ = "0.1.0"
 __array_api_version__ = "2025.12"

@@ -12,11 +12,12 @@ from typing import Any
 
 import numpy as np
 
-from . import _dtypes, _frontend, backends, ops
+from . import _dtypes, _frontend, backends, layouts, ops
 from ._array import NDArray, new_array
-from ._devices import ArrayMeta, Device, as_device, strided
+from ._devices import ArrayMeta, Device, as_device, as_layout, strided
 from .engine import state as _state
 from ._dtypes import DType
+from .ops import _spec
 from .ops._spec import host_scalar
 
 _all_generated = _frontend.build_namespace("nda")
@@ -91,6 +92,7 @@ def linspace(start: Any, stop: Any, /, num: int, *, dtype: Any = None, device: A
 
 
 _copy_signature(asarray, _catalog_asarray)
+_spec.upcalls.asarray = asarray  # the catalog's planners turn list/NumPy indices into arrays with it
 _copy_signature(astype, _catalog_astype)
 _copy_signature(linspace, _catalog_linspace)
 NDArray.astype = lambda self, dtype, /, *, copy=True, device=None: astype(self, dtype, copy=copy, device=device)  # type: ignore[attr-defined]
@@ -111,9 +113,7 @@ def to_device(x: NDArray, device: Device | str, /, *, stream: Any = None) -> NDA
         raise ValueError("to_device(): stream= is not supported; nda orders copies with its engine")
     backends.validate_device(target)
     if x._meta.layout.name != "strided":
-        from . import layouts
-
-        return layouts.to_device(x, target)  # type: ignore[no-any-return]  # stays in its layout
+        return _layout_to_device(x, target)  # stays in its layout
     direct = backends.copies_directly(x.device, target)
     out = new_array(None, ArrayMeta(target, x.dtype, x.layout), x.shape)
 
@@ -125,6 +125,55 @@ def to_device(x: NDArray, device: Device | str, /, *, stream: Any = None) -> NDA
     else:
         route = f"{x.device} -> {target} ({'direct' if direct else 'through host memory'})"
         _state.push(run, (x,), (out,), target, "to_device", cost=x._size, route=route)
+    return out
+
+
+def _to_layout(x: Any, layout: Any, /) -> Any:
+    """``x`` stored in ``layout`` on its device (``x`` itself if it already is).
+
+    The conversion is ordered by the engine like an op (after pending writes to ``x``).
+    ValueError when the shape does not fit the layout (csr is 2-D) or the device has no
+    converter for the pair.
+    """
+    if not isinstance(x, NDArray):
+        raise TypeError(f"to_layout() expects an nda array, got {type(x).__name__}")
+    lay = as_layout(layout)
+    if lay is x._meta.layout:
+        return x
+    layouts.info(lay).check_shape(x._shape, f"to_layout({lay.name!r})")
+    layouts.check_holds(x._meta.device.type, lay, x._meta.dtype, f"to_layout({lay.name!r})")
+    chain = layouts.conversion_route(x._meta.device.type, x._meta.layout, lay)
+    out = new_array(None, ArrayMeta(x._meta.device, x._meta.dtype, lay), x._shape)
+
+    def run() -> None:
+        buf = x._buf
+        for conv in chain:
+            buf = conv.fn(buf)
+        out._buf = buf
+
+    if x._size < _state.limit:
+        run()
+    else:
+        path = " -> ".join([chain[0].src.name] + [c.dst.name for c in chain])
+        _state.push(run, (x,), (out,), x._meta.device, f"to_layout({lay.name})", cost=x._size, route=path)
+    return out
+
+
+def _layout_to_device(x: Any, target: Device) -> Any:
+    """A non-strided array copied to ``target`` in the same layout (through host memory)."""
+    layout = x._meta.layout
+    src = layouts.storage(x._meta.device.type, layout, f"to_device({target})")
+    dst = layouts.storage(target.type, layout, f"to_device({target})")
+    layouts.check_holds(target.type, layout, x._meta.dtype, f"to_device({target})")
+    out = new_array(None, ArrayMeta(target, x._meta.dtype, layout), x._shape)
+
+    def run() -> None:
+        out._buf = dst.from_host(src.to_host(x._buf), target)
+
+    if x._size < _state.limit:
+        run()
+    else:
+        _state.push(run, (x,), (out,), target, "to_device", cost=x._size, route=f"{x._meta.device} -> {target} ({layout.name}, through host memory)")
     return out
 
 

@@ -27,14 +27,17 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from . import backends, layouts
 from ._devices import ArrayMeta, Device, Layout
 from ._dtypes import DType
+from .ops._spec import Array
+from .engine import queued_pending
 from .engine import state as _engine_state
 
 __all__ = ["NDArray"]
 
 
-class NDArray:
+class NDArray(Array):
     """An n-dimensional array on some device, computed by nda's engine.
 
     Create arrays with ``nda.asarray``, ``nda.zeros``, ``nda.arange``…; all Array API
@@ -125,11 +128,7 @@ class NDArray:
         For a non-strided layout this is a dense copy: only explicit conversions call it.
         """
         if self._meta.layout.name != "strided":
-            from . import layouts
-
             return layouts.dense_host(self)  # type: ignore[no-any-return]
-        from . import backends
-
         return backends.to_host(self)  # a sync point: waits for the writes, raises their error
 
     def to_layout(self, layout: Layout | str, /) -> NDArray:
@@ -137,9 +136,9 @@ class NDArray:
 
         Converting to strided is the explicit way to densify a sparse array.
         """
-        from . import layouts
+        from . import _api
 
-        return layouts.to_layout(self, layout)  # type: ignore[no-any-return]
+        return _api._to_layout(self, layout)  # type: ignore[no-any-return]
 
     # ------------------------------------------------------------------ conversions
     def asnumpy(self) -> np.ndarray:
@@ -224,13 +223,9 @@ class NDArray:
         if self._meta.layout.name != "strided":
             raise BufferError(f"DLPack exports strided arrays only; this array is {self._meta.layout.name} (use x.to_layout('strided'))")
         self.wait_to_read()
-        from . import backends
-
         return backends.for_device(self._meta.device).dlpack(self._buf, stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
 
     def __dlpack_device__(self) -> tuple[int, int]:
-        from . import backends
-
         return backends.for_device(self._meta.device).dlpack_device(self._meta.device)  # type: ignore[no-any-return]
 
     # ------------------------------------------------------------------ indexing
@@ -252,25 +247,19 @@ class NDArray:
         return _api.to_device(self, device, stream=stream)
 
     def __array_namespace__(self, *, api_version: str | None = None) -> Any:
-        import nda
-
         if api_version is not None and api_version not in ("2022.12", "2023.12", "2024.12", "2025.12"):
             raise ValueError(f"unsupported Array API version {api_version!r}; nda implements 2025.12 (and accepts 2022.12, 2023.12, 2024.12)")
-        return nda
+        return namespace[0]
 
     # ------------------------------------------------------------------ display
     def __repr__(self) -> str:
         if self._meta.layout.name != "strided":
-            from . import layouts
-
             return layouts.sparse_repr(self)
         return self._repr_of(self._host())
 
     def _repr_of(self, host: np.ndarray) -> str:
         """NumPy's repr of the data, plus ``device=``/``layout=`` when they are not the defaults."""
         if self._meta.layout.name != "strided":
-            from . import layouts
-
             return layouts.sparse_repr(self)
         body = np.array_repr(host)
         dev = self._meta.device
@@ -342,8 +331,6 @@ def _is_pending(array: NDArray) -> bool:
     answers under its lock. The deferred test engine is pending while its queue is not
     empty, and the synchronous engine never is.
     """
-    from .engine import queued_pending
-
     if queued_pending(array):
         return True
     engine = _engine_state.engine
@@ -360,8 +347,6 @@ def _fetch_for_display(array: NDArray) -> tuple[np.ndarray, bool, float]:
     pending = _is_pending(array)
     start = perf_counter()
     if array._meta.layout.name != "strided":
-        from . import layouts
-
         host = layouts.host_buffer(array)  # the stored parts: a display never densifies
     else:
         host = array._host()  # raises a failed op's error, with its note
@@ -391,8 +376,6 @@ def _html(array: NDArray, host: np.ndarray, pending: bool, waited: float) -> str
         f'<span style="margin-right:0.9em"><span style="opacity:0.6">{html.escape(k)}</span> {html.escape(v)}</span>' for k, v in facts
     )
     if meta.layout.name != "strided" and isinstance(array, NDArray):
-        from . import layouts
-
         values = layouts.sparse_repr(array)
     else:
         data = np.asarray(host)
@@ -411,6 +394,10 @@ def _format_bytes(n: int) -> str:
         n /= 1024  # type: ignore[assignment]
     return f"{n} B"  # pragma: no cover
 
+
+#: The ``nda`` namespace (``__array_namespace__``): the package registers itself here when it
+#: is imported, so that no module inside it imports the package.
+namespace: list[Any] = [None]
 
 _new = object.__new__
 

@@ -10,6 +10,7 @@ backend without a kernel for it that opted into host fallback): ``"warn"`` (defa
 from __future__ import annotations
 
 import os
+from typing import Callable
 
 __all__ = ["config"]
 
@@ -17,13 +18,18 @@ _FALLBACK_MODES = ("warn", "silent", "error")
 
 
 class Config:
-    __slots__ = ("_fallback",)
+    """The settings; layers that cache what a setting decides register in :attr:`on_change`."""
+
+    __slots__ = ("_fallback", "on_change")
 
     def __init__(self) -> None:
         mode = os.environ.get("NDA_FALLBACK", "warn")
         if mode not in _FALLBACK_MODES:
             raise ValueError(f"NDA_FALLBACK must be one of {', '.join(_FALLBACK_MODES)}, got {mode!r}")
         self._fallback = mode
+        #: Called after a setting changes (dispatch clears its resolution caches: routes are
+        #: announced, warned about or refused, when they are resolved).
+        self.on_change: list[Callable[[], None]] = []
 
     @property
     def fallback(self) -> str:
@@ -34,9 +40,8 @@ class Config:
         if mode not in _FALLBACK_MODES:
             raise ValueError(f"nda.config.fallback must be one of {', '.join(_FALLBACK_MODES)}, got {mode!r}")
         self._fallback = mode
-        from . import dispatch
-
-        dispatch.clear_caches()  # routes are announced (warned about, or refused) when resolved
+        for listener in self.on_change:
+            listener()
 
     def __repr__(self) -> str:
         return f"nda.config(fallback={self._fallback!r})"

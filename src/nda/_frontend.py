@@ -33,11 +33,13 @@ from numpy import generic as _NP_SCALAR
 
 from . import _dtypes, _hostviews
 from . import backends as _backends
+from . import layouts as _layouts
 from ._array import NDArray, new_array
 from ._devices import ArrayMeta
 from ._devices import strided as _STRIDED
 from ._dtypes import python_scalar
 from .dispatch import resolve, resolve_plan
+from .dispatch import table as _dispatch_table
 from .engine import Completion
 from .engine import state as _state
 from .engine._queues import local as _writing
@@ -207,7 +209,7 @@ def _with_casts(kernel: Callable[..., Any], casts: list[Any], plan: Plan) -> Cal
 
 
 def make_unary(decl: OpDecl) -> Callable[..., NDArray]:
-    cache = decl.table.cache
+    cache = _dispatch_table(decl.name).cache
     name = decl.name
     plan_fn = decl.plan
 
@@ -236,7 +238,7 @@ def make_unary(decl: OpDecl) -> Callable[..., NDArray]:
 
 def make_binary(decl: OpDecl) -> tuple[Callable[..., NDArray], Callable[..., Any], Callable[..., Any]]:
     """The public function plus the forward and reflected operator methods."""
-    cache = decl.table.cache
+    cache = _dispatch_table(decl.name).cache
     name = decl.name
     plan_fn = decl.plan
 
@@ -362,7 +364,7 @@ _INT_BOUNDS = _int_bounds()
 
 def make_inplace(decl: OpDecl) -> Callable[..., Any]:
     """``x op= y``: compute in the promoted dtype, store into ``x`` (same-kind cast, no broadcasting of x)."""
-    cache = decl.table.cache
+    cache = _dispatch_table(decl.name).cache
     name = decl.name
 
     def inplace(self: NDArray, other: Any) -> Any:
@@ -424,9 +426,7 @@ def make_inplace(decl: OpDecl) -> Callable[..., Any]:
 
 
 def _host_views_possible(target: NDArray) -> bool:
-    from . import backends
-
-    return bool(getattr(backends.for_device(target._meta.device), "fallback_to_host", False))
+    return bool(getattr(_backends.for_device(target._meta.device), "fallback_to_host", False))
 
 
 def _accepts_out(kernel: Callable[..., Any]) -> bool:
@@ -451,9 +451,7 @@ def _store_kernel(target: NDArray) -> Callable[[Any, Any], None]:
 
 
 def _out_layout(name: str, plan: Plan) -> Any:
-    from . import layouts
-
-    return layouts.out_layout(name, plan)
+    return _layouts.out_layout(name, plan)
 
 
 def _cast_result(kernel: Callable[..., Any], meta: ArrayMeta, dtype: _dtypes.DType) -> Callable[..., Any]:
@@ -490,7 +488,7 @@ _OPERATOR_SYMBOL = {
 
 def make_getitem(generic: Callable[..., NDArray]) -> Callable[..., NDArray]:
     """``x[i]`` and ``x[a:b]`` on the first axis skip planning; everything else plans."""
-    table_cache = CATALOG["getitem"].table.cache
+    table_cache = _dispatch_table("getitem").cache
 
     def __getitem__(self: NDArray, key: Any) -> NDArray:
         kc = key.__class__

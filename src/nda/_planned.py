@@ -18,11 +18,14 @@ from __future__ import annotations
 from math import prod
 from typing import Any, Callable
 
-from ._array import NDArray
+from ._array import NDArray, new_array
 from ._devices import ArrayMeta
 from ._devices import strided as _STRIDED
-from ._frontend import _HOST_VIEWS, _META, _new, base_of, execute, execute_mutation, work_size, zero_d_buffer
+from ._frontend import base_of, execute, execute_mutation, _HOST_VIEWS, _META, _new, unwrap, work_size, zero_d_buffer
 from .dispatch import resolve, resolve_plan
+from .dispatch import table as _dispatch_table
+from . import backends
+from .engine import Completion
 from .engine import state as _state
 from .ops._spec import Cast, OpDecl, Plan
 
@@ -122,7 +125,7 @@ def make_generic(decl: OpDecl) -> Callable[..., Any]:
     """Ops that plan: the plan is memoised per argument metadata, so a repeated call skips it."""
     plan_fn = decl.plan
     name = decl.name
-    cache = decl.table.cache
+    cache = _dispatch_table(decl.name).cache
     view = decl.view
 
     if decl.mutates:
@@ -257,12 +260,6 @@ def _result_name(op_name: str) -> str:
 
 def execute_multi(name: str, plan: Plan, multi: bool, data_dependent: bool) -> list[NDArray]:
     """Run a planned call with one or several outputs; returns the (possibly pending) outputs."""
-    from ._array import new_array
-    from ._frontend import unwrap
-    from .engine import Completion
-
-    from .dispatch import resolve_plan
-
     kernel, layout = resolve_plan(name, plan)  # a sparse operand: native route or layout fallback
     dtypes = plan.out_dtype if multi else (plan.out_dtype,)
     metas = [_META.get((plan.device, d, layout)) or ArrayMeta(plan.device, d, layout) for d in dtypes]
@@ -305,7 +302,5 @@ def execute_multi(name: str, plan: Plan, multi: bool, data_dependent: bool) -> l
 def _shape_of(buf: Any, meta: ArrayMeta) -> tuple[int, ...]:
     shape = getattr(buf, "shape", None)
     if shape is None:  # a backend whose buffers do not say: ask the host copy
-        from . import backends
-
-        shape = backends.for_device(meta.device).to_host(buf).shape
+        shape = backends.read_buffer(meta.device, buf).shape
     return tuple(shape)

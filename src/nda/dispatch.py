@@ -29,8 +29,12 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
+from . import ops as _ops  # the catalog: every op declared before the tables are made
 from ._devices import KernelKey, Layout, as_layout, strided
 from ._dtypes import DType, as_dtype
+from ._config import config as _config
+from .ops import _spec
+from .ops._spec import CATALOG as _CATALOG
 
 __all__ = ["DispatchError", "DeviceUnavailableError", "FallbackWarning", "FallbackError", "coverage", "Coverage", "KernelEntry", "OpTable", "register", "resolve", "resolve_plan", "table", "explain", "kernels",
            "declare_subnormal_flush", "subnormal_flush"]
@@ -50,6 +54,42 @@ class FallbackError(DispatchError):
 
 class DeviceUnavailableError(ValueError):
     """No loaded backend serves the requested device type (unknown, excluded or failed to load)."""
+
+
+class _Upper:
+    """What dispatch asks of the layers above it, registered by them when they are imported.
+
+    Dispatch sits below the backends and the layouts, so it never imports them: the
+    backends layer registers how to load a device type's backend, what to say when none
+    serves it, and the host fallback; the layouts layer registers the route of a call with
+    non-strided operands. Until they do (``nda.dispatch`` used on its own), there are no
+    backends and no layouts to ask.
+    """
+
+    __slots__ = ("ensure_device_type", "serves", "explain_missing", "backend_for", "host_fallback",
+                 "layout_route", "explain_layout", "layout_coverage")
+
+    def __init__(self) -> None:
+        self.ensure_device_type: Callable[[str], bool] = lambda device_type: False
+        self.serves: Callable[[str], bool] = lambda device_type: False
+        self.explain_missing: Callable[[str], str] = lambda device_type: ""
+        self.backend_for: Callable[[str], Any] = _no_backends
+        self.host_fallback: Callable[[OpTable, KernelKey], KernelEntry | None] = lambda tbl, key: None
+        self.layout_route: Callable[[str, Any], tuple[Callable[..., Any], Layout]] = _no_layouts
+        self.explain_layout: Callable[[str, Any], Explanation] = _no_layouts
+        self.layout_coverage: Callable[[str, str, DType, Layout, str], str] = lambda op, dt, dtype, layout, status: status
+
+
+def _no_backends(*args: Any) -> Any:
+    raise DeviceUnavailableError("no backends are loaded (import nda, not nda.dispatch alone)")
+
+
+def _no_layouts(*args: Any) -> Any:
+    raise DispatchError("non-strided layouts need nda.layouts (import nda, not nda.dispatch alone)")
+
+
+#: Filled in by ``nda.backends`` and ``nda.layouts`` when they are imported.
+upper = _Upper()
 
 
 class KernelEntry:
@@ -106,11 +146,17 @@ def table(op_name: str) -> OpTable:
 
 
 def _declare_table(op_name: str) -> OpTable:
-    """Create the table of a catalog op (called by the op catalog only)."""
+    """Create the table of a declared op (the catalog tells dispatch of each declaration)."""
     if op_name in _TABLES:
         return _TABLES[op_name]
     tbl = _TABLES[op_name] = OpTable(op_name)
     return tbl
+
+
+def _on_declare(decl: Any) -> None:
+    _declare_table(decl.name)
+
+
 
 
 def op_names() -> list[str]:
@@ -259,9 +305,7 @@ def _missing(tbl: OpTable, key: KernelKey) -> DispatchError:
         have = ", ".join(repr(k) for k in existing[:24]) + (" …" if len(existing) > 24 else "")
     else:
         have = "none"
-    from . import backends
-
-    hint = backends.explain_missing(key.device_type)
+    hint = upper.explain_missing(key.device_type)
     return DispatchError(f"no kernel for op {tbl.op_name!r} at key {key}; registered keys: {have}.{hint}")
 
 
@@ -270,18 +314,14 @@ def lookup(op_name: str, key: KernelKey) -> list[KernelEntry]:
     tbl = table(op_name)
     entries = tbl.kernels.get(key)
     if not entries:
-        from . import backends
-
-        if backends.ensure_device_type(key.device_type):
+        if upper.ensure_device_type(key.device_type):
             entries = tbl.kernels.get(key)
     if not entries:
-        from . import backends
-
-        if not backends.serves(key.device_type):
-            raise DeviceUnavailableError(f"{tbl.op_name}: device type {key.device_type!r} is not available.{backends.explain_missing(key.device_type)}")
+        if not upper.serves(key.device_type):
+            raise DeviceUnavailableError(f"{tbl.op_name}: device type {key.device_type!r} is not available.{upper.explain_missing(key.device_type)}")
         # A non-strided key never takes the host fallback: its operands would have to leave the
         # device in their own layout. The layout fallback (nda.layouts) converts them first.
-        fallback = _host_fallback(tbl, key) if key.layout is strided else None
+        fallback = upper.host_fallback(tbl, key) if key.layout is strided else None
         if fallback is None:
             raise _missing(tbl, key)
         entries = [fallback]
@@ -320,16 +360,12 @@ def resolve_plan(op_name: str, plan: Any) -> tuple[Callable[..., Any], Layout]:
                 break
         else:
             return resolve(op_name, plan.key), strided
-    from . import layouts
-
-    return layouts.route(op_name, plan)
+    return upper.layout_route(op_name, plan)
 
 
 def _announce_fallback(op_name: str, route: str) -> None:
     """On the caller's thread, when a fallback route is chosen: warn once, or refuse."""
-    from ._config import config
-
-    mode = config.fallback
+    mode = _config.fallback
     if mode == "error":
         raise FallbackError(f"{route}; nda.config.fallback is 'error' (set it to 'warn' or 'silent' to allow fallbacks)")
     if mode == "warn" and (op_name, route) not in _warned_routes:
@@ -351,71 +387,6 @@ def _user_stacklevel() -> int:
     while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
         frame, level = frame.f_back, level + 1
     return level
-
-
-def _host_fallback(tbl: OpTable, key: KernelKey) -> KernelEntry | None:
-    """A kernel that runs ``key``'s op on cpu with copies in and out, if the backend opts in."""
-    from . import backends
-    from .ops import CATALOG
-
-    backend = backends.for_device_type(key.device_type)
-    if not getattr(backend, "fallback_to_host", False) or key.device_type == "cpu":
-        return None
-    cpu_key = KernelKey("cpu", key.dtype, key.layout)
-    try:
-        cpu_kernel = resolve(tbl.op_name, cpu_key)
-    except (DispatchError, DeviceUnavailableError):
-        return None
-    decl = CATALOG[tbl.op_name]
-    buffer_type = backend.buffer_type
-    from_host, device_of = backend.from_host, backend.device_of
-    read_buffer = backends.read_buffer
-
-    def to_host(buf: Any) -> Any:  # errors of device work carry the failed op's note
-        return read_buffer(device_of(buf), buf)
-
-    route = f"{tbl.op_name} on {key}: no {key.device_type} kernel; copies the inputs to cpu, runs {getattr(cpu_kernel, '__qualname__', cpu_kernel)} there and copies the result back"
-    if decl.view:
-        route += "; the result is a copy that nda keeps in step with its base (writes through it go to the base through the host)"
-    elif tbl.op_name == "asarray":
-        route = f"asarray on {key}: no {key.device_type} kernel; the data is prepared on the host and copied to the device with from_host (what asarray of host data does anyway: no FallbackWarning)"
-    mutates = bool(decl.mutates)
-    from ._devices import Device
-
-    cpu = Device("cpu", 0)
-
-    def convert(value: Any) -> Any:
-        if isinstance(value, buffer_type):
-            return to_host(value)
-        if value.__class__ in (list, tuple):
-            return value.__class__(convert(v) for v in value)
-        return value
-
-    def find_device(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        if "device" in kwargs:
-            return kwargs["device"]
-        for value in args:
-            for item in value if value.__class__ in (list, tuple) else (value,):
-                if isinstance(item, buffer_type):
-                    return device_of(item)
-        raise DispatchError(f"{tbl.op_name}: host fallback found no {key.device_type} buffer to copy the result to")
-
-    def fallback(*args: Any, **kwargs: Any) -> Any:
-        device = find_device(args, kwargs)
-        host_args = [convert(a) for a in args]
-        host_kwargs = {k: (cpu if k == "device" else convert(v)) for k, v in kwargs.items()}
-        result = cpu_kernel(*host_args, **host_kwargs)
-        if mutates:
-            return backends.write_buffer(device, host_args[0], args[0])
-        if result.__class__ is tuple:  # an op with several outputs (qr, unique_all, nonzero)
-            return tuple(from_host(np.asarray(r), device) for r in result)
-        return from_host(result, device)
-
-    fallback.__qualname__ = f"host_fallback[{tbl.op_name}]"
-    fallback._nda_route = route  # type: ignore[attr-defined]
-    fallback._nda_host_view = bool(decl.view)  # type: ignore[attr-defined]  # see nda._hostviews
-    fallback._nda_quiet = tbl.op_name == "asarray"  # type: ignore[attr-defined]
-    return KernelEntry(fallback, key, -1, None, f"{backend.name} (host fallback)", 0)
 
 
 class Coverage:
@@ -459,18 +430,16 @@ def coverage(device: Any, layout: Layout | str = strided) -> Coverage:
     (for some operand signature; ``explain`` tells which), ``fallback`` when the op runs
     through the layout fallback (converted to strided, then the strided route).
     """
-    from . import backends
     from ._devices import Device
-    from .ops import CATALOG
 
     device_type = device.type if isinstance(device, Device) else str(device).split(":")[0]
-    backends.ensure_device_type(device_type)
-    backends.ensure_device_type("cpu")  # "fallback" means "cpu has a kernel for it"
-    backend = backends.for_device_type(device_type)
+    upper.ensure_device_type(device_type)
+    upper.ensure_device_type("cpu")  # "fallback" means "cpu has a kernel for it"
+    backend = upper.backend_for(device_type)
     opts_in = bool(getattr(backend, "fallback_to_host", False)) and device_type != "cpu"
     lay = as_layout(layout)
     rows: dict[str, dict[str, str]] = {}
-    for name, decl in sorted(CATALOG.items()):
+    for name, decl in sorted(_CATALOG.items()):
         tbl = _TABLES[name]
         by_dtype = {}
         for dt in decl.supported_dtypes:
@@ -482,9 +451,7 @@ def coverage(device: Any, layout: Layout | str = strided) -> Coverage:
             else:
                 status = "missing"
             if lay is not strided:
-                from . import layouts
-
-                status = layouts.coverage_status(name, device_type, dt, lay, status)
+                status = upper.layout_coverage(name, device_type, dt, lay, status)
             by_dtype[dt.name] = status
         rows[name] = by_dtype
     return Coverage(device_type, rows, lay)
@@ -549,28 +516,14 @@ def explain(op: str | Callable[..., Any], *args: Any, **kwargs: Any) -> Explanat
         raise ValueError(f"unknown op {name!r}; see nda.ops.CATALOG for the declared ops")
     plan = decl.plan(*args, **kwargs)
     if plan.key.layout is not strided:
-        return _explain_layout(decl.name, plan)
+        return upper.explain_layout(decl.name, plan)
     entries = lookup(decl.name, plan.key)
     return Explanation(decl.name, plan.key, entries[0], plan.casts, plan.out_dtype, plan.out_shape, plan.device, entries)
 
 
-def _explain_layout(op: str, plan: Any) -> Explanation:
-    """The route of a call with non-strided operands: native kernel, or conversions + strided kernel."""
-    from . import layouts
+# ---------------------------------------------------------------------------- registrations (at import)
 
-    sig = layouts.signature(plan.args, plan.kwargs)
-    layouts._refuse_mutation(op, plan)
-    entries = layouts.usable_native(op, plan, plan.key, sig)
-    if entries:
-        out_layout = entries[0].out_layout or plan.key.layout
-        return Explanation(op, plan.key, entries[0], plan.casts, plan.out_dtype, plan.out_shape, plan.device, entries, [], out_layout)
-    fn = layouts._fallback(op, plan, plan.key, sig)
-    inner = fn._nda_inner  # type: ignore[attr-defined]
-    strided_key = KernelKey(plan.key.device_type, plan.key.dtype, strided)
-    candidates = lookup(op, strided_key)
-    entry = KernelEntry(fn, plan.key, -1, None, f"{candidates[0].backend} (layout fallback)", 0)
-    conversions = list(fn._nda_conversions)  # type: ignore[attr-defined]
-    host = getattr(inner, "_nda_route", None)
-    if host:
-        conversions.append(f"then the strided kernel's own route: {host}")
-    return Explanation(op, plan.key, entry, plan.casts, plan.out_dtype, plan.out_shape, plan.device, candidates, conversions, strided)
+_config.on_change.append(clear_caches)  # a memoised route was announced under the old setting
+for _decl in _CATALOG.values():  # ops declared before dispatch loaded
+    _declare_table(_decl.name)
+_spec.declared.append(_on_declare)  # and those declared later (an extension library's)

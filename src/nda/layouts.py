@@ -36,10 +36,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable
 
-from . import dispatch
-from ._array import NDArray
+from . import backends, dispatch
 from ._devices import ArrayMeta, Device, KernelKey, Layout, as_layout, strided
-from .ops._spec import Cast
+from .ops._spec import Array, Cast
 
 __all__ = [
     "LayoutInfo", "register_layout", "register_converter", "register_storage", "holds", "info", "layouts", "converters",
@@ -241,61 +240,6 @@ def storage(device_type: str, layout: Layout, what: str) -> _Registered:
 
 # ---------------------------------------------------------------------------- arrays
 
-def to_layout(x: Any, layout: Layout | str, /) -> Any:
-    """``x`` stored in ``layout`` on its device (``x`` itself if it already is).
-
-    The conversion is ordered by the engine like an op (after pending writes to ``x``).
-    ValueError when the shape does not fit the layout (csr is 2-D) or the device has no
-    converter for the pair.
-    """
-    from ._array import NDArray, new_array
-    from .engine import state
-
-    if not isinstance(x, NDArray):
-        raise TypeError(f"to_layout() expects an nda array, got {type(x).__name__}")
-    lay = as_layout(layout)
-    if lay is x._meta.layout:
-        return x
-    info(lay).check_shape(x._shape, f"to_layout({lay.name!r})")
-    check_holds(x._meta.device.type, lay, x._meta.dtype, f"to_layout({lay.name!r})")
-    chain = conversion_route(x._meta.device.type, x._meta.layout, lay)
-    out = new_array(None, ArrayMeta(x._meta.device, x._meta.dtype, lay), x._shape)
-
-    def run() -> None:
-        buf = x._buf
-        for conv in chain:
-            buf = conv.fn(buf)
-        out._buf = buf
-
-    if x._size < state.limit:
-        run()
-    else:
-        path = " -> ".join([chain[0].src.name] + [c.dst.name for c in chain])
-        state.push(run, (x,), (out,), x._meta.device, f"to_layout({lay.name})", cost=x._size, route=path)
-    return out
-
-
-def to_device(x: Any, target: Device) -> Any:
-    """A non-strided array copied to ``target`` in the same layout (through host memory)."""
-    from ._array import new_array
-    from .engine import state
-
-    layout = x._meta.layout
-    src = storage(x._meta.device.type, layout, f"to_device({target})")
-    dst = storage(target.type, layout, f"to_device({target})")
-    check_holds(target.type, layout, x._meta.dtype, f"to_device({target})")
-    out = new_array(None, ArrayMeta(target, x._meta.dtype, layout), x._shape)
-
-    def run() -> None:
-        out._buf = dst.from_host(src.to_host(x._buf), target)
-
-    if x._size < state.limit:
-        run()
-    else:
-        state.push(run, (x,), (out,), target, "to_device", cost=x._size, route=f"{x._meta.device} -> {target} ({layout.name}, through host memory)")
-    return out
-
-
 def host_buffer(x: Any) -> Any:
     """The cpu buffer (same layout) of a non-strided array, after its pending writes."""
     x.wait_to_read()
@@ -344,10 +288,10 @@ def sparse_repr(x: Any) -> str:
 def _sig(value: Any) -> Any:
     """The layout signature of one kernel argument: a layout name, "scalar", nested tuple or None."""
     cls = value.__class__
-    if cls is NDArray:
-        return value._meta.layout.name
     if cls is Cast:
         return value.array._meta.layout.name
+    if isinstance(value, Array):  # an nda array
+        return value._meta.layout.name
     if cls in _SCALARS:
         return "scalar"
     if cls is tuple or cls is list:
@@ -582,3 +526,36 @@ row_sparse = register_layout(
     host_components=_row_sparse_components,
 )
 
+
+def explain_layout(op: str, plan: Any) -> Any:
+    """``nda.dispatch.explain`` of a call with non-strided operands: native kernel, or conversions + strided kernel."""
+    from .dispatch import Explanation, KernelEntry, lookup
+
+    sig = signature(plan.args, plan.kwargs)
+    _refuse_mutation(op, plan)
+    entries = usable_native(op, plan, plan.key, sig)
+    if entries:
+        out_layout = entries[0].out_layout or plan.key.layout
+        return Explanation(op, plan.key, entries[0], plan.casts, plan.out_dtype, plan.out_shape, plan.device, entries, [], out_layout)
+    fn = _fallback(op, plan, plan.key, sig)
+    inner = fn._nda_inner  # type: ignore[attr-defined]
+    strided_key = KernelKey(plan.key.device_type, plan.key.dtype, strided)
+    candidates = lookup(op, strided_key)
+    entry = KernelEntry(fn, plan.key, -1, None, f"{candidates[0].backend} (layout fallback)", 0)
+    conversions = list(fn._nda_conversions)  # type: ignore[attr-defined]
+    host = getattr(inner, "_nda_route", None)
+    if host:
+        conversions.append(f"then the strided kernel's own route: {host}")
+    return Explanation(op, plan.key, entry, plan.casts, plan.out_dtype, plan.out_shape, plan.device, candidates, conversions, strided)
+
+
+# Dispatch sits below this layer and asks it, through hooks registered here, for the route of
+# a call with non-strided operands, for how explain and coverage describe one.
+dispatch.upper.layout_route = route
+dispatch.upper.explain_layout = explain_layout
+dispatch.upper.layout_coverage = coverage_status
+# ... and the backends layer, below this one too, registers a backend's layouts through these.
+backends.layout_hooks.register_converter = register_converter
+backends.layout_hooks.register_storage = register_storage
+backends.layout_hooks.register_layout = register_layout
+backends.layout_hooks.unregister_backend = unregister_backend

@@ -26,9 +26,12 @@ from typing import Any, Callable, Iterable
 from .. import dispatch
 from .._devices import Device, as_layout
 from .._dtypes import CATEGORIES, DType, as_dtype
+from .. import engine as _engine
 from ..engine import _queues
 from ..engine import host_read as _host_read
 from ..engine import state as _engine_state
+from ..ops import _spec
+from . import _fallback
 from .contract import API_VERSION, QUEUE_MEMBERS, DeviceInfo, check_kernel_signature
 
 __all__ = [
@@ -182,6 +185,26 @@ def _validate_optional(rec: _Record, backend: Any, device_types: tuple[str, ...]
     rec.dlpack_device_types = {int(k): str(v) for k, v in dict(imports).items()}
 
 
+class _LayoutHooks:
+    """How a backend's layouts reach ``nda.layouts``, a layer above this one: the layouts layer
+    registers these when it is imported (always before a backend loads: ``import nda`` imports it)."""
+
+    __slots__ = ("register_converter", "register_storage", "register_layout", "unregister_backend")
+
+    def __init__(self) -> None:
+        self.register_converter: Callable[..., None] = _no_layouts
+        self.register_storage: Callable[..., None] = _no_layouts
+        self.register_layout: Callable[..., Any] = _no_layouts
+        self.unregister_backend: Callable[[str], None] = lambda name: None
+
+
+def _no_layouts(*args: Any, **kwargs: Any) -> Any:
+    raise BackendValidationError("layouts are registered through nda.layouts, which is not imported (import nda)")
+
+
+layout_hooks = _LayoutHooks()
+
+
 def _registrar(name: str, device_types: tuple[str, ...], backend: Any = None) -> Callable[..., None]:
     queued = _queued(backend)
 
@@ -233,12 +256,10 @@ def _registrar(name: str, device_types: tuple[str, ...], backend: Any = None) ->
     # needs nothing else in register(); everything is undone if the backend fails.
     def converter(src: str, dst: str, fn: Callable[[Any], Any], *, device_type: str | None = None) -> None:
         """Register ``fn(buf) -> buf`` converting ``src`` buffers to ``dst`` buffers on this device type."""
-        from .. import layouts
-
         if queued:
             fn = _queues.issuing(fn, f"to_layout({src} -> {dst})", backend)
         try:
-            layouts.register_converter(device_of(device_type, f"a {src} -> {dst} converter"), src, dst, fn, backend=name)
+            layout_hooks.register_converter(device_of(device_type, f"a {src} -> {dst} converter"), src, dst, fn, backend=name)
         except (TypeError, ValueError) as err:
             raise BackendValidationError(f"backend {name!r}, converter {src} -> {dst}: {err}") from None
 
@@ -246,22 +267,18 @@ def _registrar(name: str, device_types: tuple[str, ...], backend: Any = None) ->
                 device_type: str | None = None) -> None:
         """How this device type's ``layout`` buffers move to and from cpu buffers of that layout
         (``dtypes``: the ones it can hold in that layout, when not all)."""
-        from .. import layouts
-
         if queued:
             to_host = _attributed(to_host, backend.device_of)
         try:
-            layouts.register_storage(device_of(device_type, f"{layout} storage"), layout, to_host=to_host, from_host=from_host,
+            layout_hooks.register_storage(device_of(device_type, f"{layout} storage"), layout, to_host=to_host, from_host=from_host,
                                      dtypes=dtypes, backend=name)
         except (TypeError, ValueError) as err:
             raise BackendValidationError(f"backend {name!r}, storage of {layout}: {err}") from None
 
     def layout(layout_name: str, **options: Any) -> Any:
         """Declare a layout of the backend's own (see nda.layouts.register_layout)."""
-        from .. import layouts
-
         try:
-            return layouts.register_layout(layout_name, **options)
+            return layout_hooks.register_layout(layout_name, **options)
         except (TypeError, ValueError) as err:
             raise BackendValidationError(f"backend {name!r}, layout {layout_name!r}: {err}") from None
 
@@ -321,10 +338,8 @@ def _activate(rec: _Record, spec: str) -> Any:
 
 
 def _unregister(name: str) -> None:
-    from .. import layouts
-
     dispatch.unregister_backend(name)
-    layouts.unregister_backend(name)
+    layout_hooks.unregister_backend(name)
     for dev, queued in list(_queues._backends.items()):
         if _by_device_type.get(dev) is not queued:  # registered by the backend that just failed
             _queues.unregister_device_type(dev)
@@ -596,3 +611,18 @@ def read_buffer(device: Device, buf: Any) -> Any:
     if device.type in _queues._backends:
         return _host_read(device, backend.to_host, buf)
     return backend.to_host(buf)
+
+
+_spec.upcalls.validate_device = validate_device  # creation ops check the device they are asked for
+
+
+# Dispatch sits below this layer and asks it, through hooks registered here, to load a
+# device type's backend, to say why none serves one, and for the host fallback.
+dispatch.upper.ensure_device_type = ensure_device_type
+dispatch.upper.serves = serves
+dispatch.upper.explain_missing = explain_missing
+dispatch.upper.backend_for = for_device_type
+dispatch.upper.host_fallback = _fallback.host_fallback
+# The engine sits below this layer too: it asks which backend serves a device for the
+# completion and synchronize hooks of backends without queues (API 1.1/1.2).
+_engine.upper.backend_for = for_device

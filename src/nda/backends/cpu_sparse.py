@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["RowSparseBuffer", "ZERO_PRESERVING_UNARY", "register", "kernels"]
+__all__ = ["RowSparseBuffer", "ZERO_PRESERVING_UNARY", "register", "kernels", "is_scalar", "finite_scalar", "times_strided", "poison_unstored"]
 
 #: Unary ops with f(0) == 0 (isnan/isinf: False): they run on the stored values only.
 ZERO_PRESERVING_UNARY = (
@@ -125,11 +125,11 @@ def row_sparse_to_csr(x: RowSparseBuffer) -> Any:
 
 # ---------------------------------------------------------------------------- helpers
 
-def _is_scalar(v: Any) -> bool:
+def is_scalar(v: Any) -> bool:
     return v.__class__ in (bool, int, float, complex)
 
 
-def _finite_scalar(v: Any) -> bool:
+def finite_scalar(v: Any) -> bool:
     return cmath.isfinite(v) if isinstance(v, complex) else (not isinstance(v, float) or v == v and abs(v) != float("inf"))
 
 
@@ -185,9 +185,9 @@ def csr_unary(ref: Callable[..., Any], name: str) -> Callable[[Any], Any]:
 
 
 def csr_multiply(x1: Any, x2: Any) -> Any:
-    if _is_scalar(x1) or _is_scalar(x2):
-        m, s = (x2, x1) if _is_scalar(x1) else (x1, x2)
-        if not _finite_scalar(s):
+    if is_scalar(x1) or is_scalar(x2):
+        m, s = (x2, x1) if is_scalar(x1) else (x1, x2)
+        if not finite_scalar(s):
             return _dense_binary(np.multiply, x1, x2, "csr")  # 0 * inf is nan: every element is stored
         return _with_data(m, np.multiply(m.data, s) if m is x1 else np.multiply(s, m.data))
     if x1.shape != x2.shape:
@@ -334,8 +334,8 @@ def _rsp_binary(ufunc: Callable[..., Any], name: str) -> Callable[[Any, Any], An
 
 
 def rsp_multiply_scalar(x1: Any, x2: Any) -> RowSparseBuffer:
-    m, s = (x2, x1) if _is_scalar(x1) else (x1, x2)
-    if not _finite_scalar(s):
+    m, s = (x2, x1) if is_scalar(x1) else (x1, x2)
+    if not finite_scalar(s):
         return _dense_binary(np.multiply, x1, x2, "row_sparse")  # type: ignore[no-any-return]
     return RowSparseBuffer(np.multiply(m.values, s) if m is x1 else np.multiply(s, m.values), m.indices, m.shape)
 

@@ -118,6 +118,22 @@ class Engine:
         """Release threads; the engine must not be used afterwards."""
 
 
+class _Upper:
+    """What the engine asks of the backends layer above it, registered by that layer at import."""
+
+    __slots__ = ("backend_for",)
+
+    def __init__(self) -> None:
+        self.backend_for: Callable[[Any], Any] = _no_backend
+
+
+def _no_backend(device: Any) -> Any:
+    raise LookupError(f"no backend serves {device}")
+
+
+#: Filled in by ``nda.backends`` when it is imported.
+upper = _Upper()
+
 _NO_HOOK = object()
 _completion_hooks: dict[Any, Any] = {}
 
@@ -130,10 +146,8 @@ def device_completion(device: Any) -> Completion | None:
     """
     hook = _completion_hooks.get(device, _NO_HOOK)
     if hook is _NO_HOOK:
-        from .. import backends
-
         try:
-            hook = getattr(backends.for_device(device), "record_completion", None)
+            hook = getattr(upper.backend_for(device), "record_completion", None)
         except Exception:  # noqa: BLE001 - no backend, no asynchronous completion
             hook = None
         _completion_hooks[device] = hook
@@ -151,10 +165,8 @@ def device_sync(device: Any) -> None:
     """
     hook = _sync_hooks.get(device, _NO_HOOK)
     if hook is _NO_HOOK:
-        from .. import backends
-
         try:
-            hook = getattr(backends.for_device(device), "synchronize", None)
+            hook = getattr(upper.backend_for(device), "synchronize", None)
         except Exception:  # noqa: BLE001
             hook = None
         _sync_hooks[device] = hook

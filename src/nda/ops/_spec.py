@@ -60,7 +60,6 @@ from .. import _dtypes
 from .._devices import ArrayMeta, Device, KernelKey, strided
 from .._dtypes import CATEGORIES, DType
 
-from .._array import NDArray
 
 __all__ = [
     "OpDecl", "Plan", "Cast", "declare", "CATALOG", "broadcast_shapes", "normalize_axis", "normalize_axes", "int_arg",
@@ -73,6 +72,47 @@ _new = object.__new__
 #: Every declared op by name (element-wise, reductions, manipulation, creation, …).
 CATALOG: dict[str, OpDecl] = {}
 
+
+
+class Array:
+    """The array type the catalog plans over: ``nda.NDArray`` is its one subclass.
+
+    The catalog is a lower layer than the arrays it describes: its planners check
+    ``isinstance(x, Array)`` and read the array's metadata (``shape``, ``dtype``, ``device``,
+    ``_meta``), never the front end itself. An empty slotted base costs an NDArray nothing.
+    """
+
+    __slots__ = ()
+
+
+def _unset(name: str, layer: str) -> Callable[..., Any]:
+    def missing(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError(f"nda's {layer} did not register {name}() with the op catalog (import nda, not nda.ops alone)")
+
+    return missing
+
+
+class Upcalls:
+    """What the catalog's planners need from higher layers, registered by those layers at import.
+
+    ``validate_device(device)`` (the backends layer: a device a creation op names must
+    exist) and ``asarray(obj, device=, dtype=)`` (the front end: an index given as a list or
+    a NumPy array becomes an array on the indexed array's device).
+    """
+
+    __slots__ = ("validate_device", "asarray")
+
+    def __init__(self) -> None:
+        self.validate_device: Callable[[Device], None] = _unset("validate_device", "backends layer")
+        self.asarray: Callable[..., Any] = _unset("asarray", "front end")
+
+
+#: Filled in by ``nda.backends`` and ``nda._api`` when they are imported.
+upcalls = Upcalls()
+
+#: Called with every :class:`OpDecl` as it is declared (dispatch registers one: each op
+#: gets its table; ops declared before dispatch loaded get theirs when it loads).
+declared: list[Callable[[Any], None]] = []
 
 class Cast:
     """Marks an argument that must be cast to ``dtype`` on its device before the kernel runs."""
@@ -197,7 +237,7 @@ class OpDecl:
 
     __slots__ = (
         "name", "family", "signature", "dtypes", "plan", "reference", "mutates",
-        "method", "operators", "doc", "view", "result", "ufunc_name", "table", "outputs", "data_dependent",
+        "method", "operators", "doc", "view", "result", "ufunc_name", "outputs", "data_dependent",
         "vjp",
     )
 
@@ -222,8 +262,6 @@ class OpDecl:
     ) -> None:
         if dtypes not in CATEGORIES:
             raise ValueError(f"op {name!r}: unknown dtype category {dtypes!r}; known: {', '.join(CATEGORIES)}")
-        from ..dispatch import _declare_table
-
         self.name = name
         self.family = family
         self.signature = signature
@@ -239,7 +277,8 @@ class OpDecl:
         self.outputs = outputs
         self.data_dependent = data_dependent
         self.vjp = vjp
-        self.table = _declare_table(name)
+        for listener in declared:
+            listener(self)  # dispatch creates the op's table
 
     @property
     def supported_dtypes(self) -> tuple[DType, ...]:
@@ -304,7 +343,7 @@ def declare(
 # --------------------------------------------------------------------------- helpers
 
 def check_array(x: Any, op: str, argname: str = "x") -> NDArray:
-    if x.__class__ is not NDArray:
+    if not isinstance(x, Array):
         raise TypeError(f"{op}() expects an nda array for {argname!r}, got {type(x).__name__}; convert with nda.asarray()")
     return x  # type: ignore[no-any-return]
 
@@ -386,7 +425,7 @@ def host_scalar(value: Any, op: str, name: str) -> Any:
     A 0-d array's value is read here, at planning time on the caller's thread (a sync point
     for that array), never by a kernel on a device's own thread, which would wait for itself.
     """
-    if value.__class__ is NDArray:
+    if isinstance(value, Array):
         if value.ndim != 0:
             raise TypeError(f"{op}(): {name} must be a scalar or a 0-d array, got an array of shape {value.shape}")
         return value._host().reshape(()).item()

@@ -17,10 +17,9 @@ from typing import Any
 import numpy as np
 
 from .. import _dtypes
-from .._array import NDArray
 from .._devices import Device, as_device
 from .._dtypes import DType
-from ._spec import check_array, check_shape, constant, declare, dtype_arg, host_scalar, int_arg, Plan
+from ._spec import Array, check_array, check_shape, constant, declare, dtype_arg, host_scalar, int_arg, Plan, upcalls
 
 _ARRAY = "NDArray"
 
@@ -30,11 +29,9 @@ _VALUES_IGNORED = constant("the result does not depend on the values of x")
 
 
 def _device(device: Any, op: str) -> Device:
-    from .. import backends
-
     try:
         dev = as_device(device)
-        backends.validate_device(dev)
+        upcalls.validate_device(dev)
     except (TypeError, ValueError) as err:
         raise type(err)(f"{op}(): {err}") from None
     return dev
@@ -261,7 +258,7 @@ def empty(shape: int | tuple[int, ...], *, dtype: DType | None = None, device: D
 
 def _fill_arg(fill_value: Any, dtype: Any, op: str) -> tuple[Any, Any]:
     """A NumPy scalar or 0-d array ``fill_value`` read as a Python scalar now (a 0-d array also gives the default dtype)."""
-    if dtype is None and fill_value.__class__ is NDArray and fill_value.ndim == 0:
+    if dtype is None and isinstance(fill_value, Array) and fill_value.ndim == 0:
         dtype = fill_value.dtype
     return host_scalar(fill_value, op, "fill_value"), dtype
 

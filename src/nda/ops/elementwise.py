@@ -27,7 +27,7 @@ import numpy as np
 
 from .. import _dtypes
 from .._dtypes import CATEGORIES, DType
-from ._spec import CATALOG, OpDecl, Plan, constant, not_differentiable
+from ._spec import Array, CATALOG, constant, not_differentiable, OpDecl, Plan
 from ._vjp import conj, holomorphic, is_complex
 
 __all__ = ["ELEMENTWISE", "unary_result", "binary_result"]
@@ -243,7 +243,7 @@ def _vjp_divide(nd: Any, need: Any, g: Any, y: Any, x1: Any, x2: Any, /) -> tupl
     return g1, (-g1 * conj(nd, y) if need[1] else None)
 
 
-def _is_scalar(value: Any) -> bool:
+def is_scalar(value: Any) -> bool:
     return isinstance(value, (bool, int, float, complex, np.generic))
 
 
@@ -256,12 +256,12 @@ def _vjp_pow(nd: Any, need: Any, g: Any, y: Any, x1: Any, x2: Any, /) -> tuple[A
     # factor x2 (resp. x1) is 0, which is the limit and avoids 0 * inf.
     g1 = g2 = None
     if need[0]:
-        if _is_scalar(x2):
+        if is_scalar(x2):
             g1 = nd.zeros_like(g) if x2 == 0 else g * conj(nd, x2 * x1 ** (x2 - 1))
         else:
             g1 = g * conj(nd, nd.where(x2 == 0, 0, x2 * x1 ** (x2 - 1)))
     if need[1]:
-        if _is_scalar(x1):
+        if is_scalar(x1):
             g2 = nd.zeros_like(g) if x1 == 0 else g * conj(nd, y * _scalar_log(x1))
         else:
             g2 = g * conj(nd, nd.where(x1 == 0, 0, y * nd.log(x1)))
@@ -276,7 +276,7 @@ def _vjp_atan2(nd: Any, need: Any, g: Any, y: Any, x1: Any, x2: Any, /) -> tuple
 def _vjp_copysign(nd: Any, need: Any, g: Any, y: Any, x1: Any, x2: Any, /) -> tuple[Any, ...]:
     if not need[0]:
         return (None,)
-    sign2 = math.copysign(1.0, x2) if _is_scalar(x2) else nd.copysign(1.0, x2)
+    sign2 = math.copysign(1.0, x2) if is_scalar(x2) else nd.copysign(1.0, x2)
     return (g * nd.sign(x1) * sign2,)  # |x1| with x2's sign; no gradient for x2
 
 
@@ -454,27 +454,26 @@ def _plan_unary(decl: OpDecl) -> Callable[..., Plan]:
 
 
 def _plan_binary(decl: OpDecl) -> Callable[..., Plan]:
-    from .._array import NDArray
     from ._spec import Cast, broadcast_shapes, same_device, scalar_arg
 
     def plan(x1: Any, x2: Any, /) -> Plan:
         x1, x2 = scalar_arg(x1), scalar_arg(x2)
-        arrays = [a for a in (x1, x2) if isinstance(a, NDArray)]
+        arrays = [a for a in (x1, x2) if isinstance(a, Array)]
         if not arrays:
             raise TypeError(f"{decl.name}() needs at least one nda array, got {type(x1).__name__} and {type(x2).__name__}")
         for a in (x1, x2):
-            if not isinstance(a, NDArray) and a.__class__ not in (bool, int, float, complex):
+            if not isinstance(a, Array) and a.__class__ not in (bool, int, float, complex):
                 raise TypeError(
                     f"{decl.name}() operands must be nda arrays or Python scalars (bool, int, float, complex), "
                     f"got {type(a).__name__}; convert with nda.asarray()"
                 )
         device = same_device(decl.name, arrays)
-        t1 = x1._meta.dtype if isinstance(x1, NDArray) else x1.__class__
-        t2 = x2._meta.dtype if isinstance(x2, NDArray) else x2.__class__
+        t1 = x1._meta.dtype if isinstance(x1, Array) else x1.__class__
+        t2 = x2._meta.dtype if isinstance(x2, Array) else x2.__class__
         key, out = binary_result(decl, t1, t2)
         args = []
         for a in (x1, x2):
-            if isinstance(a, NDArray):
+            if isinstance(a, Array):
                 args.append(a if a._meta.dtype is key else Cast(a, key))
             else:
                 args.append(_check_scalar(a, key, decl.name))

@@ -21,8 +21,7 @@ from typing import Any
 import numpy as np
 
 from .. import _dtypes
-from .._array import NDArray
-from ._spec import broadcast_shapes, Cast, check_array, declare, normalize_axis, not_differentiable, Plan, same_device, scalar_arg
+from ._spec import Array, broadcast_shapes, Cast, check_array, declare, normalize_axis, not_differentiable, Plan, same_device, scalar_arg, upcalls
 from ._vjp import gather_positions, scatter_flat, scatter_rows
 
 _ARRAY = "NDArray"
@@ -57,13 +56,11 @@ def _normalize_key(x: Any, key: Any, op: str) -> tuple[tuple[Any, ...], tuple[in
                 raise ValueError(f"{op}: slice step cannot be zero")
             out.append(item)
             consumed += 1
-        elif isinstance(item, (list, NDArray, np.ndarray)):
-            if not isinstance(item, NDArray):
-                from .._api import asarray
-
+        elif isinstance(item, (list, Array, np.ndarray)):
+            if not isinstance(item, Array):
                 # An empty list is an empty integer index, as in NumPy (not a float64 array);
                 # a NumPy index array joins x's device.
-                item = asarray(item, device=x.device, dtype=_dtypes.int64 if isinstance(item, list) and not item else None)
+                item = upcalls.asarray(item, device=x.device, dtype=_dtypes.int64 if isinstance(item, list) and not item else None)
             arr = item
             if arr.device is not x.device:
                 raise ValueError(f"{op}: index array is on {arr.device} but the array is on {x.device}; move one with to_device()")
@@ -143,7 +140,7 @@ def _advanced_shape(x: Any, items: list[Any]) -> tuple[int, ...]:
     standin = np.lib.stride_tricks.as_strided(np.zeros(1, np.int8), shape=x.shape, strides=(0,) * x.ndim)
     probe: list[Any] = []
     for item in items:
-        if isinstance(item, NDArray):
+        if isinstance(item, Array):
             if item.dtype is _dtypes.bool:
                 probe.append(item._host())  # the mask's data decides the shape
             else:
@@ -207,14 +204,14 @@ def _check_value(x: Any, value: Any, shape: tuple[int, ...]) -> Any:
 
     target = x.dtype
     value = scalar_arg(value)
-    if isinstance(value, NDArray):
+    if isinstance(value, Array):
         if value.device is not x.device:
             raise ValueError(f"x[...] = value: value is on {value.device} but x is on {x.device}; move one with to_device()")
         if value.dtype is not target:
             if not _dtypes.same_kind_castable(value.dtype, target):
                 raise TypeError(f"x[...] = value: cannot store {value.dtype.name} values in a {target.name} array without losing information; cast with astype() first")
             value = Cast(value, target)
-        vshape = value.shape if isinstance(value, NDArray) else value.array.shape
+        vshape = value.shape if isinstance(value, Array) else value.array.shape
         if broadcast_shapes(vshape, shape) != shape:
             raise ValueError(f"x[...] = value: value of shape {vshape} cannot be broadcast to the selection's shape {shape}")
         return value

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from .. import _dtypes
-from ._spec import broadcast_shapes, Cast, check_array, check_dtype_category, constant, declare, normalize_axis, Plan, same_device, scalar_arg
+from ._spec import Array, broadcast_shapes, Cast, check_array, check_dtype_category, constant, declare, normalize_axis, Plan, same_device, scalar_arg
 from ._vjp import conj, csr_rows, matrix_t
 
 _ARRAY = "NDArray"
@@ -185,28 +185,27 @@ def where(condition: _ARRAY, x1: _ARRAY | bool | int | float | complex, x2: _ARR
     ``x1`` or ``x2`` may be a Python scalar; it takes the other array's dtype as in binary ops.
     The key dtype is the promoted dtype of ``x1`` and ``x2``; ``condition`` must be bool.
     """
-    from .._array import NDArray
     from .elementwise import _check_scalar
 
     condition = check_array(condition, "where", "condition")
     x1, x2 = scalar_arg(x1), scalar_arg(x2)
     if condition.dtype is not _dtypes.bool:
         raise TypeError(f"where(): condition must be a bool array, got {condition.dtype.name}")
-    arrays = [condition] + [a for a in (x1, x2) if isinstance(a, NDArray)]
+    arrays = [condition] + [a for a in (x1, x2) if isinstance(a, Array)]
     for name, a in (("x1", x1), ("x2", x2)):
-        if not isinstance(a, NDArray) and a.__class__ not in (bool, int, float, complex):
+        if not isinstance(a, Array) and a.__class__ not in (bool, int, float, complex):
             raise TypeError(f"where(): {name} must be an nda array or a Python scalar, got {type(a).__name__}")
     device = same_device("where", arrays)
-    if isinstance(x1, NDArray) and isinstance(x2, NDArray):
+    if isinstance(x1, Array) and isinstance(x2, Array):
         dtype = _dtypes.promote(x1.dtype, x2.dtype)
-    elif isinstance(x1, NDArray):
+    elif isinstance(x1, Array):
         dtype = _dtypes.promote_scalar(x1.dtype, x2.__class__)
-    elif isinstance(x2, NDArray):
+    elif isinstance(x2, Array):
         dtype = _dtypes.promote_scalar(x2.dtype, x1.__class__)
     else:
         raise TypeError("where(): at least one of x1 and x2 must be an nda array")
     args = [condition] + [
-        (a if a.dtype is dtype else Cast(a, dtype)) if isinstance(a, NDArray) else _check_scalar(a, dtype, "where") for a in (x1, x2)
+        (a if a.dtype is dtype else Cast(a, dtype)) if isinstance(a, Array) else _check_scalar(a, dtype, "where") for a in (x1, x2)
     ]
     shape = broadcast_shapes(*(a.shape for a in arrays))
     return Plan(device, dtype, dtype, shape, tuple(args), reads=arrays)
@@ -284,7 +283,6 @@ def clip(x: _ARRAY, /, min: _ARRAY | int | float | None = None, max: _ARRAY | in
     None (no bound). A NaN in ``x`` or in a bound gives NaN. When ``min > max`` the result is
     ``max``, as in NumPy.
     """
-    from .._array import NDArray
     from .elementwise import _check_scalar
 
     x = check_array(x, "clip")
@@ -295,7 +293,7 @@ def clip(x: _ARRAY, /, min: _ARRAY | int | float | None = None, max: _ARRAY | in
         bound = scalar_arg(bound)
         if bound is None:
             bounds.append(None)
-        elif isinstance(bound, NDArray):
+        elif isinstance(bound, Array):
             check_dtype_category(bound, "real numeric", "clip", name)
             if bound.dtype is not x.dtype and not _dtypes.same_kind_castable(bound.dtype, x.dtype):
                 raise TypeError(f"clip(): {name} has dtype {bound.dtype.name}, which does not fit x's dtype {x.dtype.name} (the result keeps x's dtype)")

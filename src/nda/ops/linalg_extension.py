@@ -21,7 +21,7 @@ import numpy as np
 
 from .. import _dtypes
 from .._dtypes import DType
-from ._spec import Cast, Plan, broadcast_shapes, check_array, check_dtype_category, constant, declare, host_scalar, int_arg, normalize_axes, not_differentiable, scalar_arg
+from ._spec import Array, broadcast_shapes, Cast, check_array, check_dtype_category, constant, declare, host_scalar, int_arg, normalize_axes, not_differentiable, Plan, scalar_arg
 from ._vjp import (
     conj, diag_matrix, expand_reduced, eye_like, is_complex, lower_read, matrix_t, off_diagonal_inverse, real_only, solve_right,
 )
@@ -151,12 +151,11 @@ def _ref_pinv(x: np.ndarray, rtol: Any = None) -> np.ndarray:
 
 
 def _rtol(op: str, x: Any, rtol: Any) -> tuple[Any, list[Any]]:
-    from .._array import NDArray
 
     rtol = scalar_arg(rtol)
     if rtol is None or rtol.__class__ in (int, float):
         return rtol, []
-    if isinstance(rtol, NDArray):
+    if isinstance(rtol, Array):
         check_dtype_category(rtol, "real floating", op, "rtol")
         broadcast_shapes(rtol.shape, x.shape[:-2])
         dtype = real_dtype(x.dtype)

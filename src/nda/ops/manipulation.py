@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import _dtypes
 from ._spec import (
-    Cast, Plan, broadcast_shapes, check_array, check_shape, declare, int_arg, normalize_axes, normalize_axis, prod, same_device,
+    Array, broadcast_shapes, Cast, check_array, check_shape, declare, int_arg, normalize_axes, normalize_axis, Plan, prod, same_device,
 )
 from ._vjp import gather_positions, scatter_flat
 
@@ -317,7 +317,6 @@ def repeat(x: _ARRAY, repeats: int | _ARRAY, /, *, axis: int | None = None) -> P
     element along the axis (or of length 1). With an array the output size depends on its
     values, so the call waits for ``repeats`` (not for ``x``).
     """
-    from .._array import NDArray
 
     x = check_array(x, "repeat")
     if axis is None:
@@ -327,7 +326,7 @@ def repeat(x: _ARRAY, repeats: int | _ARRAY, /, *, axis: int | None = None) -> P
         kernel_axis = normalize_axis(axis, x.ndim, "repeat")
         length = x.shape[kernel_axis]
     reads = [x]
-    if isinstance(repeats, NDArray):
+    if isinstance(repeats, Array):
         if repeats.dtype.kind not in ("signed integer", "unsigned integer"):
             raise TypeError(f"repeat(): repeats must have an integer dtype, got {repeats.dtype.name}")
         if repeats.ndim > 1:
@@ -355,7 +354,7 @@ def repeat(x: _ARRAY, repeats: int | _ARRAY, /, *, axis: int | None = None) -> P
     out_shape = (total,) if kernel_axis is None else x.shape[:kernel_axis] + (total,) + x.shape[kernel_axis + 1:]
     plan = Plan.of(x, out_shape=out_shape, args=(x, kernel_repeats), kwargs={"axis": kernel_axis})
     plan.reads = tuple(reads)
-    plan.values_decide_shape = kernel_repeats is repeats and isinstance(repeats, NDArray)
+    plan.values_decide_shape = kernel_repeats is repeats and isinstance(repeats, Array)
     return plan
 
 

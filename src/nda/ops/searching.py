@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from .. import _dtypes
-from ._spec import Cast, check_array, check_dtype_category, constant, declare, normalize_axes, not_differentiable, Plan, same_device, scalar_arg
+from ._spec import Array, Cast, check_array, check_dtype_category, constant, declare, normalize_axes, not_differentiable, Plan, same_device, scalar_arg
 
 _ARRAY = "NDArray"
 
@@ -70,7 +70,6 @@ def searchsorted(x1: _ARRAY, x2: _ARRAY | int | float, /, *, side: str = "left",
     ``side="left"`` gives the first suitable position, ``"right"`` the last. ``sorter`` is an
     optional integer array of indices that sort ``x1`` (as returned by ``argsort``).
     """
-    from .._array import NDArray
     from .elementwise import _check_scalar
 
     x1 = check_array(x1, "searchsorted", "x1")
@@ -81,7 +80,7 @@ def searchsorted(x1: _ARRAY, x2: _ARRAY | int | float, /, *, side: str = "left",
         raise ValueError(f"searchsorted(): side must be 'left' or 'right', got {side!r}")
     reads = [x1]
     x2 = scalar_arg(x2)
-    if isinstance(x2, NDArray):
+    if isinstance(x2, Array):
         check_dtype_category(x2, "real numeric", "searchsorted", "x2")
         reads.append(x2)
         dtype = _dtypes.promote(x1.dtype, x2.dtype)
@@ -177,17 +176,16 @@ def isin(x1: _ARRAY | int | float, x2: _ARRAY | int | float, /, *, invert: bool 
     One of the two may be a Python scalar. ``invert=True`` gives the negation. NaN is never
     found (NaN != NaN).
     """
-    from .._array import NDArray
     from .elementwise import _check_scalar
 
     if not isinstance(invert, bool):
         raise TypeError(f"isin(): invert must be a bool, got {invert!r}")
     x1, x2 = scalar_arg(x1), scalar_arg(x2)
-    arrays = [a for a in (x1, x2) if isinstance(a, NDArray)]
+    arrays = [a for a in (x1, x2) if isinstance(a, Array)]
     if not arrays:
         raise TypeError("isin(): at least one of x1 and x2 must be an nda array")
     for name, a in (("x1", x1), ("x2", x2)):
-        if isinstance(a, NDArray):
+        if isinstance(a, Array):
             check_dtype_category(a, "real numeric", "isin", name)
         elif a.__class__ not in (int, float):
             raise TypeError(f"isin(): {name} must be an nda array or a real Python scalar, got {type(a).__name__}")
@@ -198,7 +196,7 @@ def isin(x1: _ARRAY | int | float, x2: _ARRAY | int | float, /, *, invert: bool 
         other = x2 if arrays[0] is x1 else x1
         dtype = _dtypes.promote_scalar(arrays[0].dtype, other.__class__)
     args = tuple(
-        (a if a.dtype is dtype else Cast(a, dtype)) if isinstance(a, NDArray) else _check_scalar(a, dtype, "isin") for a in (x1, x2)
+        (a if a.dtype is dtype else Cast(a, dtype)) if isinstance(a, Array) else _check_scalar(a, dtype, "isin") for a in (x1, x2)
     )
-    shape = x1.shape if isinstance(x1, NDArray) else ()
+    shape = x1.shape if isinstance(x1, Array) else ()
     return Plan(device, dtype, _dtypes.bool, shape, args, {"invert": invert}, reads=arrays)

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from nda.backends.cpu_sparse import ZERO_PRESERVING_UNARY, _finite_scalar, _is_scalar, poison_unstored, times_strided
+from nda.backends.cpu_sparse import ZERO_PRESERVING_UNARY, finite_scalar, is_scalar, poison_unstored, times_strided
 
 __all__ = ["STORED", "ARITHMETIC", "CsrLayer", "register"]
 
@@ -117,8 +117,8 @@ class CsrLayer:
 
     def multiply(self, x1: Any, x2: Any) -> Any:
         """csr * scalar (either side); a non-finite scalar makes every element stored (0 * inf is nan)."""
-        m, s = (x2, x1) if _is_scalar(x1) else (x1, x2)
-        if not _finite_scalar(s):
+        m, s = (x2, x1) if is_scalar(x1) else (x1, x2)
+        if not finite_scalar(s):
             return self._through_dense(self.xp.multiply, x1, x2)
         return self.with_data(m, self.xp.multiply(m.data, s) if m is x1 else self.xp.multiply(s, m.data))
 
