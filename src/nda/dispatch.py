@@ -356,7 +356,7 @@ def _user_stacklevel() -> int:
 def _host_fallback(tbl: OpTable, key: KernelKey) -> KernelEntry | None:
     """A kernel that runs ``key``'s op on cpu with copies in and out, if the backend opts in."""
     from . import backends
-    from .ops import CATALOG
+    from .ops import lookup as declaration
 
     backend = backends.for_device_type(key.device_type)
     if not getattr(backend, "fallback_to_host", False) or key.device_type == "cpu":
@@ -366,7 +366,7 @@ def _host_fallback(tbl: OpTable, key: KernelKey) -> KernelEntry | None:
         cpu_kernel = resolve(tbl.op_name, cpu_key)
     except (DispatchError, DeviceUnavailableError):
         return None
-    decl = CATALOG[tbl.op_name]
+    decl = declaration(tbl.op_name)
     buffer_type = backend.buffer_type
     from_host, device_of = backend.from_host, backend.device_of
     read_buffer = backends.read_buffer
@@ -461,7 +461,7 @@ def coverage(device: Any, layout: Layout | str = strided) -> Coverage:
     """
     from . import backends
     from ._devices import Device
-    from .ops import CATALOG
+    from .ops import DECLARED
 
     device_type = device.type if isinstance(device, Device) else str(device).split(":")[0]
     backends.ensure_device_type(device_type)
@@ -470,7 +470,7 @@ def coverage(device: Any, layout: Layout | str = strided) -> Coverage:
     opts_in = bool(getattr(backend, "fallback_to_host", False)) and device_type != "cpu"
     lay = as_layout(layout)
     rows: dict[str, dict[str, str]] = {}
-    for name, decl in sorted(CATALOG.items()):
+    for name, decl in sorted(DECLARED.items()):  # the catalog, and the ops of loaded op libraries
         tbl = _TABLES[name]
         by_dtype = {}
         for dt in decl.supported_dtypes:
@@ -537,16 +537,25 @@ class Explanation:
 def explain(op: str | Callable[..., Any], *args: Any, **kwargs: Any) -> Explanation:
     """Say which kernel ``op(*args, **kwargs)`` would run, at which key, with which casts.
 
+    ``op`` is an op's name (``"add"``, ``"linalg.inv"``, ``"<library>.<op>"`` for an op
+    library's op), its public function, or a function made by ``nda.hybridize``: that one
+    explains its recorded graph and how the backends partitioned it.
+
     Nothing is computed: the op's front end plans the call (validation, promotion, output
     shape) and the dispatch table is consulted, so bad arguments raise just as the call
     would.
     """
-    from .ops import CATALOG
+    from .ops import lookup as declaration
 
+    custom = getattr(op, "__nda_explain__", None)  # a hybridized function explains its graph and partition
+    if custom is not None:
+        return custom(*args, **kwargs)  # type: ignore[no-any-return]
+    decl = getattr(op, "__wrapped_decl__", None)  # a public function (nda.linalg.inv, nda.ext.<library>.<op>)
     name = op if isinstance(op, str) else getattr(op, "__name__", None)
-    decl = CATALOG.get(name)  # type: ignore[arg-type]
     if decl is None:
-        raise ValueError(f"unknown op {name!r}; see nda.ops.CATALOG for the declared ops")
+        decl = declaration(name)  # type: ignore[arg-type]
+    if decl is None:
+        raise ValueError(f"unknown op {name!r}; see nda.ops.CATALOG (and nda.ops.EXTENSIONS for op libraries) for the declared ops")
     plan = decl.plan(*args, **kwargs)
     if plan.key.layout is not strided:
         return _explain_layout(decl.name, plan)
