@@ -8,6 +8,9 @@ temporary directory and loaded with ``nda.backends.load("module")``.
 from __future__ import annotations
 
 import itertools
+import os
+import subprocess
+import sys
 import textwrap
 
 import numpy as np
@@ -187,11 +190,12 @@ def test_backends_still_refuse_kernels_for_ops_nobody_declared():
     nda.dispatch.unregister_backend("somebackend2")
 
 
-def test_kernels_wait_for_a_backend_loaded_later_and_run_through_its_queue(tmp_path, monkeypatch):
+def test_kernels_wait_for_a_backend_loaded_later_and_run_through_its_queue(tmp_path):
     """A library's kernel for a device type whose backend loads later is applied then; on a
     queue backend it is recorded on the queue: a kernel error surfaces at the sync point with
-    the op's name and the user's line."""
-    backend_name = _module(tmp_path, monkeypatch, """
+    the op's name and the user's line. (In a subprocess: the backend loaded at run time must
+    not outlive the test, the kit's worker processes would load it again.)"""
+    (tmp_path / "later_backend.py").write_text(textwrap.dedent("""
         import nda
         import nda_sim
         from nda_sim._device import Stream
@@ -211,8 +215,8 @@ def test_kernels_wait_for_a_backend_loaded_later_and_run_through_its_queue(tmp_p
                 pass  # no catalog kernels: everything takes the host fallback
 
         backend = Later()
-    """)
-    lib_name = _module(tmp_path, monkeypatch, f"""
+    """))
+    (tmp_path / "later_library.py").write_text(textwrap.dedent("""
         import numpy as np
         import nda
         from nda.ops.extension import OpLibrary
@@ -228,22 +232,32 @@ def test_kernels_wait_for_a_backend_loaded_later_and_run_through_its_queue(tmp_p
 
         @library.kernels
         def register(register_kernel):
-            import {backend_name}
+            import later_backend
             decl = nda.ops.EXTENSIONS["laterlib.checked_sqrt"]
-            register_kernel("checked_sqrt", decl.supported_dtypes, {backend_name}.backend._native(decl), device_type="laterdev")
-    """)
-    nda.backends.load(lib_name)
-    assert not nda.dispatch.kernels("laterlib.checked_sqrt")  # waiting for its device type
-    nda.backends.load(f"{backend_name}:backend")
-    (entry,) = nda.dispatch.kernels("laterlib.checked_sqrt", nda.KernelKey("laterdev", nda.float64))
-    assert entry.backend == "laterlib (op library)" and entry.fn._nda_queued == "laterlib.checked_sqrt"
-    nda.config.fallback = "silent"
-    try:
+            register_kernel("checked_sqrt", decl.supported_dtypes, later_backend.backend._native(decl), device_type="laterdev")
+    """))
+    (tmp_path / "script.py").write_text(textwrap.dedent("""
+        import numpy as np
+        import nda
+
+        nda.config.fallback = "silent"
+        nda.backends.load("later_library")
+        assert not nda.dispatch.kernels("laterlib.checked_sqrt")  # waiting for its device type
+        nda.backends.load("later_backend:backend")
+        (entry,) = nda.dispatch.kernels("laterlib.checked_sqrt", nda.KernelKey("laterdev", nda.float64))
+        assert entry.backend == "laterlib (op library)" and entry.fn._nda_queued == "laterlib.checked_sqrt"
         good = nda.ext.laterlib.checked_sqrt(nda.asarray([4.0, 9.0], device="laterdev"))
-        bad = nda.ext.laterlib.checked_sqrt(nda.asarray([4.0, -1.0], device="laterdev")); line = __import__("inspect").currentframe().f_lineno
-    finally:
-        nda.config.fallback = "warn"
-    np.testing.assert_array_equal(good.asnumpy(), [2.0, 3.0])
-    with pytest.raises(ValueError, match="negative") as info:
-        bad.asnumpy()
-    assert any(f"op 'laterlib.checked_sqrt' issued at {__file__}:{line}" in note for note in info.value.__notes__)
+        bad = nda.ext.laterlib.checked_sqrt(nda.asarray([4.0, -1.0], device="laterdev"))  # line 12
+        np.testing.assert_array_equal(good.asnumpy(), [2.0, 3.0])
+        try:
+            bad.asnumpy()
+        except ValueError as err:
+            assert "negative" in str(err)
+            print(err.__notes__)
+        else:
+            raise AssertionError("no error at the sync point")
+    """))
+    env = dict(os.environ, PYTHONPATH=str(tmp_path) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    done = subprocess.run([sys.executable, str(tmp_path / "script.py")], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert f"op 'laterlib.checked_sqrt' issued at {tmp_path / 'script.py'}:12 failed on laterdev:0" in done.stdout

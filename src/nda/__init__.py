@@ -21,6 +21,7 @@ from ._info import __array_namespace_info__, finfo, iinfo
 from . import fft, linalg
 from . import autograd
 from . import ext
+from .hybrid import HybridizeWarning, hybridize
 from ._array import NDArray
 from ._devices import ArrayMeta, Device, KernelKey, Layout, default_device
 from ._dtypes import (
@@ -62,7 +63,7 @@ __all__ = sorted(
         "NDArray", "Device", "Layout", "KernelKey", "ArrayMeta", "DType", "default_device",
         "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
         "float32", "float64", "complex64", "complex128", "isdtype", "result_type", "can_cast",
-        "e", "pi", "inf", "nan", "newaxis", "autograd", "ext", "backends", "dispatch", "engine", "ops", "profiler", "layouts", "sparse",
+        "e", "pi", "inf", "nan", "newaxis", "autograd", "ext", "hybridize", "HybridizeWarning", "backends", "dispatch", "engine", "ops", "profiler", "layouts", "sparse",
         "BackendError", "BackendValidationError", "DispatchError", "DeviceUnavailableError", "FallbackWarning", "FallbackError", "config",
     }
 )
