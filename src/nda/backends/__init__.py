@@ -366,8 +366,11 @@ def load(name: str) -> Any:
 
     Op libraries load the same way (:mod:`nda.backends._libraries`): the name of an installed
     library that is not a backend's, or a module whose object is an
-    :class:`nda.ops.extension.OpLibrary` (or has one as ``library``); the library is returned.
+    :class:`nda.ops.extension.OpLibrary` (or has one as ``library``), or such an object itself;
+    the library is returned.
     """
+    if _libraries.is_library(name):  # an OpLibrary object (a notebook, a test, the guide)
+        return _libraries.load_object(name, f"{getattr(name, '__module__', '?')}.{name.name}")
     records = _discover()
     rec = records.get(name)
     if rec is None and name in _libraries.installed_names():

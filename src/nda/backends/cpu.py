@@ -46,8 +46,8 @@ class CpuBackend:
 
     def partitioner(self, device: Device) -> Any:
         """Claims chains of element-wise ops for ``nda.hybridize`` (backend API 1.4, :mod:`.fusion`):
-        each runs as one numexpr expression when numexpr is installed and can express it
-        (``NDA_NUMEXPR=0`` turns that off), else as the cpu kernels over cache-sized chunks."""
+        an arithmetic chain runs as one numexpr expression when numexpr is installed
+        (``NDA_NUMEXPR=0`` turns that off), any other as the cpu kernels over cache-sized chunks."""
         return _CpuPartitioner()
 
     def ensure_buffer(self, result: Any) -> np.ndarray:
@@ -77,6 +77,9 @@ class CpuBackend:
         return "<nda cpu backend (numpy)>"
 
 
+_ARITHMETIC = frozenset({"add", "subtract", "multiply", "divide", "negative", "positive", "square"})
+
+
 class _CpuPartitioner:
     """Element-wise chains on cpu (see :meth:`CpuBackend.partitioner`)."""
 
@@ -88,10 +91,14 @@ class _CpuPartitioner:
 
         class Partitioner(fusion.ElementwisePartitioner):
             def compile(self, program: fusion.Program) -> fusion.Compiled | None:
-                if fusion.numexpr_available():
+                # numexpr for arithmetic chains (its multithreaded VM wins there and its float
+                # arithmetic is NumPy's, op by op); its transcendental functions are other
+                # implementations than NumPy's and slower here (a GELU: 2-3x), so those chains
+                # run on the cpu's own kernels chunk by chunk.
+                if fusion.numexpr_available() and set(program.ops) <= _ARITHMETIC:
                     found = fusion.numexpr_evaluator(program)
                     if found is not None:
-                        return fusion.Compiled(found[0], "numexpr", found[1], exact=False)
+                        return fusion.Compiled(found[0], "numexpr", found[1], exact=True)
 
                 def kernel_for(instr: fusion.Instr) -> Any:
                     return dispatch.resolve(instr.op, KernelKey("cpu", instr.key))
