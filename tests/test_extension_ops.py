@@ -37,6 +37,10 @@ _LIBRARY = """
 
     library = OpLibrary({name!r}, api_version={api!r}, nda_version={nda_version!r})
     library.elementwise({op!r}, arity=1, dtypes="floating", reference=np.sin)
+
+    @library.kernels
+    def register(register_kernel):
+        register_kernel({op!r}, ["float32", "float64", "complex64", "complex128"], np.sin, device_type="cpu")
 """
 
 
@@ -135,9 +139,10 @@ def test_load_a_library_from_a_module(tmp_path, monkeypatch):
     library = nda.backends.load(name)
     assert library.name == "mylib_ok" and "mylib_ok.my_sin" in EXTENSIONS
     assert nda.backends.load(name) is library  # loading it again returns it
-    # It registers no kernel: the op exists, and the call says which keys have kernels (none).
-    with pytest.raises(nda.DispatchError, match=r"no kernel for op 'mylib_ok.my_sin' at key \(cpu, float64, strided\); registered keys: none"):
-        nda.ext.mylib_ok.my_sin(nda.asarray([0.5]))
+    np.testing.assert_array_equal(nda.ext.mylib_ok.my_sin(nda.asarray([0.5])).asnumpy(), np.sin([0.5]))
+    # Its only kernel is cpu's: on sim the op takes the host fallback, as a catalog op would.
+    with pytest.warns(nda.FallbackWarning, match="mylib_ok.my_sin on \\(sim, float64, strided\\): no sim kernel"):
+        np.testing.assert_array_equal(nda.ext.mylib_ok.my_sin(nda.asarray([0.5], device="sim")).asnumpy(), np.sin([0.5]))
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [
@@ -167,7 +172,7 @@ def test_library_kernels_for_undeclared_ops_are_refused(tmp_path, monkeypatch):
         from nda.ops.extension import OpLibrary
 
         library = OpLibrary("badkernels", api_version="1.4")
-        library.elementwise("bk_sin", arity=1, dtypes="floating", reference=np.sin)
+        library.elementwise("bk_sin", arity=1, dtypes="floating", reference=np.sin)  # refused: nothing of it stays
 
         @library.kernels
         def register(register_kernel):
