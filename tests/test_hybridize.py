@@ -130,6 +130,34 @@ def test_hybridize_gives_eager_results_on_integer_and_mixed_chains(device, data)
     assert all(_same(x, y) for x, y in zip(eager, first)) and all(_same(x, y) for x, y in zip(eager2, graph2))
 
 
+_BOOL_OPS = sorted(n for n, d in CATALOG.items() if d.family in ("unary", "binary") and d.dtypes in ("bool", "integer or boolean", "any"))
+_COMPLEX_OPS = sorted(n for n, d in CATALOG.items() if d.family in ("unary", "binary") and d.dtypes in ("numeric", "floating", "complex floating", "any")
+                      and n not in ("nextafter",))
+
+
+@pytest.mark.parametrize("device", ["cpu", "sim"])
+@pytest.mark.parametrize("kind", ["bool", "complex128"])
+@settings(max_examples=12, deadline=None)
+@given(data=st.data())
+def test_hybridize_gives_eager_results_on_bool_and_complex_chains(device, kind, data):
+    """Together with the two tests above, every element-wise op of the catalog appears in chains."""
+    ops = _BOOL_OPS if kind == "bool" else _COMPLEX_OPS
+    steps = data.draw(_chains([o for o in ops if CATALOG[o].family == "unary"], [o for o in ops if CATALOG[o].family == "binary"], kind))
+    shape = data.draw(st.sampled_from([(4,), (2, 3)]))
+    dtype = getattr(nda, kind)
+    host_a, host_b = nst.draw_host_array(data.draw, dtype, shape), nst.draw_host_array(data.draw, dtype, shape)
+    found = _run_chain(steps, host_a, host_b, device)
+    if found is None:
+        return
+    eager, first, eager2, graph2, _ = found
+    assert all(_same(x, y) for x, y in zip(eager, first)) and all(_same(x, y) for x, y in zip(eager2, graph2))
+
+
+def test_every_element_wise_op_is_in_some_chain_test():
+    covered = set(_FLOAT_UNARY) | set(_FLOAT_BINARY) | set(_INT_OPS) | set(_BOOL_OPS) | set(_COMPLEX_OPS) | {"nextafter"}
+    assert covered == {n for n, d in CATALOG.items() if d.family in ("unary", "binary")}
+
+
 @pytest.mark.skipif(not fusion.numexpr_available(), reason="numexpr is not installed")
 @settings(max_examples=20, deadline=None)
 @given(data=st.data())
