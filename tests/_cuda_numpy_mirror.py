@@ -41,7 +41,7 @@ KDLCUDA = 2
 
 class NumpyMirrorBackend:
     name = "cudamirror"
-    api_version = "1.3"
+    api_version = "1.4"
     device_types = ("cudamirror",)
     fallback_to_host = True
     buffer_type = np.ndarray
@@ -63,6 +63,13 @@ class NumpyMirrorBackend:
 
     def marker_reached(self, marker: None) -> bool:
         return True
+
+    def partitioner(self, device: Device) -> Any:
+        """nda-cuda's partitioner over the model of CuPy: the fused program runs as the array-module
+        code generated from the same instructions as the CUDA kernel (nda_cuda._fusion)."""
+        from nda_cuda._fusion import CudaPartitioner
+
+        return CudaPartitioner(cupy_model)
 
     def buffer_owner(self, buf: Any) -> Any:
         base = getattr(buf, "base", None)  # csr buffers have none: they are never views

@@ -117,9 +117,9 @@ def test_broken_backends_are_isolated(tmp_path, monkeypatch):
     """)
     with pytest.raises(nda.BackendError, match="driver exploded"):
         nda.backends.load("nda_test_raises")
-    with pytest.raises(nda.BackendValidationError, match="implements backend API 0.3.*speaks 1.3"):
+    with pytest.raises(nda.BackendValidationError, match="implements backend API 0.3.*speaks 1.4"):
         nda.backends.load("nda_test_oldapi")
-    with pytest.raises(nda.BackendValidationError, match="implements backend API 1.9, newer than this nda's 1.3; upgrade nda"):
+    with pytest.raises(nda.BackendValidationError, match="implements backend API 1.9, newer than this nda's 1.4; upgrade nda"):
         nda.backends.load("nda_test_newapi")
     with pytest.raises(nda.BackendValidationError, match="unknown op 'frobnicate'"):
         nda.backends.load("nda_test_unknownop")
@@ -168,7 +168,7 @@ def test_a_refused_backend_shows_its_sentence_everywhere_and_keeps_the_traceback
         backend = B()
     """)
     sentences = {
-        "refusedversion": "backend 'refusedversion' implements backend API 2.0, but this nda speaks 1.3; install a version of the backend built for nda's backend API 1.x",
+        "refusedversion": "backend 'refusedversion' implements backend API 2.0, but this nda speaks 1.4; install a version of the backend built for nda's backend API 1.x",
         "refusedop": "backend 'refusedop' registers a kernel for unknown op 'frobnicate'; the catalog's ops are listed in nda.ops.CATALOG",
     }
     for module, name in (("nda_test_refused_version", "refusedversion"), ("nda_test_refused_op", "refusedop")):

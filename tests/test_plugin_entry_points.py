@@ -108,7 +108,7 @@ def test_each_broken_plugin_is_isolated_and_explained(plugin_env):
     assert report["cpu"] == [0, 2, 4]
     status = report["status"]
     assert status["raises"][0] == "failed" and "libfoo.so not found" in status["raises"][1]
-    assert status["oldapi"][0] == "failed" and "backend API 0.9" in status["oldapi"][1] and "speaks 1.3" in status["oldapi"][1]
+    assert status["oldapi"][0] == "failed" and "backend API 0.9" in status["oldapi"][1] and "speaks 1.4" in status["oldapi"][1]
     assert status["badop"][0] == "failed" and "unknown op 'fused_frobnicate'" in status["badop"][1]
     assert status["nodevice"][0] == "unavailable" and "CUDA driver version is insufficient" in status["nodevice"][1]
     for name in ("raises", "oldapi", "badop", "nodevice"):

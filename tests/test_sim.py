@@ -46,7 +46,7 @@ def quiet_fallback():
 def test_status_lists_sim_devices():
     nda.backends.load("sim")
     rec = next(r for r in nda.backends.status() if r["name"] == "sim")
-    assert rec["state"] == "loaded" and rec["api_version"] == "1.3"
+    assert rec["state"] == "loaded" and rec["api_version"] == "1.4"
     assert [d["device"] for d in rec["devices"]] == ["sim:0", "sim:1"]
     with pytest.raises(ValueError, match="sim:7 does not exist; sim devices: sim:0, sim:1"):
         nda.zeros(2, device="sim:7")

@@ -164,7 +164,9 @@ def test_index_expressions_index_like_numpy(data):
 def test_cells_classify_native_fallback_missing_and_undeclared():
     cpu = conformance.cells("cpu")
     dense = [c for c in cpu if c.layout.name == "strided"]
-    assert {c.route for c in cpu} == {"native"} and len(dense) == sum(len(d.supported_dtypes) for d in CATALOG.values())
+    assert len(dense) == sum(len(d.supported_dtypes) for d in nda.ops.DECLARED.values())  # with the ops of loaded op libraries
+    cpu = [c for c in cpu if c.op in CATALOG]  # libraries loaded by other tests may leave cells without a cpu kernel
+    assert {c.route for c in cpu} == {"native"}
     sparse = {(c.op, c.layout.name) for c in cpu if c.layout.name != "strided"}  # ops with a native kernel at that layout
     assert {("matmul", "csr"), ("sum", "row_sparse"), ("sin", "csr")} <= sparse and ("cos", "csr") not in sparse
     sim = {(c.op, c.dtype.name): c.route for c in conformance.cells("sim")}

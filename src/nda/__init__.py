@@ -3,7 +3,7 @@
 This module only re-exports; see ``nda._api`` (functions generated from the op catalog),
 ``nda.ops`` (the catalog), ``nda.dispatch``, ``nda.engine``, ``nda.backends``,
 ``nda.layouts`` (strided, csr, row_sparse and their converters), ``nda.sparse`` and
-``nda.autograd`` (gradients).
+``nda.autograd`` (gradients), ``nda.ext`` (ops of op libraries).
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ from ._composite import __all__ as _composite_all
 from ._info import __array_namespace_info__, finfo, iinfo
 from . import fft, linalg
 from . import autograd
+from . import ext
+from .hybrid import HybridizeWarning, hybridize
 from ._array import NDArray
 from ._devices import ArrayMeta, Device, KernelKey, Layout, default_device
 from ._dtypes import (
@@ -64,7 +66,7 @@ __all__ = sorted(
         "NDArray", "Device", "Layout", "KernelKey", "ArrayMeta", "DType", "default_device",
         "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
         "float32", "float64", "complex64", "complex128", "isdtype", "result_type", "can_cast",
-        "e", "pi", "inf", "nan", "newaxis", "autograd", "backends", "dispatch", "engine", "ops", "profiler", "layouts", "sparse",
+        "e", "pi", "inf", "nan", "newaxis", "autograd", "ext", "hybridize", "HybridizeWarning", "backends", "dispatch", "engine", "ops", "profiler", "layouts", "sparse",
         "BackendError", "BackendValidationError", "DispatchError", "DeviceUnavailableError", "FallbackWarning", "FallbackError", "config",
     }
 )

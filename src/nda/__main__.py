@@ -4,7 +4,8 @@
 entry-point group its state, its devices with their memory (and the allocator's
 statistics where the backend reports them), a dispatch-coverage summary (how many
 op × dtype pairs run natively, through the host fallback, or not at all) and, for a
-backend that failed or found no device, the reason. It loads every installed backend to
+backend that failed or found no device, the reason; then the op libraries (extension ops)
+with their ops, or why one did not load. It loads every installed backend to
 find out, which is what a person asking "what do I have?" wants; ``import nda`` never does.
 
 ``demo`` runs a short, real computation on every available device: power iteration on a
@@ -111,6 +112,9 @@ def info() -> int:
     selection = os.environ.get("NDA_BACKENDS")
     print(f"\nbackends (entry-point group 'nda.backends'{', NDA_BACKENDS=' + repr(selection) if selection else ''}):")
     _load_installed()
+    from nda.backends import _libraries
+
+    _libraries.load_all()  # their ops count in the coverage lines
     records = nda.backends.status()
     width = max([6] + [len(rec["name"]) for rec in records])
     for rec in records:
@@ -127,7 +131,22 @@ def info() -> int:
             print(f"    reason: {reason}")
             if "\n" in rec["reason"].strip():
                 print("    (the full traceback: nda.backends.status())")
+    _library_lines()
     return 0
+
+
+def _library_lines() -> None:
+    """The op libraries (extension ops, entry-point group 'nda.extensions'): state, ops, reason."""
+    found = nda.backends.libraries()
+    print("\nop libraries (entry-point group 'nda.extensions', nda.ext.<library>.<op>):")
+    if not found:
+        print("  none installed")
+    for rec in found:
+        print(f"  {rec['name']:<8} {rec['state']:<11} {rec['version'] or '-':<8} from {rec['source']}")
+        if rec["ops"]:
+            print(f"    ops: {', '.join('nda.ext.' + op for op in rec['ops'])}")
+        elif rec["reason"]:
+            print(f"    reason: {rec['reason'].strip().splitlines()[0]}")
 
 
 # ---------------------------------------------------------------------- demo

@@ -567,6 +567,27 @@ def _method(fn: Callable[..., Any], decl: OpDecl, method_name: str) -> Callable[
     return method
 
 
+def make_function(decl: OpDecl, module: str) -> Callable[..., Any]:
+    """The public function of one declaration, without NDArray operators or methods (an
+    op library's op: ``nda.ext.<library>.<op>``); the same generators as the catalog's."""
+    if decl.family == "unary":
+        fn = make_unary(decl)
+    elif decl.family == "binary":
+        fn = make_binary(decl)[0]
+    elif decl.outputs is not None or decl.data_dependent:
+        from ._planned import make_multi
+
+        fn = make_multi(decl)
+    else:
+        from ._planned import make_generic
+
+        fn = make_generic(decl)
+    fn = _finalize(fn, decl, module)
+    fn.__name__ = fn.__qualname__ = getattr(decl, "short", fn.__name__)
+    fn.__module__ = module
+    return fn
+
+
 def build_namespace(module: str) -> dict[str, Callable[..., Any]]:
     """Make every catalog op's public function and attach NDArray operators/methods."""
     namespace: dict[str, Callable[..., Any]] = {}

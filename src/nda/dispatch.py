@@ -33,6 +33,7 @@ from . import ops as _ops  # the catalog: every op declared before the tables ar
 from ._devices import KernelKey, Layout, as_layout, strided
 from ._dtypes import DType, as_dtype
 from ._config import config as _config
+from .ops import DECLARED as _DECLARED
 from .ops import _spec
 from .ops._spec import CATALOG as _CATALOG
 
@@ -439,7 +440,7 @@ def coverage(device: Any, layout: Layout | str = strided) -> Coverage:
     opts_in = bool(getattr(backend, "fallback_to_host", False)) and device_type != "cpu"
     lay = as_layout(layout)
     rows: dict[str, dict[str, str]] = {}
-    for name, decl in sorted(_CATALOG.items()):
+    for name, decl in sorted(_DECLARED.items()):  # the catalog, and the ops of loaded op libraries
         tbl = _TABLES[name]
         by_dtype = {}
         for dt in decl.supported_dtypes:
@@ -504,16 +505,25 @@ class Explanation:
 def explain(op: str | Callable[..., Any], *args: Any, **kwargs: Any) -> Explanation:
     """Say which kernel ``op(*args, **kwargs)`` would run, at which key, with which casts.
 
+    ``op`` is an op's name (``"add"``, ``"linalg.inv"``, ``"<library>.<op>"`` for an op
+    library's op), its public function, or a function made by ``nda.hybridize``: that one
+    explains its recorded graph and how the backends partitioned it.
+
     Nothing is computed: the op's front end plans the call (validation, promotion, output
     shape) and the dispatch table is consulted, so bad arguments raise just as the call
     would.
     """
-    from .ops import CATALOG
+    from .ops import lookup as declaration
 
+    custom = getattr(op, "__nda_explain__", None)  # a hybridized function explains its graph and partition
+    if custom is not None:
+        return custom(*args, **kwargs)  # type: ignore[no-any-return]
+    decl = getattr(op, "__wrapped_decl__", None)  # a public function (nda.linalg.inv, nda.ext.<library>.<op>)
     name = op if isinstance(op, str) else getattr(op, "__name__", None)
-    decl = CATALOG.get(name)  # type: ignore[arg-type]
     if decl is None:
-        raise ValueError(f"unknown op {name!r}; see nda.ops.CATALOG for the declared ops")
+        decl = declaration(name)  # type: ignore[arg-type]
+    if decl is None:
+        raise ValueError(f"unknown op {name!r}; see nda.ops.CATALOG (and nda.ops.EXTENSIONS for op libraries) for the declared ops")
     plan = decl.plan(*args, **kwargs)
     if plan.key.layout is not strided:
         return upper.explain_layout(decl.name, plan)

@@ -52,7 +52,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from .._array import NDArray
-from ..ops import CATALOG
+from ..ops import DECLARED
 from ..ops._spec import NoVJP
 from . import _backward
 from ._graph import ENTRIES, FLAGS, AutogradError, Entry
@@ -148,7 +148,7 @@ def _as_list(heads: Any, head_grads: Any, caller: str) -> tuple[list[Any], list[
 def differentiable_ops() -> dict[str, str]:
     """Every catalog op and what autograd does with it: ``"vjp"``, or ``"constant: <why>"``/``"not differentiable: <why>"``."""
     out = {}
-    for name, decl in sorted(CATALOG.items()):
+    for name, decl in sorted(DECLARED.items()):  # the catalog and the ops of loaded op libraries
         vjp = decl.vjp
         if isinstance(vjp, NoVJP):
             out[name] = f"{'constant' if vjp.zero else 'not differentiable'}: {vjp.reason}"

@@ -30,6 +30,7 @@ import threading
 from typing import Any, Callable
 
 from .. import _api, _frontend, fft, linalg
+from .. import ext as _ext
 from .._array import NDArray
 from ..ops import CATALOG
 from ..ops._spec import NoVJP
@@ -149,6 +150,7 @@ class _Swap:
         self._checks: list[tuple[Any, str, Any, Any]] = []
         self._recording_plan: Any = None
         self._checks_plan: Any = None
+        self._pending_namespaces: list[tuple[Any, dict[str, Callable[..., Any]]]] = []
 
     def build(self) -> None:
         with self._lock:
@@ -188,6 +190,38 @@ class _Swap:
         self._recording.append((NDArray, "to_layout", NDArray.__dict__["to_layout"], _recording_attribute(to_layout, NDArray.to_layout, "method")))
         self._recording_plan = self._plan(self._recording)
         self._checks_plan = self._plan(self._checks)
+        for module, functions in list(self._pending_namespaces):  # op libraries' namespaces built before
+            self._add_namespace(module, functions)
+        self._pending_namespaces.clear()
+
+    def add_namespace(self, module: Any, functions: dict[str, Callable[..., Any]]) -> None:
+        """An op library's namespace ``nda.ext.<library>`` was built: record its ops too."""
+        with self._lock:
+            if not self._built:
+                self._pending_namespaces.append((module, functions))
+                return
+            self._add_namespace(module, functions)
+
+    def _add_namespace(self, module: Any, functions: dict[str, Callable[..., Any]]) -> None:
+        namespace = vars(module)
+        added = []
+        for name, fn in functions.items():
+            decl = fn.__wrapped_decl__  # type: ignore[attr-defined]
+            self.fast[name] = fn
+            if isinstance(decl.vjp, NoVJP) and decl.vjp.zero:
+                continue
+            op = self.ops[name] = Op(name, decl.vjp, tuple(decl.signature.parameters), fn)
+            replacement = _checking_setitem(fn) if decl.mutates else _recording_function(op, fn)
+            if not decl.mutates:
+                op.function = replacement
+            pair = (namespace, decl.short, fn, replacement)
+            (self._checks if decl.mutates else self._recording).append(pair)
+            added.append((pair, decl.mutates))
+        self._recording_plan = self._plan(self._recording)
+        self._checks_plan = self._plan(self._checks)
+        for (where, attr, _, replacement), check in added:  # swapped in now if recording is on
+            if (self._checks_on if check else self._recording_on):
+                where[attr] = replacement
 
     # ------------------------------------------------------------------ install / restore
     @staticmethod
@@ -248,6 +282,7 @@ class _Swap:
 
 
 SWAP = _Swap()
+_ext.on_namespace.append(SWAP.add_namespace)  # nda.ext.<library> functions record too
 
 
 def fast(name: str) -> Callable[..., Any]:

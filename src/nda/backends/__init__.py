@@ -37,6 +37,7 @@ from .contract import API_VERSION, QUEUE_MEMBERS, DeviceInfo, check_kernel_signa
 __all__ = [
     "BackendError", "BackendValidationError", "API_VERSION", "DeviceInfo", "load", "status", "status_table",
     "for_device", "to_host", "devices", "memory_stats", "release_all", "validate_device", "for_dlpack_device", "DLPACK_DEVICE_TYPES",
+    "libraries", "load_library",
 ]
 
 GROUP = "nda.backends"
@@ -213,9 +214,9 @@ def _registrar(name: str, device_types: tuple[str, ...], backend: Any = None) ->
         layout: str = "strided", priority: int = 0, supports: Callable[..., bool] | None = None,
         signatures: Any = None, out_layout: str | None = None,
     ) -> None:
-        from ..ops import CATALOG
+        from ..ops import lookup
 
-        decl = CATALOG.get(op)
+        decl = lookup(op)  # a catalog op, or an op of a loaded op library
         if decl is None:
             raise BackendValidationError(f"backend {name!r} registers a kernel for unknown op {op!r}; the catalog's ops are listed in nda.ops.CATALOG")
         dtype_list = [dtypes] if isinstance(dtypes, (DType, str)) else list(dtypes)
@@ -315,6 +316,8 @@ def _activate(rec: _Record, spec: str) -> Any:
             for dev in device_types:
                 _queues.register_backend(dev, backend)
         backend.register(_registrar(rec.name, device_types, backend))
+        for dev in device_types:  # kernels of op libraries that waited for this device type
+            _libraries.apply_pending(dev, backend)
     except BackendError as err:
         _unregister(rec.name)
         if rec.state not in ("unavailable",):
@@ -374,9 +377,19 @@ def ensure_device_type(device_type: str) -> bool:
 
 
 def load(name: str) -> Any:
-    """Load a backend by entry-point name, or from ``"package.module[:attr]"`` at run time."""
+    """Load a backend by entry-point name, or from ``"package.module[:attr]"`` at run time.
+
+    Op libraries load the same way (:mod:`nda.backends._libraries`): the name of an installed
+    library that is not a backend's, or a module whose object is an
+    :class:`nda.ops.extension.OpLibrary` (or has one as ``library``), or such an object itself;
+    the library is returned.
+    """
+    if _libraries.is_library(name):  # an OpLibrary object (a notebook, a test, the guide)
+        return _libraries.load_object(name, f"{getattr(name, '__module__', '?')}.{name.name}")
     records = _discover()
     rec = records.get(name)
+    if rec is None and name in _libraries.installed_names():
+        return _libraries.load_library(name)
     if rec is not None:
         if rec.state == "loaded":
             return rec.backend
@@ -385,7 +398,10 @@ def load(name: str) -> Any:
         return _activate(rec, rec.source)
     if not _module_exists(name.partition(":")[0]):
         raise BackendError(f"no backend named {name!r} is installed (installed: {', '.join(sorted(records)) or 'none'}); pass an importable 'package.module[:attr]' to load one that is not installed")
-    backend_name = getattr(_safe_peek(name), "name", None) or name
+    peeked = _safe_peek(name)
+    if _libraries.is_library(peeked) or (not hasattr(peeked, "api_version") and _libraries.is_library(getattr(peeked, "library", None))):
+        return _libraries.load_object(peeked, name)
+    backend_name = getattr(peeked, "name", None) or name
     loaded = records.get(backend_name)
     if loaded is not None and loaded.state == "loaded" and loaded.source == name:
         return loaded.backend  # loading the same module again returns the backend it loaded
@@ -405,6 +421,16 @@ def _safe_peek(spec: str) -> Any:
         return _import_object(spec)
     except Exception:  # noqa: BLE001 - _activate reports it properly
         return None
+
+
+def libraries() -> list[dict[str, Any]]:
+    """The op libraries (extension ops) nda knows of: name, source, state, reason, version, ops."""
+    return _libraries.libraries()
+
+
+def load_library(name: str) -> Any:
+    """Load op library ``name`` (entry point in ``nda.extensions``, or ``"package.module"``)."""
+    return _libraries.load_library(name)
 
 
 def status() -> list[dict[str, Any]]:
@@ -626,3 +652,5 @@ dispatch.upper.host_fallback = _fallback.host_fallback
 # The engine sits below this layer too: it asks which backend serves a device for the
 # completion and synchronize hooks of backends without queues (API 1.1/1.2).
 _engine.upper.backend_for = for_device
+
+from . import _libraries  # noqa: E402  (op libraries: extension ops, backend API 1.4)

@@ -17,7 +17,7 @@ import numpy as np
 
 from .._devices import Device, KernelKey
 from ..dispatch import DispatchError, DeviceUnavailableError, KernelEntry, OpTable, resolve
-from ..ops import CATALOG
+from ..ops import lookup as declaration
 
 __all__ = ["host_fallback"]
 
@@ -34,7 +34,7 @@ def host_fallback(tbl: OpTable, key: KernelKey) -> KernelEntry | None:
         cpu_kernel = resolve(tbl.op_name, cpu_key)
     except (DispatchError, DeviceUnavailableError):
         return None
-    decl = CATALOG[tbl.op_name]
+    decl = declaration(tbl.op_name)
     buffer_type = backend.buffer_type
     from_host, device_of = backend.from_host, backend.device_of
 

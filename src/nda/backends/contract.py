@@ -1,8 +1,9 @@
-"""The backend contract, version 1.3 (``API_VERSION``): what a backend object provides.
+"""The backend contract, version 1.4 (``API_VERSION``): what a backend object provides.
 
 nda accepts a backend whose ``api_version`` has the same major number and a minor number
 no higher than its own; a minor version only adds optional members (1.1: memory, executor,
-completion, DLPack; 1.2: layouts; 1.3: in-order device queues). A backend built for a newer
+completion, DLPack; 1.2: layouts; 1.3: in-order device queues; 1.4: op libraries and
+subgraph partitioners). A backend built for a newer
 minor version is refused with a message saying to upgrade nda. The members (see "Writing a
 backend" in ``docs/``):
 
@@ -78,6 +79,16 @@ DLPack (optional)
     handshake), with NumPy-style ``shape`` and ``dtype``; ``BufferError`` if it cannot be
     imported without a copy. ``nda.from_dlpack`` routes a producer by its
     ``__dlpack_device__`` to the backend that declares that device type.
+Subgraphs (optional, 1.4)
+    ``partitioner(device) -> Partitioner | None``: the object through which the backend
+    claims subgraphs of a graph recorded by ``nda.hybridize`` and compiles each into one
+    kernel (MXNet's subgraph API: ``select``/``select_input``/``select_output``, an optional
+    ``filter``, ``compile``); see :mod:`nda.hybrid.partition`. Unclaimed nodes run op by op.
+Op libraries (1.4)
+    Not a backend member: a distribution adds new ops with an
+    :class:`nda.ops.extension.OpLibrary` in the entry-point group ``nda.extensions``
+    (:mod:`nda.backends._libraries`); ``register_kernel`` accepts the ops of loaded
+    libraries as it accepts catalog ops.
 Numerics (optional)
     ``flushes_subnormals``: the names of the floating dtypes whose subnormal inputs and
     results the backend's kernels treat as zeros of the same sign (flush-to-zero, what GPU
@@ -101,7 +112,7 @@ from .._devices import Device
 
 __all__ = ["API_VERSION", "QUEUE_MEMBERS", "DeviceInfo", "Backend", "check_kernel_signature"]
 
-API_VERSION = "1.3"
+API_VERSION = "1.4"
 
 #: What a backend declaring ``in_order_queues = True`` must provide.
 QUEUE_MEMBERS = ("record_marker", "wait_marker", "synchronize_marker", "marker_reached")

@@ -23,7 +23,7 @@ class CpuBackend:
     """NumPy on the host. Buffers are ``numpy.ndarray``; there is one device, ``cpu:0``."""
 
     name = "cpu"
-    api_version = "1.3"
+    api_version = "1.4"
     device_types = ("cpu",)
 
     def devices(self) -> list[DeviceInfo]:
@@ -43,6 +43,12 @@ class CpuBackend:
         from . import cpu_sparse  # csr and row_sparse (SciPy is imported when first used)
 
         cpu_sparse.register(register_kernel)
+
+    def partitioner(self, device: Device) -> Any:
+        """Claims chains of element-wise ops for ``nda.hybridize`` (backend API 1.4, :mod:`.fusion`):
+        an arithmetic chain runs as one numexpr expression when numexpr is installed
+        (``NDA_NUMEXPR=0`` turns that off), any other as the cpu kernels over cache-sized chunks."""
+        return _CpuPartitioner()
 
     def ensure_buffer(self, result: Any) -> np.ndarray:
         """NumPy ufuncs return scalars for 0-d input; buffers are always arrays."""
@@ -69,6 +75,38 @@ class CpuBackend:
 
     def __repr__(self) -> str:
         return "<nda cpu backend (numpy)>"
+
+
+_ARITHMETIC = frozenset({"add", "subtract", "multiply", "divide", "negative", "positive", "square"})
+
+
+class _CpuPartitioner:
+    """Element-wise chains on cpu (see :meth:`CpuBackend.partitioner`)."""
+
+    def __new__(cls) -> Any:
+        from .. import dispatch
+        from .._devices import KernelKey
+        from ..ops import DECLARED
+        from . import fusion
+
+        class Partitioner(fusion.ElementwisePartitioner):
+            def compile(self, program: fusion.Program) -> fusion.Compiled | None:
+                # numexpr for arithmetic chains (its multithreaded VM wins there and its float
+                # arithmetic is NumPy's, op by op); its transcendental functions are other
+                # implementations than NumPy's and slower here (a GELU: 2-3x), so those chains
+                # run on the cpu's own kernels chunk by chunk.
+                if fusion.numexpr_available() and set(program.ops) <= _ARITHMETIC:
+                    found = fusion.numexpr_evaluator(program)
+                    if found is not None:
+                        return fusion.Compiled(found[0], "numexpr", found[1], exact=True)
+
+                def kernel_for(instr: fusion.Instr) -> Any:
+                    return dispatch.resolve(instr.op, KernelKey("cpu", instr.key))
+
+                run = fusion.chunked(program, kernel_for)
+                return fusion.Compiled(run, "chunked numpy", " -> ".join(program.ops) + " (the cpu kernels, chunk by chunk)", exact=True)
+
+        return Partitioner([name for name, d in DECLARED.items() if d.family in ("unary", "binary")])
 
 
 backend = CpuBackend()

@@ -32,6 +32,9 @@ The contract (``nda.backends.contract``, API 1.2), member by member:
   event of the version it reads; ``to_host`` then copies on a reader stream of its own. An
   integer-array index is bounds-checked on the device: the flag is copied to pinned host
   memory without a sync and read when the op's marker is reached (``nda.engine.Deferred``).
+* subgraphs (backend API 1.4): ``partitioner`` claims chains of element-wise ops of a
+  hybridized function and runs each as one generated ``cupy.ElementwiseKernel``
+  (:mod:`nda_cuda._fusion`);
 * buffer reuse: CuPy's memory pool hands a freed block out again only in the order of the
   stream that freed it; nda-cuda allocates, computes and frees on the device's one stream,
   so a block freed while a kernel still reads it is reused only after that kernel, and a
@@ -60,7 +63,7 @@ class CudaBackend:
     """NVIDIA GPUs through CuPy (see the module docstring)."""
 
     name = "cuda"
-    api_version = "1.3"
+    api_version = "1.4"
     device_types = ("cuda",)
     fallback_to_host = True
     in_order_queues = True
@@ -339,6 +342,13 @@ class CudaBackend:
 
     def marker_reached(self, marker: Any) -> bool:
         return bool(marker.event.done)
+
+    def partitioner(self, device: Device) -> Any:
+        """Element-wise chains of a hybridized function as one ``cupy.ElementwiseKernel`` each,
+        run on the device's stream (backend API 1.4, :mod:`nda_cuda._fusion`)."""
+        from ._fusion import CudaPartitioner
+
+        return CudaPartitioner(self._cupy, lambda fn: self._on_device(fn, "fused"))
 
     def buffer_owner(self, buf: Any) -> Any:
         base = getattr(buf, "base", None)  # csr buffers have none: they are never views

@@ -56,7 +56,7 @@ class SimBackend:
     """The simulated accelerator (see the module docstring)."""
 
     name = "sim"
-    api_version = "1.3"
+    api_version = "1.4"
     device_types = ("sim",)
     fallback_to_host = True
     buffer_type = SimBuffer
@@ -243,6 +243,12 @@ class SimBackend:
 
     def marker_reached(self, marker: Marker) -> bool:
         return marker.stream.completed >= marker.count
+
+    def partitioner(self, device: Device) -> Any:
+        """Element-wise chains of a hybridized function as one op on the stream (API 1.4, ``_fusion``)."""
+        from ._fusion import SimPartitioner
+
+        return SimPartitioner(self, device)
 
     def buffer_owner(self, buf: SimBuffer) -> SimBuffer:
         return buf._base if buf._base is not None else buf

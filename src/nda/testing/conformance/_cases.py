@@ -28,7 +28,7 @@ import numpy as np
 
 import nda
 from nda._dtypes import ALL_DTYPES, DType
-from nda.ops import CATALOG
+from nda.ops import DECLARED as CATALOG  # the catalog and the ops of loaded op libraries
 
 from .. import strategies as nst
 

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 import nda
 from nda._dtypes import DType
-from nda.ops import CATALOG
+from nda.ops import DECLARED as CATALOG  # the catalog and the ops of loaded op libraries
 
 from .. import strategies as nst
 from ._cases import (
@@ -430,6 +430,18 @@ def strategy(op: str, dtype: DType) -> Any:
     if decl.family == "binary":
         return _binary(op, dtype)
     builder = _GENERIC.get(op)
+    if builder is None and getattr(decl, "inputs", None):
+        return _declared_inputs(op, dtype, decl.inputs, decl.options)  # an op library's op says what it takes
     return None if builder is None else builder(op, dtype)
+
+
+@_composite
+def _declared_inputs(draw: Any, op: str, dtype: DType, inputs: tuple[str, ...], options: dict[str, tuple[Any, ...]]) -> Case:
+    """Cases of an extension op from its declared ``inputs``: arrays of mutually broadcastable
+    shapes and Python scalars of the cell's dtype, keyword values from ``options``."""
+    shapes = iter(draw(nst.mutually_broadcastable_shapes(max(1, inputs.count("array")), min_side=0)).input_shapes)
+    args = tuple(draw(_arr(dtype, next(shapes))) if kind == "array" else draw(_scalar(dtype)) for kind in inputs)
+    kwargs = {name: draw(st.sampled_from(list(values))) for name, values in options.items()}
+    return Case(op, args, kwargs, signed_zeros=True)
 
 

@@ -26,7 +26,9 @@ from typing import Any, Callable
 import numpy as np
 from hypothesis import strategies as st
 
-from nda.ops import CATALOG
+from nda.ops import DECLARED as CATALOG  # the catalog and the ops of loaded op libraries
+
+from .. import strategies as nst
 
 __all__ = ["GradCase", "GRADIENT_OPS", "strategy"]
 
@@ -519,6 +521,40 @@ def _complex_ok(name: str) -> bool:
 
 #: Every op with a gradient check (the differentiable ops of the catalog).
 GRADIENT_OPS: frozenset[str] = frozenset(_BUILDERS)
+
+
+def extension_ops() -> frozenset[str]:
+    """The differentiable ops of loaded op libraries that declare their inputs; their builders
+    draw real arrays of mutually broadcastable shapes in [-2, 2] (scalars for ``"scalar"`` inputs)."""
+    from nda.backends import _libraries
+    from nda.ops import EXTENSIONS
+
+    _libraries.load_all()
+    found = []
+    for name, decl in EXTENSIONS.items():
+        if callable(decl.vjp) and decl.inputs and not decl.mutates:
+            _BUILDERS.setdefault(name, _extension_builder(name, decl.inputs, decl.options))
+            found.append(name)
+    return frozenset(found)
+
+
+def _extension_builder(name: str, inputs: tuple[str, ...], options: dict[str, tuple[Any, ...]]) -> _Builder:
+    def build(draw: Any, rng: np.random.Generator, cplx: bool) -> GradCase:
+        shapes = iter(draw(nst.mutually_broadcastable_shapes(max(1, inputs.count("array")), min_side=1, max_side=3)).input_shapes)
+        values = [np.asarray(_uniform(rng, next(shapes), -2, 2, cplx)) if kind == "array" else float(rng.uniform(-2, 2)) for kind in inputs]
+        kwargs = {k: draw(st.sampled_from(list(v))) for k, v in options.items()}
+        arrays = [v for v in values if isinstance(v, np.ndarray)]
+        positions = [i for i, v in enumerate(values) if isinstance(v, np.ndarray)]
+
+        def fn(xp: Any, *given: Any) -> Any:
+            args = list(values)
+            for i, a in zip(positions, given):
+                args[i] = a
+            return xp.ext.function(name)(*args, **kwargs)
+
+        return GradCase(name, fn, arrays, tuple(range(len(arrays))), f"{name}(...)", torch=False)
+
+    return build
 
 
 def strategy(op: str, *, complex_input: bool = False) -> Any:

@@ -35,10 +35,10 @@ from hypothesis import errors as hyp_errors
 import nda
 from nda._devices import Device, KernelKey, as_device, strided
 from nda._dtypes import ALL_DTYPES, DType, as_dtype
-from nda.ops import CATALOG
+from nda.ops import DECLARED as CATALOG  # the catalog and the ops of loaded op libraries
 
 from .._profiles import profile_settings
-from ._gradient_cases import GRADIENT_OPS, GradCase, strategy, supports_complex
+from ._gradient_cases import GRADIENT_OPS, GradCase, extension_ops, strategy, supports_complex
 from ._report import CellResult, Report
 
 __all__ = ["GradientMismatch", "GradientRunner", "gradient_cells", "run", "check", "autograd_gradients", "finite_differences", "torch_gradients"]
@@ -213,11 +213,12 @@ def gradient_cells(device: Device | str, *, ops: Iterable[str] | None = None, dt
     backend = nda.backends.for_device_type(device_type)
     opts_in = bool(getattr(backend, "fallback_to_host", False)) and device_type != "cpu"
     wanted_ops = None if ops is None else set(ops)
-    if wanted_ops is not None and wanted_ops - GRADIENT_OPS:
-        raise ValueError(f"no gradient check for {sorted(wanted_ops - GRADIENT_OPS)}; differentiable ops: {', '.join(sorted(GRADIENT_OPS))}")
+    checked = GRADIENT_OPS | extension_ops()
+    if wanted_ops is not None and wanted_ops - checked:
+        raise ValueError(f"no gradient check for {sorted(wanted_ops - checked)}; differentiable ops: {', '.join(sorted(checked))}")
     wanted_dtypes = None if dtypes is None else {as_dtype(d) for d in dtypes}
     found = []
-    for name in sorted(GRADIENT_OPS):
+    for name in sorted(checked):
         if wanted_ops is not None and name not in wanted_ops:
             continue
         kernels = nda.dispatch.table(name).kernels

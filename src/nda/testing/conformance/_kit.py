@@ -40,7 +40,7 @@ import nda
 from nda._devices import Device, KernelKey, Layout, as_device, strided
 from nda._dtypes import ALL_DTYPES, DType, as_dtype
 from nda import layouts
-from nda.ops import CATALOG
+from nda.ops import DECLARED as CATALOG  # the catalog and the ops of loaded op libraries
 from nda.ops._spec import Cast
 
 from .._compare import assert_allclose, default_tolerance
@@ -94,6 +94,9 @@ def cells(device: Device | str, *, ops: Iterable[str] | None = None, dtypes: Ite
     opts_in = bool(getattr(backend, "fallback_to_host", False)) and device_type != "cpu"
     if opts_in:
         nda.backends.ensure_device_type("cpu")  # the fallback runs cpu's kernels: they must be registered
+    from nda.backends import _libraries
+
+    _libraries.load_all()  # the ops of installed op libraries are cells too
     wanted_ops = None if ops is None else set(ops)
     if wanted_ops is not None and wanted_ops - set(CATALOG):
         raise ValueError(f"unknown op(s) {sorted(wanted_ops - set(CATALOG))}; see nda.ops.CATALOG")
@@ -146,7 +149,10 @@ def _short(err: BaseException) -> str:
 
 
 def public_function(op: str) -> Any:
-    """The public function of a catalog op: ``nda.add``, or ``nda.linalg.inv`` for ``"linalg.inv"``."""
+    """The public function of an op: ``nda.add``, ``nda.linalg.inv`` for ``"linalg.inv"``, or
+    ``nda.ext.mylib.fma`` for an op library's ``"mylib.fma"``."""
+    if getattr(CATALOG.get(op), "library", None) is not None:
+        return nda.ext.function(op)
     extension, _, short = op.rpartition(".")
     return getattr(getattr(nda, extension) if extension else nda, short)
 

@@ -1,0 +1,173 @@
+"""Fused chains (section 10): ``nda.hybridize`` against eager nda and the peers, 16M float32.
+
+Two chains written with nda ops: ``a * b + c`` and a GELU (tanh approximation,
+``0.5 x (1 + tanh(0.7978845608 (x + 0.044715 x^3)))``, 9 element-wise ops). Each result is
+waited for. On cpu, in one process, alternating every round (medians):
+
+* NumPy, the same expression op by op (the eager peer);
+* nda eager (op by op through the engine);
+* nda hybridized, with the cpu backend's partitioner on its own kernels chunk by chunk
+  (``NDA_NUMEXPR=0`` while the graph is built: exact);
+* nda hybridized with numexpr, and numexpr itself, when numexpr is installed.
+
+On a GPU (nda-cuda available) the same chains on 16M float32 against CuPy eager, PyTorch
+eager and ``torch.compile`` when installed, with the memory-bandwidth floor: a chain reading
+``k`` arrays and writing one moves ``4 (k + 1) n`` bytes; the target is one pass over
+memory, within 1.2x of that floor (``--bandwidth GBPS`` gives the device's figure; an H100
+SXM reads and writes about 3.35 TB/s, which is the default). Without a GPU the section says
+why it skipped: those figures are owed.
+
+    python -m benchmarks.fusion [--quick] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from typing import Any, Callable
+
+import numpy as np
+
+import nda
+
+from ._timing import alternate
+
+N = 16 * 1024 * 1024
+_C, _K = 0.7978845608028654, 0.044715
+
+
+def mul_add(xp: Any, a: Any, b: Any, c: Any) -> Any:
+    return a * b + c
+
+
+def gelu(xp: Any, x: Any, b: Any, c: Any) -> Any:
+    return 0.5 * x * (1.0 + xp.tanh(_C * (x + _K * (x * x * x))))
+
+
+CHAINS: dict[str, tuple[Callable[..., Any], int]] = {"a * b + c": (mul_add, 3), "gelu(x)": (gelu, 1)}
+
+
+def _hybrid(chain: Callable[..., Any], numexpr: bool, args: tuple[Any, ...]) -> Any:
+    fn = nda.hybridize(lambda a, b, c: chain(nda, a, b, c))
+    previous = os.environ.get("NDA_NUMEXPR")
+    os.environ["NDA_NUMEXPR"] = "1" if numexpr else "0"
+    try:
+        fn(*args).wait_to_read()  # traced, partitioned and checked with this evaluator
+    finally:
+        if previous is None:
+            del os.environ["NDA_NUMEXPR"]
+        else:
+            os.environ["NDA_NUMEXPR"] = previous
+    return fn
+
+
+def cpu(rounds: int, n: int = N) -> dict[str, dict[str, float]]:
+    """Seconds per chain on cpu for each candidate (see the module docstring)."""
+    from nda.backends import fusion
+
+    rng = np.random.default_rng(0)
+    hosts = [rng.standard_normal(n, dtype=np.float32) for _ in range(3)]
+    arrays = tuple(nda.asarray(h) for h in hosts)
+    results: dict[str, dict[str, float]] = {}
+    has_numexpr = fusion.numexpr_available()
+    for name, (chain, _) in CHAINS.items():
+        candidates: dict[str, Callable[[], Any]] = {
+            "numpy": lambda chain=chain: chain(np, *hosts),
+            "nda eager": lambda chain=chain: chain(nda, *arrays).wait_to_read(),
+        }
+        fused = _hybrid(chain, False, arrays)
+        candidates["nda hybridized (chunked)"] = lambda fused=fused: fused(*arrays).wait_to_read()
+        if has_numexpr:
+            import numexpr
+
+            fused_ne = _hybrid(chain, True, arrays)
+            candidates["nda hybridized (numexpr)"] = lambda fused_ne=fused_ne: fused_ne(*arrays).wait_to_read()
+            text = "a * b + c" if chain is mul_add else f"0.5 * a * (1.0 + tanh({_C} * (a + {_K} * (a * a * a))))"
+            a, b, c = hosts
+            candidates["numexpr"] = lambda text=text, a=a, b=b, c=c: numexpr.evaluate(text)
+        results[name] = alternate(candidates, rounds, 1)
+    return results
+
+
+def gpu(rounds: int, n: int = N, bandwidth: float = 3.35e12) -> dict[str, Any]:
+    """The chains on cuda:0 against CuPy, PyTorch eager and torch.compile; ``{"skipped": why}`` without a GPU."""
+    try:
+        nda.backends.load("cuda")
+        import cupy
+    except Exception as err:  # noqa: BLE001 - no GPU here: the figures are owed
+        return {"skipped": f"{type(err).__name__}: {str(err).splitlines()[0]}"}
+    rng = np.random.default_rng(0)
+    hosts = [rng.standard_normal(n, dtype=np.float32) for _ in range(3)]
+    arrays = tuple(nda.asarray(h, device="cuda") for h in hosts)
+    cps = [cupy.asarray(h) for h in hosts]
+    try:
+        import torch
+
+        tts = [torch.from_numpy(h).cuda() for h in hosts]
+    except Exception:  # noqa: BLE001 - PyTorch (CUDA) is optional
+        torch, tts = None, []
+    results: dict[str, Any] = {"bandwidth": bandwidth}
+    for name, (chain, reads) in CHAINS.items():
+        fused = nda.hybridize(lambda a, b, c, chain=chain: chain(nda, a, b, c))
+        fused(*arrays).wait_to_read()
+        candidates: dict[str, Callable[[], Any]] = {
+            "cupy": lambda chain=chain: (chain(cupy, *cps), cupy.cuda.get_current_stream().synchronize()),
+            "nda eager": lambda chain=chain: chain(nda, *arrays).wait_to_read(),
+            "nda hybridized": lambda fused=fused: fused(*arrays).wait_to_read(),
+        }
+        if torch is not None:
+            candidates["torch eager"] = lambda chain=chain: (chain(torch, *tts), torch.cuda.synchronize())
+            try:
+                compiled = torch.compile(lambda a, b, c, chain=chain: chain(torch, a, b, c))
+                compiled(*tts)
+                candidates["torch.compile"] = lambda compiled=compiled: (compiled(*tts), torch.cuda.synchronize())
+            except Exception:  # noqa: BLE001 - no compiler toolchain: reported as missing
+                pass
+        timed = alternate(candidates, rounds, 5)
+        timed["floor (one pass)"] = 4.0 * (reads + 1) * n / bandwidth
+        results[name] = timed
+    return results
+
+
+def table(report: dict[str, Any]) -> str:
+    lines = []
+    for device, section in report.items():
+        if "skipped" in section:
+            lines.append(f"{device}: skipped ({section['skipped']}); these figures are owed")
+            continue
+        for chain, timed in section.items():
+            if not isinstance(timed, dict):
+                continue
+            base = timed.get("numpy") or timed.get("cupy")
+            floor = timed.get("floor (one pass)")
+            parts = []
+            for k, v in timed.items():
+                extra = f" ({v / base:.2f}x)" if base and k not in ("numpy", "cupy", "floor (one pass)") else ""
+                extra += f" [{v / floor:.2f}x floor]" if floor and k != "floor (one pass)" else ""
+                parts.append(f"{k} {v * 1e3:7.2f} ms{extra}")
+            lines.append(f"{device} {chain:<10} " + "  ".join(parts))
+    return "\n".join(lines)
+
+
+def run(rounds: int) -> dict[str, Any]:
+    return {"cpu": cpu(rounds), "cuda": gpu(rounds)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.fusion", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--json", metavar="PATH")
+    parser.add_argument("--bandwidth", type=float, default=3.35e12, help="the GPU's memory bandwidth in bytes/s (H100 SXM: 3.35e12)")
+    args = parser.parse_args(argv)
+    rounds = 3 if args.quick else 9
+    report = {"cpu": cpu(rounds), "cuda": gpu(rounds, bandwidth=args.bandwidth)}
+    print(table(report))
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(report, fh, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
