@@ -86,3 +86,17 @@ def test_the_readme_names_the_same_layers():
     for layer in _layers():
         for member in layer:
             assert f"`{member}`" in section, f"the README's Architecture section does not name {member!r} (pyproject.toml's layers contract)"
+
+
+def test_every_module_says_its_layer(graph):
+    import importlib
+
+    layers = _layers()
+    missing = []
+    for name in sorted(graph.modules):
+        if name.endswith("__main__") or ".test_" in name:
+            continue
+        doc = importlib.import_module(name).__doc__ or ""
+        if "Layer:" not in doc:
+            missing.append(name)
+    assert not missing, f"module docstrings that do not say their layer: {missing}"

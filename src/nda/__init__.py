@@ -4,6 +4,8 @@ This module only re-exports; see ``nda._api`` (functions generated from the op c
 ``nda.ops`` (the catalog), ``nda.dispatch``, ``nda.engine``, ``nda.backends``,
 ``nda.layouts`` (strided, csr, row_sparse and their converters), ``nda.sparse`` and
 ``nda.autograd`` (gradients), ``nda.ext`` (ops of op libraries).
+
+Layer: the nda namespace (README, "Architecture").
 """
 
 from __future__ import annotations

@@ -20,6 +20,8 @@ under the profiler, and the demo writes what it recorded:
   skipped with a message and everything else still runs.
 
 Both go to the current directory or ``--out DIR``.
+
+Layer: clients (of the nda namespace) (README, "Architecture").
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@
 wrapper here because the Array API asks them to return their input unchanged in some
 cases, without running any kernel: ``asarray`` of an NDArray, ``astype(copy=False)`` to
 the same dtype and ``to_device`` to the same device.
+
+Layer: arrays and front end (README, "Architecture").
 """
 
 from __future__ import annotations

@@ -17,6 +17,8 @@ non-strided layout (``csr``, ``row_sparse``) report their logical ``shape``/``si
 and ``repr`` shows the stored components. Operators and
 methods that *are* ops (``+``, ``.sum()``…) are attached by ``nda._frontend`` from the op
 catalog, so they exist exactly once.
+
+Layer: arrays and front end (README, "Architecture").
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@ by way of the ops it calls, so every backend runs them with its own kernels of t
 (natively on sim, for example), and the engine orders them like the ops they are made of.
 ``broadcast_shapes`` works on shapes only; ``fftfreq``/``rfftfreq`` compute their few
 values on the host and ``asarray`` them onto the device.
+
+Layer: arrays and front end (README, "Architecture").
 """
 
 from __future__ import annotations

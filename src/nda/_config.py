@@ -5,6 +5,8 @@ backend without a kernel for it that opted into host fallback): ``"warn"`` (defa
 :class:`nda.FallbackWarning` per op and route), ``"silent"`` or ``"error"`` (raise
 :class:`nda.FallbackError` instead of running it). The environment variable
 ``NDA_FALLBACK`` sets the initial value.
+
+Layer: values (README, "Architecture").
 """
 
 from __future__ import annotations

@@ -8,6 +8,8 @@ looked up on the hot path.
 ``ArrayMeta`` bundles (device, dtype, layout) of an array together with its kernel key
 ``(device type, dtype, layout)``; an NDArray carries one reference to it instead of three
 fields, so creating an array on the hot path stores fewer attributes.
+
+Layer: values (README, "Architecture").
 """
 
 from __future__ import annotations

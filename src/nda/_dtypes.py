@@ -9,6 +9,8 @@ floating, complex floating) and NumPy's rules across kinds (``int32 + float32 ->
 float64``), which is what NumPy users expect and what the standard leaves to the
 implementation. Results are cached per pair, so promotion on the hot path is one dict
 lookup.
+
+Layer: values (README, "Architecture").
 """
 
 from __future__ import annotations

@@ -21,6 +21,8 @@ through ``engine.state.push`` and is ordered after the work it depends on.
 A view op that runs through the host fallback, or takes a host view as input, makes a host
 view (``nda._hostviews``): such calls always go through :func:`execute`, never through the
 fast paths, and writes to a family with host views are wrapped to keep them in step.
+
+Layer: arrays and front end (README, "Architecture").
 """
 
 from __future__ import annotations

@@ -41,6 +41,8 @@ per live host view of the family.
 This module is part of the front end: :mod:`nda._frontend` calls :func:`attach` when a
 view op's kernel is a host fallback (or its input is a host view) and wraps the write
 kernels of families that have host views with :func:`writing`.
+
+Layer: arrays and front end (README, "Architecture").
 """
 
 from __future__ import annotations

@@ -7,6 +7,8 @@ the dtypes it can hold); ``default_dtypes(device=)`` picks float64/complex128/in
 the device has them and the widest it has otherwise (a backend without float64 gets
 float32 defaults). ``capabilities()`` reports boolean indexing and data-dependent shapes
 only where the device can run ``getitem`` and ``nonzero`` (natively or through a fallback).
+
+Layer: arrays and front end (README, "Architecture").
 """
 
 from __future__ import annotations

@@ -30,6 +30,8 @@ This module holds the ufunc side, the entry point of the function side (its hand
 ``nda._numpy_functions``, the shared argument handling in ``nda._interop_args``) and the Dask
 hand-over (``nda.dask``); it sits above the namespace's generated functions and attaches the
 protocol methods to NDArray when ``nda._api`` is imported.
+
+Layer: arrays and front end (README, "Architecture").
 """
 
 from __future__ import annotations

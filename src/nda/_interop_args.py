@@ -5,6 +5,8 @@ knows the device of the call's nda arrays and brings NumPy arrays, sequences and
 scalars onto it; ``_check_defaults``/``_leftover`` accept NumPy's keywords nda has no use
 for when they hold their defaults; ``_store`` writes into an nda ``out=``. Anything nda
 cannot run raises ``_Fallback``, which ``nda._interop`` turns into the host fallback.
+
+Layer: arrays and front end (README, "Architecture").
 """
 
 from __future__ import annotations

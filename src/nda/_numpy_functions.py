@@ -5,6 +5,8 @@ calls nda's functions: reductions with NumPy's ``out=``/``dtype=``/``ddof=``/``k
 manipulation (``axis=None`` meaning "flattened", as in NumPy), sorting and searching,
 creation with ``like=``, ``np.linalg`` and ``np.fft``. A keyword or a case nda cannot honour
 raises ``_Fallback`` (NumPy then computes the call on host copies).
+
+Layer: arrays and front end (README, "Architecture").
 """
 
 from __future__ import annotations

@@ -11,6 +11,8 @@ each op memoises its plan per such key and, on a hit, calls the kernel directly:
 
 Calls whose arguments are not hashable (index arrays, lists, slices before Python 3.12)
 plan every time. Registering a kernel clears the op's table cache and, with it, both memos.
+
+Layer: arrays and front end (README, "Architecture").
 """
 
 from __future__ import annotations

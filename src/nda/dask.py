@@ -17,6 +17,8 @@ slicing and ``dask.array.linalg`` reach nda through NumPy's protocols and nda's 
   which then hands the operation back to Dask. :func:`register` does it explicitly.
 
 Importing this module imports nothing of Dask (Dask loads it while it is importing).
+
+Layer: arrays and front end (README, "Architecture").
 """
 
 from __future__ import annotations

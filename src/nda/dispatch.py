@@ -21,6 +21,8 @@ A missing key raises :class:`DispatchError` (a ``TypeError``, since it means the
 layout or device is not supported) naming the op, the key and the keys that do exist.
 If the device type has a backend that is installed but not yet loaded, resolution loads
 it first (see :mod:`nda.backends`).
+
+Layer: dispatch (README, "Architecture").
 """
 
 from __future__ import annotations

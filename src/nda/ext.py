@@ -10,6 +10,8 @@ dispatches, runs through the engine and device queues, records under
 
 ``dir(nda.ext)`` lists the installed and loaded libraries; ``nda.backends.libraries()``
 says which loaded and why one did not.
+
+Layer: arrays and front end (README, "Architecture").
 """
 
 from __future__ import annotations

@@ -3,6 +3,8 @@
 The transforms are generated from the ``"fft.*"`` ops of the catalog (``nda.ops.fft``);
 ``fftfreq``, ``rfftfreq``, ``fftshift`` and ``ifftshift`` are built from other ops
 (``nda._composite``).
+
+Layer: arrays and front end (README, "Architecture").
 """
 
 from __future__ import annotations

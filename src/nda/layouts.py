@@ -30,6 +30,8 @@ are the explicit ways to get dense data).
 
 Everything here is plain Python and NumPy; SciPy is imported by the cpu kernels the first
 time a csr array is built.
+
+Layer: layouts (README, "Architecture").
 """
 
 from __future__ import annotations

@@ -3,6 +3,8 @@
 The functions are generated from the ``"linalg.*"`` ops of the catalog
 (``nda.ops.linalg_extension``); ``matmul``, ``tensordot``, ``vecdot`` and
 ``matrix_transpose`` are the top-level functions themselves, as the standard allows.
+
+Layer: arrays and front end (README, "Architecture").
 """
 
 from __future__ import annotations

@@ -12,6 +12,8 @@ indices (TypeError). Column indices that are unsorted within a row, and row indi
 row_sparse array given in any order, are sorted (with their values): nda keeps sparse
 arrays in canonical form. The check reads the components, so nda arrays given as
 components are waited for (like ``nonzero``, whose result depends on data).
+
+Layer: arrays and front end (README, "Architecture").
 """
 
 from __future__ import annotations

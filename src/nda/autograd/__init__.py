@@ -45,6 +45,8 @@ Complex gradients follow PyTorch's convention: for a real loss and ``z = a + ib`
 gradient is ``dL/da + i dL/db``. Gradients of a ``csr`` array are taken with respect to
 its stored values (its sparsity pattern is fixed), so its ``grad`` is csr with the same
 pattern.
+
+Layer: arrays and front end (README, "Architecture").
 """
 
 from __future__ import annotations

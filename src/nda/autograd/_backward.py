@@ -18,6 +18,8 @@
 
 With ``create_graph`` the whole pass runs as if inside ``record()``, so the gradients
 are themselves recorded and can be differentiated again.
+
+Layer: arrays and front end (README, "Architecture").
 """
 
 from __future__ import annotations

@@ -16,6 +16,8 @@ Nothing here lives on NDArray itself (no slot, so arrays and the hot path pay no
   version of every array it saved, and backward refuses to use an array written in place
   since (PyTorch's rule), naming the write. The counters are only bumped while a graph
   is alive (``nda.autograd._swap`` installs the checking in-place operators then).
+
+Layer: arrays and front end (README, "Architecture").
 """
 
 from __future__ import annotations

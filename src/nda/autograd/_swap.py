@@ -20,6 +20,8 @@ Ops declared ``constant`` (comparisons, integer results, ``floor``) are never sw
 their results need no history. Functions bound before recording started
 (``from nda import exp``) are the fast versions and record nothing; call them through
 the namespace (``nda.exp``), as methods or as operators.
+
+Layer: arrays and front end (README, "Architecture").
 """
 
 from __future__ import annotations

@@ -14,6 +14,8 @@ A backend that fails to import, fails validation or finds no device is isolated:
 recorded with its full cause in :func:`status`, and nda and the other backends keep
 working. States: ``installed`` (found, not loaded yet), ``loaded``, ``failed``,
 ``unavailable`` (loaded but no usable device) and ``excluded``.
+
+Layer: backends (README, "Architecture").
 """
 
 from __future__ import annotations

@@ -7,6 +7,8 @@ errors attributed to the op that failed), the result goes back with ``from_host`
 write of a mutating op with :func:`nda.backends.write_buffer` (a recorded queue op on a
 device with in-order queues). A view op's result is a copy that nda keeps in step with its
 base (:mod:`nda._hostviews`); ``asarray`` of host data does not warn.
+
+Layer: backends (README, "Architecture").
 """
 
 from __future__ import annotations

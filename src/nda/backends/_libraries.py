@@ -19,6 +19,8 @@ Loading, in order, each failure refusing the whole library with one sentence tha
    device type whose backend is loaded is registered at once (wrapped for the device's
    queue when the backend has in-order queues, as the backend's own kernels are); one for
    a device type not loaded yet waits until its backend loads (:func:`apply_pending`).
+
+Layer: backends (README, "Architecture").
 """
 
 from __future__ import annotations

@@ -101,6 +101,8 @@ Numerics (optional)
 
 (``dlpack_device_types``/``import_dlpack`` and ``flushes_subnormals`` are optional members
 of 1.2 backends here; the next minor version of the contract lists them.)
+
+Layer: backends (README, "Architecture").
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@ entry-point group and loaded through it on first use of a cpu array, like any pl
 NumPy already implements the catalog's semantics, so each op's reference implementation
 (written in the kernel convention) is registered as the cpu kernel for every dtype the
 op declares.
+
+Layer: backends (README, "Architecture").
 """
 
 from __future__ import annotations

@@ -15,6 +15,8 @@ costs nothing when all values are finite. Sparse operands whose shapes differ
 (broadcasting) are computed densely and stored back in the result's layout.
 
 Kernels also serve nda-sim, which runs them on its simulated device memory.
+
+Layer: backends (README, "Architecture").
 """
 
 from __future__ import annotations

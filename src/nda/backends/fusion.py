@@ -33,6 +33,8 @@ from the same instructions:
   kernels on the same values);
 * :func:`numexpr_source` / :func:`numexpr_evaluator`: the program as one numexpr
   expression per output (optional dependency; results within rounding of the eager ones).
+
+Layer: backends (README, "Architecture").
 """
 
 from __future__ import annotations

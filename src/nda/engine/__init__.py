@@ -36,6 +36,8 @@ Engines: ``threaded`` (the default: per-device worker threads, the inline fast p
 errors raised at sync points), ``naive`` (synchronous, for debugging: ``NDA_ENGINE=naive``
 or :func:`use`), and ``deferred`` (runs the queue at sync points; a test tool proving that
 no op depends on running inline).
+
+Layer: engine (README, "Architecture").
 """
 
 from __future__ import annotations

@@ -28,6 +28,8 @@ an executor, not started; only large tasks pass through here) -> ``running`` -> 
 Whoever moves a task from ``queued`` to ``running`` runs it: a worker taking it from its
 queue, or a sync point that would otherwise sit blocked on it. The engine makes that move
 under its lock, so exactly one of them does.
+
+Layer: engine (README, "Architecture").
 """
 
 from __future__ import annotations

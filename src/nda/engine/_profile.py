@@ -23,6 +23,8 @@ stream's thread. An in-order stream cannot start an item before the previous one
 finished, so :meth:`Profiler.lanes` shows such a span from ``max(issue, previous end in
 the lane)``: the time the item actually occupied the stream. The raw spans stay available
 in :attr:`Profiler.events` and in the Chrome trace.
+
+Layer: engine (README, "Architecture").
 """
 
 from __future__ import annotations

@@ -43,6 +43,8 @@ while a kernel still reads it is not handed out before that kernel has run).
 
 This module holds state and small transitions only: the engines decide when to wait
 (:meth:`Engine.issued`); no thread lives here.
+
+Layer: engine (README, "Architecture").
 """
 
 from __future__ import annotations

@@ -55,6 +55,8 @@ forever). It takes the engine's lock for the instant of the fork, so the child c
 consistent graph; the child gets a fresh engine in which every array still being computed
 by the parent at the fork is poisoned with a ``RuntimeError`` saying so, and everything
 finished before the fork is there.
+
+Layer: engine (README, "Architecture").
 """
 
 from __future__ import annotations

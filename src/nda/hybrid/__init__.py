@@ -41,6 +41,8 @@ function that enters ``record()`` itself is not hybridized (it runs eagerly).
 Arrays the function uses without receiving them (closures, globals) are read at every
 run as they are then (Gluon's parameters), and in-place writes into them or into the
 arguments happen at every run, in program order.
+
+Layer: arrays and front end (README, "Architecture").
 """
 
 from __future__ import annotations

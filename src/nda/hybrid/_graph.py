@@ -20,6 +20,8 @@ compiled with the user's file name at the node's line: engine and queue entries,
 notes and tracebacks then point at the line of the hybridized function that issued the
 op. A claimed subgraph is one op: its output arrays are made pending, and its compiled
 kernel runs through the engine (recorded on the device queue for a queue backend).
+
+Layer: arrays and front end (README, "Architecture").
 """
 
 from __future__ import annotations

@@ -12,6 +12,8 @@ outermost call is. ``NDArray._host`` (every host read: ``asnumpy``, ``float(x)``
 the graph, as does an op whose output shape depends on data. The swap holds autograd's
 lock, so no thread enters or leaves ``record()`` (which swaps the same attributes) while
 the replacements are in place.
+
+Layer: arrays and front end (README, "Architecture").
 """
 
 from __future__ import annotations

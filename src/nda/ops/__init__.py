@@ -4,6 +4,8 @@ Importing this package declares all ops and creates their (empty) dispatch table
 backends fill the tables. ``CATALOG`` maps op names to :class:`~nda.ops._spec.OpDecl`;
 ``EXTENSIONS`` holds the ops of loaded op libraries (:mod:`nda.ops.extension`) and
 ``DECLARED`` is a view of both.
+
+Layer: op catalog (README, "Architecture").
 """
 
 from . import creation, elementwise, indexing, linalg, manipulation, reductions, searching  # noqa: F401  (declare the ops)

@@ -46,6 +46,8 @@ so the VJP of a holomorphic ``f`` is ``g * conj(f'(x))``. An op without a VJP de
 why with :func:`constant` (its result does not change with the inputs where it is
 defined: comparisons, integer results, ``floor``; gradients through it are zero) or
 :func:`not_differentiable` (a gradient reaching it is an error).
+
+Layer: op catalog (README, "Architecture").
 """
 
 from __future__ import annotations

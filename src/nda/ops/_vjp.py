@@ -23,6 +23,8 @@ layer. Arrays are only ever asked for their attributes (``shape``, ``dtype``, ``
   differentiable. With ``unique=True`` (positions known to be distinct) it gathers and is
   exact; otherwise each run of equal positions is a difference of running sums taken in
   double precision (float64/complex128), whose error is ``eps64`` times the running sum.
+
+Layer: op catalog (README, "Architecture").
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@ and they receive the target ``device`` so that a backend with several devices kn
 where to allocate. ``asarray`` receives a NumPy array prepared on the host by the planner
 (Python data is converted with NumPy's rules, which match the Array API's defaults on
 64-bit platforms: bool, int64, float64, complex128).
+
+Layer: op catalog (README, "Architecture").
 """
 
 from __future__ import annotations

@@ -13,6 +13,8 @@ Dtype rules (decided here, documented in the README):
   dtype (``float64``), as NumPy and PyTorch do, rather than raising;
 * result rules: ``same`` (the key dtype), ``bool`` (comparisons and tests), ``real``
   (``abs``, ``real``, ``imag`` of complex give the matching real dtype).
+
+Layer: op catalog (README, "Architecture").
 """
 
 from __future__ import annotations

@@ -40,6 +40,8 @@ dtype; the arrays of one call have mutually broadcastable shapes) or ``"scalar"`
 Python scalar of the cell's dtype), and for keyword parameters the values to try.
 
 This module is part of the op catalog layer: declarations only, no dispatch, no arrays.
+
+Layer: op catalog (README, "Architecture").
 """
 
 from __future__ import annotations

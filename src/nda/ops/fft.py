@@ -7,6 +7,8 @@ complex dtype of its precision (the standard only asks for complex input; NumPy 
 expect real input to work). ``norm`` is ``"backward"`` (default), ``"ortho"`` or
 ``"forward"``. ``fftfreq``, ``rfftfreq``, ``fftshift`` and ``ifftshift`` are built from
 other ops in ``nda.fft`` itself.
+
+Layer: op catalog (README, "Architecture").
 """
 
 from __future__ import annotations

@@ -11,6 +11,8 @@ data, so it is a sync point for the mask (not for ``x``).
 Kernel convention: ``getitem(x, key)`` returns a buffer (a view for basic keys) and
 ``setitem(x, key, value)`` writes into ``x`` in place; arrays inside ``key`` arrive as
 buffers and ``value`` is a buffer of ``x``'s dtype or a Python scalar.
+
+Layer: op catalog (README, "Architecture").
 """
 
 from __future__ import annotations

@@ -2,6 +2,8 @@
 
 Binary ops here promote their array arguments to one dtype (the kernel key) and cast
 the others, exactly like element-wise ops, so kernels see inputs of the key dtype.
+
+Layer: op catalog (README, "Architecture").
 """
 
 from __future__ import annotations

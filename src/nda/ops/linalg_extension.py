@@ -10,6 +10,8 @@ is not positive definite for ``cholesky``) raise ``numpy.linalg.LinAlgError`` (a
 
 ``matmul``, ``tensordot``, ``vecdot`` and ``matrix_transpose`` of ``nda.linalg`` are the
 top-level functions themselves (see ``nda.linalg``).
+
+Layer: op catalog (README, "Architecture").
 """
 
 from __future__ import annotations

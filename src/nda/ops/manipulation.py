@@ -4,6 +4,8 @@ Ops marked ``view=True`` may return a buffer that shares memory with their input
 NumPy does (``reshape`` when it can, ``permute_dims``, ``expand_dims``, ``squeeze``,
 ``flip``, ``broadcast_to``). The front end records the input as the output's ``_base``
 so that an engine orders writes through a view against users of the base.
+
+Layer: op catalog (README, "Architecture").
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ Kernel convention: ``kernel(x, axis=<tuple of non-negative ints, or None for all
 keepdims=<bool>, **extra)`` returning a buffer (a 0-d buffer for full reductions, never a
 NumPy scalar). ``sum``/``prod``/``cumulative_*`` get ``dtype=`` (the accumulation and
 output dtype, already decided by the planner); ``std``/``var`` get ``correction=``.
+
+Layer: op catalog (README, "Architecture").
 """
 
 from __future__ import annotations

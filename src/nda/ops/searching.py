@@ -7,6 +7,8 @@ boolean mask) and the output shapes are read from the buffers the kernel returns
 ``inverse_indices`` has the input's shape, and every index or count is int64. All four
 return their values sorted (NaNs last), which the standard leaves open and scikit-learn and
 array-api-extra rely on.
+
+Layer: op catalog (README, "Architecture").
 """
 
 from __future__ import annotations

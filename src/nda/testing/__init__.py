@@ -10,6 +10,8 @@
   (``pytest --pyargs nda.testing.conformance --nda-device=TYPE``).
 
 ``strategies`` and ``conformance`` import Hypothesis, so they load on first access.
+
+Layer: clients (of the nda namespace) (README, "Architecture").
 """
 
 from __future__ import annotations

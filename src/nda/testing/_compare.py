@@ -17,6 +17,8 @@ should use. Compared with ``numpy.testing.assert_allclose`` it
 
 The error lists the number of mismatches and the first few, each with its index, both
 values and why it failed.
+
+Layer: clients (of the nda namespace) (README, "Architecture").
 """
 
 from __future__ import annotations

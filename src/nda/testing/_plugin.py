@@ -18,6 +18,8 @@ The plugin is loaded by every pytest run in an environment where nda is installe
 it only registers options and the ``nda-quick``/``nda-deep`` Hypothesis profiles; it
 imports nda only when conformance tests are collected. With plugin autoloading off
 (``PYTEST_DISABLE_PLUGIN_AUTOLOAD``), pass ``-p nda.testing._plugin``.
+
+Layer: clients (of the nda namespace) (README, "Architecture").
 """
 
 from __future__ import annotations

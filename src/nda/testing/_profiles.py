@@ -8,6 +8,8 @@ database (a run writes nothing) and both report one bug per cell.
 sweep, derandomized so that CI runs are reproducible; the whole catalog on one device
 takes well under two minutes. ``nda-deep``: 200 random cases per cell, for a thorough
 run before a release (expect tens of minutes).
+
+Layer: clients (of the nda namespace) (README, "Architecture").
 """
 
 from __future__ import annotations

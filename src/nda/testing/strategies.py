@@ -17,6 +17,8 @@ elements (empty arrays included), which keeps examples small and shrinking fast.
 
 Everything here works without nda's test suite; it imports only ``nda``, NumPy and
 Hypothesis (which must be installed: ``pip install hypothesis``).
+
+Layer: clients (of the nda namespace) (README, "Architecture").
 """
 
 from __future__ import annotations

@@ -24,6 +24,8 @@ a device's gradients (``nda.autograd``) against finite differences instead: see
 How a cell is tested is described in :mod:`nda.testing.conformance._kit`; what the inputs
 are in :mod:`nda.testing.conformance._cases` and ``._generators``; the statuses in
 :mod:`nda.testing.conformance._report`.
+
+Layer: clients (of the nda namespace) (README, "Architecture").
 """
 
 from __future__ import annotations

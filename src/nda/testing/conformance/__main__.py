@@ -4,6 +4,8 @@ Exits with status 1 when a cell failed, 2 on a usage error. ``--json -`` prints 
 report on stdout (the table then goes to stderr), ``--json PATH`` writes it to a file.
 ``--jobs N`` splits the cells (by op) among N worker processes (``auto``, the default: one
 per core, one per 100 native cells at most; see :mod:`._parallel`).
+
+Layer: clients (of the nda namespace) (README, "Architecture").
 """
 
 from __future__ import annotations

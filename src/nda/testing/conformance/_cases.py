@@ -18,6 +18,8 @@ and 0-d arrays, views, is fair game. The strategies that draw cases are in
 :func:`sweep` gives deterministic edge cases (every edge value of the dtype; every pair
 of them for binary ops and reductions) and :func:`sub_cases` the one- and two-element
 cases a failing sweep is reduced to.
+
+Layer: clients (of the nda namespace) (README, "Architecture").
 """
 
 from __future__ import annotations

@@ -9,6 +9,8 @@ time. The rules for what inputs are allowed live in :mod:`._cases` (input repair
 Shapes are small (0-3 dimensions of 0-4 elements, empty arrays half as often as
 non-empty ones), arrays are sometimes strided (``x[::2]``) or reversed (``x[::-1]``)
 views, binary ops also get Python scalars on either side and the same array twice.
+
+Layer: clients (of the nda namespace) (README, "Architecture").
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@ op needs it), because near-singular input makes *any* two correct implementation
 by more than rounding. Decompositions whose results are not unique (eigenvectors, Q of
 QR, U/Vh of SVD: signs and phases are the library's choice; ``eig``'s order) are compared
 on dtype and shape only; everything else is compared value by value.
+
+Layer: clients (of the nda namespace) (README, "Architecture").
 """
 
 from __future__ import annotations

@@ -16,6 +16,8 @@ and singular vectors are only defined up to sign, so ``eigh``/``svd`` are checke
 through ``v * v``; ``eigh``/``cholesky`` are also checked with a symmetric argument
 ``b + b^T`` built inside ``fn``, which PyTorch's convention (symmetric gradients) and
 nda's (the gradient of the triangle the op reads) agree on.
+
+Layer: clients (of the nda namespace) (README, "Architecture").
 """
 
 from __future__ import annotations

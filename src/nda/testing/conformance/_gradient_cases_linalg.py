@@ -4,6 +4,8 @@ Matrices are built with the properties each derivative needs: well-conditioned s
 matrices for ``inv``/``solve``/``det``, separated singular values for ``svd``/``pinv``/the
 spectral norms, separated eigenvalues for ``eigh``, symmetric positive definite ones for
 ``cholesky``, and distinct row and column sums for the 1- and inf-norms.
+
+Layer: clients (of the nda namespace) (README, "Architecture").
 """
 
 from __future__ import annotations

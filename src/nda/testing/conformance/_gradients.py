@@ -20,6 +20,8 @@ runs::
     python -m nda.testing.conformance mydev --gradients
 
 :func:`check` is also what nda's own test suite uses, on cpu and sim.
+
+Layer: clients (of the nda namespace) (README, "Architecture").
 """
 
 from __future__ import annotations

@@ -23,6 +23,8 @@ array changed (a kernel must not write into its inputs; ``setitem`` writes only 
 its target). Hypothesis shrinks a failure to a minimal example. After a passing
 Hypothesis run, a deterministic edge sweep (:func:`._cases.sweep`) runs; a failing sweep
 is reduced to the one- or two-element case that still fails.
+
+Layer: clients (of the nda namespace) (README, "Architecture").
 """
 
 from __future__ import annotations

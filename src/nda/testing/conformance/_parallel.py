@@ -12,6 +12,8 @@ at run time (``nda.backends.load("module:attr")``).
 Ops are assigned to workers largest first (by their number of native cells), each to the
 least loaded worker, so the groups take about the same time; all cells of an op run in one
 worker (its kernels compile once).
+
+Layer: clients (of the nda namespace) (README, "Architecture").
 """
 
 from __future__ import annotations

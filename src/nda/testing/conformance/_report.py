@@ -17,6 +17,8 @@ Statuses:
 
 :meth:`Report.table` is for people (a matrix op × dtype, then the failures with their
 examples), :meth:`Report.as_dict`/:meth:`Report.to_json` for tools.
+
+Layer: clients (of the nda namespace) (README, "Architecture").
 """
 
 from __future__ import annotations

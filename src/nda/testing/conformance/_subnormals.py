@@ -12,6 +12,8 @@ The flushed comparison runs only for a case that failed the exact one and holds 
 of a declared dtype (in an input array, a Python scalar the kernel reads in that precision,
 or a result), so passing cases cost nothing more. Cells that passed that way are counted
 (``CellResult.flushed``) and marked ``ok*`` in the report's table, whose legend says so.
+
+Layer: clients (of the nda namespace) (README, "Architecture").
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@
 The options, the Hypothesis profiles and the final table/JSON report come from the
 pytest plugin :mod:`nda.testing._plugin`; what each test checks is described in
 :mod:`nda.testing.conformance._kit`.
+
+Layer: clients (of the nda namespace) (README, "Architecture").
 """
 
 from __future__ import annotations
