@@ -24,21 +24,7 @@ import pytest
 import nda
 from nda.engine.threaded import ThreadedEngine
 
-from test_engine_threaded import ParkingExecutor
-
-
-@pytest.fixture
-def parked():
-    executor = ParkingExecutor()
-    previous = nda.engine.current()
-    engine = nda.engine.use(ThreadedEngine(executor_factory=lambda device: executor, inline_limit=0))
-    yield engine, executor
-    executor.run_all()
-    try:
-        nda.waitall()
-    except Exception:  # noqa: BLE001 - the tests leave errors behind on purpose
-        pass
-    nda.engine.use(previous if previous.name != "threaded" else "threaded")
+from test_engine_threaded import parked  # noqa: F401  (the fixture: every op a task for an executor that runs only when told)
 
 
 def test_a_failed_op_behind_pending_work_frees_its_arrays_and_the_engine_goes_idle(parked, failing_sin):

@@ -35,18 +35,6 @@ from test_engine_stateful import EnginePrograms  # noqa: E402
 LARGE = 1 << 18  # above the inline threshold: on cpu such an op would be a worker's task
 
 
-@pytest.fixture
-def threaded():
-    previous = nda.engine.current()
-    engine = nda.engine.use(ThreadedEngine())
-    yield engine
-    try:
-        nda.waitall()
-    except Exception:  # noqa: BLE001 - a test may leave an error behind on purpose
-        pass
-    nda.engine.use(previous if previous.name != "threaded" else "threaded")
-
-
 class Gate:
     """Holds a sim device's stream: work enqueued after it waits until :meth:`open`."""
 

@@ -188,6 +188,28 @@ def _validate_optional(rec: _Record, backend: Any, device_types: tuple[str, ...]
     rec.dlpack_device_types = {int(k): str(v) for k, v in dict(imports).items()}
 
 
+def checked_registration(who: str, op: str, decl: Any, dtypes: Any, layout: str, fn: Callable[..., Any]) -> list[Any]:
+    """The dtypes of a kernel registration by ``who`` (a backend, an op library), checked against
+    the op's declaration: each a dtype of the op's category, a known layout, a signature that
+    takes the op's kernel arguments. BackendValidationError naming ``who`` and the fix otherwise."""
+    dtype_list = [dtypes] if isinstance(dtypes, (DType, str)) else list(dtypes)
+    for dt in dtype_list:
+        try:
+            resolved = as_dtype(dt)
+        except TypeError as err:
+            raise BackendValidationError(f"{who}, op {op!r}: {err}") from None
+        if resolved not in CATEGORIES[decl.dtypes]:
+            raise BackendValidationError(f"{who} registers {op!r} for {resolved.name}, but {op!r} is declared for {decl.dtypes} dtypes only")
+    try:
+        as_layout(layout)
+    except ValueError as err:
+        raise BackendValidationError(f"{who}, op {op!r}: {err}") from None
+    problem = check_kernel_signature(fn, decl)
+    if problem is not None:
+        raise BackendValidationError(f"{who}, op {op!r}: {problem}")
+    return dtype_list
+
+
 class _LayoutHooks:
     """How a backend's layouts reach ``nda.layouts``, a layer above this one: the layouts layer
     registers these when it is imported (always before a backend loads: ``import nda`` imports it)."""
@@ -221,23 +243,7 @@ def _registrar(name: str, device_types: tuple[str, ...], backend: Any = None) ->
         decl = lookup(op)  # a catalog op, or an op of a loaded op library
         if decl is None:
             raise BackendValidationError(f"backend {name!r} registers a kernel for unknown op {op!r}; the catalog's ops are listed in nda.ops.CATALOG")
-        dtype_list = [dtypes] if isinstance(dtypes, (DType, str)) else list(dtypes)
-        for dt in dtype_list:
-            try:
-                resolved = as_dtype(dt)
-            except TypeError as err:
-                raise BackendValidationError(f"backend {name!r}, op {op!r}: {err}") from None
-            if resolved not in CATEGORIES[decl.dtypes]:
-                raise BackendValidationError(
-                    f"backend {name!r} registers {op!r} for {resolved.name}, but {op!r} is declared for {decl.dtypes} dtypes only"
-                )
-        try:
-            as_layout(layout)
-        except ValueError as err:
-            raise BackendValidationError(f"backend {name!r}, op {op!r}: {err}") from None
-        problem = check_kernel_signature(fn, decl)
-        if problem is not None:
-            raise BackendValidationError(f"backend {name!r}, op {op!r}: {problem}")
+        dtype_list = checked_registration(f"backend {name!r}", op, decl, dtypes, layout, fn)
         dev = device_type or device_types[0]
         if dev not in device_types:
             raise BackendValidationError(f"backend {name!r} registers a kernel for device type {dev!r}, which it does not declare in device_types {device_types}")

@@ -28,11 +28,9 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from .. import dispatch
-from .._devices import as_layout
-from .._dtypes import CATEGORIES, DType, as_dtype
 from ..engine import _queues
 from ..ops import extension as _ext
-from .contract import API_VERSION, check_kernel_signature
+from .contract import API_VERSION
 
 __all__ = ["GROUP", "load_library", "libraries", "installed_names", "apply_pending", "is_library", "load_all"]
 
@@ -257,7 +255,7 @@ def _label(library: str) -> str:
 
 
 def _registrar(library: Any) -> Callable[..., None]:
-    from . import BackendValidationError
+    from . import BackendValidationError, checked_registration
 
     name = library.name
     own = {f"{name}.{s}": s for s in library.op_names}
@@ -271,21 +269,7 @@ def _registrar(library: Any) -> Callable[..., None]:
                 f"for its own ops ({', '.join(library.op_names) or 'none'}), backends register kernels for catalog ops"
             )
         decl = _ext.EXTENSIONS[qualified]
-        dtype_list = [dtypes] if isinstance(dtypes, (DType, str)) else list(dtypes)
-        for dt in dtype_list:
-            try:
-                resolved = as_dtype(dt)
-            except TypeError as err:
-                raise BackendValidationError(f"op library {name!r}, op {op!r}: {err}") from None
-            if resolved not in CATEGORIES[decl.dtypes]:
-                raise BackendValidationError(f"op library {name!r} registers {op!r} for {resolved.name}, but {op!r} is declared for {decl.dtypes} dtypes only")
-        try:
-            as_layout(layout)
-        except ValueError as err:
-            raise BackendValidationError(f"op library {name!r}, op {op!r}: {err}") from None
-        problem = check_kernel_signature(fn, decl)
-        if problem is not None:
-            raise BackendValidationError(f"op library {name!r}, op {op!r}: {problem}")
+        dtype_list = checked_registration(f"op library {name!r}", op, decl, dtypes, layout, fn)
         if not isinstance(device_type, str) or not device_type:
             raise BackendValidationError(f"op library {name!r}, op {op!r}: device_type must name a device type such as 'cpu', got {device_type!r}")
         item = dict(op=qualified, dtypes=dtype_list, fn=fn, device_type=device_type, layout=layout, priority=priority, supports=supports,
