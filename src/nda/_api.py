@@ -236,7 +236,7 @@ def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> N
         raise
     source = Device(device_type, index)
     backends.validate_device(source)
-    buf = backend.import_dlpack(x, source)
+    buf = backends.import_buffer(backend, x, source)
     array = new_array(buf, ArrayMeta(source, _dtypes.from_numpy_dtype(np.dtype(buf.dtype)), strided), tuple(buf.shape))
     if target is None or target is source:
         return _catalog_astype(array, array.dtype, copy=True) if copy else array  # type: ignore[no-any-return]

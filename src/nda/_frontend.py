@@ -145,11 +145,12 @@ def execute_mutation(name: str, plan: Plan, target: NDArray) -> None:
     size = work_size(plan)
 
     def run() -> Any:
+        outer = _writing.base
         _writing.base = base._buf  # the memory written: a device queue records the write as the base's
         try:
             return kernel(*unwrap(args), **kwargs)  # a Completion when the work finishes later
         finally:
-            _writing.base = None
+            _writing.base = outer
 
     if size < _state.limit:
         run()
@@ -411,11 +412,12 @@ def make_inplace(decl: OpDecl) -> Callable[..., Any]:
 
         def run() -> None:
             value = kernel(target._buf, other._buf if other.__class__ is NDArray else other)
+            outer = _writing.base
             _writing.base = base_of(target)._buf  # see execute_mutation
             try:
                 store(target._buf, value)
             finally:
-                _writing.base = None
+                _writing.base = outer
 
         if size < _state.limit:
             run()

@@ -132,7 +132,7 @@ def attach(name: str, plan: Any, out: Any) -> Callable[..., Any]:
         host = _host_copy(backend, rec.source._buf)
         result = _replay(host, rec.steps)
         rec.live = isinstance(result, np.ndarray) and np.may_share_memory(result, host)
-        return backend.from_host(np.asarray(result), device)
+        return backends.upload(device, np.asarray(result))
 
     create.__qualname__ = f"host_view[{name}]"
     return create

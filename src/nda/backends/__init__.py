@@ -276,8 +276,9 @@ def _registrar(name: str, device_types: tuple[str, ...], backend: Any = None) ->
                 device_type: str | None = None) -> None:
         """How this device type's ``layout`` buffers move to and from cpu buffers of that layout
         (``dtypes``: the ones it can hold in that layout, when not all)."""
-        if queued:
+        if queued:  # reads after the version read, errors attributed; uploads recorded like ops
             to_host = _attributed(to_host, backend.device_of)
+            from_host = _queues.issuing(from_host, f"to_device ({layout})", backend)
         try:
             layout_hooks.register_storage(device_of(device_type, f"{layout} storage"), layout, to_host=to_host, from_host=from_host,
                                      dtypes=dtypes, backend=name)
@@ -621,7 +622,27 @@ def copy_buffer(source: Device, buf: Any, target: Device) -> Any:
         if target.type in _queues._backends:
             return _queues.issue(src.copy_to_device, "to_device", src.device_of, False, (buf, target), {}, across=True)
         return src.copy_to_device(buf, target)
-    return for_device(target).from_host(read_buffer(source, buf), target)
+    return upload(target, read_buffer(source, buf))
+
+
+def upload(device: Device, host: Any) -> Any:
+    """A new buffer on ``device`` holding a copy of the NumPy array ``host``.
+
+    On a device with in-order queues the copy may be enqueued (CUDA's host-to-device copy
+    is): it is recorded like an op, so a read of the buffer waits for it. Every buffer nda
+    makes from host data comes from here (or from a catalog kernel, recorded the same way).
+    """
+    backend = for_device(device)
+    if device.type in _queues._backends:
+        return _queues.issue(backend.from_host, "to_device", backend.device_of, False, (host, device), {})
+    return backend.from_host(host, device)
+
+
+def import_buffer(backend: Any, obj: Any, device: Device) -> Any:
+    """``obj``'s memory as a buffer of ``device`` (DLPack import), recorded like an op on a queue."""
+    if device.type in _queues._backends:
+        return _queues.issue(backend.import_dlpack, "from_dlpack", backend.device_of, False, (obj, device), {})
+    return backend.import_dlpack(obj, device)
 
 
 def write_buffer(device: Device, host: Any, out: Any) -> Any:

@@ -26,7 +26,7 @@ __all__ = ["host_fallback"]
 
 def host_fallback(tbl: OpTable, key: KernelKey) -> KernelEntry | None:
     """A kernel that runs ``key``'s op on cpu with copies in and out, if the backend opts in."""
-    from . import for_device_type, read_buffer, write_buffer
+    from . import for_device_type, read_buffer, upload, write_buffer
 
     backend = for_device_type(key.device_type)
     if not getattr(backend, "fallback_to_host", False) or key.device_type == "cpu":
@@ -38,7 +38,7 @@ def host_fallback(tbl: OpTable, key: KernelKey) -> KernelEntry | None:
         return None
     decl = declaration(tbl.op_name)
     buffer_type = backend.buffer_type
-    from_host, device_of = backend.from_host, backend.device_of
+    device_of = backend.device_of
 
     def to_host(buf: Any) -> Any:  # errors of device work carry the failed op's note
         return read_buffer(device_of(buf), buf)
@@ -75,8 +75,8 @@ def host_fallback(tbl: OpTable, key: KernelKey) -> KernelEntry | None:
         if mutates:
             return write_buffer(device, host_args[0], args[0])
         if result.__class__ is tuple:  # an op with several outputs (qr, unique_all, nonzero)
-            return tuple(from_host(np.asarray(r), device) for r in result)
-        return from_host(result, device)
+            return tuple(upload(device, np.asarray(r)) for r in result)
+        return upload(device, result)
 
     fallback.__qualname__ = f"host_fallback[{tbl.op_name}]"
     fallback._nda_route = route  # type: ignore[attr-defined]

@@ -154,7 +154,7 @@ class Queue:
 
     # ------------------------------------------------------------------ transitions
     def add(self, entry: Entry) -> None:
-        """Record an enqueued op (atomic steps; no lock)."""
+        """Record an enqueued op (LOCK held: the log is in the order of the markers)."""
         entry.seq = next(self._count)
         if entry.check is not None:
             self.checked += 1
@@ -200,6 +200,10 @@ class Queue:
                     error = check()
                 except BaseException as err:  # noqa: BLE001 - a check may report the op's error by raising it
                     error = err
+        if error is not None:  # before the entry leaves: a reader finds either its version or its failure
+            entry.error = error
+            annotate(error, entry.name, entry.where(), self.device)
+            self._record_failure(entry, error)
         entry.retired = True
         entry.deps = entry.check = None
         versions = self.versions
@@ -207,10 +211,6 @@ class Queue:
             hit = versions.get(key)
             if hit is not None and hit[0] is entry:
                 del versions[key]
-        if error is not None:
-            entry.error = error
-            annotate(error, entry.name, entry.where(), self.device)
-            self._record_failure(entry, error)
         entry.outs = ()
 
     def _record_failure(self, entry: Entry, error: BaseException) -> None:
@@ -222,7 +222,7 @@ class Queue:
         for key, ref in entry.outs:
             if ref() is not None:
                 failed[key] = (ref, error)
-        _failures = sum(1 for q in _queues.values() if q.failed)
+        _failures = sum(1 for q in list(_queues.values()) if q.failed)
         if first_error is None:
             first_error = error
 
@@ -485,15 +485,17 @@ def issue(kernel: Callable[..., Any], name: str, device_of: Callable[[Any], Any]
     # with it if it does; a backend's kernels need not propagate failures themselves).
     deps = None
     if across:
-        deps = _inputs_in([q for q in _queues.values() if q.checked], args)
+        deps = _inputs_in([q for q in list(_queues.values()) if q.checked], args)
     elif queue.checked:
         deps = _inputs_in((queue,), args)
     if _failures:
         inherited = _failed_input(args, kwargs)
         if inherited is not None:  # it read a failed op's output: it fails the same way
             check = _Inherited(inherited)
-    entry = Entry(queue, queue.record_marker(device), name, user_site(), check, outs, deps)
-    queue.add(entry)
+    site = user_site()
+    with LOCK:  # the marker and the log entry together: the log stays in the order of the markers
+        entry = Entry(queue, queue.record_marker(device), name, site, check, outs, deps)
+        queue.add(entry)
     on_issue(queue, entry)
     return value
 
@@ -523,14 +525,27 @@ def _inputs_in(queues: Iterable[Queue], args: tuple[Any, ...]) -> list[Entry] | 
 
 
 def _failed_input(args: Iterable[Any], kwargs: dict[str, Any]) -> BaseException | None:
+    queues = list(_queues.values())
     for value in (*args, *kwargs.values()):
         items = value if value.__class__ in (tuple, list) else (value,)
         for item in items:
-            for queue in _queues.values():
+            for queue in queues:
                 error = queue.error_of(item)
                 if error is not None:
                     return error
+    _forget_dead_failures(queues)
     return None
+
+
+def _forget_dead_failures(queues: list[Queue]) -> None:
+    """Drop the failure records of buffers that are gone (ops stop checking once none is left)."""
+    global _failures
+    with LOCK:
+        for queue in queues:
+            failed = queue.failed
+            for key in [k for k, (ref, _) in failed.items() if ref() is None]:
+                del failed[key]
+        _failures = sum(1 for q in queues if q.failed)
 
 
 class _Inherited:

@@ -193,9 +193,13 @@ class ThreadedEngine(Engine):
         graph = self._graph
         if graph.pending or graph.poison:
             with self._lock:
-                for array in (*reads, *writes):
-                    base = array._base if array._base is not None else array
-                    if id(base) in graph.vars:
+                vars_ = graph.vars
+                for array in reads:  # a read waits only for a pending host write
+                    var = vars_.get(id(array._base if array._base is not None else array))
+                    if var is not None and var.last_write is not None:
+                        return False
+                for array in writes:  # a write waits for pending host reads and writes
+                    if id(array._base if array._base is not None else array) in vars_:
                         return False
                 if graph.poisoned_input(_Probe(reads)) is not None:
                     return False
@@ -264,8 +268,14 @@ class ThreadedEngine(Engine):
         """An op enqueued on a device queue: retire what is done; wait only past the bound."""
         if not entry.seq & 15:
             queue.retire_reached()
-            if len(queue.log) > _queues.MAX_IN_FLIGHT:
-                queue.wait_and_retire(queue.log[len(queue.log) - _queues.MAX_IN_FLIGHT])
+            log = queue.log
+            excess = len(log) - _queues.MAX_IN_FLIGHT
+            if excess > 0:
+                try:
+                    oldest = log[excess]
+                except IndexError:  # another thread retired meanwhile: there is room now
+                    return
+                queue.wait_and_retire(oldest)
 
     def _submit(self, task: Task) -> None:
         executor = self._executors.get(task.device)
@@ -308,6 +318,7 @@ class ThreadedEngine(Engine):
             error: BaseException | None = None
             result = None
             local = _queues.local
+            outer_site = local.site
             local.site = task.site  # ops a task enqueues on a device queue are the task's
             try:
                 result = task.run()
@@ -319,7 +330,7 @@ class ThreadedEngine(Engine):
                     raise
                 error = err
             finally:
-                local.site = None
+                local.site = outer_site
             restart_on_interrupt = False  # the tasks that follow are small ones made ready here
             if isinstance(result, Completion) and error is None:
                 result.add_done_callback(lambda err, t=task, s=start, r=route: self._dispatch_after(t, err, s, r))
@@ -378,6 +389,8 @@ class ThreadedEngine(Engine):
             self._queued.clear()  # nothing is pending: every entry ran
             self._set_limit()
         queue_error = drain_queues()
+        if error is not None and queue_error is not None and queue_error is not error:
+            _queues.first_error = queue_error  # raised by the next waitall (each raises one error)
         error = error or queue_error
         if error is not None:
             deliver(error)

@@ -73,12 +73,6 @@ class DeviceStream:
                 self._events.append(ev)
 
     # ------------------------------------------------------------------ waiting
-    def wait_event(self, ev: Any) -> None:
-        """Block the calling thread until ``ev`` has completed (only the work before it)."""
-        with self.device:
-            ev.synchronize()
-        self.recycle(ev)
-
     def synchronize(self) -> None:
         """Wait for everything enqueued on the stream so far."""
         with self.device:

@@ -93,6 +93,8 @@ class SimBackend:
     def _after_fork_in_child(self) -> None:
         """The parent's stream threads do not exist here: what they had not run fails, new streams start."""
         error = RuntimeError("this array was still being computed on the simulated device when the process forked; its value exists only in the parent process")
+        for alloc in self._allocators.values():
+            alloc.after_fork()
         for stream in self._streams.values():
             stream.cancel_pending(error)
         self._reset_streams()

@@ -55,6 +55,10 @@ class Allocator:
             self.cached += nbytes
             self._blocks[nbytes] = self._blocks.get(nbytes, 0) + 1
 
+    def after_fork(self) -> None:
+        """In a forked child: a parent thread may have held the lock at the fork."""
+        self._lock = threading.Lock()
+
     def release_all(self) -> int:
         with self._lock:
             return self._release_locked()
@@ -193,7 +197,15 @@ class Stream:
         self.flush()
 
     def cancel_pending(self, error: BaseException) -> list[Callable[[], None]]:
-        """In a forked child: the work the parent had not run yet never runs here."""
+        """In a forked child: the work the parent had not run yet never runs here.
+
+        The parent's threads may have held this stream's locks at the fork; in the child
+        nobody will release them, so they are made afresh first.
+        """
+        self._cond = threading.Condition()
+        self._count_lock = threading.Lock()
+        self._start_lock = threading.Lock()
+        self._waiters = 0
         with self._count_lock:
             pending = list(self._pending.values())
             self._pending.clear()
