@@ -347,3 +347,22 @@ class MirrorPrograms(EnginePrograms):
 
 MirrorPrograms.TestCase.settings = SimPrograms.TestCase.settings
 TestMirrorPrograms = MirrorPrograms.TestCase
+
+
+# ----------------------------------------------------------------------------- sim is strict about host reads
+
+def test_sim_refuses_a_host_read_nda_did_not_order(threaded):
+    """A real device returns stale memory to a read nobody ordered; sim raises, so a missing
+    wait in nda fails the suite instead of passing by luck (sim's reads are otherwise exact)."""
+    x = nda.ones(8, device="sim")
+    x.wait_to_read()
+    with Gate("sim:0"):
+        y = nda.exp(x)  # enqueued behind the gate: not produced yet
+        with pytest.raises(RuntimeError, match="before the work producing it had run"):
+            nda_sim.backend.to_host(y._buf)
+        x[2] = 5.0  # an in-place write queued behind the gate
+        with pytest.raises(RuntimeError, match="in-place write to its memory was still queued"):
+            nda_sim.backend.to_host(x._buf)
+    # nda's own reads wait for exactly what they need
+    np.testing.assert_allclose(y.asnumpy(), np.exp(np.ones(8)))
+    assert x.asnumpy()[2] == 5.0

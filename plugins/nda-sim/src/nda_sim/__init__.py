@@ -37,7 +37,7 @@ from nda.engine import Deferred
 from nda.ops import CATALOG
 
 from . import _flush
-from ._device import Allocator, Marker, SimBuffer, Stream, read, submit, track
+from ._device import Allocator, Marker, SimBuffer, Stream, check_host_read, read, submit, track
 
 __all__ = ["SimBackend", "SimBuffer", "backend", "NATIVE_OPS"]
 
@@ -155,6 +155,8 @@ class SimBackend:
     def to_host(self, buf: SimBuffer) -> np.ndarray:
         # Backend API 1.3: nda has waited for exactly the work that wrote ``buf`` (its marker);
         # the copy does not wait for what was enqueued after it (as a copy on a second stream).
+        # A read nda did not order raises (a real device would return stale memory).
+        check_host_read(buf)
         return np.array(buf.wait(), copy=True)
 
     def from_host(self, host: np.ndarray, device: Device, out: SimBuffer | None = None) -> SimBuffer:

@@ -76,7 +76,7 @@ class Allocator:
 class SimBuffer:
     """A handle on simulated device memory; filled by the device's stream."""
 
-    __slots__ = ("device", "_array", "_error", "_ready", "_base", "__weakref__")
+    __slots__ = ("device", "_array", "_error", "_ready", "_base", "_written_at", "__weakref__")
 
     def __init__(self, device: Any) -> None:
         self.device = device
@@ -84,6 +84,7 @@ class SimBuffer:
         self._error: BaseException | None = None
         self._ready = threading.Event()
         self._base: SimBuffer | None = None  # the buffer owning the memory, for views
+        self._written_at: tuple[Stream, int] | None = None  # the last in-place write enqueued on its memory
 
     def wait(self) -> np.ndarray:
         """The device array once the stream has produced it (raises the work's error)."""
@@ -253,6 +254,27 @@ def read(buf: SimBuffer) -> Any:
     return buf._array
 
 
+def check_host_read(buf: SimBuffer) -> None:
+    """Refuse a host read that nda did not order after the work writing ``buf``.
+
+    On a real accelerator such a read returns whatever the memory holds at that moment
+    (garbage, or the value before a pending write); the simulated device says so loudly
+    instead, so that a missing wait in nda (or in a backend-API client) fails the tests.
+    """
+    if not buf._ready.is_set():
+        raise RuntimeError(
+            f"nda-sim: the host read {buf!r} before the work producing it had run on {buf.device}; "
+            "a host read must first wait for the marker of the op that wrote the buffer (backend API 1.3)"
+        )
+    for owner in (buf, buf._base):
+        written = owner._written_at if owner is not None else None
+        if written is not None and written[0].completed < written[1]:
+            raise RuntimeError(
+                f"nda-sim: the host read {buf!r} while an in-place write to its memory was still queued on {buf.device}; "
+                "a host read must first wait for the marker of the last op that wrote the buffer (backend API 1.3)"
+            )
+
+
 def submit(stream: Stream, body: Callable[[], None], out: SimBuffer | None = None, target: SimBuffer | None = None) -> Outcome:
     """Enqueue ``body`` on ``stream``; its error goes to ``out`` (or poisons ``target``) and the outcome.
 
@@ -289,7 +311,9 @@ def submit(stream: Stream, body: Callable[[], None], out: SimBuffer | None = Non
             out._ready.set()
 
     work.cancel = cancel  # type: ignore[attr-defined]
-    stream.enqueue(work)
+    position = stream.enqueue(work)
+    if target is not None:
+        (target._base or target)._written_at = (stream, position)
     return outcome
 
 

@@ -292,16 +292,9 @@ class GradientRunner:
         return CellResult(**base, status="passed", examples=state["examples"])
 
     def run(self, selected: list[GradCell], progress: Callable[[CellResult], None] | None = None) -> Report:
-        from ._kit import environment
+        from ._kit import run_cells
 
-        start = time.perf_counter()
-        results = []
-        for cell in selected:
-            result = self.run_cell(cell)
-            results.append(result)
-            if progress is not None:
-                progress(result)
-        return Report(str(self.device), self.reference_label, self.profile, results, environment(self), time.perf_counter() - start)  # type: ignore[arg-type]
+        return run_cells(self, selected, progress, self.reference_label)
 
 
 def run(

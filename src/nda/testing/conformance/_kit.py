@@ -510,14 +510,20 @@ class Runner:
 
     # ------------------------------------------------------------------ many cells
     def run(self, selected: list[Cell], progress: Callable[[CellResult], None] | None = None) -> Report:
-        start = time.perf_counter()
-        results = []
-        for cell in selected:
-            result = self.run_cell(cell)
-            results.append(result)
-            if progress is not None:
-                progress(result)
-        return Report(str(self.device), self.reference, self.profile, results, environment(self), time.perf_counter() - start)
+        return run_cells(self, selected, progress, self.reference)
+
+
+def run_cells(runner: Any, selected: list[Any], progress: Callable[[CellResult], None] | None, reference: str) -> Report:
+    """Run ``selected`` cells in order with ``runner.run_cell`` (the kit's and the gradient
+    mode's runners), telling ``progress`` of each result; the report of the whole run."""
+    start = time.perf_counter()
+    results = []
+    for cell in selected:
+        result = runner.run_cell(cell)
+        results.append(result)
+        if progress is not None:
+            progress(result)
+    return Report(str(runner.device), reference, runner.profile, results, environment(runner), time.perf_counter() - start)
 
 
 def environment(runner: Runner) -> dict[str, Any]:
