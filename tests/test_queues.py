@@ -334,6 +334,25 @@ SimPrograms.TestCase.settings = EnginePrograms.TestCase.settings.__class__(
 TestSimPrograms = SimPrograms.TestCase
 
 
+class SlowSimPrograms(SimPrograms):
+    """The same programs on a slow sim device (every work item waits 0.3 ms first): any read
+    or write nda does not order after the work it depends on finds that work unfinished, and
+    sim's strict host reads raise instead of returning what happens to be there."""
+
+    def teardown(self):  # the programs run here
+        latency, nda_sim._device.latency = nda_sim._device.latency, 3e-4
+        try:
+            super().teardown()
+        finally:
+            nda_sim._device.latency = latency
+
+
+SlowSimPrograms.TestCase.settings = SimPrograms.TestCase.settings.__class__(
+    parent=SimPrograms.TestCase.settings, max_examples=max(3, SimPrograms.TestCase.settings.max_examples // 2)
+)
+TestSlowSimPrograms = SlowSimPrograms.TestCase
+
+
 class MirrorPrograms(EnginePrograms):
     """nda-cuda's kernel table over NumPy: its device-side checks retire at sync points."""
 

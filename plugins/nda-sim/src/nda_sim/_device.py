@@ -10,13 +10,20 @@ CUDA event. ``SimBuffer`` is a handle on device memory: nda never sees its NumPy
 
 from __future__ import annotations
 
+import os
 import queue
 import threading
+import time
 import weakref
 from typing import Any, Callable
 
 import numpy as np
 _WAIT_SLICE = 0.05
+
+#: Seconds each work item waits on the stream before it runs: a slow device, so that a read or
+#: an op nda did not order after its producer finds the producer unfinished (and, with the
+#: strict host reads below, fails loudly). ``NDA_SIM_LATENCY_US``; tests set it directly.
+latency = float(os.environ.get("NDA_SIM_LATENCY_US", "0")) * 1e-6
 
 
 class Allocator:
@@ -156,6 +163,8 @@ class Stream:
         while True:
             work = self._queue.get()
             try:
+                if latency:
+                    time.sleep(latency)
                 work()
             except BaseException:  # noqa: BLE001 - the stream must survive any work item (items keep their own errors)
                 pass
