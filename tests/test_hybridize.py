@@ -324,6 +324,18 @@ def test_a_function_whose_result_depends_on_what_it_writes_runs_as_a_graph(devic
     np.testing.assert_array_equal(doubled.asnumpy(), [4.0] * 4)
     np.testing.assert_array_equal(s.asnumpy(), [2.0] * 4)
 
+    @nda.hybridize
+    def temporaries(x):
+        y = x * 2.0
+        y += 1.0  # writes into arrays the graph makes itself
+        y[0] = 5.0
+        return y
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", nda.HybridizeWarning)
+        np.testing.assert_array_equal(temporaries(nda.asarray([1.0, 2.0, 3.0], device=device)).asnumpy(), [5.0, 5.0, 7.0])
+    np.testing.assert_array_equal(temporaries(nda.asarray([0.0, 0.0, 1.0], device=device)).asnumpy(), [5.0, 1.0, 3.0])
+
 
 @pytest.mark.parametrize("device", ["cpu", "sim"])
 def test_errors_keep_the_op_and_the_line_of_the_hybridized_function(device):

@@ -131,6 +131,9 @@ class Graph:
         if target is None or self.ended is not None:
             return
         base = target._base if target._base is not None else target
+        slot = self.slots.get(id(base))
+        if slot is not None and self.kinds[slot] == "node":
+            return  # made by the graph itself: the replay makes it again
         if id(base) not in self.snapshots:
             from .. import _api
 

@@ -193,6 +193,7 @@ class _Swap:
 
     def enter(self) -> None:
         _AUTOGRAD_SWAP._lock.acquire()  # nobody swaps autograd's versions in or out meanwhile
+        _AUTOGRAD_SWAP.holds += 1  # nor releases its in-place checks (the tracing versions wrap them)
         try:
             with self._lock:
                 self.tracers += 1
@@ -205,6 +206,7 @@ class _Swap:
                         else:
                             where[attr] = replacement
         except BaseException:
+            _AUTOGRAD_SWAP.holds -= 1
             _AUTOGRAD_SWAP._lock.release()
             raise
 
@@ -241,7 +243,9 @@ class _Swap:
                             where[attr] = value
                     self._installed = []
         finally:
+            _AUTOGRAD_SWAP.holds -= 1
             _AUTOGRAD_SWAP._lock.release()
+        _AUTOGRAD_SWAP.maybe_release_checks()
 
 
 SWAP = _Swap()
