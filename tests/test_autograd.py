@@ -419,3 +419,27 @@ def test_a_training_loop_frees_each_step():
         w -= 0.1 * w.grad
     np.testing.assert_allclose(w.asnumpy(), [1.0, 2.0], atol=1e-8)
     assert not LIVE or all(n.freed for n in LIVE)
+
+
+@pytest.mark.parametrize("device", ["cpu", "sim"])
+def test_a_function_bound_before_recording_raises_instead_of_dropping_gradient_terms(device):
+    from nda import exp, greater, sum as nda_sum  # the fast versions: they cannot record
+
+    a = leaf([0.5, -1.0], device)
+    with autograd.record():
+        with pytest.raises(autograd.AutogradError, match=r"exp\(\) at .*test_autograd.py:\d+ reads an array that needs a gradient.*from nda import exp"):
+            exp(a)
+        mask = greater(a, 0.0)  # a constant op: no gradient to drop
+        with autograd.pause():
+            exp(a)  # not recorded on purpose
+        loss = nda.sum(a * 2.0 + nda.exp(a) * mask)
+        d = nda.exp(a).detach()  # leaves the graph on purpose
+    loss.backward()
+    ha = np.array([0.5, -1.0])
+    np.testing.assert_allclose(a.grad.asnumpy(), 2.0 + np.exp(ha) * (ha > 0))
+    np.testing.assert_allclose(d.asnumpy(), np.exp(ha))
+    b = leaf([1.0, 2.0], device)
+    with autograd.record():
+        with pytest.raises(autograd.AutogradError, match="sum"):
+            nda_sum(b * 3.0)  # the input of the bound call needs a gradient through b
+    np.testing.assert_allclose(exp(b).asnumpy(), np.exp([1.0, 2.0]))  # outside record(): the fast function

@@ -66,6 +66,18 @@ def test_sim_library_ops_on_cpu_and_sim(device):
     assert nda.ext.sim.gelu(nda.asarray([1, 2], device=device)).dtype == nda.float64  # a floating op: integers compute in float64
 
 
+@pytest.mark.parametrize("device", ["cpu", "sim"])
+def test_sim_library_op_on_a_csr_array_takes_the_layout_fallback(device):
+    # layouts._refuse_mutation looked the op up in CATALOG only: KeyError 'sim.gelu'
+    dense = np.array([[1.0, 0.0], [0.0, 2.0]])
+    x = nda.asarray(dense, device=device).to_layout("csr")
+    with pytest.warns(nda.FallbackWarning, match="sim.gelu"):
+        g = nda.ext.sim.gelu(x)
+    assert g.device == x.device and g.layout.name == "strided"
+    expected = nda.ext.sim.gelu(nda.asarray(dense, device=device)).asnumpy()
+    np.testing.assert_array_equal(g.asnumpy(), expected)
+
+
 def test_sim_library_refuses_bad_input_at_the_call():
     x = nda.asarray([1.0, 2.0])
     with pytest.raises(TypeError, match="multiply_add.*bool"):

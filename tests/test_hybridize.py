@@ -291,12 +291,50 @@ def test_in_place_writes_and_captured_arrays_run_in_program_order(device):
         return y + x
 
     x = nda.asarray([1.0, 2.0], device=device)
-    np.testing.assert_array_equal(step(x).asnumpy(), [3.0, 5.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", nda.HybridizeWarning)  # the graph is used: no fallback
+        np.testing.assert_array_equal(step(x).asnumpy(), [3.0, 5.0])
     np.testing.assert_array_equal(x.asnumpy(), [2.0, 3.0])
-    np.testing.assert_array_equal(w.asnumpy(), [2.0, 2.0])  # the first-call check ran on copies
+    np.testing.assert_array_equal(w.asnumpy(), [2.0, 2.0])  # the first-call check replayed from copies, wrote the same
+    ex = nda.dispatch.explain(step, x)
+    assert ex.reason is None and "same as eager" in str(ex), str(ex)  # the graph path, not eager
+    calls = []
+    step.fn = lambda x: calls.append(1)  # the graph runs, not the function
     np.testing.assert_array_equal(step(x).asnumpy(), [7.0, 10.0])
     np.testing.assert_array_equal(x.asnumpy(), [3.0, 4.0])
     np.testing.assert_array_equal(w.asnumpy(), [4.0, 4.0])
+    assert calls == []
+
+
+@pytest.mark.parametrize("device", ["cpu", "sim"])
+def test_a_function_whose_result_depends_on_what_it_writes_runs_as_a_graph(device):
+    @nda.hybridize
+    def step(state, x):
+        state += x
+        return state * 2.0, state
+
+    s = nda.zeros(4, device=device)
+    one = nda.ones(4, device=device)
+    doubled, same = step(s, one)
+    assert same is s
+    np.testing.assert_array_equal(doubled.asnumpy(), [2.0] * 4)
+    np.testing.assert_array_equal(s.asnumpy(), [1.0] * 4)  # written once, not twice by the check
+    assert nda.dispatch.explain(step, s, one).reason is None
+    doubled, _ = step(s, one)
+    np.testing.assert_array_equal(doubled.asnumpy(), [4.0] * 4)
+    np.testing.assert_array_equal(s.asnumpy(), [2.0] * 4)
+
+    @nda.hybridize
+    def temporaries(x):
+        y = x * 2.0
+        y += 1.0  # writes into arrays the graph makes itself
+        y[0] = 5.0
+        return y
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", nda.HybridizeWarning)
+        np.testing.assert_array_equal(temporaries(nda.asarray([1.0, 2.0, 3.0], device=device)).asnumpy(), [5.0, 5.0, 7.0])
+    np.testing.assert_array_equal(temporaries(nda.asarray([0.0, 0.0, 1.0], device=device)).asnumpy(), [5.0, 1.0, 3.0])
 
 
 @pytest.mark.parametrize("device", ["cpu", "sim"])
@@ -387,3 +425,144 @@ def test_fusion_program_and_evaluators_directly():
     assert fusion.numexpr_source(cast) is None  # a cast: numexpr has no cast, the chunked evaluator runs it
     (r,) = fusion.chunked(cast, lambda i: np.add)(np.array([1, 2, 3], np.int32), np.array([0.5, 0.5, 0.5]))
     np.testing.assert_array_equal(r, [1.5, 2.5, 3.5])
+
+
+# ----------------------------------------------------------------------------- never other results than eager
+
+_CAPTURED = nda.ones(3)
+
+
+def _eager_and_hybrid(f, *args):
+    return f.fn(*args).asnumpy(), f(*args).asnumpy()
+
+
+@pytest.mark.parametrize("device", ["cpu", "sim"])
+def test_an_op_the_tracer_does_not_see_makes_the_signature_eager(device):
+    from nda import exp  # bound before tracing: the fast function, not the traced one
+
+    @nda.hybridize
+    def f(x):
+        return exp(x) + 1.0
+
+    with pytest.warns(nda.HybridizeWarning, match=r"exp\(\) at .*ran without being recorded"):
+        f(nda.asarray([0.0, 1.0], device=device))
+    x2 = nda.asarray([2.0, 3.0], device=device)
+    np.testing.assert_array_equal(f(x2).asnumpy(), np.exp([2.0, 3.0]) + 1.0)
+    assert "ran without being recorded" in str(nda.dispatch.explain(f, x2))
+
+
+@pytest.mark.parametrize("device", ["cpu", "sim"])
+def test_an_op_library_namespace_first_touched_while_tracing_is_traced(device, monkeypatch):
+    nda.ext.sim  # noqa: B018 - loaded; now forget its namespace, as if never touched
+    monkeypatch.delitem(nda.ext._namespaces, "sim")
+    monkeypatch.delitem(vars(nda.ext), "sim")
+
+    @nda.hybridize
+    def f(x):
+        return nda.ext.sim.gelu(x) * 2.0
+
+    f(nda.asarray([1.0, 2.0], device=device))
+    x2 = nda.asarray([-1.0, 5.0], device=device)
+    np.testing.assert_array_equal(f(x2).asnumpy(), nda.ext.sim.gelu(x2).asnumpy() * 2.0)
+    ex = nda.dispatch.explain(f, x2)
+    assert ex.reason is None and [n.op for n in ex.nodes] == ["sim.gelu", "multiply"]
+
+
+@pytest.mark.parametrize("device", ["cpu", "sim"])
+def test_a_rebound_global_is_read_by_name_at_every_run(device):
+    global _CAPTURED
+    _CAPTURED = nda.ones(3, device=device)
+
+    @nda.hybridize
+    def f(x):
+        return x * _CAPTURED
+
+    x = nda.asarray([1.0, 2.0, 3.0], device=device)
+    f(x)
+    _CAPTURED = nda.full((3,), 2.0, device=device)  # w = w - lr * g
+    e, h = _eager_and_hybrid(f, x)
+    np.testing.assert_array_equal(h, e)
+    np.testing.assert_array_equal(h, [2.0, 4.0, 6.0])
+    assert f.signatures == 1 and nda.dispatch.explain(f, x).reason is None
+    _CAPTURED = nda.full((1,), 3.0, device=device)  # other metadata: traced again
+    np.testing.assert_array_equal(f(x).asnumpy(), [3.0, 6.0, 9.0])
+    _CAPTURED = x[:]  # now shares memory with the argument: eager for that call
+    np.testing.assert_array_equal(f(x).asnumpy(), [1.0, 4.0, 9.0])
+    _CAPTURED = nda.ones(3)
+
+
+@pytest.mark.parametrize("device", ["cpu", "sim"])
+def test_captured_closure_cells_and_attributes_are_read_at_every_run(device):
+    class Layer:
+        def __init__(self):
+            self.weight = nda.ones(2, device=device)
+
+        @nda.hybridize
+        def forward(self, x):
+            return x * self.weight + bias
+
+    bias = nda.zeros(2, device=device)
+    layer = Layer()
+    x = nda.asarray([1.0, 2.0], device=device)
+    layer.forward(x)
+    layer.weight = nda.full((2,), 3.0, device=device)
+    bias = nda.ones(2, device=device)  # noqa: F841 - read by forward through its closure
+    np.testing.assert_array_equal(layer.forward(x).asnumpy(), [4.0, 7.0])
+    assert Layer.forward.signatures == 1
+
+
+@pytest.mark.parametrize("device", ["cpu", "sim"])
+def test_an_argument_that_is_also_a_captured_global_is_not_conflated(device):
+    global _CAPTURED
+    _CAPTURED = nda.ones(3, device=device)
+
+    @nda.hybridize
+    def f(x):
+        return x + _CAPTURED
+
+    with pytest.warns(nda.HybridizeWarning, match="also an array the function captures"):
+        np.testing.assert_array_equal(f(_CAPTURED).asnumpy(), [2.0] * 3)
+    z = nda.zeros(3, device=device)
+    e, h = _eager_and_hybrid(f, z)
+    np.testing.assert_array_equal(h, e)
+    np.testing.assert_array_equal(f(z).asnumpy(), [1.0] * 3)
+    assert nda.dispatch.explain(f, z).reason is None
+    np.testing.assert_array_equal(f(_CAPTURED).asnumpy(), [2.0] * 3)  # the graph for z must not take w for x
+    _CAPTURED = nda.ones(3)
+
+
+@pytest.mark.parametrize("device", ["cpu", "sim"])
+def test_arguments_aliased_by_views_are_in_the_signature(device):
+    @nda.hybridize
+    def g(a, b):
+        t = b * 2.0
+        a += 1.0
+        return t + b
+
+    g(nda.zeros(4, device=device), nda.zeros(4, device=device))
+    a = nda.zeros(4, device=device)
+    r = g(a, a[:]).asnumpy()
+    a = nda.zeros(4, device=device)
+    np.testing.assert_array_equal(r, g.fn(a, a[:]).asnumpy())
+    np.testing.assert_array_equal(r, [1.0] * 4)
+    assert g.signatures == 2
+
+
+@pytest.mark.parametrize("device", ["cpu", "sim"])
+def test_float_scalars_key_signatures_by_bit_pattern_and_the_cache_is_bounded(device):
+    @nda.hybridize(max_signatures=4)
+    def h(x, s):
+        return x * s
+
+    x = nda.ones(2, device=device)
+    h(x, np.float64(0.0))
+    r = h(x, np.float64(-0.0)).asnumpy()
+    assert np.signbit(r).all()
+    np.testing.assert_array_equal(np.signbit(h(x, -0.0).asnumpy()), [True, True])
+    for _ in range(5):
+        assert np.isnan(h(x, np.float64("nan")).asnumpy()).all()
+    assert h.signatures == 4  # 0.0, -0.0 (np.float64 and float), one NaN
+    with pytest.warns(nda.HybridizeWarning, match="more than 4 signatures"):
+        for k in range(10):
+            h(x, float(k) + 0.5)
+    assert h.signatures == 4

@@ -355,9 +355,10 @@ def out_layout(op: str, plan: Any) -> Layout:
 
 
 def _refuse_mutation(op: str, plan: Any) -> None:
-    from .ops import CATALOG
+    from .ops import lookup
 
-    if CATALOG[op].mutates and plan.args and getattr(getattr(plan.args[0], "_meta", None), "layout", strided) is not strided:
+    decl = lookup(op)  # a catalog op or an op of a library (nda.ext.<library>.<op>)
+    if decl is not None and decl.mutates and plan.args and getattr(getattr(plan.args[0], "_meta", None), "layout", strided) is not strided:
         lay = plan.args[0]._meta.layout.name
         raise TypeError(f"{op}(): cannot write into a {lay} array in place (that would change which elements are stored); "
                         f"convert it with x.to_layout('strided') first, or build a new array")

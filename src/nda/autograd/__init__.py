@@ -35,7 +35,9 @@ How it works, and what it costs:
 * **What records.** Calls through the namespaces (``nda.exp``, ``nda.linalg.inv``), NDArray
   operators and methods, indexing, ``to_device`` and ``to_layout``. A function object
   bound before recording started (``from nda import exp``) is the fast version and
-  records nothing. ``asnumpy()``, ``from_dlpack`` and the constructors of
+  records nothing; called on an array needing a gradient inside ``record()`` it raises
+  :class:`AutogradError` (the engine reports every op issued while a thread records),
+  never a gradient silently missing its terms. ``asnumpy()``, ``from_dlpack`` and the constructors of
   ``nda.sparse`` leave the graph, as does :meth:`NDArray.detach`. Ops whose results are
   constant in their inputs (comparisons, integer results, ``floor``, ``round``) give no
   gradient; ops without a derivative raise when a gradient reaches them
@@ -202,9 +204,13 @@ def _grad(self: NDArray) -> NDArray | None:
 
 def _detach(self: NDArray) -> NDArray:
     """The same data without gradient history: a view (strided) or a copy (sparse arrays have no views)."""
-    if self.layout.name == "strided":
-        return fast("getitem")(self, ...)  # type: ignore[no-any-return]
-    return fast("astype")(self, self.dtype, copy=True)  # type: ignore[no-any-return]
+    FLAGS.depth += 1  # deliberately unrecorded
+    try:
+        if self.layout.name == "strided":
+            return fast("getitem")(self, ...)  # type: ignore[no-any-return]
+        return fast("astype")(self, self.dtype, copy=True)  # type: ignore[no-any-return]
+    finally:
+        FLAGS.depth -= 1
 
 
 def _ndarray_backward(self: NDArray, head_grad: NDArray | None = None, retain_graph: bool = False) -> None:

@@ -39,6 +39,7 @@ class AutogradError(RuntimeError):
 
 class _Flags(threading.local):
     recording = False  # this thread records the calls it makes
+    depth = 0  # > 0 inside a recording function (the ops it issues are its own)
 
 
 FLAGS = _Flags()

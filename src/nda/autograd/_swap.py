@@ -19,7 +19,11 @@ the fast versions at the first in-place op after the last graph is released.
 Ops declared ``constant`` (comparisons, integer results, ``floor``) are never swapped:
 their results need no history. Functions bound before recording started
 (``from nda import exp``) are the fast versions and record nothing; call them through
-the namespace (``nda.exp``), as methods or as operators.
+the namespace (``nda.exp``), as methods or as operators. Such a call must not drop
+gradient terms silently: while a thread records, the engine reports every op issued
+(``engine.state.watch``; ``limit`` is 0 meanwhile, so every op reaches ``push``), and an
+op with a gradient that runs on a recording thread outside every recording function
+(``FLAGS.depth``) and reads an array needing a gradient raises :class:`AutogradError`.
 
 Layer: arrays and front end (README, "Architecture").
 """
@@ -34,6 +38,7 @@ from typing import Any, Callable
 from .. import _api, _frontend, fft, linalg
 from .. import ext as _ext
 from .._array import NDArray
+from ..engine import state as _engine_state
 from ..ops import CATALOG
 from ..ops._spec import NoVJP
 from ._graph import FLAGS, LIVE, AutogradError, Op, bump, record_call, requires_grad
@@ -66,7 +71,11 @@ def _recording_function(op: Op, fn: Callable[..., Any]) -> Callable[..., Any]:
     flags, record = FLAGS, record_call
 
     def recording(*args: Any, **kwargs: Any) -> Any:
-        out = fn(*args, **kwargs)
+        flags.depth += 1
+        try:
+            out = fn(*args, **kwargs)
+        finally:
+            flags.depth -= 1
         if flags.recording:
             record(op, args, kwargs, out)
         return out
@@ -78,29 +87,69 @@ def _recording_attribute(op: Op, fn: Callable[..., Any], role: str) -> Callable[
     flags, record = FLAGS, record_call
     if role == "unary":
         def attribute(self: NDArray) -> Any:
-            out = fn(self)
+            flags.depth += 1
+            try:
+                out = fn(self)
+            finally:
+                flags.depth -= 1
             if flags.recording:
                 record(op, (self,), None, out)
             return out
     elif role in ("forward", "getitem"):
         def attribute(self: NDArray, other: Any) -> Any:  # type: ignore[misc]
-            out = fn(self, other)
+            flags.depth += 1
+            try:
+                out = fn(self, other)
+            finally:
+                flags.depth -= 1
             if flags.recording and out is not NotImplemented:
                 record(op, (self, other), None, out)
             return out
     elif role == "reflected":
         def attribute(self: NDArray, other: Any) -> Any:  # type: ignore[misc]
-            out = fn(self, other)
+            flags.depth += 1
+            try:
+                out = fn(self, other)
+            finally:
+                flags.depth -= 1
             if flags.recording and out is not NotImplemented:
                 record(op, (other, self), None, out)
             return out
     else:  # "method", and the non-catalog methods to_device / to_layout
         def attribute(self: NDArray, *args: Any, **kwargs: Any) -> Any:  # type: ignore[misc]
-            out = fn(self, *args, **kwargs)
+            flags.depth += 1
+            try:
+                out = fn(self, *args, **kwargs)
+            finally:
+                flags.depth -= 1
             if flags.recording and out is not self:
                 record(op, (self, *args), kwargs, out)
             return out
     return _copy_metadata(attribute, fn)
+
+
+def _unrecorded(name: str, reads: Any) -> None:
+    """Engine watcher while a thread records: an op outside every recording function that
+    reads an array needing a gradient would silently drop its gradient terms."""
+    flags = FLAGS
+    if not flags.recording or flags.depth or name not in SWAP.ops:
+        return
+    for array in reads:
+        if requires_grad(array):
+            short = name.rpartition(".")[2]
+            raise AutogradError(
+                f"{name}() at {'{}:{}'.format(*_user_site())} reads an array that needs a gradient, but the call was not recorded: "
+                f"the function was bound before record() started (`from nda import {short}`), so the gradient would silently miss "
+                f"its terms. Call it through its namespace (nda.{name}), as a method or as an operator, inside record()"
+            )
+
+
+def _user_site() -> tuple[str, int]:
+    package = __file__.rsplit("/", 2)[0]
+    frame = sys._getframe(2)
+    while frame is not None and frame.f_code.co_filename.startswith(package):
+        frame = frame.f_back  # type: ignore[assignment]
+    return ("<unknown>", 0) if frame is None else (frame.f_code.co_filename, frame.f_lineno)
 
 
 def _check_write(target: Any, value: Any, what: str) -> None:
@@ -144,6 +193,7 @@ class _Swap:
         self._lock = threading.RLock()
         self._built = False
         self.recorders = 0
+        self.holds = 0  # > 0 while nda.hybridize traces: the checks stay as they are (its versions wrap them)
         self._recording_on = False
         self._checks_on = False
         self.ops: dict[str, Op] = {}
@@ -256,6 +306,7 @@ class _Swap:
             if not self._recording_on:
                 self._apply(self._recording_plan, True)
                 self._recording_on = True
+                _engine_state.watch(_unrecorded)  # every op reaches push: none that needs a gradient runs unrecorded
             if not self._checks_on:
                 self._apply(self._checks_plan, True)
                 self._checks_on = True
@@ -267,13 +318,14 @@ class _Swap:
             if self.recorders == 0 and self._recording_on:
                 self._apply(self._recording_plan, False)
                 self._recording_on = False
+                _engine_state.unwatch(_unrecorded)
         self.maybe_release_checks()
 
     def maybe_release_checks(self) -> None:
         """Restore the fast in-place ops once no thread records and no graph holds saved arrays."""
-        if self._checks_on and not self.recorders and not LIVE:
+        if self._checks_on and not self.recorders and not LIVE and not self.holds:
             with self._lock:
-                if self._checks_on and not self.recorders and not LIVE:
+                if self._checks_on and not self.recorders and not LIVE and not self.holds:
                     self._apply(self._checks_plan, False)
                     self._checks_on = False
 

@@ -21,6 +21,12 @@ module-level :data:`state`, in exactly one of two ways:
 
 Sync points call ``state.wait_for(array, for_write)`` and ``state.wait_all()``.
 
+Watchers (``state.watch(hook)``): while one is installed, ``limit`` is 0 (as while the
+profiler records), so every op reaches ``push``, which first calls ``hook(name, reads)`` on
+the issuing thread, then runs the op inline when the front end would have (its size under
+the limit the engine would have without watchers) or pushes it. ``nda.hybridize`` uses it to notice ops its tracer did not record;
+outside, ``push`` is the engine's own bound method and nothing is added to the hot path.
+
 Device queues (backend API 1.3, :mod:`._queues`): a backend whose kernels run in order on
 one queue per device has every kernel wrapped so that it records an entry (marker, op,
 ``file:line``, data-dependent check) when it enqueues its work. Such an op never waits for
@@ -366,17 +372,18 @@ _ENGINES: dict[str, Callable[[], Engine]] = {"threaded": _threaded, "naive": Syn
 class _State:
     """Holder of the current engine; ops compare with ``state.limit`` and call ``state.push``."""
 
-    __slots__ = ("engine", "limit", "push", "wait_for", "wait_all", "issued")
+    __slots__ = ("engine", "limit", "push", "wait_for", "wait_all", "issued", "watchers")
 
     def __init__(self) -> None:
         self.engine: Engine = SyncEngine()
         self.limit = UNBOUNDED
+        self.watchers: tuple[Callable[[str, Sequence[Any]], None], ...] = ()
         self.set(self.engine)
 
     def set(self, engine: Engine) -> None:
         self.engine = engine
         # Bound methods are cached here so that the hot path does one attribute load.
-        self.push = engine.push
+        self.push = engine.push if not self.watchers else self._watched_push
         self.wait_for = engine.wait_for
         self.wait_all = engine.wait_all
         self.issued = engine.issued
@@ -386,12 +393,44 @@ class _State:
     def refresh_limit(self) -> None:
         """Recompute ``limit``: the profiler routes every op through ``push`` to record it."""
         engine = self.engine
-        if profiler.active:
+        if profiler.active or self.watchers:
             self.limit = 0
         elif hasattr(engine, "current_limit"):
             self.limit = engine.current_limit()
         else:
             self.limit = engine.idle_limit
+
+
+    def watch(self, hook: Callable[[str, Sequence[Any]], None]) -> None:
+        """Call ``hook(name, reads)`` on the issuing thread for every op issued until :meth:`unwatch`.
+
+        While a hook is installed every op goes through ``push`` (``limit`` is 0, as for the
+        profiler), so none runs unseen; outside, nothing changes on the hot path. Used by
+        ``nda.hybridize`` and ``nda.autograd`` to notice ops their swapped functions missed.
+        """
+        self.watchers = self.watchers + (hook,)
+        self.push = self._watched_push
+        self.refresh_limit()
+
+    def unwatch(self, hook: Callable[[str, Sequence[Any]], None]) -> None:
+        watchers = list(self.watchers)
+        watchers.remove(hook)
+        self.watchers = tuple(watchers)
+        if not watchers:
+            self.push = self.engine.push
+        self.refresh_limit()
+
+    def _watched_push(self, run: Callable[[], Any], reads: Sequence[Any], writes: Sequence[Any], device: Any, name: str, cost: int = 0,
+                      route: Any = None) -> None:
+        for hook in self.watchers:
+            hook(name, reads)
+        engine = self.engine
+        if not profiler.active and cost < (engine.current_limit() if hasattr(engine, "current_limit") else engine.idle_limit):
+            result = run()  # what the front end's inline path would have done without the watcher
+            if isinstance(result, Completion):
+                _run_now(lambda: result)
+            return
+        engine.push(run, reads, writes, device, name, cost=cost, route=route)
 
 
 state = _State()

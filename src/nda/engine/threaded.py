@@ -155,7 +155,7 @@ class ThreadedEngine(Engine):
         """Called with the lock held after the graph changed."""
         state = self._state
         if state is not None and state.engine is self:
-            state.limit = 0 if profiler.active or not self._graph.idle() else self.idle_limit
+            state.limit = 0 if profiler.active or state.watchers or not self._graph.idle() else self.idle_limit
 
     # ------------------------------------------------------------------ issuing
     def push(self, run: Callable[[], Any], reads: Sequence[Any], writes: Sequence[Any], device: Any, name: str, cost: int = 0, route: Any = None) -> None:

@@ -11,16 +11,34 @@ Gluon's ``hybridize()`` for functions, with MXNet's subgraph API for the backend
     print(nda.dispatch.explain(gelu, x))   # the graph and how the backends partitioned it
 
 **Per input metadata.** A call's *signature* is the metadata of its array arguments
-(shape, dtype, device, layout, and which arguments are the same array) and the values of
-its other arguments, which must be hashable (they are constants of the graph, like
-Gluon's non-array arguments). The first call with a signature runs ``fn`` eagerly while
-recording every op it issues (:mod:`._trace`); its results are the eager ones. The graph
-is then partitioned (each device's backend claims subgraphs through its ``partitioner``,
-backend API 1.4, :mod:`nda.backends.fusion`), run once more on the same inputs and
-compared with the eager results (exactly, or within rounding for a claimed subgraph whose
-compiler says it is not exact). Later calls with that signature run the graph: claimed
-subgraphs as one kernel each, every other node op by op through the op's public function
-(planning, dispatch, the engine, device queues: what the eager call does).
+(shape, dtype, device, layout, which arguments are the same array and which share memory,
+views included) and the values of its other arguments, which must be hashable (they are
+constants of the graph, like Gluon's non-array arguments; floating scalars count by type
+and bit pattern, so ``-0.0`` is not ``0.0`` and every NaN is one key). A function keeps at
+most ``max_signatures`` graphs (128; the oldest is forgotten). The first call with a
+signature runs ``fn`` eagerly while recording every op it issues (:mod:`._trace`); its
+results are the eager ones. The graph is then partitioned (each device's backend claims
+subgraphs through its ``partitioner``, backend API 1.4, :mod:`nda.backends.fusion`), run
+once more from the state before the eager run (the storages ``fn`` writes in place are
+copied before their first write and put back) and compared with the eager results and
+writes (exactly, or within rounding for a claimed subgraph whose compiler says it is not
+exact). Later calls with that signature run the graph: claimed subgraphs as one kernel
+each, every other node op by op through the op's public function (planning, dispatch, the
+engine, device queues: what the eager call does).
+
+**Never another result than eager.** An op that runs while tracing but outside the
+recorded functions (a name bound before tracing, ``from nda import exp``) would make its
+result a frozen constant: the engine reports every op issued while tracing, and such an op
+ends the graph (the signature runs eagerly). An ``nda.ext.<library>`` namespace first
+touched while tracing is traced. Arrays ``fn`` uses without receiving them (closures,
+globals, attributes and items of its non-array arguments: Gluon's parameters) are found
+*by name* after tracing and read under that name at every run: a rebound global runs with
+the new array, or traces again when its metadata changed; a captured array that shares
+memory with an argument at a run makes that call eager; one found under no name makes the
+signature eager; an argument that is also a captured array (``f(w)`` for ``x + w``) makes
+that call eager and is traced again next time. Each of these, and every other eager or
+op-by-op fallback, emits a :class:`HybridizeWarning` naming the reason, once per
+signature; ``explain`` says it too.
 
 **Fallbacks stay exact.** A graph that differs from the eager results with its claimed
 subgraphs runs op by op; one that differs even so (or could not be recorded) is not used:
@@ -38,9 +56,8 @@ hybridized function too.
 ops (no fusion), so every op's VJP applies. Tracing inside ``record()`` records too. A
 function that enters ``record()`` itself is not hybridized (it runs eagerly).
 
-Arrays the function uses without receiving them (closures, globals) are read at every
-run as they are then (Gluon's parameters), and in-place writes into them or into the
-arguments happen at every run, in program order.
+In-place writes into captured arrays or into the arguments happen at every run, in
+program order.
 
 Layer: arrays and front end (README, "Architecture").
 """
@@ -49,6 +66,7 @@ from __future__ import annotations
 
 import functools
 import threading
+import warnings
 from typing import Any, Callable
 
 import numpy as np
@@ -56,6 +74,7 @@ import numpy as np
 from .._array import NDArray
 from ..autograd._graph import FLAGS as _AUTOGRAD
 from . import _graph, _trace
+from ._captured import ALIASED, AMBIGUOUS, alias_pattern, captured_now, locate
 
 __all__ = ["hybridize", "HybridFunction", "HybridizeWarning"]
 
@@ -67,24 +86,36 @@ class HybridizeWarning(UserWarning):
 _UNHASHABLE = object()
 
 
-class _Entry:
-    """What one signature runs: an :class:`~._graph.Executable`, or ``fn`` eagerly (``reason``)."""
+#: Signatures a hybridized function keeps (the oldest is forgotten beyond; ``max_signatures=``).
+MAX_SIGNATURES = 128
 
-    __slots__ = ("executable", "reason", "check", "inputs")
+
+class _Entry:
+    """What one signature runs: an :class:`~._graph.Executable`, or ``fn`` eagerly (``reason``).
+
+    ``captured``: per captured array, ``(slot, path, metadata)``: where ``fn`` finds it (read
+    again at every run) and the shape/dtype/device/layout the graph was recorded for.
+    """
+
+    __slots__ = ("executable", "reason", "check", "inputs", "captured", "aliases")
 
     def __init__(self, executable: Any, reason: str | None, check: str, inputs: int) -> None:
         self.executable, self.reason, self.check, self.inputs = executable, reason, check, inputs
+        self.captured: list[tuple[int, Any, Any]] = []
+        self.aliases: tuple[int, ...] = ()
 
 
 class HybridFunction:
     """A function wrapped by :func:`hybridize` (see the module docstring)."""
 
-    def __init__(self, fn: Callable[..., Any], partition: bool = True) -> None:
+    def __init__(self, fn: Callable[..., Any], partition: bool = True, max_signatures: int = MAX_SIGNATURES) -> None:
         functools.update_wrapper(self, fn)
         self.fn = fn
         self.partition = partition
+        self.max_signatures = max(1, int(max_signatures))
         self._cache: dict[Any, _Entry] = {}
         self._lock = threading.Lock()
+        self._evicted = False
 
     # ------------------------------------------------------------------ calling
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -96,13 +127,23 @@ class HybridFunction:
             return self.fn(*args, **kwargs)
         entry = self._cache.get(key)
         if entry is None:
-            return self._first_call(key, args, kwargs, arrays)
+            return self._first_call(key, args, kwargs, arrays)[0]
         if entry.executable is None:
             return self.fn(*args, **kwargs)
+        externals = None
+        if entry.captured:
+            externals = captured_now(entry, args, kwargs, arrays)
+            if externals is None:  # a captured name now holds an array of other metadata: record again
+                with self._lock:
+                    if self._cache.get(key) is entry:
+                        del self._cache[key]
+                return self._first_call(key, args, kwargs, arrays)[0]
+            if externals is ALIASED:  # a captured array now shares memory with an argument: the graph assumed not
+                return self.fn(*args, **kwargs)
         unfused = _AUTOGRAD.recording  # recorded op by op: differentiable
-        return entry.executable.run(arrays, unfused=unfused)
+        return entry.executable.run(arrays, unfused=unfused, externals=externals)
 
-    def _first_call(self, key: Any, args: Any, kwargs: Any, arrays: list[NDArray]) -> Any:
+    def _first_call(self, key: Any, args: Any, kwargs: Any, arrays: list[NDArray]) -> tuple[Any, _Entry]:
         graph = _graph.Graph()
         for a in arrays:
             graph.add_input(a)
@@ -112,52 +153,74 @@ class HybridFunction:
         if not tracer.intact:
             graph.end("the function entered autograd.record() while it was being recorded")
         caller = "{}:{}".format(*_trace.user_site())
-        entry = self._build(graph, result, arrays, caller)
-        with self._lock:
-            self._cache.setdefault(key, entry)
-        return result
+        entry = self._build(graph, result, args, kwargs, arrays, caller)
+        keep = not entry.reason or not entry.reason.startswith(AMBIGUOUS)
+        if entry.reason is not None:
+            warnings.warn(HybridizeWarning(f"{getattr(self.fn, '__qualname__', self.fn)} (called at {caller}) runs eagerly for this "
+                                           f"signature: {entry.reason[len('eager: '):] if entry.reason.startswith('eager: ') else entry.reason}"),
+                          stacklevel=3)
+        elif entry.executable is not None and not entry.executable.groups and any("op by op" in n for n in getattr(entry.executable, "notes", [])):
+            warnings.warn(HybridizeWarning(f"{getattr(self.fn, '__qualname__', self.fn)} (called at {caller}) runs op by op for this "
+                                           f"signature: {entry.executable.notes[-1]}"), stacklevel=3)  # type: ignore[attr-defined]
+        if keep:
+            with self._lock:
+                self._cache.setdefault(key, entry)
+                while len(self._cache) > self.max_signatures:
+                    del self._cache[next(iter(self._cache))]  # the oldest signature
+                    if not self._evicted:
+                        self._evicted = True
+                        warnings.warn(HybridizeWarning(f"{getattr(self.fn, '__qualname__', self.fn)}: more than {self.max_signatures} signatures; "
+                                                       "the oldest are forgotten (each new one is traced again)"), stacklevel=3)
+        return result, entry
 
-    def _build(self, graph: _graph.Graph, result: Any, arrays: list[NDArray], caller: str) -> _Entry:
+    def _build(self, graph: _graph.Graph, result: Any, args: Any, kwargs: Any, arrays: list[NDArray], caller: str) -> _Entry:
         if graph.ended is not None:
             graph.release()
             return _Entry(None, f"eager: the graph ended at {graph.ended}", "", len(arrays))
         graph.out_tree = graph.output(result)
+        located = locate(self.fn, graph, args, kwargs)
+        if isinstance(located, str):
+            graph.release()
+            return _Entry(None, located, "", len(arrays))
         external_reads = _slots_of(graph.out_tree)
         order, groups, notes = _graph.partition(graph, external_reads, enabled=self.partition)
         executable = _graph.Executable(graph, order, groups, caller)
         executable.notes = notes  # type: ignore[attr-defined]
-        check = self._check(executable, graph, result, arrays, groups)
+        eager = _host_leaves(result)  # before the replays (a result may be an array the function writes)
+        written = [(base, snap, _copy(base)) for base, snap in graph.snapshots.values()]  # (storage, before, after the eager run)
+        check = self._check(executable, graph, eager, arrays, groups, written)
         if check.startswith("differs") and groups:
             plain = _graph.Executable(graph, list(graph.nodes), [], caller)
             plain.notes = notes + [f"the claimed subgraphs gave results that {check}; the graph runs op by op"]  # type: ignore[attr-defined]
-            check2 = self._check(plain, graph, result, arrays, [])
+            check2 = self._check(plain, graph, eager, arrays, [], written)
             executable, check = plain, check2
-        graph.release()
         if check.startswith("differs"):
-            return _Entry(None, f"eager: re-running the recorded graph {check}", check, len(arrays))
-        return _Entry(executable, None, check, len(arrays))
+            _restore(written, after=True)  # the arrays the function wrote hold what the eager run wrote
+        entry = _Entry(None, f"eager: re-running the recorded graph {check}", check, len(arrays)) if check.startswith("differs") \
+            else _Entry(executable, None, check, len(arrays))
+        entry.captured = [(slot, path, (graph.arrays[slot]._meta, graph.arrays[slot]._shape)) for slot, path in located]
+        entry.aliases = alias_pattern(arrays + [graph.arrays[slot] for slot, _ in located])
+        graph.release()
+        return entry
 
-    def _check(self, executable: Any, graph: _graph.Graph, result: Any, arrays: list[NDArray], groups: list[Any]) -> str:
-        """Run ``executable`` on the first call's inputs and compare with the eager ``result``."""
+    def _check(self, executable: Any, graph: _graph.Graph, eager: list[Any], arrays: list[NDArray], groups: list[Any],
+               written: list[tuple[NDArray, NDArray, NDArray]]) -> str:
+        """Replay ``executable`` from the state before the eager run and compare results and writes with it."""
         from .. import autograd
 
-        mutated = {graph.storage[s] for n in graph.nodes for s in n.writes}
-        inputs = [a if graph.storage[i] not in mutated else _copy(a) for i, a in enumerate(arrays)]
-        saved = {}
-        for slot, kind in enumerate(graph.kinds):
-            if kind == "external" and graph.storage[slot] in mutated:
-                saved[slot] = graph.arrays[slot]
-                graph.arrays[slot] = _copy(graph.arrays[slot])
         try:
             with autograd.pause():
-                replayed = executable.run(inputs)
+                _restore(written, after=False)  # the storages the function writes, as they were before the eager run
+                replayed = executable.run(arrays)
         except Exception as err:  # noqa: BLE001 - the graph cannot run: not used
             return f"differs: it raised {type(err).__name__}: {err}"
-        finally:
-            for slot, array in saved.items():
-                graph.arrays[slot] = array
         exact = all(g.compiled.exact for g in groups)
-        return _compare(result, replayed, exact)
+        found = _compare(eager, _host_leaves(replayed), exact)
+        if not found.startswith("differs") and written:
+            wrote = _compare([after.asnumpy() for _, _, after in written], [base.asnumpy() for base, _, _ in written], True)
+            if wrote.startswith("differs"):
+                return "differs: the arrays it writes in place hold other values than after the eager run"
+        return found
 
     # ------------------------------------------------------------------ introspection
     def explain(self, *args: Any, **kwargs: Any) -> Explanation:
@@ -166,9 +229,11 @@ class HybridFunction:
         key = _signature(args, kwargs, arrays)
         if key is _UNHASHABLE:
             return Explanation(self, None, "eager: an argument that is neither an array nor hashable")
-        if key not in self._cache:
-            self(*args, **kwargs)
-        entry = self._cache[key]
+        entry = self._cache.get(key)
+        if entry is None:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", HybridizeWarning)  # explain says it
+                entry = self._first_call(key, args, kwargs, arrays)[1]
         return Explanation(self, entry, entry.reason)
 
     __nda_explain__ = explain
@@ -191,20 +256,22 @@ class HybridFunction:
         return f"<hybridized {getattr(self.fn, '__qualname__', self.fn)}: {len(self._cache)} signature(s)>"
 
 
-def hybridize(fn: Callable[..., Any] | None = None, *, partition: bool = True) -> Any:
+def hybridize(fn: Callable[..., Any] | None = None, *, partition: bool = True, max_signatures: int = MAX_SIGNATURES) -> Any:
     """Decorator: run ``fn`` as a recorded graph per input signature (see :mod:`nda.hybrid`).
 
-    ``partition=False`` keeps every node op by op (no backend claims subgraphs).
+    ``partition=False`` keeps every node op by op (no backend claims subgraphs);
+    ``max_signatures`` bounds the graphs kept (the oldest signature is forgotten beyond).
     """
     if fn is None:
-        return lambda f: HybridFunction(f, partition)
-    return HybridFunction(fn, partition)
+        return lambda f: HybridFunction(f, partition, max_signatures)
+    return HybridFunction(fn, partition, max_signatures)
 
 
 # ---------------------------------------------------------------------------- helpers
 
 def _signature(args: tuple[Any, ...], kwargs: dict[str, Any], arrays: list[NDArray]) -> Any:
     parts: list[Any] = []
+    bases: list[NDArray] = []
 
     def walk(value: Any) -> Any:
         cls = value.__class__
@@ -212,14 +279,24 @@ def _signature(args: tuple[Any, ...], kwargs: dict[str, Any], arrays: list[NDArr
             for i, a in enumerate(arrays):
                 if a is value:
                     return ("same", i)
+            base = value._base if value._base is not None else value
             arrays.append(value)
+            for i, b in enumerate(bases):
+                if b is base:  # a view of (or the base of) an earlier argument: they share memory
+                    bases.append(base)
+                    return (value._meta, value._shape, "shares memory with", i)
+            bases.append(base)
             return (value._meta, value._shape)
         if cls is tuple or cls is list:
             return (cls, tuple(walk(v) for v in value))
         if cls is dict:
             return (dict, tuple((k, walk(v)) for k, v in sorted(value.items(), key=lambda kv: repr(kv[0]))))
         if cls is float:
-            return (float, value.hex())
+            return (float, value.hex())  # -0.0 and 0.0 differ; every NaN is one key
+        if cls is complex:
+            return (complex, value.real.hex(), value.imag.hex())
+        if isinstance(value, np.generic) and value.dtype.kind in "fc":
+            return (cls, value.tobytes())  # NumPy floating scalars: by type and bit pattern
         try:
             hash(value)
         except TypeError:
@@ -238,6 +315,19 @@ def _signature(args: tuple[Any, ...], kwargs: dict[str, Any], arrays: list[NDArr
 
 class _Unhashable(Exception):
     pass
+
+
+def _restore(written: list[tuple[NDArray, NDArray, NDArray]], after: bool) -> None:
+    from .. import _api
+
+    for base, before, later in written:
+        _api.copyto(later if after else before, base)
+
+
+def _host_leaves(value: Any) -> list[Any]:
+    out: list[Any] = []
+    _leaves(value, out)
+    return [np.array(v.asnumpy(), copy=True) if v.__class__ is NDArray else v for v in out]
 
 
 def _slots_of(template: Any) -> set[int]:
@@ -274,22 +364,18 @@ def _leaves(value: Any, out: list[Any]) -> None:
         out.append(value)
 
 
-def _compare(eager: Any, replayed: Any, exact: bool) -> str:
-    a: list[Any] = []
-    b: list[Any] = []
-    _leaves(eager, a)
-    _leaves(replayed, b)
+def _compare(a: list[Any], b: list[Any], exact: bool) -> str:
+    """Compare result leaves on the host (arrays as NumPy copies, see :func:`_host_leaves`)."""
     if len(a) != len(b):
         return f"differs: {len(b)} results instead of {len(a)}"
     worst = 0.0
-    for i, (x, y) in enumerate(zip(a, b)):
-        if x.__class__ is not NDArray:
-            if y.__class__ is NDArray or not (x is y or x == y):
-                return f"differs: result {i} is {y!r} instead of {x!r}"
+    for i, (hx, hy) in enumerate(zip(a, b)):
+        if hx.__class__ is not np.ndarray:
+            if hy.__class__ is np.ndarray or not (hx is hy or hx == hy):
+                return f"differs: result {i} is {hy!r} instead of {hx!r}"
             continue
-        if y.__class__ is not NDArray or (x.shape, x.dtype, x.device, x.layout) != (y.shape, y.dtype, y.device, y.layout):
+        if hy.__class__ is not np.ndarray or (hx.shape, hx.dtype) != (hy.shape, hy.dtype):
             return f"differs: result {i} has other metadata"
-        hx, hy = x.asnumpy(), y.asnumpy()
         if exact or hx.dtype.kind not in "fc":
             same = np.array_equal(hx, hy, equal_nan=hx.dtype.kind in "fc")
             if same and hx.dtype.kind in "fc":

@@ -85,6 +85,7 @@ class Graph:
         self.inputs = 0
         self.ended: str | None = None
         self.out_tree: Any = None
+        self.snapshots: dict[int, tuple[NDArray, NDArray]] = {}  # id(storage) -> (storage, its copy before the first write)
 
     # ------------------------------------------------------------------ recording
     def add_input(self, array: NDArray) -> int:
@@ -119,6 +120,27 @@ class Graph:
         if cls is dict:
             return {k: self._template(v, reads) for k, v in value.items()}
         return value
+
+    def before_write(self, args: tuple[Any, ...]) -> None:
+        """A traced call is about to write into its first array argument: copy that storage once.
+
+        The first-call check replays the graph from these copies (the eager run has already
+        written into the arrays themselves).
+        """
+        target = next((a for a in args if a.__class__ is NDArray), None)
+        if target is None or self.ended is not None:
+            return
+        base = target._base if target._base is not None else target
+        slot = self.slots.get(id(base))
+        if slot is not None and self.kinds[slot] == "node":
+            return  # made by the graph itself: the replay makes it again
+        if id(base) not in self.snapshots:
+            from .. import _api
+
+            try:
+                self.snapshots[id(base)] = (base, _api.copy(base))
+            except Exception as err:  # noqa: BLE001 - a storage that cannot be copied: no graph
+                self.end(f"the storage written at {target!r:.40} could not be copied for the first-call check ({type(err).__name__}: {err})")
 
     def end(self, reason: str) -> None:
         if self.ended is None:
@@ -172,6 +194,7 @@ class Graph:
         """Drop the arrays seen while tracing (the externals stay: they are read at every run)."""
         self.arrays = [a if k == "external" else None for a, k in zip(self.arrays, self.kinds)]  # type: ignore[misc]
         self.slots = {}
+        self.snapshots = {}
 
 
 def _data_dependent(op: str, decl: Any, args: tuple[Any, ...]) -> str | None:
@@ -470,13 +493,17 @@ class Executable:
             else:
                 self.steps.append((0, unit, None, trampoline(unit.site)))
 
-    def run(self, inputs: list[NDArray], unfused: bool = False) -> Any:
+    def run(self, inputs: list[NDArray], unfused: bool = False, externals: dict[int, NDArray] | None = None) -> Any:
+        """Run the plan on ``inputs``; ``externals`` (slot -> array) replaces captured arrays (rebound names)."""
         graph = self.graph
         values: list[Any] = [None] * len(graph.kinds)
         values[: len(inputs)] = inputs
         for slot, kind in enumerate(graph.kinds):
             if kind == "external":
                 values[slot] = graph.arrays[slot]
+        if externals:
+            for slot, array in externals.items():
+                values[slot] = array
         steps = self.steps if not unfused else [(0, n, None, trampoline(n.site)) for n in graph.nodes]
         for fused, unit, kernel, at in steps:
             try:

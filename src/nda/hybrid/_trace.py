@@ -9,7 +9,14 @@ one) and, on the tracing thread only, add a node to that thread's graph. Calls m
 nda itself inside a traced call (a composite's inner ops) are not recorded: only the
 outermost call is. ``NDArray._host`` (every host read: ``asnumpy``, ``float(x)``,
 ``repr``, ``tolist``, ``np.asarray``) and ``__dlpack__`` are swapped too: a host read ends
-the graph, as does an op whose output shape depends on data. The swap holds autograd's
+the graph, as does an op whose output shape depends on data. An op that runs on the
+tracing thread outside a traced call (a function bound before tracing, ``from nda import
+exp``) ends the graph too: while a thread traces, the engine routes every op through
+``push`` and tells the tracer of it (``engine.state.watch``), so no op's result can become
+a frozen constant unseen. An ``nda.ext.<library>`` namespace first built while tracing is
+traced from then on. Before a traced call writes in place, the written array's storage is
+copied once (:meth:`~._graph.Graph.before_write`): the first-call check replays the graph
+from that state. The swap holds autograd's
 lock, so no thread enters or leaves ``record()`` (which swaps the same attributes) while
 the replacements are in place.
 
@@ -26,6 +33,7 @@ from .. import _api, _frontend, fft, linalg
 from .. import ext as _ext
 from .._array import NDArray
 from ..autograd._swap import SWAP as _AUTOGRAD_SWAP
+from ..engine import state as _engine_state
 from ..ops import DECLARED
 
 __all__ = ["STATE", "tracing", "user_site"]
@@ -54,12 +62,17 @@ def user_site() -> tuple[str, int]:
 def _traced_call(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
     state = STATE
 
+    decl = DECLARED.get(name)
+    mutates = bool(getattr(decl, "mutates", False))
+
     def traced(*args: Any, **kwargs: Any) -> Any:
         graph = state.graph
         if graph is None or state.depth:
             return fn(*args, **kwargs)
         state.depth += 1
         try:
+            if mutates:
+                graph.before_write(args)
             out = fn(*args, **kwargs)
         finally:
             state.depth -= 1
@@ -73,12 +86,17 @@ def _traced_call(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
 def _traced_attribute(name: str, attr: str, role: str, fn: Callable[..., Any]) -> Callable[..., Any]:
     state = STATE
 
+    decl = DECLARED.get(name)
+    mutates = role == "inplace" or bool(getattr(decl, "mutates", False))
+
     def traced(self: Any, *args: Any, **kwargs: Any) -> Any:
         graph = state.graph
         if graph is None or state.depth:
             return fn(self, *args, **kwargs)
         state.depth += 1
         try:
+            if mutates:
+                graph.before_write((self,))
             out = fn(self, *args, **kwargs)
         finally:
             state.depth -= 1
@@ -110,6 +128,17 @@ def _traced_read(fn: Callable[..., Any], what: str) -> Callable[..., Any]:
 
     _copy(read, fn)
     return read
+
+
+def _untraced(name: str, reads: Any) -> None:
+    """Engine watcher while tracing: an op issued on the tracing thread outside a traced call."""
+    state = STATE
+    graph = state.graph
+    if graph is None or state.depth or graph.ended is not None:
+        return
+    graph.end(f"{name}() at {'{}:{}'.format(*user_site())} ran without being recorded (a function bound before tracing, "
+              "such as `from nda import exp`, or a call the tracer does not see): its result would be frozen into the graph; "
+              "call it through its namespace (nda.exp, nda.ext.<library>.<op>), as a method or as an operator")
 
 
 def _copy(wrapper: Callable[..., Any], fn: Callable[..., Any]) -> None:
@@ -164,6 +193,7 @@ class _Swap:
 
     def enter(self) -> None:
         _AUTOGRAD_SWAP._lock.acquire()  # nobody swaps autograd's versions in or out meanwhile
+        _AUTOGRAD_SWAP.holds += 1  # nor releases its in-place checks (the tracing versions wrap them)
         try:
             with self._lock:
                 self.tracers += 1
@@ -176,8 +206,21 @@ class _Swap:
                         else:
                             where[attr] = replacement
         except BaseException:
+            _AUTOGRAD_SWAP.holds -= 1
             _AUTOGRAD_SWAP._lock.release()
             raise
+
+    def add_namespace(self, module: Any, functions: dict[str, Callable[..., Any]]) -> None:
+        """``nda.ext.<library>`` was built (first touched) while a thread traces: trace its ops too."""
+        with self._lock:
+            if not self.tracers:
+                return
+            namespace = vars(module)
+            for attr, value in list(namespace.items()):
+                decl = getattr(value, "__wrapped_decl__", None)
+                if decl is not None and getattr(value, "__nda_traced__", None) is None:
+                    self._installed.append((namespace, attr, value))
+                    namespace[attr] = _traced_call(decl.name, value)
 
     def intact(self) -> bool:
         """Whether every tracing version is still in place (``record()`` entered inside the
@@ -200,10 +243,13 @@ class _Swap:
                             where[attr] = value
                     self._installed = []
         finally:
+            _AUTOGRAD_SWAP.holds -= 1
             _AUTOGRAD_SWAP._lock.release()
+        _AUTOGRAD_SWAP.maybe_release_checks()
 
 
 SWAP = _Swap()
+_ext.on_namespace.append(SWAP.add_namespace)  # after autograd's hook: wraps its recording version inside record()
 
 
 class tracing:
@@ -217,9 +263,11 @@ class tracing:
         SWAP.enter()
         STATE.graph = self.graph
         STATE.depth = 0
+        _engine_state.watch(_untraced)  # every op goes through the engine meanwhile: none runs unseen
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        _engine_state.unwatch(_untraced)
         STATE.graph = None
         self.intact = SWAP.intact()
         SWAP.exit()
