@@ -10,8 +10,18 @@ The policy (the README's "Ecosystem" section states it for users):
   meaning "flattened").
 * Anything else (a function nda has no equivalent of, ``np.median``; a keyword nda cannot
   honour, ``where=``, ``order="F"``; a NumPy array as ``out=``) is a *host fallback*: NumPy
-  computes it on host copies (``np.asarray`` of each nda argument; no copy on cpu) and
-  returns NumPy's result, what NumPy does for any array-like with ``__array__``. It
+  computes it on host copies of the nda arguments and returns NumPy's result, what NumPy
+  does for any array-like with ``__array__``. The copies are fresh on every device (on cpu
+  too: ``np.asarray`` would share memory that queued ops still read) and read-only, except
+  the arrays NumPy writes by contract: ``out=`` (by keyword or position), ``ufunc.at``'s
+  operand, the destination of ``np.copyto``/``put``/``place``/``putmask``/
+  ``put_along_axis``/``fill_diagonal``, ``np.nan_to_num(x, copy=False)``. Those are
+  written back through nda's setitem after the call (so the engine orders the write after
+  the work queued on the array and autograd counts it, on every device), and NumPy's result
+  is the nda ``out=`` where NumPy returned its copy. Any other write (a view NumPy returns,
+  a function not listed) is NumPy's "read-only" ``ValueError``, never a write lost in a
+  copy; ``overwrite_input=True`` gives NumPy a writable scratch copy and leaves the nda
+  array as it was (``_interop_args._on_host``). It
   warns once per function with :class:`nda.FallbackWarning`; ``nda.config.fallback =
   "error"`` refuses instead (:class:`nda.FallbackError`, naming what happened) and
   ``"silent"`` silences it, as for nda's other fallbacks. scikit-learn relies on this:
@@ -48,7 +58,7 @@ from . import linalg as _linalg
 from ._array import NDArray
 from ._interop_args import (
     FUNCTIONS, _Call, _Fallback, _check_defaults, _device_of, _leftover, _no_equivalent, _NoValue, _reduction, _refuse,
-    _store, _to_host,
+    _on_host, _store, _written_by,
 )
 from .ops._spec import CATALOG
 
@@ -104,23 +114,16 @@ def array_ufunc(self: NDArray, ufunc: Any, method: str, *inputs: Any, **kwargs: 
     try:
         return _ufunc_on_device(self, name, ufunc, method, inputs, dict(kwargs))
     except _Fallback as why:
-        return _host_fallback(name, why, lambda: _ufunc_on_host(ufunc, method, inputs, kwargs))
+        return _host_fallback(name, why, lambda: _ufunc_on_host(name, ufunc, method, inputs, kwargs))
 
 
-def _ufunc_on_host(ufunc: Any, method: str, inputs: Any, kwargs: dict[str, Any]) -> Any:
-    """The ufunc on host copies; nda arrays given as ``out=`` get the results written back."""
-    out = kwargs.pop("out", None)
-    outs = out if isinstance(out, tuple) else (out,) if out is not None else ()
-    host_outs = tuple(np.array(o) if o.__class__ is NDArray else o for o in outs)  # writable copies
-    if outs:
-        kwargs["out"] = host_outs if isinstance(out, tuple) else host_outs[0]
-    result = getattr(ufunc, method)(*_to_host(tuple(inputs)), **kwargs)
-    if not any(o.__class__ is NDArray for o in outs):
-        return result
-    for o, h in zip(outs, host_outs):
-        if o.__class__ is NDArray:
-            o[...] = _api.asarray(h, device=o.device)
-    return outs[0] if len(outs) == 1 else out
+def _ufunc_on_host(name: str, ufunc: Any, method: str, inputs: Any, kwargs: dict[str, Any]) -> Any:
+    """The ufunc on host copies; nda arrays it writes (``out=``, ``ufunc.at``'s operand) get the results written back."""
+    out = kwargs.get("out")
+    targets = list(out) if isinstance(out, tuple) else [out]
+    if method == "at" and inputs:
+        targets.append(inputs[0])
+    return _on_host(name, getattr(ufunc, method), inputs, kwargs, targets)
 
 
 def _ufunc_on_device(self: NDArray, name: str, ufunc: Any, method: str, inputs: Any, kwargs: dict[str, Any]) -> Any:
@@ -195,7 +198,8 @@ def array_function(self: NDArray, func: Any, types: Any, args: Any, kwargs: Any)
         device = _device_of(args) or _device_of(kwargs.values()) or self._meta.device
         return handler(_Call(name, device), *args, **kwargs)
     except _Fallback as why:
-        return _host_fallback(name, why, lambda: func(*_to_host(tuple(args)), **{k: _to_host(v) for k, v in kwargs.items()}))
+        targets, scratch = _written_by(func, args, kwargs)
+        return _host_fallback(name, why, lambda: _on_host(name, func, args, kwargs, targets, scratch))
 
 
 # ---------------------------------------------------------------------------- Dask

@@ -1,0 +1,119 @@
+"""NumPy calls that write into nda arrays, and the host fallback's other corners.
+
+The rule (``nda._interop_args._on_host``, README "Ecosystem"): the host fallback hands NumPy
+fresh host copies of the nda arrays, read-only except the ones NumPy writes by contract
+(``out=``, ``ufunc.at``'s operand, ``np.copyto``'s destination, ``np.put``, ``np.place``,
+``np.putmask``, ``np.put_along_axis``, ``np.fill_diagonal``, ``np.nan_to_num(copy=False)``);
+those are written back through nda's setitem, so the engine orders the write after queued
+readers and autograd counts it. Where nda's answer differs from NumPy's the rule is: NumPy's
+values and dtype, or NumPy's exception type. Every rule runs on cpu and sim; the suite runs
+under both engines.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import nda
+from nda import autograd
+
+DEVICES = ["cpu", "sim"]
+
+pytestmark = pytest.mark.filterwarnings("ignore::nda.FallbackWarning")
+
+
+# ----------------------------------------------------------------------------- writes into arguments
+
+def _writes(xp_asarray):
+    """(label, data, call(arrays) -> result) of NumPy calls that write into their first argument."""
+    a = xp_asarray
+    return [
+        ("add.at", lambda: [a([0.0, 0.0, 0.0])], lambda x: np.add.at(x, [0, 0, 2], 1.0)),
+        ("multiply.at", lambda: [a([1.0, 2.0, 3.0])], lambda x: np.multiply.at(x, [1, 1], 3.0)),
+        ("copyto", lambda: [a([3.0, 1.0, 2.0])], lambda x: np.copyto(x, 0.0)),
+        ("copyto where", lambda: [a([3.0, 1.0, 2.0]), a([True, False, True])], lambda x, m: np.copyto(x, 7.0, where=m)),
+        ("put", lambda: [a([3.0, 1.0, 2.0])], lambda x: np.put(x, [0], [9.0])),
+        ("place", lambda: [a([3.0, 1.0, 2.0])], lambda x: np.place(x, np.asarray([False, True, True]), [5.0])),
+        ("putmask", lambda: [a([3.0, 1.0, 2.0])], lambda x: np.putmask(x, np.asarray([True, False, True]), -1.0)),
+        ("put_along_axis", lambda: [a([[3.0, 1.0], [2.0, 5.0]])], lambda x: np.put_along_axis(x, np.asarray([[1], [0]]), 0.0, axis=1)),
+        ("fill_diagonal", lambda: [a([[3.0, 1.0], [2.0, 5.0]])], lambda x: np.fill_diagonal(x, 8.0)),
+        ("nan_to_num copy=False", lambda: [a([np.nan, 1.0, np.inf])], lambda x: np.nan_to_num(x, copy=False)),
+        ("median out=", lambda: [a([0.0, 0.0]), a([[3.0, 1.0], [2.0, 5.0]])], lambda o, m: np.median(m, axis=0, out=o)),
+        ("median positional out", lambda: [a([0.0, 0.0]), a([[3.0, 1.0], [2.0, 5.0]])], lambda o, m: np.median(m, 0, o)),
+        ("sum where= out=", lambda: [a(0.0), a([1.0, 2.0, 4.0])], lambda o, x: np.sum(x, where=np.asarray([True, False, True]), out=o)),
+        ("add where= out=", lambda: [a([-1.0, -1.0, -1.0]), a([1.0, 2.0, 4.0]), a([True, False, True])],
+         lambda o, x, m: np.add(x, 1.0, where=m, out=o)),
+        ("add.outer out=", lambda: [a(np.zeros((2, 2))), a([1.0, 2.0])], lambda o, x: np.add.outer(x, x, out=o)),
+        ("subtract.reduce out=", lambda: [a(0.0), a([1.0, 2.0, 4.0])], lambda o, x: np.subtract.reduce(x, out=o)),
+        ("cbrt out=", lambda: [a([0.0, 0.0]), a([8.0, 27.0])], lambda o, x: np.cbrt(x, out=o)),
+        ("einsum out=", lambda: [a(0.0), a([1.0, 2.0])], lambda o, x: np.einsum("i,i", x, x, out=o)),
+    ]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("case", range(len(_writes(np.asarray))), ids=[c[0] for c in _writes(np.asarray)])
+def test_numpy_calls_that_write_an_nda_argument_write_it(device, case):
+    label, np_data, np_call = _writes(np.asarray)[case]
+    _, nda_data, nda_call = _writes(lambda v: nda.asarray(np.asarray(v), device=device))[case]
+    expected_arrays, arrays = np_data(), nda_data()
+    expected = np_call(*expected_arrays)
+    result = nda_call(*arrays)
+    for want, got in zip(expected_arrays, arrays):
+        assert isinstance(got, nda.NDArray) and got.device.type == device, label
+        np.testing.assert_array_equal(got.asnumpy(), want, err_msg=label)
+    if expected is expected_arrays[0]:  # NumPy returns out=: nda returns the nda out=
+        assert result is arrays[0], label
+    elif expected is None:
+        assert result is None, label
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_numpy_writes_are_ordered_after_queued_readers(device, all_tasks):
+    # Every op goes to the workers (all_tasks): y is still queued when NumPy writes into x.
+    for _ in range(3):
+        x = nda.ones(1_000_000, device=device)
+        nda.waitall()
+        y = nda.exp(x) * 2.0
+        np.copyto(x, 0.0)
+        z = nda.sqrt(x) + 1.0
+        o = nda.zeros(1_000_000, device=device)
+        np.cbrt(x, out=o)  # a ufunc fallback writing into o while nothing is queued on o...
+        w = o + 1.0
+        np.add.at(o, [0], 5.0)  # ...then writing o while w still reads it
+        np.testing.assert_allclose(y.asnumpy()[:3], 2 * np.e)
+        assert float(nda.max(z)) == 1.0 and float(nda.max(w)) == 1.0
+        assert float(nda.max(x)) == 0.0 and o[0].item() == 5.0
+
+
+def test_numpy_writes_count_as_in_place_writes_for_autograd():
+    w = nda.asarray([1.0, 2.0])
+    w.attach_grad()
+    c = nda.asarray([3.0, 4.0])
+    with autograd.record():
+        loss = nda.sum(w * c)
+    np.copyto(c, 0.0)  # multiply saved c: backward must see the write, as for c[...] = 0
+    with pytest.raises(autograd.AutogradError, match="modified in place"):
+        loss.backward()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_numpy_gets_read_only_copies_of_the_arrays_it_does_not_write(device):
+    x = nda.asarray([1.0, 2.0, 3.0], device=device)
+    view = np.flipud(x)  # a NumPy view of a host copy: writing it could not reach x
+    assert isinstance(view, np.ndarray) and not view.flags.writeable
+    with pytest.raises(ValueError, match="read-only"):
+        view[0] = 9.0
+    assert x.tolist() == [1.0, 2.0, 3.0]
+    # overwrite_input=True lets NumPy clobber its copy; x itself keeps its values
+    assert np.median(x, overwrite_input=True) == 2.0 and x.tolist() == [1.0, 2.0, 3.0]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_nda_where_mask_in_a_ufunc_is_converted(device):
+    x = nda.asarray([1.0, 2.0], device=device)
+    m = nda.asarray([True, False], device=device)
+    out = nda.full(2, -1.0, device=device)
+    assert np.add(x, 1.0, where=m, out=out) is out  # was a RecursionError
+    assert out.tolist() == [2.0, -1.0]
+    assert np.sum(x, where=m) == 1.0
