@@ -117,3 +117,59 @@ def test_nda_where_mask_in_a_ufunc_is_converted(device):
     assert np.add(x, 1.0, where=m, out=out) is out  # was a RecursionError
     assert out.tolist() == [2.0, -1.0]
     assert np.sum(x, where=m) == 1.0
+
+
+# ----------------------------------------------------------------------------- same answer as NumPy
+
+def _agreement_cases():
+    """(label, call(a)) where ``a`` makes an array of NumPy data: NumPy's, or nda's on a device."""
+    f32_diag = np.asarray([[1.0, 0.0], [0.0, 1e-7]], dtype=np.float32)
+    ones = np.ones((1, 2))
+    return [
+        # A7: NumPy's pinv default cutoff is rcond=1e-15, not the Array API's max(M, N) * eps
+        ("pinv default rcond", lambda a: np.linalg.pinv(a(f32_diag))),
+        ("pinv rtol=None", lambda a: np.linalg.pinv(a(f32_diag), rtol=None)),
+        ("pinv rcond", lambda a: np.linalg.pinv(a(f32_diag), 1e-3)),
+        ("pinv rtol and rcond", lambda a: np.linalg.pinv(a(f32_diag), 1e-3, rtol=1e-3)),
+        # A9: dtype= applies to every array joined, under casting=
+        ("vstack dtype", lambda a: np.vstack([a(ones), a(ones)], dtype=np.float32)),
+        ("hstack dtype", lambda a: np.hstack([a(ones), a(ones)], dtype=np.float32)),
+        ("hstack 1-d dtype", lambda a: np.hstack([a(ones[0]), a(ones[0])], dtype=np.float32)),
+        ("vstack dtype same_kind refused", lambda a: np.vstack([a(ones), a(ones)], dtype=np.int64)),
+        ("concatenate dtype unsafe", lambda a: np.concatenate([a(ones), a(ones * 2.5)], dtype=np.int64, casting="unsafe")),
+        ("stack dtype safe refused", lambda a: np.stack([a(ones), a(ones)], dtype=np.float32, casting="safe")),
+    ]
+
+
+_CASES = _agreement_cases()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("case", range(len(_CASES)), ids=[label for label, _ in _CASES])
+def test_numpy_protocol_answers_are_numpys(device, case):
+    # Same values and dtype as NumPy, or NumPy's exception type.
+    label, call = _CASES[case]
+    try:
+        expected = call(np.asarray)
+    except Exception as err:  # noqa: BLE001 - NumPy's exception is the expected answer
+        with pytest.raises(type(err)):
+            call(lambda v: nda.asarray(np.asarray(v), device=device))
+        return
+    result = call(lambda v: nda.asarray(np.asarray(v), device=device))
+    _same(expected, result, device, label)
+
+
+def _same(expected, result, device, label):
+    if isinstance(expected, tuple):
+        assert isinstance(result, tuple) and len(result) == len(expected), label
+        for e, r in zip(expected, result):
+            _same(e, r, device, label)
+        return
+    if isinstance(result, nda.NDArray):
+        assert result.device.type == device, label
+        result = result.asnumpy()
+    result = np.asarray(result)
+    expected = np.asarray(expected)
+    assert result.dtype == expected.dtype, (label, result.dtype, expected.dtype)
+    assert result.shape == expected.shape, (label, result.shape, expected.shape)
+    np.testing.assert_allclose(result, expected, rtol=1e-6, atol=0, err_msg=label)

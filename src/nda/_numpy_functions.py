@@ -184,32 +184,37 @@ def _size(c: _Call, a: Any, axis: Any = None) -> Any:
 
 @_register(np.concatenate)
 def _concatenate(c: _Call, arrays: Any, axis: Any = 0, out: Any = None, *, dtype: Any = None, casting: Any = "same_kind") -> Any:
-    xs = c.arrays(arrays)
+    xs = _cast_all(c, c.arrays(arrays), dtype, casting)
     if axis is None:
         xs, axis = [_flat(x) for x in xs], 0
-    if dtype is not None:
-        xs = [_api.astype(x, _dtypes.as_dtype(dtype)) for x in xs]
     return _store(c.name, out, _api.concat(xs, axis=axis))
+
+
+def _cast_all(c: _Call, xs: list[Any], dtype: Any, casting: Any) -> list[Any]:
+    """``xs`` cast to NumPy's ``dtype=`` of a joining function, under its ``casting=`` rule."""
+    if dtype is None:
+        return xs
+    target = _dtypes.as_dtype(dtype)
+    for x in xs:
+        if not np.can_cast(x.dtype.numpy, target.numpy, casting=casting):
+            raise TypeError(f"{c.name}: cannot cast {x.dtype.name} to dtype={target.name} under casting={casting!r}")
+    return [_api.astype(x, target) for x in xs]
 
 
 @_register(np.stack)
 def _stack(c: _Call, arrays: Any, axis: int = 0, out: Any = None, *, dtype: Any = None, casting: Any = "same_kind") -> Any:
-    xs = c.arrays(arrays)
-    if dtype is not None:
-        xs = [_api.astype(x, _dtypes.as_dtype(dtype)) for x in xs]
-    return _store(c.name, out, _api.stack(xs, axis=axis))
+    return _store(c.name, out, _api.stack(_cast_all(c, c.arrays(arrays), dtype, casting), axis=axis))
 
 
 @_register(np.vstack, getattr(np, "row_stack", None))
 def _vstack(c: _Call, tup: Any, *, dtype: Any = None, casting: Any = "same_kind") -> Any:
-    xs = [_at_least(x, 2) for x in c.arrays(tup)]
-    return _api.concat([xs[0] if dtype is None else _api.astype(xs[0], dtype)] + xs[1:], axis=0)
+    return _api.concat([_at_least(x, 2) for x in _cast_all(c, c.arrays(tup), dtype, casting)], axis=0)
 
 
 @_register(np.hstack)
 def _hstack(c: _Call, tup: Any, *, dtype: Any = None, casting: Any = "same_kind") -> Any:
-    xs = [_at_least(x, 1) for x in c.arrays(tup)]
-    return _api.concat([xs[0] if dtype is None else _api.astype(xs[0], dtype)] + xs[1:], axis=0 if xs[0].ndim == 1 else 1)
+    xs = [_at_least(x, 1) for x in _cast_all(c, c.arrays(tup), dtype, casting)]
+    return _api.concat(xs, axis=0 if xs[0].ndim == 1 else 1)
 
 
 @_register(np.column_stack)
@@ -628,8 +633,11 @@ def _matrix_power(c: _Call, a: Any, n: int) -> Any:
 
 
 @_register(np.linalg.pinv)
-def _pinv(c: _Call, a: Any, rcond: Any = None, hermitian: bool = False, *, rtol: Any = None) -> Any:
-    tol = rtol if rtol is not None else rcond
+def _pinv(c: _Call, a: Any, rcond: Any = None, hermitian: bool = False, *, rtol: Any = _NoValue) -> Any:
+    # NumPy's defaults: rcond=1e-15 when neither is given; rtol=None is the Array API's max(M, N) * eps
+    if rcond is not None and rtol is not _NoValue:
+        raise ValueError(f"{c.name}: rtol and rcond cannot both be set")
+    tol = rcond if rcond is not None else 1e-15 if rtol is _NoValue else rtol
     return _linalg.pinv(c.array(a), rtol=None if tol is None else c.operand(tol))
 
 
