@@ -138,6 +138,18 @@ def _agreement_cases():
         ("vstack dtype same_kind refused", lambda a: np.vstack([a(ones), a(ones)], dtype=np.int64)),
         ("concatenate dtype unsafe", lambda a: np.concatenate([a(ones), a(ones * 2.5)], dtype=np.int64, casting="unsafe")),
         ("stack dtype safe refused", lambda a: np.stack([a(ones), a(ones)], dtype=np.float32, casting="safe")),
+        # A10: NumPy's loop decides the dtype (and whether there is one)
+        ("reciprocal int", lambda a: np.reciprocal(a([1, 2, 4]))),
+        ("rint int", lambda a: np.rint(a([1, 2, 4]))),
+        ("rint int8 (float16)", lambda a: np.rint(a(np.asarray([1, 2], dtype=np.int8)))),
+        ("divide int dtype=int64", lambda a: np.divide(a([1, 2, 4]), 2, dtype=np.int64)),
+        ("add int8 dtype=float32", lambda a: np.add(a(np.asarray([1, 2], dtype=np.int8)), 1, dtype=np.float32)),
+        ("equal dtype=float64", lambda a: np.equal(a([1, 2]), 1, dtype=np.float64)),
+        # B3: dtypes nda refuses are NumPy's on host copies
+        ("logical_and int", lambda a: np.logical_and(a([1, 0, 4]), 1)),
+        ("square bool", lambda a: np.square(a([True, False]))),
+        ("maximum complex", lambda a: np.maximum(a([1 + 1j, 2 - 1j]), 1.5)),
+        ("less complex (a call, not an operator)", lambda a: np.less(a([1 + 1j, 2 - 1j]), 1.5, casting="same_kind")),
     ]
 
 
@@ -173,3 +185,42 @@ def _same(expected, result, device, label):
     assert result.dtype == expected.dtype, (label, result.dtype, expected.dtype)
     assert result.shape == expected.shape, (label, result.shape, expected.shape)
     np.testing.assert_allclose(result, expected, rtol=1e-6, atol=0, err_msg=label)
+
+
+# ----------------------------------------------------------------------------- every ufunc, every dtype
+
+_DTYPES = ["bool", "int8", "uint8", "int32", "int64", "uint64", "float32", "float64", "complex64", "complex128"]
+
+
+def _ufunc_data(dtype, k):
+    base = np.asarray([1, 2, 3, 0] if k == 0 else [2, 1, 3, 5])
+    if dtype == "bool":
+        return (base % 2).astype(bool)
+    values = base.astype(dtype)
+    return values + 1j * values[::-1] if dtype.startswith("complex") else values
+
+
+def _ufunc_calls(ufunc):
+    if ufunc.nin == 1:
+        return [(d,) for d in _DTYPES]
+    return [(a, b) for a in _DTYPES for b in _DTYPES] + [(d, s) for d in _DTYPES for s in (1, 2.5, 1j, True)]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("ufunc", sorted(nda._interop.UFUNCS, key=lambda u: u.__name__), ids=lambda u: u.__name__)
+def test_every_numpy_ufunc_nda_runs_gives_numpys_dtype_and_values(device, ufunc):
+    # nda's own op where it agrees with NumPy's loop (inputs cast to the loop's dtypes, as
+    # NumPy does), NumPy on host copies where nda refuses or its dtype rule differs, and
+    # NumPy's exception where NumPy has no loop: never a different dtype or value.
+    for combo in _ufunc_calls(ufunc):
+        np_args = [_ufunc_data(c, i) if isinstance(c, str) else c for i, c in enumerate(combo)]
+        nda_args = [nda.asarray(a, device=device) if isinstance(a, np.ndarray) else a for a in np_args]
+        with np.errstate(all="ignore"):
+            try:
+                expected = ufunc(*np_args)
+            except Exception as err:  # noqa: BLE001 - NumPy's exception is the expected answer
+                with pytest.raises(type(err)):
+                    ufunc(*nda_args)
+                continue
+            result = ufunc(*nda_args)
+        _same(expected, result, device, f"{ufunc.__name__}{combo}")

@@ -3,11 +3,19 @@
 The policy (the README's "Ecosystem" section states it for users):
 
 * A NumPy ufunc or function that nda has an equivalent of runs nda's function, on the
-  arrays' device, with nda's dtype rules, and returns nda arrays (CuPy's model):
-  ``np.sin(x)``, ``np.add(x, 1)``, ``np.sum(x, axis=0)``, ``np.concatenate([x, y])``,
-  ``np.linalg.qr(x)`` (``UFUNCS`` and ``FUNCTIONS`` list them). NumPy's own keywords are
-  translated (``out=`` an nda array, ``dtype=``, ``ddof=``, ``keepdims=``, ``axis=None``
-  meaning "flattened").
+  arrays' device, and returns nda arrays (CuPy's model): ``np.sin(x)``, ``np.add(x, 1)``,
+  ``np.sum(x, axis=0)``, ``np.concatenate([x, y])``, ``np.linalg.qr(x)`` (``UFUNCS`` and
+  ``FUNCTIONS`` list them). NumPy's own keywords are translated (``out=`` an nda array,
+  ``dtype=``, ``ddof=``, ``keepdims=``, ``axis=None`` meaning "flattened").
+* The answer is NumPy's: same values and dtype, or NumPy's exception type. A ufunc call
+  asks NumPy for its loop (``ufunc.resolve_dtypes``, scalars weak: see below): no loop is
+  NumPy's own error (``np.divide(ints, 2, dtype=np.int64)``); otherwise the arrays are cast
+  to the loop's dtypes, as NumPy does (``np.rint`` of ints is float64), and nda's op runs.
+  Where nda refuses a dtype NumPy takes (``np.logical_and`` of ints, ``np.square`` of
+  bools) or its dtype rule gives another dtype (``np.reciprocal`` of ints), NumPy computes
+  it (the host fallback below). One exception: ``numpy_scalar < x`` reaches nda as the
+  ufunc call ``np.less(scalar, x)``, and there nda's operator rules hold, refusals included
+  (``np.float64(1) < complex_x`` is nda's TypeError, as for ``1.0 < complex_x``).
 * Anything else (a function nda has no equivalent of, ``np.median``; a keyword nda cannot
   honour, ``where=``, ``order="F"``; a NumPy array as ``out=``) is a *host fallback*: NumPy
   computes it on host copies of the nda arguments and returns NumPy's result, what NumPy
@@ -60,7 +68,6 @@ from ._interop_args import (
     FUNCTIONS, _Call, _Fallback, _check_defaults, _device_of, _leftover, _no_equivalent, _NoValue, _reduction, _refuse,
     _on_host, _store, _written_by,
 )
-from .ops._spec import CATALOG
 
 __all__ = ["array_ufunc", "array_function", "UFUNCS", "FUNCTIONS"]
 
@@ -126,9 +133,39 @@ def _ufunc_on_host(name: str, ufunc: Any, method: str, inputs: Any, kwargs: dict
     return _on_host(name, getattr(ufunc, method), inputs, kwargs, targets)
 
 
+#: The ufuncs behind Python's binary operators.
+_OPERATORS = frozenset((
+    np.add, np.subtract, np.multiply, np.divide, np.floor_divide, np.remainder, np.power, np.matmul, np.equal,
+    np.not_equal, np.less, np.less_equal, np.greater, np.greater_equal, np.bitwise_and, np.bitwise_or, np.bitwise_xor,
+    np.left_shift, np.right_shift,
+))
+
+
+def _reflected_operator(ufunc: Any, inputs: Any) -> bool:
+    """Whether the call may be ``numpy_scalar <op> nda_array``: NumPy's scalar hands it over as
+    this ufunc call (the scalar as a 0-d array), and nda's operator rules hold there, refusals
+    included, as for a Python scalar (README, "NumPy scalars")."""
+    if ufunc not in _OPERATORS or len(inputs) != 2 or inputs[1].__class__ is not NDArray:
+        return False
+    first = inputs[0]
+    return isinstance(first, np.generic) or isinstance(first, np.ndarray) and first.ndim == 0
+
+
+def _numpy_loop(ufunc: Any, args: list[Any], dtype: Any) -> tuple[Any, ...]:
+    """The NumPy dtypes of ``ufunc``'s loop for ``args`` (inputs then output), scalars weak."""
+    types = tuple(
+        a.dtype.numpy if a.__class__ is NDArray else np.dtype(bool) if a.__class__ is bool else a.__class__ for a in args
+    )
+    if dtype is None:
+        return tuple(ufunc.resolve_dtypes(types + (None,) * ufunc.nout))
+    signature = (None,) * ufunc.nin + (np.dtype(dtype),) * ufunc.nout
+    return tuple(ufunc.resolve_dtypes(types + (None,) * ufunc.nout, signature=signature))
+
+
 def _ufunc_on_device(self: NDArray, name: str, ufunc: Any, method: str, inputs: Any, kwargs: dict[str, Any]) -> Any:
     device = _device_of(inputs) or _device_of(kwargs.get("out") or ()) or self._meta.device
     call = _Call(name, device)
+    operator = method == "__call__" and not kwargs and _reflected_operator(ufunc, inputs)
     out = kwargs.pop("out", None)
     for o in out if isinstance(out, tuple) else (out,):
         if o is not None and o.__class__ is not NDArray:
@@ -143,19 +180,21 @@ def _ufunc_on_device(self: NDArray, name: str, ufunc: Any, method: str, inputs: 
         _check_defaults(name, kwargs, where=True, casting="same_kind", order="K", subok=True, signature=None)
         _leftover(name, kwargs)
         args = [call.operand(v, zero_d_is_scalar=True) for v in inputs]
-        if dtype is not None:
-            target = _dtypes.as_dtype(dtype)
-            if CATALOG[op].result == "bool":  # a comparison or test: dtype is the output's
-                if target is not _dtypes.bool:
-                    raise _refuse(name, f"dtype={target.name}: this ufunc gives bool results")
-            else:
-                args = [_api.astype(a, target) if a.__class__ is NDArray else a for a in args]
+        loop = _numpy_loop(ufunc, args, dtype)  # NumPy's error (no loop, a cast refused) is the answer
         fn = getattr(_api, op) if hasattr(_api, op) else getattr(_linalg, op)
-        if op in ("matmul", "vecdot") and any(a.__class__ is not NDArray for a in args):
-            args = [call.array(a) for a in args]
-        result = fn(*args)
-        if dtype is not None and result.dtype is not _dtypes.as_dtype(dtype):
-            result = _api.astype(result, _dtypes.as_dtype(dtype))
+        try:
+            # the arrays cast to the dtypes of NumPy's loop, as NumPy does (rint of ints is float64)
+            args = [_api.astype(a, _dtypes.from_numpy_dtype(t)) if a.__class__ is NDArray and a.dtype.numpy != t else a
+                    for a, t in zip(args, loop)]
+            if op in ("matmul", "vecdot") and any(a.__class__ is not NDArray for a in args):
+                args = [call.array(a) for a in args]
+            result = fn(*args)
+        except TypeError as err:  # a dtype nda refuses that NumPy takes (logical_and of ints): NumPy's answer
+            if operator:
+                raise
+            raise _Fallback(f"nda refuses it ({err})") from None
+        if result.dtype.numpy != loop[-1]:  # nda's dtype rule is not NumPy's here (reciprocal of ints)
+            raise _Fallback(f"nda's {op} gives {result.dtype.name} where NumPy's gives {loop[-1]}")
         return _store(name, out, result)
     if method in ("reduce", "accumulate"):
         table = _REDUCE if method == "reduce" else _ACCUMULATE
