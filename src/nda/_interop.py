@@ -15,7 +15,12 @@ The policy (the README's "Ecosystem" section states it for users):
   bools) or its dtype rule gives another dtype (``np.reciprocal`` of ints), NumPy computes
   it (the host fallback below). One exception: ``numpy_scalar < x`` reaches nda as the
   ufunc call ``np.less(scalar, x)``, and there nda's operator rules hold, refusals included
-  (``np.float64(1) < complex_x`` is nda's TypeError, as for ``1.0 < complex_x``).
+  (``np.float64(1) < complex_x`` is nda's TypeError, as for ``1.0 < complex_x``). A NumPy
+  function whose nda version refuses the call with a TypeError (a dtype: ``np.linalg.inv``
+  of ints, ``np.std`` of complex; arguments it does not take) is NumPy's too, which then
+  computes it or raises its own error. One deviation: an explicit ``dtype=`` nda has no
+  equivalent of (``np.float16``, a structured dtype) is a TypeError, as in CuPy: the result
+  could not be an nda array, and Dask catches that TypeError to keep its chunks on the device.
 * Anything else (a function nda has no equivalent of, ``np.median``; a keyword nda cannot
   honour, ``where=``, ``order="F"``; a NumPy array as ``out=``) is a *host fallback*: NumPy
   computes it on host copies of the nda arguments and returns NumPy's result, what NumPy
@@ -54,6 +59,7 @@ Layer: arrays and front end (README, "Architecture").
 
 from __future__ import annotations
 
+import inspect
 import sys
 from typing import Any, Callable
 
@@ -175,6 +181,7 @@ def _ufunc_on_device(self: NDArray, name: str, ufunc: Any, method: str, inputs: 
         if op is None:
             raise _no_equivalent(name)
         dtype = kwargs.pop("dtype", None)
+        _check_dtype(name, dtype)
         if op in ("matmul", "vecdot"):
             _check_defaults(name, kwargs, axes=None, axis=None)
         _check_defaults(name, kwargs, where=True, casting="same_kind", order="K", subok=True, signature=None)
@@ -235,10 +242,57 @@ def array_function(self: NDArray, func: Any, types: Any, args: Any, kwargs: Any)
         if out is not None and out.__class__ is not NDArray:
             raise _Fallback(f"out= is a {type(out).__module__}.{type(out).__name__}, not an nda array")
         device = _device_of(args) or _device_of(kwargs.values()) or self._meta.device
-        return handler(_Call(name, device), *args, **kwargs)
+        call = _Call(name, device)
+        _check_dtype(name, _bound(func, args, kwargs).get("dtype"))
+        signature = _signature(handler)
+        try:
+            if signature is not None:
+                signature.bind(call, *args, **kwargs)
+        except TypeError:  # arguments nda's version does not take (np.cumulative_sum(include_initial=)…)
+            raise _Fallback("nda does not take these arguments") from None
+        try:
+            return handler(call, *args, **kwargs)
+        except TypeError as err:  # a dtype nda refuses that NumPy takes (np.linalg.inv of ints): NumPy's answer
+            raise _Fallback(f"nda refuses it ({err})") from None
     except _Fallback as why:
         targets, scratch = _written_by(func, args, kwargs)
         return _host_fallback(name, why, lambda: _on_host(name, func, args, kwargs, targets, scratch))
+
+
+_SIGNATURES: dict[Any, inspect.Signature | None] = {}
+
+
+def _signature(fn: Callable[..., Any]) -> inspect.Signature | None:
+    """``fn``'s signature (cached), None for a NumPy function that has none."""
+    try:
+        return _SIGNATURES[fn]
+    except KeyError:
+        pass
+    try:
+        found: inspect.Signature | None = inspect.signature(fn)
+    except (TypeError, ValueError):
+        found = None
+    _SIGNATURES[fn] = found
+    return found
+
+
+def _bound(func: Any, args: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The NumPy function's arguments by parameter name (the keywords alone if that fails)."""
+    signature = _signature(func)
+    try:
+        return dict(signature.bind(*args, **kwargs).arguments) if signature is not None else kwargs
+    except TypeError:
+        return kwargs
+
+
+def _check_dtype(name: str, dtype: Any) -> None:
+    """A ``dtype=`` nda has no equivalent of (float16, structured) is a TypeError, not a host
+    fallback: the result could not be an nda array (Dask and others catch the TypeError, as for CuPy)."""
+    if dtype is not None:
+        try:
+            _dtypes.as_dtype(dtype)
+        except TypeError as err:
+            raise TypeError(f"{name}: {err}") from None
 
 
 # ---------------------------------------------------------------------------- Dask

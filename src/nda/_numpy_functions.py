@@ -4,7 +4,8 @@ Each handler takes the call (``_Call``: its name and device) and NumPy's argumen
 calls nda's functions: reductions with NumPy's ``out=``/``dtype=``/``ddof=``/``keepdims=``,
 manipulation (``axis=None`` meaning "flattened", as in NumPy), sorting and searching,
 creation with ``like=``, ``np.linalg`` and ``np.fft``. A keyword or a case nda cannot honour
-raises ``_Fallback`` (NumPy then computes the call on host copies).
+raises ``_Fallback`` (NumPy then computes the call on host copies); so does a TypeError
+from nda (a dtype nda refuses), caught in ``nda._interop``.
 
 Layer: arrays and front end (README, "Architecture").
 """
@@ -98,18 +99,25 @@ _register(np.argmax)(_arg_handler("argmax"))
 _register(np.argmin)(_arg_handler("argmin"))
 
 
-def _scan_handler(op: str) -> Callable[..., Any]:
+def _scan_handler(op: str, array_api: bool) -> Callable[..., Any]:
     def handler(c: _Call, a: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
         x = c.array(a)
         if axis is None:
             x, axis = _flat(x), 0
         return _store(c.name, out, getattr(_api, op)(x, axis=axis, dtype=dtype))
 
-    return handler
+    def array_api_handler(c: _Call, x: Any, /, *, axis: Any = None, dtype: Any = None, out: Any = None, include_initial: bool = False) -> Any:
+        # np.cumulative_sum/prod: the Array API's (axis=None only for 1-d arrays, as NumPy checks)
+        result = getattr(_api, op)(c.array(x), axis=axis, dtype=dtype, include_initial=bool(include_initial))
+        return _store(c.name, out, result)
+
+    return array_api_handler if array_api else handler
 
 
-_register(np.cumsum, getattr(np, "cumulative_sum", None))(_scan_handler("cumulative_sum"))
-_register(np.cumprod, getattr(np, "cumulative_prod", None))(_scan_handler("cumulative_prod"))
+_register(np.cumsum)(_scan_handler("cumulative_sum", False))
+_register(np.cumprod)(_scan_handler("cumulative_prod", False))
+_register(getattr(np, "cumulative_sum", None))(_scan_handler("cumulative_sum", True))
+_register(getattr(np, "cumulative_prod", None))(_scan_handler("cumulative_prod", True))
 
 
 @_register(np.count_nonzero)
@@ -237,9 +245,11 @@ def _reshape(c: _Call, a: Any, shape: Any = None, order: str = "C", *, newshape:
 
 @_register(np.ravel)
 def _ravel(c: _Call, a: Any, order: str = "C") -> Any:
-    if order not in ("C", "K", "A"):
+    x = c.array(a)
+    # "K" and "A" follow the buffer's memory layout, which only a host copy (np.array keeps it) shows
+    if order != "C" and not (order in ("K", "A") and x.ndim <= 1):
         raise _unsupported(c.name, "order", order)
-    return _flat(c.array(a))
+    return _flat(x)
 
 
 @_register(np.transpose, getattr(np, "permute_dims", None))
@@ -322,7 +332,9 @@ def _repeat(c: _Call, a: Any, repeats: Any, axis: Any = None) -> Any:
 
 @_register(np.tile)
 def _tile(c: _Call, A: Any, reps: Any) -> Any:  # noqa: N803 - NumPy's name
-    return _api.tile(c.array(A), (reps,) if isinstance(reps, int) else tuple(reps))
+    if isinstance(reps, (int, np.integer)) or getattr(reps, "ndim", None) == 0:
+        return _api.tile(c.array(A), (int(reps),))
+    return _api.tile(c.array(A), tuple(int(r) for r in reps))
 
 
 @_register(np.tril)
@@ -652,6 +664,8 @@ def _matrix_rank(c: _Call, A: Any, tol: Any = None, hermitian: bool = False, *, 
 def _norm(c: _Call, x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Any:  # noqa: A002
     a = c.array(x)
     axis = _axis(axis)
+    if axis is None and ord is not None and a.ndim > 2:
+        raise ValueError(f"{c.name}: ord={ord!r} needs a 1-d or 2-d array when axis is None, got {a.ndim}-d")
     if isinstance(axis, tuple) and len(axis) == 2 or (axis is None and ord is not None and a.ndim == 2):
         if axis is not None:
             a = _composite.moveaxis(a, axis, (-2, -1))
