@@ -275,3 +275,23 @@ def test_a_dtype_nda_has_no_equivalent_of_is_a_type_error_not_a_fallback(device)
         np.add(x, 1.0, dtype=np.float16)
     # NumPy's loop may still be in a dtype nda lacks: NumPy's answer on host copies
     assert np.rint(nda.asarray(np.asarray([1, 2], dtype=np.int8), device=device)).dtype == np.float16
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("ufunc", [np.add, np.multiply, np.maximum, np.minimum, np.logical_and, np.logical_or], ids=lambda u: u.__name__)
+@pytest.mark.filterwarnings("ignore::numpy.exceptions.ComplexWarning")
+def test_numpy_ufunc_reduce_and_accumulate_give_numpys_answer(device, ufunc):
+    for dtype in _DTYPES:
+        data = np.arange(6).reshape(2, 3) % 3
+        data = (data % 2).astype(bool) if dtype == "bool" else data.astype(dtype)
+        calls = [("reduce", {}), ("reduce", {"axis": 1, "keepdims": True}), ("reduce", {"axis": None}),
+                 ("reduce", {"dtype": np.int64}), ("accumulate", {"axis": 1}), ("accumulate", {"dtype": np.float64})]
+        for method, kwargs in calls:
+            label = f"{ufunc.__name__}.{method}({dtype}, {kwargs})"
+            try:
+                expected = getattr(ufunc, method)(data, **kwargs)
+            except Exception as err:  # noqa: BLE001 - NumPy's exception is the expected answer
+                with pytest.raises(type(err)):
+                    getattr(ufunc, method)(nda.asarray(data, device=device), **kwargs)
+                continue
+            _same(expected, getattr(ufunc, method)(nda.asarray(data, device=device), **kwargs), device, label)

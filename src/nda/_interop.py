@@ -13,7 +13,8 @@ The policy (the README's "Ecosystem" section states it for users):
   to the loop's dtypes, as NumPy does (``np.rint`` of ints is float64), and nda's op runs.
   Where nda refuses a dtype NumPy takes (``np.logical_and`` of ints, ``np.square`` of
   bools) or its dtype rule gives another dtype (``np.reciprocal`` of ints), NumPy computes
-  it (the host fallback below). One exception: ``numpy_scalar < x`` reaches nda as the
+  it (the host fallback below). ``ufunc.reduce``/``accumulate`` learn NumPy's dtype (or
+  error) from the same call on a one-element array of the input's dtype. One exception: ``numpy_scalar < x`` reaches nda as the
   ufunc call ``np.less(scalar, x)``, and there nda's operator rules hold, refusals included
   (``np.float64(1) < complex_x`` is nda's TypeError, as for ``1.0 < complex_x``). A NumPy
   function whose nda version refuses the call with a TypeError (a dtype: ``np.linalg.inv``
@@ -215,10 +216,20 @@ def _ufunc_on_device(self: NDArray, name: str, ufunc: Any, method: str, inputs: 
         keepdims = kwargs.pop("keepdims", False)
         _check_defaults(name, kwargs, where=True, initial=_NoValue)
         _leftover(name, kwargs)
-        if method == "accumulate":
-            result = getattr(_api, op)(x, axis=axis, dtype=dtype)
-        else:
-            result = _reduction(op, x, axis, dtype, keepdims)
+        _check_dtype(name, dtype)
+        # NumPy's dtype (or error) for this call, from a one-element array of x's dtype and rank
+        probe = np.ones((1,) * x.ndim, dtype=x.dtype.numpy)
+        extra = {"keepdims": bool(keepdims)} if method == "reduce" else {}
+        expected = np.asarray(getattr(ufunc, method)(probe, axis=axis, dtype=dtype, **extra)).dtype
+        try:
+            if method == "accumulate":
+                result = getattr(_api, op)(x, axis=axis, dtype=dtype)
+            else:
+                result = _reduction(op, x, axis, dtype, keepdims)
+        except TypeError as err:  # a dtype nda refuses that NumPy takes (maximum.reduce of bools)
+            raise _Fallback(f"nda refuses it ({err})") from None
+        if result.dtype.numpy != expected:
+            raise _Fallback(f"nda's {op} gives {result.dtype.name} where NumPy's gives {expected}")
         return _store(name, out, result)
     raise _refuse(name, f"the ufunc method {method!r} is not supported by nda; call the nda function, or use np.asarray(x) (a host copy)")
 
