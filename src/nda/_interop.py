@@ -60,7 +60,6 @@ Layer: arrays and front end (README, "Architecture").
 
 from __future__ import annotations
 
-import inspect
 import sys
 from typing import Any, Callable
 
@@ -254,46 +253,17 @@ def array_function(self: NDArray, func: Any, types: Any, args: Any, kwargs: Any)
             raise _Fallback(f"out= is a {type(out).__module__}.{type(out).__name__}, not an nda array")
         device = _device_of(args) or _device_of(kwargs.values()) or self._meta.device
         call = _Call(name, device)
-        _check_dtype(name, _bound(func, args, kwargs).get("dtype"))
-        signature = _signature(handler)
-        try:
-            if signature is not None:
-                signature.bind(call, *args, **kwargs)
-        except TypeError:  # arguments nda's version does not take (np.cumulative_sum(include_initial=)…)
-            raise _Fallback("nda does not take these arguments") from None
+        _check_dtype(name, kwargs.get("dtype"))
         try:
             return handler(call, *args, **kwargs)
-        except TypeError as err:  # a dtype nda refuses that NumPy takes (np.linalg.inv of ints): NumPy's answer
-            raise _Fallback(f"nda refuses it ({err})") from None
+        except TypeError as err:
+            if err.__traceback__ is not None and err.__traceback__.tb_next is None:
+                # raised by the call itself: arguments nda's version does not take (include_initial=…)
+                raise _Fallback("nda does not take these arguments") from None
+            raise _Fallback(f"nda refuses it ({err})") from None  # a dtype nda refuses (np.linalg.inv of ints)
     except _Fallback as why:
         targets, scratch = _written_by(func, args, kwargs)
         return _host_fallback(name, why, lambda: _on_host(name, func, args, kwargs, targets, scratch))
-
-
-_SIGNATURES: dict[Any, inspect.Signature | None] = {}
-
-
-def _signature(fn: Callable[..., Any]) -> inspect.Signature | None:
-    """``fn``'s signature (cached), None for a NumPy function that has none."""
-    try:
-        return _SIGNATURES[fn]
-    except KeyError:
-        pass
-    try:
-        found: inspect.Signature | None = inspect.signature(fn)
-    except (TypeError, ValueError):
-        found = None
-    _SIGNATURES[fn] = found
-    return found
-
-
-def _bound(func: Any, args: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
-    """The NumPy function's arguments by parameter name (the keywords alone if that fails)."""
-    signature = _signature(func)
-    try:
-        return dict(signature.bind(*args, **kwargs).arguments) if signature is not None else kwargs
-    except TypeError:
-        return kwargs
 
 
 def _check_dtype(name: str, dtype: Any) -> None:
