@@ -86,10 +86,11 @@ def test_numpy_writes_are_ordered_after_queued_readers(device, all_tasks):
         assert float(nda.max(x)) == 0.0 and o[0].item() == 5.0
 
 
-def test_numpy_writes_count_as_in_place_writes_for_autograd():
-    w = nda.asarray([1.0, 2.0])
+@pytest.mark.parametrize("device", DEVICES)
+def test_numpy_writes_count_as_in_place_writes_for_autograd(device):
+    w = nda.asarray([1.0, 2.0], device=device)
     w.attach_grad()
-    c = nda.asarray([3.0, 4.0])
+    c = nda.asarray([3.0, 4.0], device=device)
     with autograd.record():
         loss = nda.sum(w * c)
     np.copyto(c, 0.0)  # multiply saved c: backward must see the write, as for c[...] = 0
