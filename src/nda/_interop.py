@@ -11,15 +11,15 @@ The policy (the README's "Ecosystem" section states it for users):
   asks NumPy for its loop (``ufunc.resolve_dtypes``, scalars weak: see below): no loop is
   NumPy's own error (``np.divide(ints, 2, dtype=np.int64)``); otherwise the arrays are cast
   to the loop's dtypes, as NumPy does (``np.rint`` of ints is float64), and nda's op runs.
-  Where nda refuses a dtype NumPy takes (``np.logical_and`` of ints, ``np.square`` of
-  bools) or its dtype rule gives another dtype (``np.reciprocal`` of ints), NumPy computes
-  it (the host fallback below). ``ufunc.reduce``/``accumulate`` learn NumPy's dtype (or
-  error) from the same call on a one-element array of the input's dtype. One exception: ``numpy_scalar < x`` reaches nda as the
-  ufunc call ``np.less(scalar, x)``, and there nda's operator rules hold, refusals included
-  (``np.float64(1) < complex_x`` is nda's TypeError, as for ``1.0 < complex_x``). A NumPy
-  function whose nda version refuses the call with a TypeError (a dtype: ``np.linalg.inv``
-  of ints, ``np.std`` of complex; arguments it does not take) is NumPy's too, which then
-  computes it or raises its own error. One deviation: an explicit ``dtype=`` nda has no
+  ``ufunc.reduce``/``accumulate`` learn NumPy's dtype (or error) from the same call on a
+  one-element array of the input's dtype. Where nda refuses a dtype NumPy takes with a
+  TypeError (``np.logical_and`` of ints, ``np.square`` of bools, ``np.linalg.inv`` of ints,
+  ``np.std`` of complex) or arguments it does not take, or its dtype rule gives another
+  dtype (``np.reciprocal`` of ints), NumPy computes the call (the host fallback below) or
+  raises its own error.
+* Two deviations. ``numpy_scalar < x`` reaches nda as the ufunc call ``np.less(scalar,
+  x)``; there nda's operator rules hold, refusals included (``np.float64(1) < complex_x``
+  is nda's TypeError, as for ``1.0 < complex_x``). An explicit ``dtype=`` nda has no
   equivalent of (``np.float16``, a structured dtype) is a TypeError, as in CuPy: the result
   could not be an nda array, and Dask catches that TypeError to keep its chunks on the device.
 * Anything else (a function nda has no equivalent of, ``np.median``; a keyword nda cannot
