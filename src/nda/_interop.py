@@ -110,7 +110,7 @@ def _host_fallback(name: str, why: Exception, run: Callable[[], Any]) -> Any:
 
     _announce_fallback(
         name,
-        f"{name} on nda arrays: {why}; NumPy computes it on host copies (np.asarray of each nda array) "
+        f"{name} on nda arrays: {why}; NumPy computes it on host copies of the nda arrays "
         f"and returns NumPy's result",
     )
     return run()
