@@ -169,6 +169,13 @@ def _agreement_cases():
         ("cumulative_sum 2-d without axis", lambda a: np.cumulative_sum(a([[1, 2], [3, 4]]))),
         ("tile numpy int", lambda a: np.tile(a([1, 2]), np.int64(2))),
         ("tile numpy ints", lambda a: np.tile(a([1, 2]), (np.int64(2), 1))),
+        # out= of another dtype: NumPy's casting rule (same_kind for ufunc calls, unsafe for reductions)
+        ("add float into int out=", lambda a: np.add(a([1.0, 2.0]), 1.5, out=a(np.zeros(2, dtype=np.int64)))),
+        ("add complex into float out=", lambda a: np.add(a([1 + 1j]), 1, out=a(np.zeros(1)))),
+        ("add.reduce float into int out=", lambda a: np.add.reduce(a([1.5, 1.5]), out=a(np.zeros((), dtype=np.int64)))),
+        ("add.accumulate float into int out=", lambda a: np.add.accumulate(a([1.5, 1.5]), out=a(np.zeros(2, dtype=np.int64)))),
+        ("sum float into int out=", lambda a: np.sum(a([1.5, 1.5]), out=a(np.zeros((), dtype=np.int64)))),
+        ("clip float into int out=", lambda a: np.clip(a([1.5, 2.5]), 1, 2, out=a(np.zeros(2, dtype=np.int64)))),
         # A10 (functions): memory order and NumPy's checks
         ("ravel K of a transpose", lambda a: np.ravel(a(np.arange(6.0).reshape(2, 3)).T, order="K")),
         ("ravel A of a transpose", lambda a: np.ravel(a(np.arange(6.0).reshape(2, 3)).T, order="A")),

@@ -196,13 +196,13 @@ def _ufunc_on_device(self: NDArray, name: str, ufunc: Any, method: str, inputs: 
             if op in ("matmul", "vecdot") and any(a.__class__ is not NDArray for a in args):
                 args = [call.array(a) for a in args]
             result = fn(*args)
+            if result.dtype.numpy != loop[-1]:  # nda's dtype rule is not NumPy's here (reciprocal of ints)
+                raise _Fallback(f"nda's {op} gives {result.dtype.name} where NumPy's gives {loop[-1]}")
+            return _store(name, out, result)  # out= of another kind: NumPy's casting rule decides
         except TypeError as err:  # a dtype nda refuses that NumPy takes (logical_and of ints): NumPy's answer
             if operator:
                 raise
             raise _Fallback(f"nda refuses it ({err})") from None
-        if result.dtype.numpy != loop[-1]:  # nda's dtype rule is not NumPy's here (reciprocal of ints)
-            raise _Fallback(f"nda's {op} gives {result.dtype.name} where NumPy's gives {loop[-1]}")
-        return _store(name, out, result)
     if method in ("reduce", "accumulate"):
         table = _REDUCE if method == "reduce" else _ACCUMULATE
         op = table.get(ufunc)
@@ -225,11 +225,11 @@ def _ufunc_on_device(self: NDArray, name: str, ufunc: Any, method: str, inputs: 
                 result = getattr(_api, op)(x, axis=axis, dtype=dtype)
             else:
                 result = _reduction(op, x, axis, dtype, keepdims)
+            if result.dtype.numpy != expected:
+                raise _Fallback(f"nda's {op} gives {result.dtype.name} where NumPy's gives {expected}")
+            return _store(name, out, result)  # out= of another kind: NumPy's casting rule decides
         except TypeError as err:  # a dtype nda refuses that NumPy takes (maximum.reduce of bools)
             raise _Fallback(f"nda refuses it ({err})") from None
-        if result.dtype.numpy != expected:
-            raise _Fallback(f"nda's {op} gives {result.dtype.name} where NumPy's gives {expected}")
-        return _store(name, out, result)
     raise _refuse(name, f"the ufunc method {method!r} is not supported by nda; call the nda function, or use np.asarray(x) (a host copy)")
 
 
