@@ -303,3 +303,22 @@ def test_numpy_ufunc_reduce_and_accumulate_give_numpys_answer(device, ufunc):
                     getattr(ufunc, method)(nda.asarray(data, device=device), **kwargs)
                 continue
             _same(expected, getattr(ufunc, method)(nda.asarray(data, device=device), **kwargs), device, label)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.filterwarnings("ignore::numpy.exceptions.ComplexWarning")
+def test_ufunc_out_of_every_dtype_follows_numpys_casting_rule(device):
+    for dtype in _DTYPES:
+        for out_dtype in _DTYPES:
+            data = np.ones(2, dtype=dtype)
+            try:
+                expected = np.add(data, data, out=np.zeros(2, dtype=out_dtype)).copy()
+            except Exception as err:  # noqa: BLE001 - NumPy's exception is the expected answer
+                with pytest.raises(type(err)):
+                    x = nda.asarray(data, device=device)
+                    np.add(x, x, out=nda.zeros(2, dtype=getattr(nda, out_dtype), device=device))
+                continue
+            out = nda.zeros(2, dtype=getattr(nda, out_dtype), device=device)
+            x = nda.asarray(data, device=device)
+            assert np.add(x, x, out=out) is out
+            _same(expected, out, device, f"add({dtype}) into {out_dtype}")

@@ -198,7 +198,10 @@ def _ufunc_on_device(self: NDArray, name: str, ufunc: Any, method: str, inputs: 
             result = fn(*args)
             if result.dtype.numpy != loop[-1]:  # nda's dtype rule is not NumPy's here (reciprocal of ints)
                 raise _Fallback(f"nda's {op} gives {result.dtype.name} where NumPy's gives {loop[-1]}")
-            return _store(name, out, result)  # out= of another kind: NumPy's casting rule decides
+            target = out[0] if isinstance(out, tuple) and len(out) == 1 else out
+            if target.__class__ is NDArray and not np.can_cast(loop[-1], target.dtype.numpy, casting="same_kind"):
+                raise _Fallback(f"out= is {target.dtype.name}, NumPy's casting rule decides")  # NumPy's error
+            return _store(name, out, result)  # (nda's setitem may refuse more: NumPy's answer then too)
         except TypeError as err:  # a dtype nda refuses that NumPy takes (logical_and of ints): NumPy's answer
             if operator:
                 raise
