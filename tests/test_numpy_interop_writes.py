@@ -322,3 +322,25 @@ def test_ufunc_out_of_every_dtype_follows_numpys_casting_rule(device):
             x = nda.asarray(data, device=device)
             assert np.add(x, x, out=out) is out
             _same(expected, out, device, f"add({dtype}) into {out_dtype}")
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_out_of_another_shape_or_dtype_follows_numpy(device):
+    a = lambda v: nda.asarray(np.asarray(v), device=device)  # noqa: E731
+    cases = [
+        ("inputs broadcast to out", lambda a: np.add(a([1.0, 2.0, 3.0]), 1, out=a(np.zeros((2, 3))))),
+        ("add float64 into float32", lambda a: np.add(a([1.0, 2.0]), 1, out=a(np.zeros(2, dtype=np.float32)))),
+        ("dot needs out's exact dtype", lambda a: np.dot(a([1.0, 2.0]), a([1.0, 2.0]), out=a(np.zeros((), dtype=np.float32)))),
+        ("concatenate int into float out", lambda a: np.concatenate([a([1, 2]), a([3])], out=a(np.zeros(3)))),
+        ("concatenate float into int out", lambda a: np.concatenate([a([1.5]), a([3.0])], out=a(np.zeros(2, dtype=np.int64)))),
+        ("argmax into int32 out", lambda a: np.argmax(a([1.0, 3.0]), out=a(np.zeros((), dtype=np.int32)))),
+        ("sum wrong shape out", lambda a: np.sum(a([[1.0, 2.0]]), axis=1, out=a(np.zeros(2)))),
+    ]
+    for label, call in cases:
+        try:
+            expected = call(np.asarray)
+        except Exception as err:  # noqa: BLE001 - NumPy's exception is the expected answer
+            with pytest.raises(type(err)):
+                call(a)
+            continue
+        _same(expected, call(a), device, label)

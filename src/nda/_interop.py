@@ -198,10 +198,7 @@ def _ufunc_on_device(self: NDArray, name: str, ufunc: Any, method: str, inputs: 
             result = fn(*args)
             if result.dtype.numpy != loop[-1]:  # nda's dtype rule is not NumPy's here (reciprocal of ints)
                 raise _Fallback(f"nda's {op} gives {result.dtype.name} where NumPy's gives {loop[-1]}")
-            target = out[0] if isinstance(out, tuple) and len(out) == 1 else out
-            if target.__class__ is NDArray and not np.can_cast(loop[-1], target.dtype.numpy, casting="same_kind"):
-                raise _Fallback(f"out= is {target.dtype.name}, NumPy's casting rule decides")  # NumPy's error
-            return _store(name, out, result)  # (nda's setitem may refuse more: NumPy's answer then too)
+            return _store(name, out, result)  # an out= of another dtype or shape: NumPy's rules decide
         except TypeError as err:  # a dtype nda refuses that NumPy takes (logical_and of ints): NumPy's answer
             if operator:
                 raise
@@ -230,7 +227,7 @@ def _ufunc_on_device(self: NDArray, name: str, ufunc: Any, method: str, inputs: 
                 result = _reduction(op, x, axis, dtype, keepdims)
             if result.dtype.numpy != expected:
                 raise _Fallback(f"nda's {op} gives {result.dtype.name} where NumPy's gives {expected}")
-            return _store(name, out, result)  # out= of another kind: NumPy's casting rule decides
+            return _store(name, out, result)  # an out= of another dtype or shape: NumPy's rules decide
         except TypeError as err:  # a dtype nda refuses that NumPy takes (maximum.reduce of bools)
             raise _Fallback(f"nda refuses it ({err})") from None
     raise _refuse(name, f"the ufunc method {method!r} is not supported by nda; call the nda function, or use np.asarray(x) (a host copy)")

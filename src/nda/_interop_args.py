@@ -189,8 +189,10 @@ def _store(name: str, out: Any, result: Any) -> Any:
             return result
     if out.__class__ is not NDArray:
         raise TypeError(f"{name}: out= must be an nda array here, got {type(out).__module__}.{type(out).__name__}")
-    if out.shape != result.shape:
-        raise ValueError(f"{name}: out= has shape {out.shape} but the result has shape {result.shape}")
+    if out.shape != result.shape or out.dtype is not result.dtype:
+        # NumPy's rules decide (casting: same_kind for ufuncs, unsafe for reductions, exact for
+        # np.dot; inputs broadcast to out='s shape): NumPy computes it, or raises its error
+        raise _Fallback(f"out= is {out.dtype.name} {out.shape}, the result {result.dtype.name} {result.shape}")
     out[...] = result
     return out
 
