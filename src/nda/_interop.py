@@ -5,8 +5,10 @@ The policy (the README's "Ecosystem" section states it for users):
 * A NumPy ufunc or function that nda has an equivalent of runs nda's function, on the
   arrays' device, and returns nda arrays (CuPy's model): ``np.sin(x)``, ``np.add(x, 1)``,
   ``np.sum(x, axis=0)``, ``np.concatenate([x, y])``, ``np.linalg.qr(x)`` (``UFUNCS`` and
-  ``FUNCTIONS`` list them). NumPy's own keywords are translated (``out=`` an nda array,
-  ``dtype=``, ``ddof=``, ``keepdims=``, ``axis=None`` meaning "flattened").
+  ``FUNCTIONS`` list them). NumPy's own keywords are translated (``out=`` an nda array of
+  the result's dtype and shape, ``dtype=``, ``ddof=``, ``keepdims=``, ``axis=None`` meaning
+  "flattened"); an ``out=`` of another dtype or shape is left to NumPy's casting and
+  broadcasting rules (the host fallback below).
 * The answer is NumPy's: same values and dtype, or NumPy's exception type. A ufunc call
   asks NumPy for its loop (``ufunc.resolve_dtypes``, scalars weak: see below): no loop is
   NumPy's own error (``np.divide(ints, 2, dtype=np.int64)``); otherwise the arrays are cast
