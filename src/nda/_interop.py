@@ -159,21 +159,56 @@ def _reflected_operator(ufunc: Any, inputs: Any) -> bool:
     return isinstance(first, np.generic) or isinstance(first, np.ndarray) and first.ndim == 0
 
 
+#: NumPy's answers about dtypes, by the question's (hashable) key: loops, reduction dtypes.
+_NUMPY_DTYPES: dict[Any, Any] = {}
+
+
+def _remember(key: Any, ask: Callable[[], Any]) -> Any:
+    """``ask()``, cached under ``key`` (a few thousand entries at most; NumPy's errors are not cached)."""
+    try:
+        found = _NUMPY_DTYPES.get(key)
+    except TypeError:  # an unhashable argument (an axis given as an array): ask every time
+        return ask()
+    if found is None:
+        if len(_NUMPY_DTYPES) > 4096:
+            _NUMPY_DTYPES.clear()
+        found = _NUMPY_DTYPES[key] = ask()
+    return found
+
+
+_BOOL = np.dtype(bool)
+
+
 def _numpy_loop(ufunc: Any, args: list[Any], dtype: Any) -> tuple[Any, ...]:
     """The NumPy dtypes of ``ufunc``'s loop for ``args`` (inputs then output), scalars weak."""
-    types = tuple(
-        a.dtype.numpy if a.__class__ is NDArray else np.dtype(bool) if a.__class__ is bool else a.__class__ for a in args
-    )
+    types = tuple([
+        a.dtype.numpy if a.__class__ is NDArray else _BOOL if a.__class__ is bool else a.__class__ for a in args
+    ])
     if dtype is None:
-        return tuple(ufunc.resolve_dtypes(types + (None,) * ufunc.nout))
-    signature = (None,) * ufunc.nin + (np.dtype(dtype),) * ufunc.nout
-    return tuple(ufunc.resolve_dtypes(types + (None,) * ufunc.nout, signature=signature))
+        return _remember((ufunc, types), lambda: tuple(ufunc.resolve_dtypes(types + (None,) * ufunc.nout)))
+    out = np.dtype(dtype)
+    signature = (None,) * ufunc.nin + (out,) * ufunc.nout
+    return _remember((ufunc, types, out), lambda: tuple(ufunc.resolve_dtypes(types + (None,) * ufunc.nout, signature=signature)))
+
+
+def _numpy_scan_dtype(ufunc: Any, method: str, x: NDArray, axis: Any, dtype: Any, keepdims: Any) -> Any:
+    """NumPy's result dtype (or error) of ``ufunc.reduce``/``accumulate`` on ``x``: the same
+    call on a one-element array of x's dtype and rank."""
+    axis = tuple(axis) if isinstance(axis, list) else axis
+    dtype = None if dtype is None else np.dtype(dtype)
+    extra = {"keepdims": bool(keepdims)} if method == "reduce" else {}
+
+    def ask() -> Any:
+        probe = np.ones((1,) * x.ndim, dtype=x.dtype.numpy)
+        return np.asarray(getattr(ufunc, method)(probe, axis=axis, dtype=dtype, **extra)).dtype
+
+    return _remember((ufunc, method, x.dtype.numpy, x.ndim, axis, dtype, bool(keepdims)), ask)
 
 
 def _ufunc_on_device(self: NDArray, name: str, ufunc: Any, method: str, inputs: Any, kwargs: dict[str, Any]) -> Any:
     device = _device_of(inputs) or _device_of(kwargs.get("out") or ()) or self._meta.device
     call = _Call(name, device)
-    operator = method == "__call__" and not kwargs and _reflected_operator(ufunc, inputs)
+    plain = not kwargs  # no keywords: maybe ``numpy_scalar <op> x`` (see _reflected_operator)
     out = kwargs.pop("out", None)
     for o in out if isinstance(out, tuple) else (out,):
         if o is not None and o.__class__ is not NDArray:
@@ -202,7 +237,7 @@ def _ufunc_on_device(self: NDArray, name: str, ufunc: Any, method: str, inputs: 
                 raise _Fallback(f"nda's {op} gives {result.dtype.name} where NumPy's gives {loop[-1]}")
             return _store(name, out, result)  # an out= of another dtype or shape: NumPy's rules decide
         except TypeError as err:  # a dtype nda refuses that NumPy takes (logical_and of ints): NumPy's answer
-            if operator:
+            if plain and _reflected_operator(ufunc, inputs):
                 raise
             raise _Fallback(f"nda refuses it ({err})") from None
     if method in ("reduce", "accumulate"):
@@ -218,10 +253,7 @@ def _ufunc_on_device(self: NDArray, name: str, ufunc: Any, method: str, inputs: 
         _check_defaults(name, kwargs, where=True, initial=_NoValue)
         _leftover(name, kwargs)
         _check_dtype(name, dtype)
-        # NumPy's dtype (or error) for this call, from a one-element array of x's dtype and rank
-        probe = np.ones((1,) * x.ndim, dtype=x.dtype.numpy)
-        extra = {"keepdims": bool(keepdims)} if method == "reduce" else {}
-        expected = np.asarray(getattr(ufunc, method)(probe, axis=axis, dtype=dtype, **extra)).dtype
+        expected = _numpy_scan_dtype(ufunc, method, x, axis, dtype, keepdims)  # NumPy's error is the answer
         try:
             if method == "accumulate":
                 result = getattr(_api, op)(x, axis=axis, dtype=dtype)

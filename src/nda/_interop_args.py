@@ -111,6 +111,9 @@ _WRITES: dict[Any, str] = {
 }
 
 
+_SIGNATURES: dict[Any, inspect.Signature] = {}
+
+
 def _written_by(func: Any, args: Any, kwargs: dict[str, Any]) -> tuple[list[Any], list[Any]]:
     """The arguments a NumPy function writes: (written back to nda, scratch NumPy may overwrite).
 
@@ -120,7 +123,10 @@ def _written_by(func: Any, args: Any, kwargs: dict[str, Any]) -> tuple[list[Any]
     contents are undefined afterwards, so nothing is written back).
     """
     try:
-        bound = dict(inspect.signature(func).bind(*args, **kwargs).arguments)
+        signature = _SIGNATURES.get(func)
+        if signature is None:
+            signature = _SIGNATURES[func] = inspect.signature(func)
+        bound = dict(signature.bind(*args, **kwargs).arguments)
     except (TypeError, ValueError):  # no signature, or arguments NumPy will refuse itself
         bound = dict(kwargs)
     out = bound.get("out")
