@@ -3,15 +3,41 @@
 The policy (the README's "Ecosystem" section states it for users):
 
 * A NumPy ufunc or function that nda has an equivalent of runs nda's function, on the
-  arrays' device, with nda's dtype rules, and returns nda arrays (CuPy's model):
-  ``np.sin(x)``, ``np.add(x, 1)``, ``np.sum(x, axis=0)``, ``np.concatenate([x, y])``,
-  ``np.linalg.qr(x)`` (``UFUNCS`` and ``FUNCTIONS`` list them). NumPy's own keywords are
-  translated (``out=`` an nda array, ``dtype=``, ``ddof=``, ``keepdims=``, ``axis=None``
-  meaning "flattened").
+  arrays' device, and returns nda arrays (CuPy's model): ``np.sin(x)``, ``np.add(x, 1)``,
+  ``np.sum(x, axis=0)``, ``np.concatenate([x, y])``, ``np.linalg.qr(x)`` (``UFUNCS`` and
+  ``FUNCTIONS`` list them). NumPy's own keywords are translated (``out=`` an nda array of
+  the result's dtype and shape, ``dtype=``, ``ddof=``, ``keepdims=``, ``axis=None`` meaning
+  "flattened"); an ``out=`` of another dtype or shape is left to NumPy's casting and
+  broadcasting rules (the host fallback below).
+* The answer is NumPy's: same values and dtype, or NumPy's exception type. A ufunc call
+  asks NumPy for its loop (``ufunc.resolve_dtypes``, scalars weak: see below): no loop is
+  NumPy's own error (``np.divide(ints, 2, dtype=np.int64)``); otherwise the arrays are cast
+  to the loop's dtypes, as NumPy does (``np.rint`` of ints is float64), and nda's op runs.
+  ``ufunc.reduce``/``accumulate`` learn NumPy's dtype (or error) from the same call on a
+  one-element array of the input's dtype. Where nda refuses a dtype NumPy takes with a
+  TypeError (``np.logical_and`` of ints, ``np.square`` of bools, ``np.linalg.inv`` of ints,
+  ``np.std`` of complex) or arguments it does not take, or its dtype rule gives another
+  dtype (``np.reciprocal`` of ints), NumPy computes the call (the host fallback below) or
+  raises its own error.
+* Two deviations. ``numpy_scalar < x`` reaches nda as the ufunc call ``np.less(scalar,
+  x)``; there nda's operator rules hold, refusals included (``np.float64(1) < complex_x``
+  is nda's TypeError, as for ``1.0 < complex_x``). An explicit ``dtype=`` nda has no
+  equivalent of (``np.float16``, a structured dtype) is a TypeError, as in CuPy: the result
+  could not be an nda array, and Dask catches that TypeError to keep its chunks on the device.
 * Anything else (a function nda has no equivalent of, ``np.median``; a keyword nda cannot
   honour, ``where=``, ``order="F"``; a NumPy array as ``out=``) is a *host fallback*: NumPy
-  computes it on host copies (``np.asarray`` of each nda argument; no copy on cpu) and
-  returns NumPy's result, what NumPy does for any array-like with ``__array__``. It
+  computes it on host copies of the nda arguments and returns NumPy's result, what NumPy
+  does for any array-like with ``__array__``. The copies are fresh on every device (on cpu
+  too: ``np.asarray`` would share memory that queued ops still read) and read-only, except
+  the arrays NumPy writes by contract: ``out=`` (by keyword or position), ``ufunc.at``'s
+  operand, the destination of ``np.copyto``/``put``/``place``/``putmask``/
+  ``put_along_axis``/``fill_diagonal``, ``np.nan_to_num(x, copy=False)``. Those are
+  written back through nda's setitem after the call (so the engine orders the write after
+  the work queued on the array and autograd counts it, on every device), and NumPy's result
+  is the nda ``out=`` where NumPy returned its copy. Any other write (a view NumPy returns,
+  a function not listed) is NumPy's "read-only" ``ValueError``, never a write lost in a
+  copy; ``overwrite_input=True`` gives NumPy a writable scratch copy and leaves the nda
+  array as it was (``_interop_args._on_host``). It
   warns once per function with :class:`nda.FallbackWarning`; ``nda.config.fallback =
   "error"`` refuses instead (:class:`nda.FallbackError`, naming what happened) and
   ``"silent"`` silences it, as for nda's other fallbacks. scikit-learn relies on this:
@@ -48,9 +74,8 @@ from . import linalg as _linalg
 from ._array import NDArray
 from ._interop_args import (
     FUNCTIONS, _Call, _Fallback, _check_defaults, _device_of, _leftover, _no_equivalent, _NoValue, _reduction, _refuse,
-    _store, _to_host,
+    _on_host, _store, _written_by,
 )
-from .ops._spec import CATALOG
 
 __all__ = ["array_ufunc", "array_function", "UFUNCS", "FUNCTIONS"]
 
@@ -87,7 +112,7 @@ def _host_fallback(name: str, why: Exception, run: Callable[[], Any]) -> Any:
 
     _announce_fallback(
         name,
-        f"{name} on nda arrays: {why}; NumPy computes it on host copies (np.asarray of each nda array) "
+        f"{name} on nda arrays: {why}; NumPy computes it on host copies of the nda arrays "
         f"and returns NumPy's result",
     )
     return run()
@@ -104,28 +129,86 @@ def array_ufunc(self: NDArray, ufunc: Any, method: str, *inputs: Any, **kwargs: 
     try:
         return _ufunc_on_device(self, name, ufunc, method, inputs, dict(kwargs))
     except _Fallback as why:
-        return _host_fallback(name, why, lambda: _ufunc_on_host(ufunc, method, inputs, kwargs))
+        return _host_fallback(name, why, lambda: _ufunc_on_host(name, ufunc, method, inputs, kwargs))
 
 
-def _ufunc_on_host(ufunc: Any, method: str, inputs: Any, kwargs: dict[str, Any]) -> Any:
-    """The ufunc on host copies; nda arrays given as ``out=`` get the results written back."""
-    out = kwargs.pop("out", None)
-    outs = out if isinstance(out, tuple) else (out,) if out is not None else ()
-    host_outs = tuple(np.array(o) if o.__class__ is NDArray else o for o in outs)  # writable copies
-    if outs:
-        kwargs["out"] = host_outs if isinstance(out, tuple) else host_outs[0]
-    result = getattr(ufunc, method)(*_to_host(tuple(inputs)), **kwargs)
-    if not any(o.__class__ is NDArray for o in outs):
-        return result
-    for o, h in zip(outs, host_outs):
-        if o.__class__ is NDArray:
-            o[...] = _api.asarray(h, device=o.device)
-    return outs[0] if len(outs) == 1 else out
+def _ufunc_on_host(name: str, ufunc: Any, method: str, inputs: Any, kwargs: dict[str, Any]) -> Any:
+    """The ufunc on host copies; nda arrays it writes (``out=``, ``ufunc.at``'s operand) get the results written back."""
+    out = kwargs.get("out")
+    targets = list(out) if isinstance(out, tuple) else [out]
+    if method == "at" and inputs:
+        targets.append(inputs[0])
+    return _on_host(name, getattr(ufunc, method), inputs, kwargs, targets)
+
+
+#: The ufuncs behind Python's binary operators.
+_OPERATORS = frozenset((
+    np.add, np.subtract, np.multiply, np.divide, np.floor_divide, np.remainder, np.power, np.matmul, np.equal,
+    np.not_equal, np.less, np.less_equal, np.greater, np.greater_equal, np.bitwise_and, np.bitwise_or, np.bitwise_xor,
+    np.left_shift, np.right_shift,
+))
+
+
+def _reflected_operator(ufunc: Any, inputs: Any) -> bool:
+    """Whether the call may be ``numpy_scalar <op> nda_array``: NumPy's scalar hands it over as
+    this ufunc call (the scalar as a 0-d array), and nda's operator rules hold there, refusals
+    included, as for a Python scalar (README, "NumPy scalars")."""
+    if ufunc not in _OPERATORS or len(inputs) != 2 or inputs[1].__class__ is not NDArray:
+        return False
+    first = inputs[0]
+    return isinstance(first, np.generic) or isinstance(first, np.ndarray) and first.ndim == 0
+
+
+#: NumPy's answers about dtypes, by the question's (hashable) key: loops, reduction dtypes.
+_NUMPY_DTYPES: dict[Any, Any] = {}
+
+
+def _remember(key: Any, ask: Callable[[], Any]) -> Any:
+    """``ask()``, cached under ``key`` (a few thousand entries at most; NumPy's errors are not cached)."""
+    try:
+        found = _NUMPY_DTYPES.get(key)
+    except TypeError:  # an unhashable argument (an axis given as an array): ask every time
+        return ask()
+    if found is None:
+        if len(_NUMPY_DTYPES) > 4096:
+            _NUMPY_DTYPES.clear()
+        found = _NUMPY_DTYPES[key] = ask()
+    return found
+
+
+_BOOL = np.dtype(bool)
+
+
+def _numpy_loop(ufunc: Any, args: list[Any], dtype: Any) -> tuple[Any, ...]:
+    """The NumPy dtypes of ``ufunc``'s loop for ``args`` (inputs then output), scalars weak."""
+    types = tuple([
+        a.dtype.numpy if a.__class__ is NDArray else _BOOL if a.__class__ is bool else a.__class__ for a in args
+    ])
+    if dtype is None:
+        return _remember((ufunc, types), lambda: tuple(ufunc.resolve_dtypes(types + (None,) * ufunc.nout)))
+    out = np.dtype(dtype)
+    signature = (None,) * ufunc.nin + (out,) * ufunc.nout
+    return _remember((ufunc, types, out), lambda: tuple(ufunc.resolve_dtypes(types + (None,) * ufunc.nout, signature=signature)))
+
+
+def _numpy_scan_dtype(ufunc: Any, method: str, x: NDArray, axis: Any, dtype: Any, keepdims: Any) -> Any:
+    """NumPy's result dtype (or error) of ``ufunc.reduce``/``accumulate`` on ``x``: the same
+    call on a one-element array of x's dtype and rank."""
+    axis = tuple(axis) if isinstance(axis, list) else axis
+    dtype = None if dtype is None else np.dtype(dtype)
+    extra = {"keepdims": bool(keepdims)} if method == "reduce" else {}
+
+    def ask() -> Any:
+        probe = np.ones((1,) * x.ndim, dtype=x.dtype.numpy)
+        return np.asarray(getattr(ufunc, method)(probe, axis=axis, dtype=dtype, **extra)).dtype
+
+    return _remember((ufunc, method, x.dtype.numpy, x.ndim, axis, dtype, bool(keepdims)), ask)
 
 
 def _ufunc_on_device(self: NDArray, name: str, ufunc: Any, method: str, inputs: Any, kwargs: dict[str, Any]) -> Any:
     device = _device_of(inputs) or _device_of(kwargs.get("out") or ()) or self._meta.device
     call = _Call(name, device)
+    plain = not kwargs  # no keywords: maybe ``numpy_scalar <op> x`` (see _reflected_operator)
     out = kwargs.pop("out", None)
     for o in out if isinstance(out, tuple) else (out,):
         if o is not None and o.__class__ is not NDArray:
@@ -135,25 +218,28 @@ def _ufunc_on_device(self: NDArray, name: str, ufunc: Any, method: str, inputs: 
         if op is None:
             raise _no_equivalent(name)
         dtype = kwargs.pop("dtype", None)
+        _check_dtype(name, dtype)
         if op in ("matmul", "vecdot"):
             _check_defaults(name, kwargs, axes=None, axis=None)
         _check_defaults(name, kwargs, where=True, casting="same_kind", order="K", subok=True, signature=None)
         _leftover(name, kwargs)
         args = [call.operand(v, zero_d_is_scalar=True) for v in inputs]
-        if dtype is not None:
-            target = _dtypes.as_dtype(dtype)
-            if CATALOG[op].result == "bool":  # a comparison or test: dtype is the output's
-                if target is not _dtypes.bool:
-                    raise _refuse(name, f"dtype={target.name}: this ufunc gives bool results")
-            else:
-                args = [_api.astype(a, target) if a.__class__ is NDArray else a for a in args]
+        loop = _numpy_loop(ufunc, args, dtype)  # NumPy's error (no loop, a cast refused) is the answer
         fn = getattr(_api, op) if hasattr(_api, op) else getattr(_linalg, op)
-        if op in ("matmul", "vecdot") and any(a.__class__ is not NDArray for a in args):
-            args = [call.array(a) for a in args]
-        result = fn(*args)
-        if dtype is not None and result.dtype is not _dtypes.as_dtype(dtype):
-            result = _api.astype(result, _dtypes.as_dtype(dtype))
-        return _store(name, out, result)
+        try:
+            # the arrays cast to the dtypes of NumPy's loop, as NumPy does (rint of ints is float64)
+            args = [_api.astype(a, _dtypes.from_numpy_dtype(t)) if a.__class__ is NDArray and a.dtype.numpy != t else a
+                    for a, t in zip(args, loop)]
+            if op in ("matmul", "vecdot") and any(a.__class__ is not NDArray for a in args):
+                args = [call.array(a) for a in args]
+            result = fn(*args)
+            if result.dtype.numpy != loop[-1]:  # nda's dtype rule is not NumPy's here (reciprocal of ints)
+                raise _Fallback(f"nda's {op} gives {result.dtype.name} where NumPy's gives {loop[-1]}")
+            return _store(name, out, result)  # an out= of another dtype or shape: NumPy's rules decide
+        except TypeError as err:  # a dtype nda refuses that NumPy takes (logical_and of ints): NumPy's answer
+            if plain and _reflected_operator(ufunc, inputs):
+                raise
+            raise _Fallback(f"nda refuses it ({err})") from None
     if method in ("reduce", "accumulate"):
         table = _REDUCE if method == "reduce" else _ACCUMULATE
         op = table.get(ufunc)
@@ -166,11 +252,18 @@ def _ufunc_on_device(self: NDArray, name: str, ufunc: Any, method: str, inputs: 
         keepdims = kwargs.pop("keepdims", False)
         _check_defaults(name, kwargs, where=True, initial=_NoValue)
         _leftover(name, kwargs)
-        if method == "accumulate":
-            result = getattr(_api, op)(x, axis=axis, dtype=dtype)
-        else:
-            result = _reduction(op, x, axis, dtype, keepdims)
-        return _store(name, out, result)
+        _check_dtype(name, dtype)
+        expected = _numpy_scan_dtype(ufunc, method, x, axis, dtype, keepdims)  # NumPy's error is the answer
+        try:
+            if method == "accumulate":
+                result = getattr(_api, op)(x, axis=axis, dtype=dtype)
+            else:
+                result = _reduction(op, x, axis, dtype, keepdims)
+            if result.dtype.numpy != expected:
+                raise _Fallback(f"nda's {op} gives {result.dtype.name} where NumPy's gives {expected}")
+            return _store(name, out, result)  # an out= of another dtype or shape: NumPy's rules decide
+        except TypeError as err:  # a dtype nda refuses that NumPy takes (maximum.reduce of bools)
+            raise _Fallback(f"nda refuses it ({err})") from None
     raise _refuse(name, f"the ufunc method {method!r} is not supported by nda; call the nda function, or use np.asarray(x) (a host copy)")
 
 
@@ -193,9 +286,28 @@ def array_function(self: NDArray, func: Any, types: Any, args: Any, kwargs: Any)
         if out is not None and out.__class__ is not NDArray:
             raise _Fallback(f"out= is a {type(out).__module__}.{type(out).__name__}, not an nda array")
         device = _device_of(args) or _device_of(kwargs.values()) or self._meta.device
-        return handler(_Call(name, device), *args, **kwargs)
+        call = _Call(name, device)
+        _check_dtype(name, kwargs.get("dtype"))
+        try:
+            return handler(call, *args, **kwargs)
+        except TypeError as err:
+            if err.__traceback__ is not None and err.__traceback__.tb_next is None:
+                # raised by the call itself: arguments nda's version does not take (include_initial=…)
+                raise _Fallback("nda does not take these arguments") from None
+            raise _Fallback(f"nda refuses it ({err})") from None  # a dtype nda refuses (np.linalg.inv of ints)
     except _Fallback as why:
-        return _host_fallback(name, why, lambda: func(*_to_host(tuple(args)), **{k: _to_host(v) for k, v in kwargs.items()}))
+        targets, scratch = _written_by(func, args, kwargs)
+        return _host_fallback(name, why, lambda: _on_host(name, func, args, kwargs, targets, scratch))
+
+
+def _check_dtype(name: str, dtype: Any) -> None:
+    """A ``dtype=`` nda has no equivalent of (float16, structured) is a TypeError, not a host
+    fallback: the result could not be an nda array (Dask and others catch the TypeError, as for CuPy)."""
+    if dtype is not None:
+        try:
+            _dtypes.as_dtype(dtype)
+        except TypeError as err:
+            raise TypeError(f"{name}: {err}") from None
 
 
 # ---------------------------------------------------------------------------- Dask

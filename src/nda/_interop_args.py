@@ -4,13 +4,16 @@ A protocol call (a NumPy ufunc or function given nda arrays) is translated here:
 knows the device of the call's nda arrays and brings NumPy arrays, sequences and NumPy
 scalars onto it; ``_check_defaults``/``_leftover`` accept NumPy's keywords nda has no use
 for when they hold their defaults; ``_store`` writes into an nda ``out=``. Anything nda
-cannot run raises ``_Fallback``, which ``nda._interop`` turns into the host fallback.
+cannot run raises ``_Fallback``, which ``nda._interop`` turns into the host fallback:
+``_on_host`` runs NumPy on read-only host copies and writes back, through nda's setitem,
+the arrays NumPy writes by contract (``_written_by`` finds them).
 
 Layer: arrays and front end (README, "Architecture").
 """
 
 from __future__ import annotations
 
+import inspect
 from typing import Any, Callable
 
 import numpy as np
@@ -102,13 +105,82 @@ def _no_equivalent(name: str) -> _Fallback:
     return _Fallback("nda has no equivalent" + (f" (on the device: {hint})" if hint else ""))
 
 
-def _to_host(value: Any) -> Any:
-    """``value`` with every nda array replaced by ``np.asarray`` of it (a host copy; none on cpu)."""
-    if value.__class__ is NDArray:
-        return np.asarray(value)
-    if value.__class__ in (list, tuple):
-        return value.__class__(_to_host(v) for v in value)
-    return value
+#: NumPy functions that write into an argument by contract -> the name of that parameter.
+_WRITES: dict[Any, str] = {
+    np.copyto: "dst", np.put: "a", np.place: "arr", np.putmask: "a", np.put_along_axis: "arr", np.fill_diagonal: "a",
+}
+
+
+_SIGNATURES: dict[Any, inspect.Signature] = {}
+
+
+def _written_by(func: Any, args: Any, kwargs: dict[str, Any]) -> tuple[list[Any], list[Any]]:
+    """The arguments a NumPy function writes: (written back to nda, scratch NumPy may overwrite).
+
+    Written back: ``out=`` (by keyword or position), the destination of the functions in
+    ``_WRITES``, ``x`` of ``np.nan_to_num(x, copy=False)``. Scratch: ``a`` under
+    ``overwrite_input=True`` (``np.median``, ``np.percentile``…: NumPy may clobber it; its
+    contents are undefined afterwards, so nothing is written back).
+    """
+    try:
+        signature = _SIGNATURES.get(func)
+        if signature is None:
+            signature = _SIGNATURES[func] = inspect.signature(func)
+        bound = dict(signature.bind(*args, **kwargs).arguments)
+    except (TypeError, ValueError):  # no signature, or arguments NumPy will refuse itself
+        bound = dict(kwargs)
+    out = bound.get("out")
+    targets = list(out) if isinstance(out, tuple) else [out]
+    if func in _WRITES:
+        targets.append(bound.get(_WRITES[func]))
+    if func is np.nan_to_num and not bound.get("copy", True):
+        targets.append(bound.get("x"))
+    scratch = [bound.get("a")] if bound.get("overwrite_input") else []
+    return targets, scratch
+
+
+def _on_host(name: str, run: Callable[..., Any], args: Any, kwargs: dict[str, Any], targets: Any = (), scratch: Any = ()) -> Any:
+    """``run(*args, **kwargs)`` with every nda array replaced by a host copy; ``targets`` written back.
+
+    Every nda argument becomes a fresh NumPy copy (on cpu too: ``np.asarray`` would share
+    memory that queued ops still read, behind the engine's and autograd's back), read-only
+    unless NumPy writes it by contract (``targets``, ``scratch``): a write into any other
+    argument, or into a view of it NumPy returns, is NumPy's "read-only" ValueError, not a
+    write lost in a copy. After the call each nda array in ``targets`` gets its copy's
+    contents through nda's own setitem (ordered by the engine after the work queued on it,
+    counted by autograd), and NumPy's result is the nda array where NumPy returned the copy
+    (``out=``).
+    """
+    written = {id(t) for t in targets if t.__class__ is NDArray}
+    writable = written | {id(s) for s in scratch if s.__class__ is NDArray}
+    copies: dict[int, tuple[NDArray, np.ndarray]] = {}
+
+    def host(value: Any) -> Any:
+        if value.__class__ is NDArray:
+            pair = copies.get(id(value))
+            if pair is None:
+                if value._meta.layout.name != "strided":
+                    np.asarray(value)  # NDArray.__array__'s TypeError: no implicit densifying
+                copy = value.asnumpy()  # waits for the pending writes to value
+                if id(value) not in writable:
+                    copy.flags.writeable = False
+                pair = copies[id(value)] = (value, copy)
+            return pair[1]
+        if value.__class__ in (list, tuple):
+            return value.__class__(host(v) for v in value)
+        return value
+
+    result = run(*host(tuple(args)), **{k: host(v) for k, v in kwargs.items()})
+    back: dict[int, NDArray] = {}
+    for value, copy in copies.values():
+        if id(value) in written:
+            value[...] = _api.asarray(copy, device=value.device)
+            back[id(copy)] = value
+    if not back:
+        return result
+    if isinstance(result, tuple):
+        return tuple(back.get(id(r), r) for r in result)
+    return back.get(id(result), result)
 
 
 def _store(name: str, out: Any, result: Any) -> Any:
@@ -123,8 +195,10 @@ def _store(name: str, out: Any, result: Any) -> Any:
             return result
     if out.__class__ is not NDArray:
         raise TypeError(f"{name}: out= must be an nda array here, got {type(out).__module__}.{type(out).__name__}")
-    if out.shape != result.shape:
-        raise ValueError(f"{name}: out= has shape {out.shape} but the result has shape {result.shape}")
+    if out.shape != result.shape or out.dtype is not result.dtype:
+        # NumPy's rules decide (casting: same_kind for ufuncs, unsafe for reductions, exact for
+        # np.dot; inputs broadcast to out='s shape): NumPy computes it, or raises its error
+        raise _Fallback(f"out= is {out.dtype.name} {out.shape}, the result {result.dtype.name} {result.shape}")
     out[...] = result
     return out
 

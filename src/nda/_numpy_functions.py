@@ -4,7 +4,8 @@ Each handler takes the call (``_Call``: its name and device) and NumPy's argumen
 calls nda's functions: reductions with NumPy's ``out=``/``dtype=``/``ddof=``/``keepdims=``,
 manipulation (``axis=None`` meaning "flattened", as in NumPy), sorting and searching,
 creation with ``like=``, ``np.linalg`` and ``np.fft``. A keyword or a case nda cannot honour
-raises ``_Fallback`` (NumPy then computes the call on host copies).
+raises ``_Fallback`` (NumPy then computes the call on host copies); so does a TypeError
+from nda (a dtype nda refuses), caught in ``nda._interop``.
 
 Layer: arrays and front end (README, "Architecture").
 """
@@ -98,18 +99,25 @@ _register(np.argmax)(_arg_handler("argmax"))
 _register(np.argmin)(_arg_handler("argmin"))
 
 
-def _scan_handler(op: str) -> Callable[..., Any]:
+def _scan_handler(op: str, array_api: bool) -> Callable[..., Any]:
     def handler(c: _Call, a: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
         x = c.array(a)
         if axis is None:
             x, axis = _flat(x), 0
         return _store(c.name, out, getattr(_api, op)(x, axis=axis, dtype=dtype))
 
-    return handler
+    def array_api_handler(c: _Call, x: Any, /, *, axis: Any = None, dtype: Any = None, out: Any = None, include_initial: bool = False) -> Any:
+        # np.cumulative_sum/prod: the Array API's (axis=None only for 1-d arrays, as NumPy checks)
+        result = getattr(_api, op)(c.array(x), axis=axis, dtype=dtype, include_initial=bool(include_initial))
+        return _store(c.name, out, result)
+
+    return array_api_handler if array_api else handler
 
 
-_register(np.cumsum, getattr(np, "cumulative_sum", None))(_scan_handler("cumulative_sum"))
-_register(np.cumprod, getattr(np, "cumulative_prod", None))(_scan_handler("cumulative_prod"))
+_register(np.cumsum)(_scan_handler("cumulative_sum", False))
+_register(np.cumprod)(_scan_handler("cumulative_prod", False))
+_register(getattr(np, "cumulative_sum", None))(_scan_handler("cumulative_sum", True))
+_register(getattr(np, "cumulative_prod", None))(_scan_handler("cumulative_prod", True))
 
 
 @_register(np.count_nonzero)
@@ -184,32 +192,37 @@ def _size(c: _Call, a: Any, axis: Any = None) -> Any:
 
 @_register(np.concatenate)
 def _concatenate(c: _Call, arrays: Any, axis: Any = 0, out: Any = None, *, dtype: Any = None, casting: Any = "same_kind") -> Any:
-    xs = c.arrays(arrays)
+    xs = _cast_all(c, c.arrays(arrays), dtype, casting)
     if axis is None:
         xs, axis = [_flat(x) for x in xs], 0
-    if dtype is not None:
-        xs = [_api.astype(x, _dtypes.as_dtype(dtype)) for x in xs]
     return _store(c.name, out, _api.concat(xs, axis=axis))
+
+
+def _cast_all(c: _Call, xs: list[Any], dtype: Any, casting: Any) -> list[Any]:
+    """``xs`` cast to NumPy's ``dtype=`` of a joining function, under its ``casting=`` rule."""
+    if dtype is None:
+        return xs
+    target = _dtypes.as_dtype(dtype)
+    for x in xs:
+        if not np.can_cast(x.dtype.numpy, target.numpy, casting=casting):
+            raise TypeError(f"{c.name}: cannot cast {x.dtype.name} to dtype={target.name} under casting={casting!r}")
+    return [_api.astype(x, target) for x in xs]
 
 
 @_register(np.stack)
 def _stack(c: _Call, arrays: Any, axis: int = 0, out: Any = None, *, dtype: Any = None, casting: Any = "same_kind") -> Any:
-    xs = c.arrays(arrays)
-    if dtype is not None:
-        xs = [_api.astype(x, _dtypes.as_dtype(dtype)) for x in xs]
-    return _store(c.name, out, _api.stack(xs, axis=axis))
+    return _store(c.name, out, _api.stack(_cast_all(c, c.arrays(arrays), dtype, casting), axis=axis))
 
 
 @_register(np.vstack, getattr(np, "row_stack", None))
 def _vstack(c: _Call, tup: Any, *, dtype: Any = None, casting: Any = "same_kind") -> Any:
-    xs = [_at_least(x, 2) for x in c.arrays(tup)]
-    return _api.concat([xs[0] if dtype is None else _api.astype(xs[0], dtype)] + xs[1:], axis=0)
+    return _api.concat([_at_least(x, 2) for x in _cast_all(c, c.arrays(tup), dtype, casting)], axis=0)
 
 
 @_register(np.hstack)
 def _hstack(c: _Call, tup: Any, *, dtype: Any = None, casting: Any = "same_kind") -> Any:
-    xs = [_at_least(x, 1) for x in c.arrays(tup)]
-    return _api.concat([xs[0] if dtype is None else _api.astype(xs[0], dtype)] + xs[1:], axis=0 if xs[0].ndim == 1 else 1)
+    xs = [_at_least(x, 1) for x in _cast_all(c, c.arrays(tup), dtype, casting)]
+    return _api.concat(xs, axis=0 if xs[0].ndim == 1 else 1)
 
 
 @_register(np.column_stack)
@@ -232,9 +245,11 @@ def _reshape(c: _Call, a: Any, shape: Any = None, order: str = "C", *, newshape:
 
 @_register(np.ravel)
 def _ravel(c: _Call, a: Any, order: str = "C") -> Any:
-    if order not in ("C", "K", "A"):
+    x = c.array(a)
+    # "K" and "A" follow the buffer's memory layout, which only a host copy (np.array keeps it) shows
+    if order != "C" and not (order in ("K", "A") and x.ndim <= 1):
         raise _unsupported(c.name, "order", order)
-    return _flat(c.array(a))
+    return _flat(x)
 
 
 @_register(np.transpose, getattr(np, "permute_dims", None))
@@ -317,7 +332,9 @@ def _repeat(c: _Call, a: Any, repeats: Any, axis: Any = None) -> Any:
 
 @_register(np.tile)
 def _tile(c: _Call, A: Any, reps: Any) -> Any:  # noqa: N803 - NumPy's name
-    return _api.tile(c.array(A), (reps,) if isinstance(reps, int) else tuple(reps))
+    if isinstance(reps, (int, np.integer)) or getattr(reps, "ndim", None) == 0:
+        return _api.tile(c.array(A), (int(reps),))
+    return _api.tile(c.array(A), tuple(int(r) for r in reps))
 
 
 @_register(np.tril)
@@ -628,8 +645,11 @@ def _matrix_power(c: _Call, a: Any, n: int) -> Any:
 
 
 @_register(np.linalg.pinv)
-def _pinv(c: _Call, a: Any, rcond: Any = None, hermitian: bool = False, *, rtol: Any = None) -> Any:
-    tol = rtol if rtol is not None else rcond
+def _pinv(c: _Call, a: Any, rcond: Any = None, hermitian: bool = False, *, rtol: Any = _NoValue) -> Any:
+    # NumPy's defaults: rcond=1e-15 when neither is given; rtol=None is the Array API's max(M, N) * eps
+    if rcond is not None and rtol is not _NoValue:
+        raise ValueError(f"{c.name}: rtol and rcond cannot both be set")
+    tol = rcond if rcond is not None else 1e-15 if rtol is _NoValue else rtol
     return _linalg.pinv(c.array(a), rtol=None if tol is None else c.operand(tol))
 
 
@@ -644,6 +664,8 @@ def _matrix_rank(c: _Call, A: Any, tol: Any = None, hermitian: bool = False, *, 
 def _norm(c: _Call, x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Any:  # noqa: A002
     a = c.array(x)
     axis = _axis(axis)
+    if axis is None and ord is not None and a.ndim > 2:
+        raise ValueError(f"{c.name}: ord={ord!r} needs a 1-d or 2-d array when axis is None, got {a.ndim}-d")
     if isinstance(axis, tuple) and len(axis) == 2 or (axis is None and ord is not None and a.ndim == 2):
         if axis is not None:
             a = _composite.moveaxis(a, axis, (-2, -1))
