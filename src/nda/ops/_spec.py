@@ -387,8 +387,8 @@ def normalize_axis(axis: Any, ndim: int, op: str) -> int:
         ax = operator.index(axis)
     except TypeError:
         raise TypeError(f"{op}(): axis must be an int, got {type(axis).__name__}") from None
-    if not -ndim <= ax < ndim:
-        raise IndexError(f"{op}(): axis {ax} is out of bounds for an array of {ndim} dimensions (valid: {-ndim}..{ndim - 1})" if ndim else f"{op}(): axis {ax} given for a 0-d array, which has no axes")
+    if not -ndim <= ax < ndim:  # NumPy's AxisError: an IndexError (Array API) and a ValueError (NumPy)
+        raise np.exceptions.AxisError(f"{op}(): axis {ax} is out of bounds for an array of {ndim} dimensions (valid: {-ndim}..{ndim - 1})" if ndim else f"{op}(): axis {ax} given for a 0-d array, which has no axes")
     return ax % ndim
 
 

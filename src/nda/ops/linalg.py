@@ -136,6 +136,8 @@ def tensordot(x1: _ARRAY, x2: _ARRAY, /, *, axes: int | tuple[tuple[int, ...], t
             first, second = axes
             a1 = tuple(normalize_axis(a, x1.ndim, "tensordot") for a in first)
             a2 = tuple(normalize_axis(a, x2.ndim, "tensordot") for a in second)
+        except np.exceptions.AxisError:
+            raise
         except (TypeError, ValueError):
             raise TypeError(f"tensordot(): axes must be an int or a pair of axis sequences, got {axes!r}") from None
         if len(a1) != len(a2):
