@@ -385,3 +385,21 @@ def test_sim_refuses_a_host_read_nda_did_not_order(threaded):
     # nda's own reads wait for exactly what they need
     np.testing.assert_allclose(y.asnumpy(), np.exp(np.ones(8)))
     assert x.asnumpy()[2] == 5.0
+
+
+@pytest.mark.parametrize("write", ["base", "other view"])
+def test_a_view_read_waits_for_a_write_through_its_base_or_another_view(threaded, write):
+    """The version a view's read waits for is its memory's: a write queued through the base
+    (or through another view of it) is waited for, on a slow device as on a fast one."""
+    x = nda.zeros(8, device="sim")
+    v = x[2:5]
+    w = x[1:4]
+    v.wait_to_read()
+    gate = Gate("sim:0")
+    if write == "base":
+        x[...] = 7.0  # queued behind the gate
+    else:
+        w[...] = 7.0
+    threading.Timer(0.2, gate.open).start()
+    expected = [7.0, 7.0, 7.0] if write == "base" else [7.0, 7.0, 0.0]
+    np.testing.assert_array_equal(v.asnumpy(), expected)  # waits for the write; never a stale read
