@@ -191,31 +191,29 @@ def log(xp: Any) -> Kernel:
     return log
 
 
-def log10(xp: Any) -> Kernel:
-    """CuPy 14.2: complex ``log10`` is ``log(z) / ln(10)``, overflowing like ``log``; NumPy scales ``log(z)`` part by part."""
-    native = xp.log10
+def _scaled_log(xp: Any, native: Kernel, factor: float) -> Kernel:
+    """Complex ``log_b(z)`` as NumPy computes it: ``log(z)`` (fixed as for ``log``) times ``factor``
+    part by part; real input keeps CuPy's own kernel."""
 
-    def log10(x: Any) -> Any:
+    def scaled(x: Any) -> Any:
         if x.dtype.kind != "c":
             return native(x)
         natural = _fix_log(xp, xp.log(x), x, 1.0)
-        return _complex(xp, natural.real * _LOG10E, natural.imag * _LOG10E, natural.dtype)
+        return _complex(xp, natural.real * factor, natural.imag * factor, natural.dtype)
 
-    return log10
+    scaled.__name__ = scaled.__qualname__ = native.__name__
+    return scaled
+
+
+def log10(xp: Any) -> Kernel:
+    """CuPy 14.2: complex ``log10`` is ``log(z) / ln(10)``, overflowing like ``log``; NumPy scales ``log(z)`` part by part."""
+    return _scaled_log(xp, xp.log10, _LOG10E)
 
 
 def log2(xp: Any) -> Kernel:
     """CuPy 14.2: complex ``log2`` divides ``log(z)`` by ``ln 2`` as a complex number: ``log2(0j)`` is
     ``-inf+nanj`` (NumPy: ``-inf+0j``, each part times ``log2(e)``)."""
-    native = xp.log2
-
-    def log2(x: Any) -> Any:
-        if x.dtype.kind != "c":
-            return native(x)
-        natural = _fix_log(xp, xp.log(x), x, 1.0)
-        return _complex(xp, natural.real * _LOG2E, natural.imag * _LOG2E, natural.dtype)
-
-    return log2
+    return _scaled_log(xp, xp.log2, _LOG2E)
 
 
 def log1p(xp: Any) -> Kernel:
