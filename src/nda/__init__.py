@@ -18,6 +18,7 @@ from ._config import config
 from .engine import profiler
 from ._api import *  # noqa: F403
 from ._api import __all__ as _api_all
+from . import _interop  # NumPy's protocols (__array_ufunc__, __array_function__) on NDArray
 from ._composite import *  # noqa: F403
 from ._composite import __all__ as _composite_all
 from ._info import __array_namespace_info__, finfo, iinfo
@@ -49,7 +50,7 @@ from ._dtypes import (
 from .backends import BackendError, BackendValidationError
 from .dispatch import DeviceUnavailableError, DispatchError, FallbackError, FallbackWarning
 
-_array.namespace[0] = _sys.modules[__name__]  # NDArray.__array_namespace__ (nothing inside nda imports nda)
+_array.up.namespace = _sys.modules[__name__]  # NDArray.__array_namespace__ (nothing inside nda imports nda)
 
 __version__ = "0.1.0"
 __array_api_version__ = "2025.12"

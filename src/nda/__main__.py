@@ -180,7 +180,7 @@ def _routes(a: nda.NDArray, v: nda.NDArray) -> list[str]:
     lines = []
     for op, args in (("matmul", (a, v)), ("vecdot", (v, v)), ("divide", (v, 2.0)), ("sqrt", (v,))):
         ex = nda.dispatch.explain(op, *args)
-        fallback = " (host fallback: copies to cpu and back)" if "host fallback" in ex.kernel.backend else ""
+        fallback = " (host fallback: copies to cpu and back)" if ex.kernel.route == "host fallback" else ""
         lines.append(f"    {op:<7} {ex.key} -> {ex.kernel.qualname}{fallback}")
     return lines
 

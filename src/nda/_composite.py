@@ -7,7 +7,7 @@ by way of the ops it calls, so every backend runs them with its own kernels of t
 ``broadcast_shapes`` works on shapes only; ``fftfreq``/``rfftfreq`` compute their few
 values on the host and ``asarray`` them onto the device.
 
-Layer: arrays and front end (README, "Architecture").
+Layer: arrays and front end, extensions (README, "Architecture").
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ row_sparse array given in any order, are sorted (with their values): nda keeps s
 arrays in canonical form. The check reads the components, so nda arrays given as
 components are waited for (like ``nonzero``, whose result depends on data).
 
-Layer: arrays and front end (README, "Architecture").
+Layer: arrays and front end, extensions (README, "Architecture").
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ import numpy as np
 
 from . import _dtypes
 from ._array import NDArray, new_array
+from ._array import up as _array_up
 from ._devices import ArrayMeta, Device, as_device
 from .layouts import csr, info, row_sparse
 from .ops._spec import check_shape, dtype_arg
@@ -190,3 +191,6 @@ def _from_pickle(layout: str, parts: dict[str, np.ndarray], shape: tuple[int, ..
     if layout == "row_sparse":
         return row_sparse_array((parts["values"], parts["row_indices"]), shape=shape, dtype=dtype, device=device)
     raise ValueError(f"cannot unpickle an array of layout {layout!r}")
+
+
+_array_up.sparse_reduce = _reduce  # NDArray.__reduce__ of a sparse array

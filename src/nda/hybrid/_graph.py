@@ -21,7 +21,7 @@ notes and tracebacks then point at the line of the hybridized function that issu
 op. A claimed subgraph is one op: its output arrays are made pending, and its compiled
 kernel runs through the engine (recorded on the device queue for a queue backend).
 
-Layer: arrays and front end (README, "Architecture").
+Layer: hybridize (README, "Architecture").
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
-from .. import _frontend, backends
+from .. import backends
 from .._array import NDArray, new_array
 from .._devices import ArrayMeta, strided
 from ..backends import fusion
@@ -572,5 +572,3 @@ def _run_fused(group: Group, kernel: Callable[..., Any], inputs: list[NDArray]) 
         _state.push(run, tuple(inputs), tuple(outs), device, group.name, cost=size, route=kernel)
     return outs
 
-
-_ = _frontend  # the front end's machinery is what every node runs (through the public functions)
