@@ -24,7 +24,7 @@ from .ops._spec import check_array, int_arg, normalize_axes, normalize_axis
 
 __all__ = [
     "broadcast_arrays", "broadcast_shapes", "diff", "matrix_transpose", "meshgrid", "moveaxis", "unstack",
-    "fftfreq", "rfftfreq", "fftshift", "ifftshift",
+    "fftfreq", "rfftfreq", "fftshift", "ifftshift", "isclose", "allclose",
 ]
 
 
@@ -205,3 +205,42 @@ def fftshift(x: NDArray, /, *, axes: int | tuple[int, ...] | None = None) -> NDA
 def ifftshift(x: NDArray, /, *, axes: int | tuple[int, ...] | None = None) -> NDArray:
     """Inverse of :func:`fftshift` (they differ for odd lengths)."""
     return _shift("ifftshift", x, axes, -1)
+
+
+def isclose(a: NDArray | bool | int | float | complex, b: NDArray | bool | int | float | complex, /, *, rtol: float = 1e-05,
+            atol: float = 1e-08, equal_nan: bool = False) -> NDArray:
+    """Element-wise ``|a - b| <= atol + rtol * |b|``, NumPy's rule (an nda extra, not in the Array API).
+
+    Infinities are close only to themselves (same sign); NaN is close to NaN only with
+    ``equal_nan=True``. Integer and bool inputs are compared as floating values, as NumPy does.
+    Made of element-wise ops, so every backend runs it with its own kernels.
+    """
+    api = _api()
+    for name, value in (("rtol", rtol), ("atol", atol)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            raise ValueError(f"isclose(): {name} must be a non-negative real number, got {value!r}")
+    if not isinstance(a, NDArray) and not isinstance(b, NDArray):
+        raise TypeError("isclose(): at least one of a and b must be an nda array (convert with nda.asarray)")
+    x, y = (v if isinstance(v, NDArray) else None for v in (a, b))
+    device = (x if x is not None else y).device  # type: ignore[union-attr]
+    floating = _dtypes.CATEGORIES["floating"]
+
+    def floats(v: Any) -> Any:
+        if isinstance(v, NDArray):
+            return v if v.dtype in floating else api.astype(v, _dtypes.float64)
+        return api.asarray(complex(v) if isinstance(v, complex) else float(v), device=device)
+
+    fa, fb = floats(a), floats(b)
+    finite = api.logical_and(api.isfinite(fa), api.isfinite(fb))
+    ca, cb = api.where(finite, fa, 0.0), api.where(finite, fb, 0.0)  # no inf - inf (NumPy's warning-free rule)
+    near = api.less_equal(api.abs(api.subtract(ca, cb)), api.add(float(atol), api.multiply(float(rtol), api.abs(cb))))
+    result = api.where(finite, near, api.equal(fa, fb))
+    if equal_nan:
+        result = api.logical_or(result, api.logical_and(api.isnan(fa), api.isnan(fb)))
+    return result  # type: ignore[no-any-return]
+
+
+def allclose(a: NDArray | bool | int | float | complex, b: NDArray | bool | int | float | complex, /, *, rtol: float = 1e-05,
+             atol: float = 1e-08, equal_nan: bool = False) -> bool:
+    """Whether every element of ``a`` is close to ``b`` (:func:`isclose`), as a Python bool (a sync point)."""
+    return bool(_api().all(isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)))

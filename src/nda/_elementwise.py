@@ -32,33 +32,19 @@ from ._array import NDArray
 from ._devices import ArrayMeta
 from ._devices import strided as _STRIDED
 from ._dtypes import python_scalar
-from ._execute import NOT_INTERCEPTED, EntryCache, intercepted, run_elementwise, zero_d_buffer
+from ._execute import NOT_INTERCEPTED, EntryCache, hooks, intercepted, run_elementwise, zero_d_buffer
 from .dispatch import resolve, resolve_plan
 from .engine import state as _state
 from .engine._queues import local as _writing
 from .ops._spec import Cast, OpDecl, Plan, broadcast_shapes
 
-__all__ = ["make_unary", "make_binary", "make_inplace", "hooks"]
+__all__ = ["make_unary", "make_binary", "make_inplace"]
 
 _new = object.__new__
 _SCALARS = (bool, int, float, complex)
 _ACTIVE = _intercept.ACTIVE
 _WRITES = _intercept.WRITES
 _HOST_FAMILIES = _hostviews.FAMILIES
-
-
-class _Hooks:
-    """What an operator does with an operand it does not know, registered by ``nda._interop``:
-    ``foreign_operand(other, other's operator method name, array)`` returns the result or
-    NotImplemented (a Dask array that did not know nda arrays yet takes the operation back)."""
-
-    __slots__ = ("foreign_operand",)
-
-    def __init__(self) -> None:
-        self.foreign_operand: Callable[[Any, str, NDArray], Any] | None = None
-
-
-hooks = _Hooks()
 
 
 # ---------------------------------------------------------------------------- entries

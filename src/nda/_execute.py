@@ -37,7 +37,7 @@ from .engine._queues import local as _writing
 from .ops._spec import Cast, Plan
 
 __all__ = [
-    "EntryCache", "NOT_INTERCEPTED", "intercepted", "unwrap", "cast_buffer", "base_of", "execute", "execute_multi", "execute_mutation",
+    "EntryCache", "NOT_INTERCEPTED", "hooks", "intercepted", "unwrap", "cast_buffer", "base_of", "execute", "execute_multi", "execute_mutation",
     "run_elementwise", "work_size", "zero_d_buffer", "notify_write", "TO_DEVICE", "TO_LAYOUT", "inplace_entry",
 ]
 
@@ -59,6 +59,19 @@ class EntryCache(dict):  # type: ignore[type-arg]
         super().__init__()
         _dispatch.dependents.append(self.clear)
 
+
+class _Hooks:
+    """What an operator does with an operand it does not know, registered by ``nda._interop``:
+    ``foreign_operand(other, other's operator method name, array)`` returns the result or
+    NotImplemented (a Dask array that did not know nda arrays yet takes the operation back)."""
+
+    __slots__ = ("foreign_operand",)
+
+    def __init__(self) -> None:
+        self.foreign_operand: Callable[[Any, str, NDArray], Any] | None = None
+
+
+hooks = _Hooks()
 
 #: Returned by :func:`intercepted` when the calling thread has no interceptor: run the op.
 NOT_INTERCEPTED: Any = object()

@@ -67,7 +67,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import _api, _dtypes, _elementwise
+from . import _api, _dtypes, _execute
 from . import _numpy_functions, _numpy_linalg  # noqa: F401  (fill FUNCTIONS)
 from . import dask as _dask
 from . import linalg as _linalg
@@ -336,5 +336,5 @@ def _dask_among(values: Any) -> str | None:
 
 up.array_ufunc = array_ufunc  # NDArray.__array_ufunc__ and __array_function__ call these
 up.array_function = array_function
-_elementwise.hooks.foreign_operand = _foreign_operand
+_execute.hooks.foreign_operand = _foreign_operand
 _dask.adopt()  # a Dask imported before nda learns about nda arrays now

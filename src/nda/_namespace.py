@@ -19,7 +19,7 @@ import functools
 import operator
 from typing import Any, Callable
 
-from . import _elementwise, _planned
+from . import _elementwise, _execute, _planned
 from ._array import NDArray
 from .ops._spec import CATALOG, Method, OpDecl
 
@@ -105,20 +105,11 @@ def _operator(fn: Callable[..., Any], decl: OpDecl, name: str) -> Callable[..., 
 
         def reflected(self: NDArray, other: Any) -> Any:
             """``other @ self`` for an ``other`` that declined (a Dask array that did not know nda yet)."""
-            hook = _elementwise.hooks.foreign_operand
+            hook = _execute.hooks.foreign_operand
             return NotImplemented if hook is None else hook(other, forward, self)
 
         return reflected
-    reflected_name = "__r" + name[2:]
-
-    def forward_operator(self: NDArray, other: Any) -> Any:
-        """``x @ y`` for a planned op: another operand type gets NotImplemented, so Python asks it."""
-        if other.__class__ is not NDArray:  # a NumPy or Dask array answers through its reflected operator
-            hook = _elementwise.hooks.foreign_operand
-            return NotImplemented if hook is None else hook(other, reflected_name, self)
-        return fn(self, other)
-
-    return functools.wraps(fn)(forward_operator)
+    return fn._nda_operator  # type: ignore[attr-defined,no-any-return]  # make_generic's two-array fast path in its own frame
 
 
 def _method(fn: Callable[..., Any], decl: OpDecl, spec: Method) -> Callable[..., Any]:
@@ -130,15 +121,15 @@ def _method(fn: Callable[..., Any], decl: OpDecl, spec: Method) -> Callable[...,
     else:
         def method(self: NDArray, *args: Any, **kwargs: Any) -> Any:  # type: ignore[misc]
             if varargs is not None:
-                if len(args) == 1 and not (args[0] is None and empty is not None):
+                if empty is not None and (not args or (len(args) == 1 and args[0] is None)):
+                    kwargs[varargs] = empty(self)  # x.transpose(), x.transpose(None)
+                elif len(args) == 1:
                     value = args[0]
                     if not isinstance(value, (tuple, list)) and _is_index(value):
                         value = (value,)  # x.reshape(6), x.transpose(0): NumPy's one-int form
                     kwargs[varargs] = value
                 elif args:
                     kwargs[varargs] = args
-                elif empty is not None:
-                    kwargs[varargs] = empty(self)
                 args = ()
             return fn(self, *args, **fixed, **kwargs)
     method.__doc__ = spec.doc or decl.doc

@@ -37,7 +37,7 @@ from . import backends as _backends
 from ._array import HOST_READS, NDArray
 from ._devices import ArrayMeta
 from ._devices import strided as _STRIDED
-from ._execute import NOT_INTERCEPTED, _META, EntryCache, base_of, execute, execute_multi, execute_mutation, intercepted, notify_write, work_size, zero_d_buffer
+from ._execute import NOT_INTERCEPTED, _META, EntryCache, hooks, base_of, execute, execute_multi, execute_mutation, intercepted, notify_write, work_size, zero_d_buffer
 from .dispatch import resolve, resolve_plan
 from .engine import state as _state
 from .ops._spec import Cast, OpDecl, Plan
@@ -242,7 +242,29 @@ def make_generic(decl: OpDecl) -> Callable[..., Any]:
         if fast_key is not None and len(steps) == n and all(st[0] == 0 and args[st[1]] is args[i] for i, st in enumerate(steps)):
             fast[fast_key] = (partial(kernel, **plan.kwargs) if plan.kwargs else kernel, meta, plan.out_shape, work, size)
 
+    reflected_name = "__r" + decl.operators[0][2:] if decl.operators else ""
+
+    def operator(self: NDArray, other: Any) -> Any:
+        """``x @ y``: the arrays-only fast path of ``fn`` in the operator's own frame; another
+        operand type gets NotImplemented (or a foreign operand's answer), so Python asks it."""
+        if other.__class__ is not NDArray:  # a NumPy or Dask array answers through its reflected operator
+            hook = hooks.foreign_operand
+            return NotImplemented if hook is None else hook(other, reflected_name, self)
+        entry = fast.get((self._meta, self._shape, other._meta, other._shape, self is other))
+        if entry is not None and entry[3] < _state.limit:
+            kernel, meta, shape, work, size = entry
+            result = kernel(self._buf, other._buf)
+            out = _new(NDArray)
+            out._buf = result if shape else zero_d_buffer(result, meta)
+            out._meta = meta
+            out._shape = shape
+            out._size = size
+            out._base = base_of(self) if view else None
+            return out
+        return fn(self, other)
+
     fn._nda_memo = memo  # type: ignore[attr-defined]  # for introspection and tests
+    fn._nda_operator = operator  # type: ignore[attr-defined]  # the forward operator of a binary op (nda._namespace)
     return fn
 
 

@@ -488,7 +488,7 @@ def coverage(device: Any, layout: Layout | str = strided) -> Coverage:
     upper.ensure_device_type(device_type)
     upper.ensure_device_type("cpu")  # "fallback" means "cpu has a kernel for it"
     backend = upper.backend_for(device_type)
-    opts_in = bool(getattr(backend, "fallback_to_host", False)) and device_type != "cpu"
+    opts_in = backend.fallback_to_host  # the backend's handle: resolved when it activated
     lay = as_layout(layout)
     rows: dict[str, dict[str, str]] = {}
     for name, decl in sorted(_DECLARED.items()):  # the catalog, and the ops of loaded op libraries

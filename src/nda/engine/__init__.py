@@ -155,7 +155,7 @@ def device_completion(device: Any) -> Completion | None:
     hook = _completion_hooks.get(device, _NO_HOOK)
     if hook is _NO_HOOK:
         try:
-            hook = getattr(upper.backend_for(device), "record_completion", None)
+            hook = upper.backend_for(device).record_completion  # the backend's handle: None when it has none
         except Exception:  # noqa: BLE001 - no backend, no asynchronous completion
             hook = None
         _completion_hooks[device] = hook
@@ -174,7 +174,7 @@ def device_sync(device: Any) -> None:
     hook = _sync_hooks.get(device, _NO_HOOK)
     if hook is _NO_HOOK:
         try:
-            hook = getattr(upper.backend_for(device), "synchronize", None)
+            hook = upper.backend_for(device).synchronize
         except Exception:  # noqa: BLE001
             hook = None
         _sync_hooks[device] = hook

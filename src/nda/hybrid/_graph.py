@@ -242,7 +242,7 @@ class Group:
                  backend: Any, device: Any, partitioner: str) -> None:
         self.nodes, self.inputs, self.outputs, self.program, self.compiled = nodes, inputs, outputs, program, compiled
         self.backend, self.device, self.partitioner = backend, device, partitioner
-        self.queued = bool(getattr(backend, "in_order_queues", False))
+        self.queued = backends.handle(device).queued
 
     @property
     def name(self) -> str:
@@ -325,8 +325,7 @@ def partition(graph: Graph, external_reads: set[int], enabled: bool = True) -> t
                 continue
             part = partitioners.get(info.device, False)
             if part is False:
-                backend = backends.for_device(info.device)
-                make = getattr(backend, "partitioner", None)
+                make = backends.handle(info.device).partitioner
                 part = partitioners[info.device] = make(info.device) if make is not None else None
             if part is None or not part.select(info):
                 continue
