@@ -135,7 +135,10 @@ NDA_HD double nda_hypot64(double a, double b) {
 # Integer arithmetic goes through the unsigned type: wrap-around, as NumPy, never C's UB.
 
 _MATH1 = ("acos", "acosh", "asin", "asinh", "atan", "atanh", "cos", "cosh", "exp", "expm1", "sin", "sinh", "sqrt", "tan", "tanh")
-_C_MUL = "return nda_c64_of(a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re);"
+# NumPy's complex multiply on x86 with FMA (Highway's MulComplex): one product rounded, the other
+# fused: (ar*br - ai*bi) as fma(ar, br, -(ai*bi)), (ar*bi + ai*br) as fma(ar, bi, ai*br). The signs of
+# zeros of underflowing products and the infinities of overflowing ones come out as NumPy's.
+_C_MUL = "return nda_c64_of(fmaf(a.re, b.re, -(a.im * b.im)), fmaf(a.re, b.im, a.im * b.re));"
 
 UNARY: dict[str, dict[str, str]] = {
     **{name: {"f": f"return {name}$F(a);"} for name in _MATH1},
@@ -202,6 +205,10 @@ BINARY: dict[str, dict[str, str]] = {
     "hypot": {"f": "return nda_hypot$H(a, b);"},
     "nextafter": {"f": "return nextafter$F(a, b);"},
     "pow": {"f": "return pow$F(a, b);"},
+    # NumPy's power loop takes sqrt for an exponent of 0.5 that is the same for every element
+    # (a scalar, a 0-d or a broadcast one-element array): pow(-0.0, 0.5) is -0.0 and
+    # pow(-inf, 0.5) NaN there, +0.0 and inf with an exponent array. This is that variant.
+    "pow_uniform": {"f": "return b == ($T)0.5 ? sqrt$F(a) : pow$F(a, b);"},
     "bitwise_and": {"b": "return a && b;", "i": "return a & b;"},
     "bitwise_or": {"b": "return a || b;", "i": "return a | b;"},
     "bitwise_xor": {"b": "return a != b;", "i": "return a ^ b;"},

@@ -264,6 +264,8 @@ class Generator:
         programs = {(np_dtype, flags): cg.op_program(op, name, flags) for np_dtype, name in dtypes.items()
                     for flags in ((False, False), (False, True), (True, False))}
         run = self.run
+        if op == "pow":
+            return self._wrap_pow(programs, dtypes, fallback)
 
         def binary(x1: Any, x2: Any) -> Any:
             a1, a2 = x1.__class__ is ndarray, x2.__class__ is ndarray
@@ -282,6 +284,37 @@ class Generator:
             return fallback(x1, x2) if out is None else out[0]
 
         return binary
+
+    def _wrap_pow(self, programs: dict[Any, cg.Program], dtypes: dict[Any, str], fallback: Callable[..., Any]) -> Callable[..., Any]:
+        """``pow`` with NumPy's choice of loop: an exponent the same for every element (a scalar, a
+        0-d array, a one-element array broadcast) takes the ``pow_uniform`` variant (sqrt for 0.5);
+        an exponent broadcast along some dimensions only goes to CuPy's kernel (NumPy's result
+        then depends on its iteration order)."""
+        ndarray = self.xp.ndarray
+        uniform = {(np_dtype, flags): cg.op_program("pow_uniform", name, flags) for np_dtype, name in dtypes.items()
+                   for flags in ((False, False), (False, True))}
+        run = self.run
+
+        def pow(x1: Any, x2: Any) -> Any:  # noqa: A001
+            a1, a2 = x1.__class__ is ndarray, x2.__class__ is ndarray
+            out = None
+            if a1 and a2:
+                if x1.dtype == x2.dtype and x1.dtype in dtypes:
+                    if x2.size == 1 and (x2.ndim == 0 or x2.shape != x1.shape):
+                        out = run(uniform[(x1.dtype, (False, False))], (x1, x2))
+                    elif _broadcast([x1.shape, x2.shape]) == x2.shape:
+                        out = run(programs[(x1.dtype, (False, False))], (x1, x2))
+            elif a1 and x1.dtype in dtypes:
+                scalar = _scalar(x2, dtypes[x1.dtype])
+                if scalar is not None:
+                    out = run(uniform[(x1.dtype, (False, True))], (x1, scalar))
+            elif a2 and x2.dtype in dtypes:
+                scalar = _scalar(x1, dtypes[x2.dtype])
+                if scalar is not None:
+                    out = run(programs[(x2.dtype, (True, False))], (scalar, x2))
+            return fallback(x1, x2) if out is None else out[0]
+
+        return pow
 
     def _wrap_where(self, dtypes: dict[Any, str], fallback: Callable[..., Any]) -> Callable[..., Any]:
         ndarray = self.xp.ndarray
@@ -319,8 +352,8 @@ class Generator:
         def astype(x: Any, dtype: Any, *args: Any, **kwargs: Any) -> Any:
             out = None
             if x.__class__ is ndarray and not args and kwargs.get("copy", True) is not False:
-                target = getattr(dtype, "numpy", dtype)
-                program = programs.get((x.dtype, target)) if target.__class__ is np.dtype else None
+                target = getattr(dtype, "numpy", dtype)  # an nda DType, or a NumPy dtype
+                program = programs.get((x.dtype, target)) if isinstance(target, np.dtype) else None
                 out = None if program is None else run(program, (x,))
             return fallback(x, dtype, *args, **kwargs) if out is None else out[0]
 
