@@ -88,7 +88,8 @@ def _values(dtype: str) -> list:
     elif kind == "c":
         values += [1.5 + 2.5j, -3 - 4j, 2.5 - 0.5j, complex(1e-40, -1e-40), complex(3e38, 3e38), 0.5j]
     host = np.array(values, dtype=NUMPY[dtype]) if kind != "b" else np.array(values, dtype=bool)
-    return list(dict.fromkeys(host.tolist()))  # distinct after the conversion
+    distinct = {h.tobytes(): v for h, v in zip(host, host.tolist())}  # by bits: -0.0 and 0.0 both stay
+    return list(distinct.values())
 
 
 def _reference(op: str, *args):
