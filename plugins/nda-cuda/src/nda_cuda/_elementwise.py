@@ -44,7 +44,7 @@ import math
 import os
 import threading
 import warnings
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from typing import Any, Callable, Iterable
 
 import numpy as np
@@ -144,6 +144,18 @@ class NvrtcCompiler:
 
     def launch(self, fn: Any, blocks: int, threads: int, args: list[Any]) -> None:
         fn((blocks,), (threads,), tuple(args))
+
+
+def _compile_into_cache(source: str, options: tuple[str, ...], device: int) -> None:
+    """In a worker process: compile ``source`` with NVRTC into the disk cache (errors are left for
+    the loading process to meet and report)."""
+    import cupy
+
+    compiler = NvrtcCompiler(cupy, "-ftz=true" in options)
+    try:
+        compiler._binary(source, device)
+    except Exception:  # noqa: BLE001 - reported when the module is loaded
+        pass
 
 
 def _pointer_of(xp: Any) -> Callable[[Any], int]:
@@ -467,9 +479,12 @@ class Generator:
             fn = self._kernels.get(key)
         return fn
 
-    def precompile(self, requests: list[tuple[cg.Program, cg.Pattern]], device: int | None = None, *, chunk: int = 0, workers: int = 1) -> int:
-        """Compile ``requests`` (in modules of ``chunk`` kernels, ``workers`` at once) into the caches;
-        returns how many failed. A failed kernel is remembered: its calls take the CuPy kernel."""
+    def precompile(self, requests: list[tuple[cg.Program, cg.Pattern]], device: int | None = None, *, chunk: int = 0, workers: int = 1,
+                   processes: int = 0) -> int:
+        """Compile ``requests`` (in modules of ``chunk`` kernels, ``workers`` threads at once) into the
+        caches; returns how many failed. A failed kernel is remembered: its calls take the CuPy kernel.
+        ``processes`` > 0 (NVRTC through CuPy): the modules are first compiled into the disk cache
+        by that many spawned processes, then loaded here."""
         device = self.compiler.device() if device is None else device
         todo = []
         seen = set()
@@ -482,6 +497,12 @@ class Generator:
             return 0
         size = chunk or len(todo)
         groups = [todo[i:i + size] for i in range(0, len(todo), size)]
+        if processes > 0 and hasattr(self.compiler, "options"):
+            import multiprocessing
+
+            sources = [cg.module_source([(p, pat, name) for _, p, pat, name in group]) for group in groups]
+            with ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("spawn")) as pool:
+                list(pool.map(_compile_into_cache, sources, [self.compiler.options] * len(sources), [device] * len(sources)))
 
         def build(group: list[Any]) -> int:
             kernels = [(p, pat, name) for _, p, pat, name in group]
