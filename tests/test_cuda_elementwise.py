@@ -41,7 +41,6 @@ from _cuda_host_kernels import HostCompiler, available
 from nda_cuda import _codegen as cg
 from nda_cuda._elementwise import MAX_NDIM, Generator, NvrtcCompiler, Settings, _c_strides, _merged, from_environment
 
-pytestmark = pytest.mark.skipif(available() is not None, reason=str(available()))
 
 ELEMENTWISE = sorted(op for op, d in CATALOG.items() if d.family in ("unary", "binary"))
 NUMPY = {name: np.dtype(name) for name in cg.DTYPES}
@@ -65,6 +64,8 @@ def _programs(generator: Generator) -> list[cg.Program]:
 @pytest.fixture(scope="module")
 def gen() -> Generator:
     """A generator over NumPy with host-compiled kernels: 8 threads a block, 2 blocks per 'SM', 3 SMs."""
+    if available() is not None:
+        pytest.skip(str(available()))
     generator = Generator(np, HostCompiler(sms=3), Settings(threads=8, blocks_per_sm=2))
     requests = [(p, pattern) for p in _programs(generator) for pattern in generator.patterns(p)]
     failed = generator.precompile(requests, chunk=400, workers=2)
@@ -388,3 +389,40 @@ def test_hybridized_chains_run_one_generated_kernel_with_the_eager_results(cudag
     mul_add = nda.hybridize(lambda a, b, c: a * b + c)
     y = nda.asarray(host[::-1].copy(), device="cudagen")
     np.testing.assert_array_equal(mul_add(x, y, x).asnumpy(), (x * y + x).asnumpy())
+
+
+# ----------------------------------------------------------------------------- on a GPU
+
+def _gpus() -> int:
+    try:
+        import cupy
+
+        return int(cupy.cuda.runtime.getDeviceCount())
+    except Exception:  # noqa: BLE001 - no CuPy, no driver: no GPU
+        return 0
+
+
+@pytest.mark.skipif(_gpus() == 0, reason="no usable NVIDIA GPU (the full check: python -m benchmarks.gpu_elementwise_check)")
+def test_generated_kernels_on_the_gpu_match_numpy():
+    """A sample on the GPU (the whole table: ``python -m benchmarks.gpu_elementwise_check``)."""
+    import cupy
+
+    nda.backends.load("cuda")
+    import nda_cuda
+
+    gen = nda_cuda.backend.elementwise
+    assert gen is not None
+    for dtype, ops in (("float32", ["add", "exp", "maximum", "floor_divide", "logaddexp"]), ("int64", ["floor_divide", "bitwise_left_shift"]),
+                       ("complex64", ["multiply", "divide"]), ("bool", ["logical_xor"])):
+        values = _values(dtype)
+        x1 = np.repeat(np.array(values, dtype=NUMPY[dtype]), len(values))
+        x2 = np.tile(np.array(values, dtype=NUMPY[dtype]), len(values))
+        for op in ops:
+            kernel = gen.wrap(op, CATALOG[op].family, _refuse)
+            args = (x1,) if CATALOG[op].family == "unary" else (x1, x2)
+            got = cupy.asnumpy(kernel(*[cupy.asarray(a) for a in args]))
+            _check(op, got, _reference(op, *args), args)
+    x = nda.asarray(np.arange(10, dtype=np.float32), device="cuda")
+    before = gen.launches.get("add", 0)
+    np.testing.assert_array_equal((x + x).asnumpy(), 2 * np.arange(10, dtype=np.float32))
+    assert gen.launches.get("add", 0) == before + 1

@@ -530,19 +530,24 @@ class Generator:
         return sum(build(g) for g in groups)
 
     def patterns(self, program: cg.Program) -> list[cg.Pattern]:
-        """The contiguous patterns a program's calls most often take (for :meth:`precompile`):
-        every array operand ``c``, and for two or more, each one ``s`` in turn."""
+        """The patterns a program's calls most often take (for :meth:`precompile`): every array
+        operand ``c``; with two or more, each one ``s`` in turn, each one broadcast over two
+        dimensions (``b``, a row or a column) in turn, and all of them broadcast."""
         arrays = [i for i, (_, scalar) in enumerate(program.operands) if not scalar]
         base = ["k" if scalar else "c" for _, scalar in program.operands]
-        variants = [list(base)]
+        contiguous = [list(base)]
+        broadcast = []
         if len(arrays) > 1:
             for i in arrays:
                 v = list(base)
                 v[i] = "s"
-                variants.append(v)
-        width = max([cg._ITEMSIZE[d] for d in program.outputs] + [cg._ITEMSIZE[d] for d, s in program.operands if not s])
-        vec = max(1, 16 // width)
-        return [cg.Pattern(tuple(v), vec, self.settings.unroll, False) for v in variants]
+                contiguous.append(v)
+                v = list(base)
+                v[i] = "b"
+                broadcast.append(v)
+            broadcast.append(["b" if m == "c" else m for m in base])
+        return ([cg.Pattern(tuple(v), self._vec(program, (), tuple(v)), self.settings.unroll, False) for v in contiguous]
+                + [cg.Pattern(tuple(v), 1, 1, False, 2) for v in broadcast])
 
 
 def _scalar(value: Any, dtype: str) -> Any:
