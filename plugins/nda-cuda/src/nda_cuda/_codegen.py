@@ -19,8 +19,9 @@ for nda's element-wise ops, as text, from three parts:
   ``v0, v1, ...`` assigning results ``r0, ...``) and a :class:`Pattern`: the operands'
   modes (``c`` contiguous with the output's shape, ``s`` one element broadcast, ``b``
   broadcast from a C-contiguous array by strides, ``k`` a scalar kernel argument), the
-  vector width (elements per 16-byte access; 1 where some pointer is not aligned), the
-  unroll (vectors in flight per thread) and the index width (32-bit below 2**30 elements).
+  vector width (elements per 16-byte access; the kernel's ``aligned`` argument chooses, per
+  call, between the vector loop and the scalar loop), the unroll (vectors in flight per
+  thread) and the index width (32-bit below 2**30 elements).
 
 The same text compiles for the GPU (NVRTC, through CuPy) and, with ``NDA_HOST_EMULATION``,
 as host C++: every kernel is a body ``nda_body_<name>(tid, nthreads, ...)`` with a
@@ -381,9 +382,10 @@ def cast_program(src: str, dst: str) -> Program:
 
 class Pattern:
     """How a kernel reaches its operands: ``modes[i]`` in ``c``/``s``/``b``/``k`` per operand
-    (``k`` for scalars), ``vec`` elements per vector access (``c`` operands and outputs),
-    ``unroll`` vectors per thread in flight, ``index64``, and ``ndim`` of the (coalesced)
-    broadcast index space when an operand is ``b``."""
+    (``k`` for scalars), ``vec`` elements per vector access of the ``c`` operands and the
+    outputs (a kernel with ``vec > 1`` also has the scalar loop, taken when its ``aligned``
+    argument is 0), ``unroll`` vectors per thread in flight, ``index64``, and ``ndim`` of the
+    (merged) broadcast index space when an operand is ``b``."""
 
     __slots__ = ("modes", "vec", "unroll", "index64", "ndim")
 

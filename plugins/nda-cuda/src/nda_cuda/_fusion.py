@@ -14,6 +14,12 @@ call, and the kernel is compiled with ``--fmad=false`` so ``a * b + c`` is not c
 into a fused multiply-add (which rounds once where the eager ops round twice). Python
 scalars are kernel arguments of the key dtype (weakly typed, as in the eager ops).
 
+With nda-cuda's element-wise generator (:mod:`nda_cuda._elementwise`, issue 28) the claimed
+program runs as one generated kernel instead (:func:`generated_program`): each instruction
+calls the very function the eager op's generated kernel calls, so the fused results are the
+eager ones bit for bit, with 16-byte vector accesses; ``cupy.ElementwiseKernel`` remains for
+inputs the generator does not take (strided views).
+
 Everything here takes the array module as a parameter. :func:`python_source` generates,
 from the same program, the equivalent array-module code (``t0 = xp.multiply(in0, in1)``),
 which the test suite runs over its model of CuPy (``tests/_cuda_numpy_mirror.py``) without
