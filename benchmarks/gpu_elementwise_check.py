@@ -21,8 +21,10 @@ printing a compact summary:
    (``-ftz=true``), on normal and on subnormal data: issue 28 keeps them if that costs <= 2%
    (the switch: ``nda_cuda._elementwise.FTZ``).
 5. **launch sweep**: unroll x blocks per SM for ``add``/``exp`` float32 and ``add`` float64.
-6. **tables**: issue 28's table (:func:`benchmarks.gpu.elementwise`) and the fused chains
-   (:func:`benchmarks.fusion.gpu`, GELU against torch.compile, ``a * b + c`` against PyTorch eager).
+6. **tables**: issue 28's table (:func:`benchmarks.gpu.elementwise`), the fused chains
+   (:func:`benchmarks.fusion.gpu`, GELU against torch.compile, ``a * b + c`` against PyTorch
+   eager), the issue cost of a tiny op (CuPy's ufunc against the generator's dispatch and
+   launch), and CuPy's reductions against PyTorch (whether the generator should serve them).
 
 ``--skip-timing`` stops after step 3; ``--quick`` takes fewer rounds. Exit status 1 when a
 value differs from NumPy or a kernel does not compile.
@@ -287,6 +289,51 @@ def sweep(cupy: Any) -> list[tuple[str, int, int, int, float]]:
     return rows
 
 
+def issue_cost(cupy: Any, gen: Any) -> dict[str, float]:
+    """Seconds to issue ``x + y`` on (4,) float32 (asynchronous): CuPy's ufunc against the generated kernel's
+    dispatch and launch (the same stream), median of rounds of 2000 calls."""
+    import timeit
+
+    x = cupy.ones(4, dtype=cupy.float32)
+    add = gen.wrap("add", "binary", None)
+    exp = gen.wrap("exp", "unary", None)
+    fns = {"cupy add": lambda: cupy.add(x, x), "generated add": lambda: add(x, x), "cupy exp": lambda: cupy.exp(x), "generated exp": lambda: exp(x)}
+    samples: dict[str, list[float]] = {k: [] for k in fns}
+    for fn in fns.values():
+        fn()
+    for _ in range(7):
+        for k, fn in fns.items():
+            samples[k].append(timeit.timeit(fn, number=2000) / 2000)
+        cupy.cuda.get_current_stream().synchronize()
+    return {k: statistics.median(v) for k, v in samples.items()}
+
+
+def reductions(cupy: Any, bandwidth: float) -> dict[str, dict[str, float]]:
+    """sum, max and mean of 64M float32 (all elements, and over the last axis of (8192, 8192)): CuPy
+    against PyTorch and the floor (issue 28: whether the generator should serve reductions too)."""
+    try:
+        import torch
+
+        torch = torch if torch.cuda.is_available() else None
+    except ImportError:
+        torch = None
+    n = 64 * 1024 * 1024
+    a = cupy.random.default_rng(3).random(n, dtype="float32")
+    t = torch.as_tensor(a, device="cuda") if torch is not None else None
+    out: dict[str, dict[str, float]] = {}
+    for name in ("sum", "max", "mean"):
+        for axis in (None, -1):
+            label = f"{name} {'all' if axis is None else 'rows'}"
+            shaped = a if axis is None else a.reshape(8192, 8192)
+            row = {"cupy": _events(cupy, lambda: getattr(cupy, name)(shaped, axis=axis)), "floor": a.nbytes / (bandwidth / 2)}
+            if t is not None:
+                ts = t if axis is None else t.reshape(8192, 8192)
+                fn = {"sum": torch.sum, "max": torch.amax, "mean": torch.mean}[name]
+                row["torch"] = _events(cupy, lambda: fn(ts) if axis is None else fn(ts, dim=-1))
+            out[label] = row
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.gpu_elementwise_check", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer timing rounds")
@@ -392,7 +439,13 @@ def main(argv: list[str] | None = None) -> int:
     print(gpu.elementwise_table(table))
     chains = fusion.gpu(rounds, bandwidth=table["bandwidth"])
     print(fusion.table({"cuda": chains}))
-    report["tables"] = {"elementwise": table, "fusion": chains}
+    cost = issue_cost(cupy, gen)
+    print("issue cost of a tiny op, (4,) float32: " + "   ".join(f"{k} {v * 1e6:.2f} µs" for k, v in cost.items()))
+    red = reductions(cupy, table["bandwidth"])
+    print("reductions, 64M float32 (kernel ms, CUDA events; floor: one read at the copy bandwidth):")
+    for label, row in red.items():
+        print(f"    {label:<9} " + "   ".join(f"{k} {v * 1e3:.3f}" for k, v in row.items()))
+    report["tables"] = {"elementwise": table, "fusion": chains, "issue_cost": cost, "reductions": red}
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(report, fh, indent=2, default=str)

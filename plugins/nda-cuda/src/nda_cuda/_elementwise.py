@@ -62,6 +62,8 @@ _INDEX32 = 2**30
 _NUMPY = {name: np.dtype(name) for name in cg.DTYPES}
 _SCALAR_TYPE = {"bool": np.uint8, "int32": np.int32, "int64": np.int64, "float32": np.float32, "float64": np.float64, "complex64": np.complex64}
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
+_ALIGNED, _UNALIGNED = np.int32(1), np.int32(0)
+_COUNTS: dict[int, Any] = {}  # element count -> its np.int64 kernel argument
 
 
 class Settings:
@@ -278,13 +280,15 @@ class Generator:
         run = self.run
         if op == "pow":
             return self._wrap_pow(programs, dtypes, fallback)
+        arrays = {np_dtype: programs[(np_dtype, (False, False))] for np_dtype in dtypes}
 
         def binary(x1: Any, x2: Any) -> Any:
             a1, a2 = x1.__class__ is ndarray, x2.__class__ is ndarray
             out = None
             if a1 and a2:
-                if x1.dtype == x2.dtype:
-                    program = programs.get((x1.dtype, (False, False)))
+                dtype = x1.dtype
+                if dtype is x2.dtype or dtype == x2.dtype:
+                    program = arrays.get(dtype)
                     out = None if program is None else run(program, (x1, x2))
             elif a1 or a2:
                 dtype = (x1 if a1 else x2).dtype
@@ -404,7 +408,12 @@ class Generator:
         s = self.settings
         args: list[Any] = [a for a, m in zip(operands, modes) if m != "k"]
         args += outs
-        args.append(np.int64(n))
+        count = _COUNTS.get(n)
+        if count is None:
+            if len(_COUNTS) > 4096:
+                _COUNTS.clear()
+            count = _COUNTS[n] = np.int64(n)  # a NumPy scalar costs a microsecond to make
+        args.append(count)
         index64 = n >= _INDEX32
         if "b" in modes:
             strides = [_c_strides(a, shape) for a, m in zip(operands, modes) if m == "b"]
@@ -428,7 +437,7 @@ class Generator:
                     break
             key = (program, modes, index64, vec)
             work = -(-n // (vec * s.unroll)) if aligned and vec > 1 else n
-            args.append(np.int32(aligned))
+            args.append(_ALIGNED if aligned else _UNALIGNED)
             if program.has_scalars:
                 args += [a for a, m in zip(operands, modes) if m == "k"]
         device = self.compiler.device()
