@@ -118,6 +118,7 @@ NDA_HD float nda_hypot32(float a, float b) {
 }
 /* CUDA's hypot rounds results within an ulp or two of DBL_MAX up to inf: recomputed there. */
 NDA_HD double nda_hypot64(double a, double b) {
+  if (nda_isinf(a) || nda_isinf(b)) return nda_inf(a);  /* C99: even with a NaN */
   double r = hypot(a, b);
   if (nda_isinf(r) && nda_isfinite(a) && nda_isfinite(b)) {
     double x = fabs(a), y = fabs(b);

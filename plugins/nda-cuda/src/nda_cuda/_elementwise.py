@@ -510,8 +510,12 @@ class Generator:
             import multiprocessing
 
             sources = [cg.module_source([(p, pat, name) for _, p, pat, name in group]) for group in groups]
-            with ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("spawn")) as pool:
-                list(pool.map(_compile_into_cache, sources, [self.compiler.options] * len(sources), [device] * len(sources)))
+            try:
+                with ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("spawn")) as pool:
+                    list(pool.map(_compile_into_cache, sources, [self.compiler.options] * len(sources), [device] * len(sources)))
+            except Exception as err:  # noqa: BLE001 - no worker processes here: compiled below, in this one
+                warnings.warn(f"nda-cuda: compiling in {processes} processes failed ({type(err).__name__}: {err}); compiling here",
+                              RuntimeWarning, stacklevel=2)
 
         def build(group: list[Any]) -> int:
             kernels = [(p, pat, name) for _, p, pat, name in group]
