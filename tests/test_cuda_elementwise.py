@@ -35,6 +35,7 @@ import pytest
 import nda
 from nda.ops import CATALOG
 from nda.testing import default_tolerance, strategies
+from nda.engine import Deferred
 from nda.testing._compare import mismatches
 
 from _cuda_host_kernels import HostCompiler, available
@@ -93,6 +94,14 @@ def _values(dtype: str) -> list:
     return list(distinct.values())
 
 
+def _value(result):
+    """A kernel's array; a Deferred (integer pow's negative-exponent flag) must hold no error."""
+    if result.__class__ is Deferred:
+        assert result.check() is None
+        return result.value
+    return result
+
+
 def _reference(op: str, *args):
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -127,13 +136,17 @@ def test_every_served_op_matches_numpy_on_every_pair_of_edge_values(gen, dtype):
         else:
             x1 = np.repeat(np.array(values, dtype=npd), len(values))
             x2 = np.tile(np.array(values, dtype=npd), len(values))
-            if npd.kind in "iu" and op in ("floor_divide", "remainder"):
-                pass  # NumPy defines x // 0, x % 0 and MIN // -1 (0, 0, MIN): compared too
-            _check(op, kernel(x1, x2), _reference(op, x1, x2), (x1, x2))
+            # NumPy defines x // 0, x % 0 and MIN // -1 for integers (0, 0, MIN): compared too. It raises
+            # for a negative integer exponent: pow's kernel flags it (test_integer_pow_flags_negative_exponents).
+            integer_pow = op == "pow" and npd.kind == "i"
+            if integer_pow:
+                x2 = np.where(x2 < 0, -(x2 + 1), x2).astype(npd)
+            _check(op, _value(kernel(x1, x2)), _reference(op, x1, x2), (x1, x2))
             for scalar in values[:8]:  # Python scalars on either side: kernel arguments of the key dtype
                 s = scalar if npd.kind != "c" else complex(scalar)
-                _check(op, kernel(x1, s), _reference(op, x1, npd.type(s)), (x1, s))
-                _check(op, kernel(s, x2), _reference(op, npd.type(s), x2), (s, x2))
+                if not (integer_pow and s < 0):
+                    _check(op, _value(kernel(x1, s)), _reference(op, x1, npd.type(s)), (x1, s))
+                _check(op, _value(kernel(s, x2)), _reference(op, npd.type(s), x2), (s, x2))
         checked += 1
     assert checked >= {"bool": 8, "int32": 30, "int64": 30, "float32": 55, "float64": 55, "complex64": 15}[dtype]
     del rng
@@ -162,6 +175,44 @@ def test_where_and_astype_match_numpy(gen, dtype):
                 x = values[np.isfinite(real) & (real > info.min - 1.0) & (real < info.max + 1.0)]
         want = x.astype(NUMPY[target])
         _check("astype", astype(x, NUMPY[target]), want, (x,))
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+def test_integer_pow_flags_negative_exponents(gen, dtype):
+    """NumPy raises for a negative integer exponent; the kernel computes the others and sets a
+    device flag, read when the op is done (``Deferred``), as nda-cuda's CuPy path does."""
+    pow_ = gen.wrap("pow", "binary", _refuse)
+    base = np.array([2, -3, 0, 7, 5], dtype=dtype)
+    ok = pow_(base, np.array([3, 2, 0, 1, 40], dtype=dtype))
+    assert ok.__class__ is Deferred and ok.check() is None
+    np.testing.assert_array_equal(ok.value, base ** np.array([3, 2, 0, 1, 40], dtype=dtype))  # 5**40 wraps as NumPy's
+    bad = pow_(base, np.array([1, 1, -1, 1, 1], dtype=dtype))
+    err = bad.check()
+    assert isinstance(err, ValueError) and "negative integer powers" in str(err)
+    assert isinstance(pow_(2, np.array([-1], dtype=dtype)).check(), ValueError)
+    assert pow_(base, np.array(3, dtype=dtype)).check() is None  # a 0-d exponent
+    with pytest.raises(ValueError, match="negative integer powers"):
+        gen.wrap("pow", "binary", CATALOG["pow"].reference)(base, -1)  # a Python int: NumPy raises at the call
+
+
+@pytest.mark.parametrize("engine", ["threaded", "naive"])
+def test_negative_integer_powers_surface_at_sync_points_on_cudagen(cudagen, engine):
+    previous = nda.engine.current()
+    nda.engine.use(engine)
+    try:
+        x = nda.asarray([2, 3], device="cudagen")
+        before = cudagen.generator.launches.get("pow", 0)
+        if engine == "naive":
+            with pytest.raises(ValueError, match="negative integer powers"):
+                x ** nda.asarray([1, -1], device="cudagen")
+        else:
+            y = x ** nda.asarray([1, -1], device="cudagen")
+            with pytest.raises(ValueError, match="negative integer powers"):
+                y.asnumpy()
+        np.testing.assert_array_equal((x ** nda.asarray([3, 2], device="cudagen")).asnumpy(), [8, 9])
+        assert cudagen.generator.launches.get("pow", 0) >= before + 2
+    finally:
+        nda.engine.use(previous)
 
 
 def test_float32_subnormals_are_kept_unless_compiled_to_flush(gen):
@@ -243,7 +294,8 @@ def test_strided_views_other_dtypes_and_odd_scalars_go_to_cupys_kernel(gen):
         ("multiply", (x, 2**2000)),                 # an int no float holds (NumPy raises OverflowError; so does the fallback)
         ("add", (x.astype(np.bool_), 1)),           # an int scalar with a bool array
         ("exp", (x.astype(np.complex64),)),         # complex exp: CuPy's kernel (and nda-cuda's fixes)
-        ("pow", (x.astype(np.int32), x.astype(np.int32))),  # integer pow: the negative-exponent check
+        ("pow", (x.astype(np.int32), -2)),          # a negative Python int exponent: NumPy raises at the call
+        ("pow", (x, x[:, :1].copy())),              # an exponent broadcast along some axes only (NumPy's loop choice)
     ]
     for op, args in cases:
         fallback = _Recorder(lambda *a: CATALOG[op].reference(*a))
@@ -254,6 +306,8 @@ def test_strided_views_other_dtypes_and_odd_scalars_go_to_cupys_kernel(gen):
                 kernel(*args)
             except OverflowError:
                 assert args[1] == 2**2000
+            except ValueError:
+                assert op == "pow" and args[1] == -2
         assert fallback.calls == 1 and gen.launches == before, (op, [getattr(a, "dtype", a) for a in args])
     # astype with copy=False and where with a non-bool condition are CuPy's too
     fallback = _Recorder(lambda *a, **k: None)

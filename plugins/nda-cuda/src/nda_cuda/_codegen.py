@@ -206,7 +206,11 @@ BINARY: dict[str, dict[str, str]] = {
     "copysign": {"f": "return copysign$F(a, b);"},
     "hypot": {"f": "return nda_hypot$H(a, b);"},
     "nextafter": {"f": "return nextafter$F(a, b);"},
-    "pow": {"f": "return pow$F(a, b);"},
+    "pow": {
+        "f": "return pow$F(a, b);",
+        # NumPy's integer power (b >= 0; a negative b raises, through the kernel's flag): squaring, wrapping.
+        "i": "$U r = 1, x = ($U)a, e = ($U)b;\n  if (b < 0) return 0;\n  while (e) { if (e & 1) r *= x; x *= x; e >>= 1; }\n  return ($T)r;",
+    },
     # NumPy's power loop takes sqrt for an exponent of 0.5 that is the same for every element
     # (a scalar, a 0-d or a broadcast one-element array): pow(-0.0, 0.5) is -0.0 and
     # pow(-inf, 0.5) NaN there, +0.0 and inf with an exponent array. This is that variant.
@@ -326,10 +330,10 @@ class Program:
     ``operands``: ``(dtype, is_scalar)`` per operand, in call order; ``outputs``: dtypes.
     """
 
-    __slots__ = ("name", "operands", "outputs", "code", "helpers", "_digest", "scalars", "has_scalars", "contiguous", "out_numpy", "vec")
+    __slots__ = ("name", "operands", "outputs", "code", "helpers", "flag", "_digest", "scalars", "has_scalars", "contiguous", "out_numpy", "vec")
 
     def __init__(self, name: str, operands: tuple[tuple[str, bool], ...], outputs: tuple[str, ...], code: str,
-                 helpers: tuple[tuple[str, str], ...] = ()) -> None:
+                 helpers: tuple[tuple[str, str], ...] = (), flag: bool = False) -> None:
         for dtype, _ in operands:
             if dtype not in CTYPE:
                 raise ValueError(f"the generator does not serve dtype {dtype}")
@@ -338,6 +342,8 @@ class Program:
         self.outputs = outputs
         self.code = code
         self.helpers = helpers
+        #: the kernel takes ``int* f_``, a device flag the code may set to 1 (a data-dependent error)
+        self.flag = flag
         self._digest = ""
         # For the dispatcher's hot path: which operands are scalars, the modes when every array is
         # contiguous with the output's shape, the outputs' NumPy dtypes, the vector width then.
@@ -351,7 +357,7 @@ class Program:
     @property
     def digest(self) -> str:
         if not self._digest:
-            text = repr((self.operands, self.outputs, self.code, self.helpers))
+            text = repr((self.operands, self.outputs, self.code, self.helpers, self.flag))
             self._digest = hashlib.sha1(text.encode()).hexdigest()[:16]
         return self._digest
 
@@ -364,6 +370,8 @@ def op_program(op: str, dtype: str, scalars: tuple[bool, ...]) -> Program:
     name, definition = op_function(op, dtype)
     args = ", ".join(f"v{i}" for i in range(len(scalars)))
     operands = tuple((dtype, s) for s in scalars)
+    if op == "pow" and _CLASS[dtype] == "i":  # NumPy raises for a negative exponent: the kernel sets the flag
+        return Program(op, operands, (dtype,), f"if (v1 < 0) *f_ = 1;\nr0 = {name}({args});", ((name, definition),), flag=True)
     return Program(op, operands, (result_dtype(op, dtype),), f"r0 = {name}({args});", ((name, definition),))
 
 
@@ -420,6 +428,8 @@ def kernel_params(program: Program, pattern: Pattern) -> list[tuple[str, str]]:
             params.append(("in", f"const {STORAGE[dtype]}* __restrict__ p{i}"))
     for j, dtype in enumerate(program.outputs):
         params.append(("out", f"{STORAGE[dtype]}* __restrict__ q{j}"))
+    if program.flag:
+        params.append(("flag", "int* __restrict__ f_"))
     params.append(("n", "long long n_"))
     if pattern.vec > 1:
         params.append(("aligned", "int aligned"))

@@ -307,9 +307,26 @@ class Generator:
         an exponent broadcast along some dimensions only goes to CuPy's kernel (NumPy's result
         then depends on its iteration order)."""
         ndarray = self.xp.ndarray
-        uniform = {(np_dtype, flags): cg.op_program("pow_uniform", name, flags) for np_dtype, name in dtypes.items()
-                   for flags in ((False, False), (False, True))}
-        run = self.run
+        uniform = {(np_dtype, flags): cg.op_program("pow_uniform" if np_dtype.kind == "f" else "pow", name, flags)
+                   for np_dtype, name in dtypes.items() for flags in ((False, False), (False, True))}
+        xp = self.xp
+        plain = self.run
+
+        def run(program: cg.Program, operands: tuple[Any, ...]) -> Any:
+            if not program.flag:
+                return plain(program, operands)
+            # Integers: NumPy raises for a negative exponent; the kernel sets a device flag, read
+            # without a sync when the op's marker is reached (nda.engine.Deferred), as before.
+            from nda.engine import Deferred
+
+            from ._kernels import _NEGATIVE_POWER, _later
+
+            flag = xp.zeros((1,), dtype=np.int32)
+            out = plain(program, operands, flag)
+            if out is None:
+                return None
+            read = _later(xp, [flag.reshape(())])
+            return (Deferred(out[0], lambda: _NEGATIVE_POWER() if read()[0] else None),)
 
         def pow(x1: Any, x2: Any) -> Any:  # noqa: A001
             a1, a2 = x1.__class__ is ndarray, x2.__class__ is ndarray
@@ -322,7 +339,7 @@ class Generator:
                         out = run(programs[(x1.dtype, (False, False))], (x1, x2))
             elif a1 and x1.dtype in dtypes:
                 scalar = _scalar(x2, dtypes[x1.dtype])
-                if scalar is not None:
+                if scalar is not None and not (x1.dtype.kind == "i" and x2 < 0):  # raises at the call (the fallback)
                     out = run(uniform[(x1.dtype, (False, True))], (x1, scalar))
             elif a2 and x2.dtype in dtypes:
                 scalar = _scalar(x1, dtypes[x2.dtype])
@@ -376,9 +393,10 @@ class Generator:
         return astype
 
     # ------------------------------------------------------------------ running a program
-    def run(self, program: cg.Program, operands: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    def run(self, program: cg.Program, operands: tuple[Any, ...], flag: Any = None) -> tuple[Any, ...] | None:
         """The program's outputs for ``operands`` (arrays of the operands' dtypes, scalars already
-        typed), or None when a generated kernel does not take this call."""
+        typed), or None when a generated kernel does not take this call. ``flag``: the int32
+        device array a program with a flag (:attr:`nda_cuda._codegen.Program.flag`) may set."""
         xp = self.xp
         flags = program.scalars
         shape = None
@@ -408,6 +426,8 @@ class Generator:
         s = self.settings
         args: list[Any] = [a for a, m in zip(operands, modes) if m != "k"]
         args += outs
+        if program.flag:
+            args.append(flag)
         count = _COUNTS.get(n)
         if count is None:
             if len(_COUNTS) > 4096:
@@ -431,7 +451,7 @@ class Generator:
             vec = program.vec if same else self._vec(program, operands, modes)
             ptr = self._ptr
             aligned = 1
-            for a in (*outs, *(a for a, m in zip(operands, modes) if m == "c")) if not same else args[:-1]:
+            for a in (*outs, *(a for a, m in zip(operands, modes) if m == "c")) if not same or program.flag else args[:-1]:
                 if ptr(a) % (vec * a.itemsize):
                     aligned = 0
                     break
