@@ -398,6 +398,14 @@ def test_generated_module_compiles_for_sm90_with_nvcc(gen, tmp_path):
     result = subprocess.run(["nvcc", "-cubin", "-arch=sm_90", "--fmad=false", "-ftz=false", "-o", str(tmp_path / "m.cubin"), str(source)],
                             capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-4000:]
+    # 16-byte accesses: float32 add loads and stores float4-wide, float64 double2-wide
+    small = [(cg.op_program("add", d, (False, False)), cg.Pattern(("c", "c"), 16 // np.dtype(d).itemsize, 2), f"k_{d}") for d in ("float32", "float64")]
+    (tmp_path / "small.cu").write_text(cg.module_source(small))
+    result = subprocess.run(["nvcc", "-ptx", "-arch=sm_90", "--fmad=false", "-o", str(tmp_path / "small.ptx"), str(tmp_path / "small.cu")],
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-4000:]
+    ptx = (tmp_path / "small.ptx").read_text()
+    assert "ld.global.nc.v4.f32" in ptx and "st.global.v4.f32" in ptx and "ld.global.nc.v2.f64" in ptx and "st.global.v2.f64" in ptx
 
 
 # ----------------------------------------------------------------------------- through nda
