@@ -12,8 +12,9 @@ printing a compact summary:
    shifts past the width), in several layouts: contiguous, misaligned by one element (the
    scalar loop), a Python scalar on either side, broadcast rows and columns, 0-d, size 0
    and 1, and sizes that are not multiples of the vector width; also large random inputs.
-   Differences from NumPy are failures; differences from CuPy's own kernel are counted (the
-   generator follows NumPy where CuPy does not). Float-to-integer casts out of range (no
+   Differences from NumPy are failures; with ``--vs-cupy`` differences from CuPy's own kernel
+   are counted too (the generator follows NumPy where CuPy does not; that compiles every one
+   of CuPy's kernels, minutes on a fresh machine). Float-to-integer casts out of range (no
    NumPy answer) are compared with CuPy's ``astype``.
 3. **nda**: the ops through nda on ``cuda`` take the generated kernels; hybridized GELU and
    ``a * b + c`` give the eager results bit for bit.
@@ -99,9 +100,10 @@ def _differ(got: np.ndarray, want: np.ndarray) -> np.ndarray:
 
 
 class Checker:
-    def __init__(self, cupy: Any, gen: Any) -> None:
+    def __init__(self, cupy: Any, gen: Any, vs_cupy: bool = False) -> None:
         self.cupy = cupy
         self.gen = gen
+        self.vs_cupy = vs_cupy  # also run CuPy's kernel on every case (compiles each of CuPy's kernels: minutes)
         self.failures: list[str] = []
         self.cupy_differs: dict[str, int] = {}
         self.cases = 0
@@ -118,9 +120,11 @@ class Checker:
             return
         got = self.cupy.asnumpy(got)
         want = None if vs_cupy else _reference(op, *host_args)
-        with np.errstate(all="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            theirs = self.cupy.asnumpy(_value(fallback(*device_args)))
+        theirs = None
+        if vs_cupy or self.vs_cupy:
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                theirs = self.cupy.asnumpy(_value(fallback(*device_args)))
         if want is None:
             want = theirs
         bad = _differ(got, want)
@@ -129,16 +133,16 @@ class Checker:
             shown = [a[i] if isinstance(a, np.ndarray) and a.shape == got.shape else a for a in host_args]
             self.failures.append(f"{label}: {int(bad.sum())} of {bad.size} differ from {'CuPy' if vs_cupy else 'NumPy'}, "
                                  f"e.g. {shown} -> {got[i]!r}, expected {want[i]!r}")
-        elif not vs_cupy:
+        elif not vs_cupy and theirs is not None:
             diff = _differ(got, theirs) if theirs.shape == got.shape and theirs.dtype == got.dtype else np.ones(1, bool)
             if diff.any():
                 self.cupy_differs[label.split(" [")[0]] = self.cupy_differs.get(label.split(" [")[0], 0) + int(diff.sum())
 
 
-def check_values(cupy: Any, gen: Any, fallbacks: dict[str, Any]) -> Checker:
+def check_values(cupy: Any, gen: Any, fallbacks: dict[str, Any], vs_cupy: bool = False) -> Checker:
     from nda.ops import CATALOG
 
-    chk = Checker(cupy, gen)
+    chk = Checker(cupy, gen, vs_cupy)
     ops = sorted(op for op, d in CATALOG.items() if d.family in ("unary", "binary"))
     rng = np.random.default_rng(0)
     for dtype in DTYPES:
@@ -355,6 +359,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="fewer timing rounds")
     parser.add_argument("--skip-timing", action="store_true", help="stop after the correctness steps")
     parser.add_argument("--processes", type=int, default=8, help="processes compiling with NVRTC in step 1")
+    parser.add_argument("--vs-cupy", action="store_true", help="also count where CuPy's kernels differ from NumPy (compiles them all: minutes)")
     parser.add_argument("--json", metavar="PATH")
     args = parser.parse_args(argv)
     report: dict[str, Any] = {}
@@ -397,7 +402,7 @@ def main(argv: list[str] | None = None) -> int:
     t = time.perf_counter()
     fallbacks = cupy_kernels(cupy)
     fallbacks["astype_ref"] = fallbacks["astype"]
-    chk = check_values(cupy, gen, fallbacks)
+    chk = check_values(cupy, gen, fallbacks, args.vs_cupy)
     elapsed = time.perf_counter() - t
     print(f"[2 values] {chk.cases} cases, {len(chk.failures)} differ from NumPy, {elapsed:.1f} s")
     for line in chk.failures[:40]:
