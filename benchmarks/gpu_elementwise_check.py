@@ -431,42 +431,64 @@ def main(argv: list[str] | None = None) -> int:
         print(f"done: {'FAIL' if status else 'ok'}")
         return int(status)
 
-    # 4. subnormals
-    rows = subnormal_cost(cupy)
-    print("[4 subnormals] 64M float32, kernel ms (CUDA events): keep/ftz on normal data, keep/ftz on subnormal data")
-    worst = 0.0
-    for op, kn, fn_, kt, ft in rows:
-        worst = max(worst, kn / fn_ - 1)
-        print(f"    {op:<9} normal {kn * 1e3:.3f}/{fn_ * 1e3:.3f} ({(kn / fn_ - 1) * 100:+.1f}%)   subnormal {kt * 1e3:.3f}/{ft * 1e3:.3f} ({(kt / ft - 1) * 100:+.1f}%)")
-    print(f"    keeping subnormals costs at most {worst * 100:+.1f}% on normal data: {'keep them (<= 2%)' if worst <= 0.02 else 'over 2%: set nda_cuda._elementwise.FTZ = True'}")
-    report["subnormals"] = rows
+    def step(name: str, fn: Any) -> None:
+        """Run one timing step; an error is printed and the next step runs."""
+        try:
+            fn()
+        except Exception as err:  # noqa: BLE001 - report and go on: the GPU time is short
+            import traceback
 
-    # 5. sweep
-    rows5 = sweep(cupy)
-    print("[5 launch sweep] kernel ms (CUDA events), best per case first")
-    for case in dict.fromkeys(r[0] for r in rows5):
-        mine = sorted((r for r in rows5 if r[0] == case), key=lambda r: r[4])
-        print(f"    {case:<12} " + "  ".join(f"t{t}/u{u}/b{b} {v * 1e3:.3f}" for _, t, u, b, v in mine[:4]) +
-              f"   (current t{s.threads}/u{s.unroll}/b{s.blocks_per_sm}: " +
-              " ".join(f"{v * 1e3:.3f}" for _, t, u, b, v in mine if (t, u, b) == (s.threads, s.unroll, s.blocks_per_sm)) + ")")
-    report["sweep"] = rows5
+            print(f"[{name}] failed: {type(err).__name__}: {err}")
+            traceback.print_exc(limit=4)
+            report[f"error {name}"] = f"{type(err).__name__}: {err}"
 
-    # 6. tables
+    def step4() -> None:
+        rows = subnormal_cost(cupy)
+        print("[4 subnormals] 64M float32, kernel ms (CUDA events): keep/ftz on normal data, keep/ftz on subnormal data")
+        worst = 0.0
+        for op, kn, fn_, kt, ft in rows:
+            worst = max(worst, kn / fn_ - 1)
+            print(f"    {op:<9} normal {kn * 1e3:.3f}/{fn_ * 1e3:.3f} ({(kn / fn_ - 1) * 100:+.1f}%)   subnormal {kt * 1e3:.3f}/{ft * 1e3:.3f} ({(kt / ft - 1) * 100:+.1f}%)")
+        print(f"    keeping subnormals costs at most {worst * 100:+.1f}% on normal data: {'keep them (<= 2%)' if worst <= 0.02 else 'over 2%: set nda_cuda._elementwise.FTZ = True'}")
+        report["subnormals"] = rows
+
+    def step5() -> None:
+        rows5 = sweep(cupy)
+        print("[5 launch sweep] kernel ms (CUDA events), best per case first")
+        for case in dict.fromkeys(r[0] for r in rows5):
+            mine = sorted((r for r in rows5 if r[0] == case), key=lambda r: r[4])
+            print(f"    {case:<12} " + "  ".join(f"t{t}/u{u}/b{b} {v * 1e3:.3f}" for _, t, u, b, v in mine[:4]) +
+                  f"   (current t{s.threads}/u{s.unroll}/b{s.blocks_per_sm}: " +
+                  " ".join(f"{v * 1e3:.3f}" for _, t, u, b, v in mine if (t, u, b) == (s.threads, s.unroll, s.blocks_per_sm)) + ")")
+        report["sweep"] = rows5
+
     from . import fusion, gpu
 
     rounds = 3 if args.quick else 7
-    table = gpu.elementwise(rounds)
-    print("[6 tables]")
-    print(gpu.elementwise_table(table))
-    chains = fusion.gpu(rounds, bandwidth=table["bandwidth"])
-    print(fusion.table({"cuda": chains}))
-    cost = issue_cost(cupy, gen)
-    print("issue cost of a tiny op, (4,) float32: " + "   ".join(f"{k} {v * 1e6:.2f} µs" for k, v in cost.items()))
-    red = reductions(cupy, table["bandwidth"])
-    print("reductions, 64M float32 (kernel ms, CUDA events; floor: one read at the copy bandwidth):")
-    for label, row in red.items():
-        print(f"    {label:<9} " + "   ".join(f"{k} {v * 1e3:.3f}" for k, v in row.items()))
-    report["tables"] = {"elementwise": table, "fusion": chains, "issue_cost": cost, "reductions": red}
+    tables: dict[str, Any] = {}
+    report["tables"] = tables
+
+    def step6a() -> None:
+        tables["elementwise"] = gpu.elementwise(rounds)
+        print("[6 tables]")
+        print(gpu.elementwise_table(tables["elementwise"]))
+
+    def step6b() -> None:
+        tables["fusion"] = fusion.gpu(rounds, bandwidth=tables.get("elementwise", {}).get("bandwidth") or gpu.copy_bandwidth())
+        print(fusion.table({"cuda": tables["fusion"]}))
+
+    def step6c() -> None:
+        cost = tables["issue_cost"] = issue_cost(cupy, gen)
+        print("issue cost of a tiny op, (4,) float32: " + "   ".join(f"{k} {v * 1e6:.2f} µs" for k, v in cost.items()))
+        red = tables["reductions"] = reductions(cupy, tables.get("elementwise", {}).get("bandwidth") or gpu.copy_bandwidth())
+        print("reductions, 64M float32 (kernel ms, CUDA events; floor: one read at the copy bandwidth):")
+        for label, row in red.items():
+            print(f"    {label:<9} " + "   ".join(f"{k} {v * 1e3:.3f}" for k, v in row.items()))
+
+    for name, fn in (("4 subnormals", step4), ("5 launch sweep", step5), ("6 elementwise table", step6a), ("6 fused chains", step6b),
+                     ("6 issue cost, reductions", step6c)):
+        step(name, fn)
+        cupy.get_default_memory_pool().free_all_blocks()
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(report, fh, indent=2, default=str)
