@@ -12,7 +12,10 @@ same process and the same rounds.
   stream (sequential), on two streams issued by two threads (the hand-made optimum), and
   PyTorch on its current stream. nda's ops on one device share its stream (its queue):
   each op is enqueued at once, a dependent op right behind its producer, and the host
-  waits only at the two reads; target nda/CuPy one stream <= 1.05x.
+  waits only at the two reads; target nda/CuPy one stream <= 1.05x;
+* element-wise ops (issue 28, :func:`elementwise`): add, multiply, exp, where, a comparison and a
+  cast at float32 and float64 on 64M elements against CuPy and PyTorch, with the floor from the
+  measured bandwidth of a device-to-device copy; target nda <= 1.10x PyTorch.
 
 Without a GPU (or without nda-cuda) every case is skipped with the probe's reason.
 """
@@ -195,6 +198,91 @@ def overlap(rounds: int) -> dict[str, float]:
     return alternate(fns, rounds, 1)
 
 
+def copy_bandwidth(nbytes: int = 1 << 30, reps: int = 20) -> float:
+    """Bytes per second a device-to-device copy moves (read plus written), median of ``reps``, CUDA events."""
+    import statistics
+
+    import cupy
+
+    src = cupy.ones(nbytes // 4, dtype=cupy.float32)
+    dst = cupy.empty_like(src)
+    times = []
+    for i in range(reps + 3):
+        start, end = cupy.cuda.Event(), cupy.cuda.Event()
+        start.record()
+        cupy.copyto(dst, src)
+        end.record()
+        end.synchronize()
+        if i >= 3:
+            times.append(cupy.cuda.get_elapsed_time(start, end) * 1e-3)
+    return 2.0 * src.nbytes / statistics.median(times)
+
+
+#: Issue 28's element-wise cases: name -> (nda, CuPy/NumPy-style, torch) callables over (a, b, c), and
+#: the bytes moved per element as (arrays read of the dtype, arrays written of it, bool arrays).
+ELEMENTWISE_CASES: dict[str, tuple[Callable[..., Any], Callable[..., Any], Callable[..., Any], tuple[int, int, int]]] = {
+    "add": (lambda a, b, c: a + b, lambda cp, a, b, c: a + b, lambda t, a, b, c: a + b, (2, 1, 0)),
+    "multiply": (lambda a, b, c: a * b, lambda cp, a, b, c: a * b, lambda t, a, b, c: a * b, (2, 1, 0)),
+    "exp": (lambda a, b, c: nda.exp(a), lambda cp, a, b, c: cp.exp(a), lambda t, a, b, c: t.exp(a), (1, 1, 0)),
+    "where": (lambda a, b, c: nda.where(c, a, b), lambda cp, a, b, c: cp.where(c, a, b), lambda t, a, b, c: t.where(c, a, b), (2, 1, 1)),
+    "less": (lambda a, b, c: a < b, lambda cp, a, b, c: a < b, lambda t, a, b, c: a < b, (2, 0, 1)),
+}
+
+
+def elementwise(rounds: int, n: int = 64 * 1024 * 1024) -> dict[str, Any]:
+    """Issue 28's table: add, multiply, exp, where, a comparison and a cast at float32 and float64 on
+    ``n`` elements, to completion, nda against CuPy and PyTorch in this process (the same memory:
+    nda and PyTorch see CuPy's arrays through DLPack), and the floor: the bytes the op must move
+    at the bandwidth of a device-to-device copy (measured here). Target: nda <= 1.10x PyTorch."""
+    import cupy
+
+    torch = _torch()
+    bandwidth = copy_bandwidth()
+    stream = cupy.cuda.get_current_stream()
+    results: dict[str, Any] = {"bandwidth": bandwidth, "n": n, "cases": {}}
+    for dtype in ("float32", "float64"):
+        rng = cupy.random.default_rng(0)
+        a_cp = rng.random(n, dtype=dtype) * 4 - 2
+        b_cp = rng.random(n, dtype=dtype) * 4 - 2
+        c_cp = rng.random(n, dtype="float32") < 0.5
+        arrays = [nda.from_dlpack(x) for x in (a_cp, b_cp, c_cp)]
+        tensors = [torch.as_tensor(x, device="cuda") for x in (a_cp, b_cp, c_cp)] if torch is not None else []
+        size = a_cp.itemsize
+        other = "float64" if dtype == "float32" else "float32"
+        cases = dict(ELEMENTWISE_CASES)
+        cases[f"astype {other}"] = (
+            lambda a, b, c, o=other: nda.astype(a, getattr(nda, o)), lambda cp, a, b, c, o=other: a.astype(o),
+            lambda t, a, b, c, o=other: a.to(getattr(t, o)), (1, 0, 0),
+        )
+        nda.waitall()
+        for name, (fn_nda, fn_cp, fn_t, (reads, writes, bools)) in cases.items():
+            moved = n * (size * (reads + writes) + bools)
+            if name.startswith("astype"):
+                moved += n * (12 - size)  # the other float dtype written
+            fns: dict[str, Callable[[], Any]] = {
+                "cupy": lambda f=fn_cp: (f(cupy, a_cp, b_cp, c_cp), stream.synchronize()),
+                "nda": lambda f=fn_nda: f(*arrays).wait_to_read(),
+            }
+            if torch is not None:
+                fns["torch"] = lambda f=fn_t: (f(torch, *tensors), torch.cuda.synchronize())
+            timed = alternate(fns, rounds, 5)
+            timed["floor"] = moved / bandwidth
+            results["cases"][f"{dtype} {name}"] = timed
+        del arrays, tensors, a_cp, b_cp, c_cp
+        cupy.get_default_memory_pool().free_all_blocks()
+    return results
+
+
+def elementwise_table(result: dict[str, Any]) -> str:
+    out = [f"element-wise ops, {result['n'] // (1024 * 1024)}M elements, to completion; copy bandwidth "
+           f"{result['bandwidth'] / 1e12:.2f} TB/s (read + written): target nda <= 1.10x torch"]
+    for name, r in result["cases"].items():
+        torch = f"   torch {r['torch'] * 1e3:7.3f} ms   nda/torch {r['nda'] / r['torch']:.2f}x" if "torch" in r else ""
+        out.append(f"  {name:<17} cupy {r['cupy'] * 1e3:7.3f} ms   nda {r['nda'] * 1e3:7.3f} ms{torch}   "
+                   f"floor {r['floor'] * 1e3:7.3f} ms   nda/floor {r['nda'] / r['floor']:.2f}x")
+    return "\n".join(out)
+
+
 def run(rounds: int, quick: bool) -> dict[str, Any]:
     reason = unavailable()
     if reason is not None:
@@ -209,6 +297,7 @@ def run(rounds: int, quick: bool) -> dict[str, Any]:
         "tiny": tiny(rounds, 2_000 if quick else 10_000),
         "host_read": host_read(rounds, 500 if quick else 2_000),
         "overlap": overlap(3 if quick else 7),
+        "elementwise": elementwise(3 if quick else 7),
     }
 
 
@@ -237,6 +326,8 @@ def table(report: dict[str, Any]) -> str:
     out.append("two independent chains of 8 exp/sin on 16M float32: target nda/cupy one stream <= 1.05x")
     for name, s in o.items():
         out.append(f"  {name:<17} {s * 1e3:8.3f} ms   {s / base:.3f}x cupy one stream")
+    if "elementwise" in report:
+        out.append(elementwise_table(report["elementwise"]))
     return "\n".join(out)
 
 

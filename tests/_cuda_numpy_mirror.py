@@ -133,3 +133,49 @@ class _AsHost:
 
 
 backend = NumpyMirrorBackend()
+
+
+class CodegenMirrorBackend(NumpyMirrorBackend):
+    """The same table with nda-cuda's generated element-wise kernels in front (``cudagen``).
+
+    The kernels of the element-wise ops, ``where`` and ``astype`` are wrapped by
+    :class:`nda_cuda._elementwise.Generator` exactly as the cuda backend wraps them, with
+    the generated CUDA source compiled as host C++ (``tests/_cuda_host_kernels.py``): the
+    calls a generated kernel takes run it (thread by thread, a small grid so that the
+    grid-stride loops and the tails are exercised), the others run the model of CuPy.
+    The generated kernels keep float32 subnormals; the declaration of the model stays, as
+    on the GPU, because the ops they do not serve flush.
+    """
+
+    name = "cudagen"
+    device_types = ("cudagen",)
+    dlpack_device_types = {}
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.generator: Any = None
+
+    def devices(self) -> list[DeviceInfo]:
+        return [DeviceInfo(GEN_DEVICE, "nda-cuda generated kernels as host C++, over NumPy")]
+
+    def device_of(self, buf: Any) -> Device:
+        return GEN_DEVICE
+
+    def partitioner(self, device: Device) -> Any:
+        from nda_cuda._fusion import CudaPartitioner
+
+        return CudaPartitioner(cupy_model, generator=self.generator)
+
+    def register(self, register_kernel: Callable[..., None]) -> None:
+        from _cuda_host_kernels import HostCompiler
+        from nda_cuda._elementwise import Generator, Settings
+
+        self.generator = Generator(cupy_model, HostCompiler(), Settings(threads=8, blocks_per_sm=2))
+        kernels, self.unmapped = _kernels.build(cupy_model, compat_model, generator=self.generator)
+        for spec in kernels:
+            register_kernel(spec.op, CATALOG[spec.op].supported_dtypes, spec.fn)
+            self.sources[spec.op] = spec.source
+
+
+GEN_DEVICE = Device("cudagen", 0)
+codegen_backend = CodegenMirrorBackend()
