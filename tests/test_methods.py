@@ -148,3 +148,20 @@ def test_isclose_and_allclose_match_numpy(device, a, b, equal_nan):
     assert nda.isclose(nda.asarray([1, 2], device=device), nda.asarray([1.0, 2.5], device=device)).tolist() == [True, False]
     with pytest.raises(ValueError, match="rtol"):
         nda.isclose(x, y, rtol=-1.0)
+
+
+#: nda's names beside the Array API standard's (README: "What is there"); a new one is a decision.
+DOCUMENTED_EXTRAS = {
+    "ArrayMeta", "BackendError", "BackendValidationError", "DType", "DeviceUnavailableError", "DispatchError", "FallbackError",
+    "FallbackWarning", "HybridizeWarning", "KernelKey", "Layout", "NDArray", "allclose", "autograd", "backends", "config",
+    "copy", "copyto", "default_device", "dispatch", "engine", "ext", "getitem", "hybridize", "isclose", "layouts", "ops",
+    "profiler", "setitem", "sparse", "to_device", "waitall",
+}
+
+
+def test_the_namespace_is_the_standards_plus_the_documented_extras():
+    strict = pytest.importorskip("array_api_strict")
+    standard = {n for n in strict.__all__ if not n.startswith(("ArrayAPIStrict", "get_array_api", "reset_array_api", "set_array_api"))}
+    standard -= {"__array_api_version__", "__version__"}
+    assert standard <= set(nda.__all__), sorted(standard - set(nda.__all__))
+    assert set(nda.__all__) - standard == DOCUMENTED_EXTRAS

@@ -185,45 +185,46 @@ def make_binary(decl: OpDecl) -> tuple[Callable[..., NDArray], Callable[..., Any
         # which raises the TypeError.
         def binary(x1: Any, x2: Any, /) -> Any:
             c2 = x2.__class__
-            if c2 is NDArray:
-                if x1.__class__ is NDArray:
-                    entry = cache_get((x1._meta, x2._meta))
-                    if entry is not None:
-                        shape = x1._shape
-                        if shape == x2._shape:
-                            size = x1._size
-                        else:
-                            shape = broadcast_shapes(shape, x2._shape)
-                            size = prod(shape)
-                        if size < _state.limit:
-                            out = _new(NDArray)
-                            buf = entry[0](x1._buf, x2._buf)
-                            out._buf = buf if shape else zero_d_buffer(buf, entry[1])
-                            out._meta = entry[1]
-                            out._shape = shape
-                            out._size = size
-                            out._base = None
-                            return out
-                    return slow(x1, x2)
-                if x1.__class__ in _SCALARS:
-                    return slow(x1, x2)
-            elif c2 is float or (c2 is int and x1.__class__ is NDArray and _int_fits(x2, x1._meta)):
+            if c2 is NDArray and x1.__class__ is NDArray:
+                entry = cache_get((x1._meta, x2._meta))
+                if entry is not None:
+                    shape = x1._shape
+                    if shape is x2._shape or shape == x2._shape:
+                        size = x1._size
+                    else:
+                        shape = broadcast_shapes(shape, x2._shape)
+                        size = prod(shape)
+                    if size < _state.limit:
+                        kernel, meta = entry
+                        out = _new(NDArray)
+                        buf = kernel(x1._buf, x2._buf)
+                        out._buf = buf if shape else zero_d_buffer(buf, meta)
+                        out._meta = meta
+                        out._shape = shape
+                        out._size = size
+                        out._base = None
+                        return out
+                return slow(x1, x2)
+            if c2 is float or (c2 is int and x1.__class__ is NDArray and _int_fits(x2, x1._meta)):
                 # ``x * 0.5``, ``x + 1``: inlined
                 if x1.__class__ is NDArray:
                     entry = cache_get((x1._meta, c2))
                     size = x1._size
                     if entry is not None and size < _state.limit:
+                        kernel, meta = entry
                         shape = x1._shape
                         out = _new(NDArray)
-                        buf = entry[0](x1._buf, x2)
-                        out._buf = buf if shape else zero_d_buffer(buf, entry[1])
-                        out._meta = entry[1]
+                        buf = kernel(x1._buf, x2)
+                        out._buf = buf if shape else zero_d_buffer(buf, meta)
+                        out._meta = meta
                         out._shape = shape
                         out._size = size
                         out._base = None
                         return out
                     return slow(x1, x2)
             elif c2 in _SCALARS and x1.__class__ is NDArray:
+                return slow(x1, x2)
+            elif c2 is NDArray and x1.__class__ in _SCALARS:
                 return slow(x1, x2)
             # Off the fast paths: a NumPy scalar is the (weak) Python scalar it holds.
             if isinstance(x2, _NP_SCALAR) and x1.__class__ is NDArray:
