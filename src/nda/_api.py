@@ -16,7 +16,7 @@ import numpy as np
 
 from . import _dtypes, _namespace, backends, layouts, ops
 from ._array import NDArray, new_array, up
-from ._execute import NOT_INTERCEPTED, TO_DEVICE, TO_LAYOUT, intercepted
+from ._execute import NOT_INTERCEPTED, TO_DEVICE, TO_LAYOUT, inline, intercepted
 from ._devices import ArrayMeta, Device, as_device, as_layout, strided
 from .engine import state as _state
 from ._dtypes import DType
@@ -124,7 +124,7 @@ def to_device(x: NDArray, device: Device | str, /, *, stream: Any = None) -> NDA
     def run() -> None:
         out._buf = backends.copy_buffer(x.device, x._buf, target)
 
-    if x._size < _state.limit:
+    if inline(x._size):
         run()
     else:
         route = f"{x.device} -> {target} ({'direct' if direct else 'through host memory'})"
@@ -158,7 +158,7 @@ def _to_layout(x: Any, layout: Any, /) -> Any:
             buf = conv.fn(buf)
         out._buf = buf
 
-    if x._size < _state.limit:
+    if inline(x._size):
         run()
     else:
         path = " -> ".join([chain[0].src.name] + [c.dst.name for c in chain])
@@ -177,7 +177,7 @@ def _layout_to_device(x: Any, target: Device) -> Any:
     def run() -> None:
         out._buf = dst.from_host(src.to_host(x._buf), target)
 
-    if x._size < _state.limit:
+    if inline(x._size):
         run()
     else:
         _state.push(run, (x,), (out,), target, "to_device", cost=x._size, route=f"{x._meta.device} -> {target} ({layout.name}, through host memory)")

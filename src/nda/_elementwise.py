@@ -32,7 +32,7 @@ from ._array import NDArray
 from ._devices import ArrayMeta
 from ._devices import strided as _STRIDED
 from ._dtypes import python_scalar
-from ._execute import NOT_INTERCEPTED, EntryCache, hooks, intercepted, run_elementwise, zero_d_buffer
+from ._execute import NOT_INTERCEPTED, EntryCache, hooks, inline, intercepted, run_elementwise, zero_d_buffer
 from .dispatch import resolve, resolve_plan
 from .engine import state as _state
 from .engine._queues import local as _writing
@@ -100,9 +100,12 @@ def make_unary(decl: OpDecl) -> Callable[..., NDArray]:
         found = intercepted(decl, (x,), {}, fn)
         if found is not NOT_INTERCEPTED:
             return found  # type: ignore[no-any-return]
-        plan = plan_fn(x)
-        kernel, meta = cache[x._meta] = _entry_from_plan(decl, plan)
-        if x._size < _state.limit:
+        entry = cache.get(x._meta) if x.__class__ is NDArray else None
+        if entry is None:
+            plan = plan_fn(x)  # validates: raises the TypeError of a wrong argument
+            entry = cache[x._meta] = _entry_from_plan(decl, plan)
+        kernel, meta = entry
+        if inline(x._size):
             return _inline1(kernel, x, meta)
         return run_elementwise(name, kernel, (x,), meta, x._shape)
 
@@ -166,7 +169,7 @@ def make_binary(decl: OpDecl) -> tuple[Callable[..., NDArray], Callable[..., Any
             shape = x1._shape if x1._shape == x2._shape else broadcast_shapes(x1._shape, x2._shape)
         kernel, meta = entry
         size = prod(shape)
-        if size < _state.limit:
+        if inline(size):
             buf = kernel(x1._buf if x1.__class__ is NDArray else x1, x2._buf if x2.__class__ is NDArray else x2)
             out = _new(NDArray)
             out._buf = buf if shape else zero_d_buffer(buf, meta)
@@ -294,7 +297,7 @@ def make_inplace(decl: OpDecl, attr: str) -> Callable[..., Any]:
             decl.plan(self, other)  # raises the OverflowError with its message
         kernel, direct = entry
         size = self._size
-        if direct and size < _state.limit:
+        if direct and inline(size):
             buf = self._buf
             kernel(buf, other._buf if other.__class__ is NDArray else other, buf)
             return self
@@ -310,7 +313,7 @@ def make_inplace(decl: OpDecl, attr: str) -> Callable[..., Any]:
             finally:
                 _writing.base = outer
 
-        if size < _state.limit:
+        if inline(size):
             run()
         else:
             reads = (self, other) if other.__class__ is NDArray else (self,)

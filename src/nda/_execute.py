@@ -38,7 +38,7 @@ from .ops._spec import Cast, Plan
 
 __all__ = [
     "EntryCache", "NOT_INTERCEPTED", "hooks", "intercepted", "unwrap", "cast_buffer", "base_of", "execute", "execute_multi", "execute_mutation",
-    "run_elementwise", "work_size", "zero_d_buffer", "notify_write", "TO_DEVICE", "TO_LAYOUT", "inplace_entry",
+    "run_elementwise", "work_size", "zero_d_buffer", "notify_write", "inline", "TO_DEVICE", "TO_LAYOUT", "inplace_entry",
 ]
 
 _new = object.__new__
@@ -95,6 +95,16 @@ def intercepted(op: Any, args: tuple[Any, ...], kwargs: dict[str, Any], proceed:
     if _ACTIVE[0] and _local.stack:
         return _intercept.call(op, args, kwargs, proceed)
     return NOT_INTERCEPTED
+
+
+def inline(size: int) -> bool:
+    """Whether an op touching ``size`` elements runs right here, on a slow path.
+
+    ``size < engine.state.limit``, as on the fast paths; while an interceptor is installed
+    somewhere ``limit`` is 0 (every call leaves its fast path to be looked at), and an op the
+    calling thread's interceptors let through runs inline under the engine's own limit.
+    """
+    return size < _state.limit or (bool(_state.watchers) and size < _state.inline_limit())
 
 
 def notify_write(target: Any, value: Any, what: str) -> None:
@@ -166,7 +176,7 @@ def execute(name: str, plan: Plan) -> NDArray:
     args, kwargs = plan.args, plan.kwargs
     size = work_size(plan, name)
     zero_d = not plan.out_shape
-    if size < _state.limit:
+    if inline(size):
         result = kernel(*unwrap(args), **kwargs)
         out._buf = zero_d_buffer(result, meta) if zero_d else result
         return out
@@ -200,7 +210,7 @@ def execute_mutation(name: str, plan: Plan, target: NDArray) -> None:
         finally:
             _writing.base = outer
 
-    if size < _state.limit:
+    if inline(size):
         run()
         return
     _state.push(run, plan.reads, (base,), plan.device, name, cost=size, route=kernel)
@@ -257,7 +267,7 @@ def execute_multi(name: str, plan: Plan, multi: bool, data_dependent: bool) -> l
         fill(result)
         return None
 
-    if size < _state.limit:
+    if inline(size):
         run()
     else:
         _state.push(run, plan.reads, tuple(outs), plan.device, name, cost=size, route=kernel)

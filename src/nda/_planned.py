@@ -37,7 +37,7 @@ from . import backends as _backends
 from ._array import HOST_READS, NDArray
 from ._devices import ArrayMeta
 from ._devices import strided as _STRIDED
-from ._execute import NOT_INTERCEPTED, _META, EntryCache, hooks, base_of, execute, execute_multi, execute_mutation, intercepted, notify_write, work_size, zero_d_buffer
+from ._execute import NOT_INTERCEPTED, _ACTIVE, _META, EntryCache, _local, hooks, inline, base_of, execute, execute_multi, execute_mutation, intercepted, notify_write, work_size, zero_d_buffer
 from .dispatch import resolve, resolve_plan
 from .engine import state as _state
 from .ops._spec import Cast, OpDecl, Plan
@@ -181,9 +181,14 @@ def make_generic(decl: OpDecl) -> Callable[..., Any]:
         else:
             fast_key = None
         key = _memo_key(args, kwargs, host_positions, host_names) if args and args[0].__class__ is NDArray else None
-        if key is not None:
-            entry = memo.get(key)
-            if entry is not None and entry[5] < _state.limit:
+        entry = memo.get(key) if key is not None else None
+        if entry is not None:
+            if not entry[5] < _state.limit:  # an interceptor is installed somewhere, or the engine is busy
+                if _ACTIVE[0] and _local.stack:
+                    return _intercept.call(decl, args, kwargs, fn)
+                if not inline(entry[5]):
+                    entry = None  # planned again, and ordered by the engine
+            if entry is not None:
                 kernel, meta, shape, steps, kernel_kwargs, work, size = entry
                 kernel_args = [
                     args[s[1]]._buf if s[0] == 0 else s[1] if s[0] == 2 else s[2](args[s[1]]._buf, s[3], copy=False)
