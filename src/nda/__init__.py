@@ -21,7 +21,7 @@ from ._api import __all__ as _api_all
 from ._composite import *  # noqa: F403
 from ._composite import __all__ as _composite_all
 from ._info import __array_namespace_info__, finfo, iinfo
-from . import fft, linalg
+from . import fft, linalg, random
 from . import autograd
 from . import ext
 from .hybrid import HybridizeWarning, hybridize
@@ -63,7 +63,7 @@ newaxis = None
 __all__ = sorted(
     set(_api_all)
     | (set(_composite_all) - {"fftfreq", "rfftfreq", "fftshift", "ifftshift"})
-    | {"__array_namespace_info__", "finfo", "iinfo", "fft", "linalg"}
+    | {"__array_namespace_info__", "finfo", "iinfo", "fft", "linalg", "random"}
     | {
         "NDArray", "Device", "Layout", "KernelKey", "ArrayMeta", "DType", "default_device",
         "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",

@@ -15,6 +15,8 @@ The contract (``nda.backends.contract``, API 1.2), member by member:
 * kernels: derived from the op catalog by name (:mod:`nda_cuda._kernels`, over
   array-api-compat's cupy namespace), each run on the device's stream with the device
   current; ``fallback_to_host = True`` covers every op CuPy has no fitting function for;
+  ``nda.random``'s Philox ops run as a CUDA kernel of their own (:mod:`nda_cuda._philox`),
+  bit-identical to the cpu kernels;
 * layouts: csr on ``cupyx.scipy.sparse`` (:mod:`nda_cuda._sparse`): storage, converters and
   cuSPARSE kernels; other ops on csr arrays take nda's layout fallback on the GPU;
 * memory: CuPy's memory pool (``memory_stats``, ``release_all`` -> ``free_all_blocks``);
@@ -146,11 +148,16 @@ class CudaBackend:
             import array_api_compat.cupy as namespace
         except ImportError:
             namespace = None  # CuPy's own names only; ops named differently fall back to the host
-        kernels, self.unmapped = _kernels.build(cupy, namespace)
+        from . import _philox  # nda.random: the Philox stream as a CUDA kernel (NVRTC, compiled on first use)
+
+        own = set(_philox.OPS)  # ops with kernels of their own, not derived from CuPy by name
+        kernels, self.unmapped = _kernels.build(cupy, namespace, {n: d for n, d in CATALOG.items() if n not in own})
         for spec in kernels:
             register_kernel(spec.op, CATALOG[spec.op].supported_dtypes, self._on_device(spec.fn, spec.source))
             self.sources[spec.op] = spec.source
         self._register_csr(register_kernel, {spec.op: spec.fn for spec in kernels})
+        _philox.register(register_kernel, _philox.PhiloxKernels(cupy, _philox.cupy_module(cupy)), self._on_device)
+        self.sources.update({op: "nda_cuda._philox (CUDA)" for op in _philox.OPS})
 
     def _register_csr(self, register_kernel: Callable[..., None], strided: dict[str, Callable[..., Any]]) -> None:
         """The csr layout on cupyx.scipy.sparse (:mod:`nda_cuda._sparse`)."""
