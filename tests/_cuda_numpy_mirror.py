@@ -34,7 +34,7 @@ from nda import Device
 from nda.backends import DeviceInfo, cpu_sparse
 from nda.ops import CATALOG
 import _philox_host
-from nda_cuda import _kernels, _philox, _sparse
+from nda_cuda import _einsum, _kernels, _philox, _sparse
 from nda_cuda._workarounds import to_device
 
 DEVICE = Device("cudamirror", 0)
@@ -85,7 +85,7 @@ class NumpyMirrorBackend:
         return [DeviceInfo(DEVICE, "nda-cuda kernel table over NumPy")]
 
     def register(self, register_kernel: Callable[..., None]) -> None:
-        own = set(_philox.OPS)  # as nda-cuda: these ops have kernels of their own
+        own = {*_philox.OPS, *_einsum.OPS}  # as nda-cuda: these ops have kernels of their own
         kernels, self.unmapped = _kernels.build(cupy_model, compat_model, {n: d for n, d in CATALOG.items() if n not in own})
         for spec in kernels:
             register_kernel(spec.op, CATALOG[spec.op].supported_dtypes, spec.fn)
@@ -100,6 +100,8 @@ class NumpyMirrorBackend:
             return layer.csr(host.data.copy(), host.indices.copy(), host.indptr.copy(), tuple(host.shape))
 
         self.csr_sources = _sparse.register(register_kernel, layer, to_host=to_host, from_host=from_host, wrap=lambda fn, source: fn)
+        _einsum.register(register_kernel, cupy_model, lambda fn, source: fn)
+        self.sources["einsum"] = "cupy_model.einsum (nda_cuda._einsum)"
         # nda-cuda's Philox kernels (nda.random): its CUDA source compiled by the host C compiler
         # and launched by its own launch code (tests/_philox_host.py); without a C compiler the
         # random ops take the host fallback here.

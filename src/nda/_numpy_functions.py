@@ -574,6 +574,29 @@ def _tensordot(c: _Call, a: Any, b: Any, axes: Any = 2) -> Any:
     return _api.tensordot(c.array(a), c.array(b), axes=axes)
 
 
+@_register(np.einsum)
+def _einsum(c: _Call, *operands: Any, out: Any = None, optimize: Any = False, **kw: Any) -> Any:
+    _check_defaults(c.name, kw, dtype=None, order="K", casting="safe")
+    _leftover(c.name, kw)
+    if operands and isinstance(operands[0], str):
+        args = [operands[0], *c.arrays(operands[1:])]
+    else:  # interleaved: arrays at even positions, sublists at odd ones, and maybe the output's sublist last
+        args = list(operands)
+        last = len(args) - 1 if len(args) % 2 and len(args) > 2 else len(args)  # an odd count ends with the output's
+        for i in range(0, last, 2):
+            args[i] = c.array(args[i])
+    return _store(c.name, out, _composite.einsum(*args, optimize=optimize))
+
+
+@_register(np.einsum_path)
+def _einsum_path(c: _Call, *operands: Any, optimize: Any = "greedy", einsum_call: Any = False) -> Any:
+    if einsum_call:
+        raise _unsupported(c.name, "einsum_call", einsum_call)
+    if operands and isinstance(operands[0], str):
+        return _composite.einsum_path(operands[0], *c.arrays(operands[1:]), optimize=optimize)
+    raise _refuse(c.name, "the interleaved form of einsum_path runs on host copies")
+
+
 @_register(np.outer)
 def _outer(c: _Call, a: Any, b: Any, out: Any = None) -> Any:
     return _store(c.name, out, _linalg.outer(_flat(c.array(a)), _flat(c.array(b))))

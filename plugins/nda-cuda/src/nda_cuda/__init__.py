@@ -148,9 +148,9 @@ class CudaBackend:
             import array_api_compat.cupy as namespace
         except ImportError:
             namespace = None  # CuPy's own names only; ops named differently fall back to the host
-        from . import _philox  # nda.random: the Philox stream as a CUDA kernel (NVRTC, compiled on first use)
+        from . import _einsum, _philox  # kernels of their own (_philox: nda.random's CUDA kernel, NVRTC)
 
-        own = set(_philox.OPS)  # ops with kernels of their own, not derived from CuPy by name
+        own = {*_philox.OPS, *_einsum.OPS}  # ops with kernels of their own, not derived from CuPy by name
         kernels, self.unmapped = _kernels.build(cupy, namespace, {n: d for n, d in CATALOG.items() if n not in own})
         for spec in kernels:
             register_kernel(spec.op, CATALOG[spec.op].supported_dtypes, self._on_device(spec.fn, spec.source))
@@ -158,6 +158,8 @@ class CudaBackend:
         self._register_csr(register_kernel, {spec.op: spec.fn for spec in kernels})
         _philox.register(register_kernel, _philox.PhiloxKernels(cupy, _philox.cupy_module(cupy)), self._on_device)
         self.sources.update({op: "nda_cuda._philox (CUDA)" for op in _philox.OPS})
+        _einsum.register(register_kernel, cupy, self._on_device)
+        self.sources["einsum"] = "cupy.einsum (nda_cuda._einsum)"
 
     def _register_csr(self, register_kernel: Callable[..., None], strided: dict[str, Callable[..., Any]]) -> None:
         """The csr layout on cupyx.scipy.sparse (:mod:`nda_cuda._sparse`)."""

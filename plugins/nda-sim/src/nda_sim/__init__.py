@@ -44,7 +44,7 @@ __all__ = ["SimBackend", "SimBuffer", "backend", "NATIVE_OPS"]
 _PREALLOCATED = {"zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like"}
 _OTHER_NATIVE = {
     "sum", "prod", "mean", "max", "min", "arange", "asarray", "astype", "reshape", "permute_dims",
-    "expand_dims", "squeeze", "flip", "broadcast_to", "getitem", "setitem", "matmul", "vecdot", "where",
+    "expand_dims", "squeeze", "flip", "broadcast_to", "getitem", "setitem", "matmul", "vecdot", "einsum", "where",
     # nda.random: the Philox stream, computed on the device (its values do not depend on the device)
     "random.philox_uniform", "random.philox_normal", "random.philox_exponential", "random.philox_integers",
 }

@@ -1,4 +1,4 @@
-"""Case generators for nda's own additions to the standard: the Philox ops of ``nda.random``.
+"""Case generators for nda's own additions to the standard: the Philox ops of ``nda.random``, ``einsum``.
 
 Random ops are creation ops whose values are a function of ``(key, counter)``: a case draws
 a shape, a key, a counter (near the carries of its 32-bit words and the 2**128 wrap as often
@@ -20,7 +20,7 @@ from nda._dtypes import DType
 
 from .. import strategies as nst
 from ._cases import DEVICE, Case
-from ._generators import _composite
+from ._generators import _arr, _composite
 
 __all__ = ["MORE"]
 
@@ -47,9 +47,36 @@ def _random(draw: Any, op: str, dtype: DType) -> Case:
     return Case(op, (draw(nst.shapes()),), kwargs, signed_zeros=True)
 
 
+_EINSUM = [
+    ("ij,jk->ik", ((2, 3), (3, 4))), ("ij,jk", ((0, 3), (3, 2))), ("ii->i", ((3, 3),)), ("ij->ji", ((2, 3),)),
+    ("...ij,...jk", ((2, 2, 3), (1, 3, 2))), ("i,i", ((4,), (4,))), ("ij,jk,kl->il", ((2, 3), (3, 1), (1, 2))),
+    ("", ((),)), ("ij,ij->", ((2, 3), (2, 1))), ("bij->b", ((2, 3, 3),)),
+]
+
+
+@_composite
+def _einsum(draw: Any, op: str, dtype: DType) -> Case:
+    """Explicit and implicit subscripts, ellipses, diagonals, broadcast sizes of 1, empty operands;
+    values small so that integer sums do not overflow differently from NumPy."""
+    spec, shapes = draw(st.sampled_from(_EINSUM))
+    arrays = [draw(_arr(dtype, shape, _small)) for shape in shapes]
+    kwargs = {"optimize": draw(st.sampled_from([False, True]))} if len(shapes) > 2 else {}
+    return Case(op, (spec, arrays), kwargs)  # the catalog op's form: the operands as one sequence
+
+
+def _small(a: np.ndarray) -> np.ndarray:
+    if a.dtype.kind in "iu":
+        return a % 4
+    if a.dtype.kind in "fc":
+        with np.errstate(invalid="ignore"):
+            return np.where(np.isfinite(a), np.clip(a.real, -8, 8), 1.0).astype(a.dtype) if a.dtype.kind == "f" else np.where(np.isfinite(a), a, 1.0).astype(a.dtype)
+    return a
+
+
 MORE: dict[str, Any] = {}
 for _names, _builder in [
     (("random.philox_uniform", "random.philox_normal", "random.philox_exponential", "random.philox_integers"), _random),
+    (("einsum",), _einsum),
 ]:
     for _name in _names:
         MORE[_name] = _builder
