@@ -29,7 +29,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from . import backends, layouts
+from . import _display, backends, layouts
 from ._devices import ArrayMeta, Device, Layout
 from ._dtypes import DType
 from .ops._spec import Array
@@ -257,13 +257,13 @@ class NDArray(Array):
     def __repr__(self) -> str:
         if self._meta.layout.name != "strided":
             return layouts.sparse_repr(self)
-        return self._repr_of(self._host())
+        return self._repr_of(_display.host_for_display(self))  # a large device array: only its corners
 
     def _repr_of(self, host: np.ndarray) -> str:
         """NumPy's repr of the data, plus ``device=``/``layout=`` when they are not the defaults."""
         if self._meta.layout.name != "strided":
             return layouts.sparse_repr(self)
-        body = np.array_repr(host)
+        body = _display.array_repr(host)
         dev = self._meta.device
         extras = []
         if dev.type != "cpu" or dev.index != 0:
@@ -277,7 +277,7 @@ class NDArray(Array):
     def __str__(self) -> str:
         if self._meta.layout.name != "strided":
             return repr(self)
-        return np.array_str(self._host())
+        return _display.array_str(_display.host_for_display(self))
 
     def _repr_html_(self) -> str:
         """The notebook view: shape, dtype, device, layout, readiness, nbytes and values.
@@ -290,7 +290,10 @@ class NDArray(Array):
         truncated the way NumPy truncates them (``np.get_printoptions()``); a non-strided
         (sparse) layout also shows its number of stored non-zeros and the density.
         """
-        return _html(self, *_fetch_for_display(self))
+        try:
+            return _html(self, *_fetch_for_display(self))
+        except Exception as err:  # noqa: BLE001 - a failed op: its error, once and short (nda._display)
+            return _display.failure_bundle(self, err)["text/html"]
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         """``text/plain`` and ``text/html`` from one wait.
@@ -299,7 +302,10 @@ class NDArray(Array):
         it, IPython renders ``text/plain`` (``repr``, which waits) before ``text/html``, and
         the HTML view could never see that the array was still pending.
         """
-        host, pending, waited = _fetch_for_display(self)
+        try:
+            host, pending, waited = _fetch_for_display(self)
+        except Exception as err:  # noqa: BLE001 - a failed op: its error, once and short (nda._display)
+            return _display.failure_bundle(self, err)
         return {"text/plain": self._repr_of(host), "text/html": _html(self, host, pending, waited)}
 
     def __format__(self, spec: str) -> str:
@@ -351,7 +357,7 @@ def _fetch_for_display(array: NDArray) -> tuple[np.ndarray, bool, float]:
     if array._meta.layout.name != "strided":
         host = layouts.host_buffer(array)  # the stored parts: a display never densifies
     else:
-        host = array._host()  # raises a failed op's error, with its note
+        host = _display.host_for_display(array)  # raises a failed op's error, with its note
     return host, pending, perf_counter() - start
 
 
@@ -380,8 +386,7 @@ def _html(array: NDArray, host: np.ndarray, pending: bool, waited: float) -> str
     if meta.layout.name != "strided" and isinstance(array, NDArray):
         values = layouts.sparse_repr(array)
     else:
-        data = np.asarray(host)
-        values = np.array2string(data, separator=", ") if data.ndim else repr(data.item())
+        values = _display.array2string(host, separator=", ") if host.ndim else repr(np.asarray(host).item())
     return (
         '<div class="nda-ndarray" style="font-family:var(--jp-code-font-family, monospace);font-size:var(--jp-code-font-size, 13px)">'
         f"<div><b>nda.NDArray</b> {header}</div>"
