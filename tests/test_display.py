@@ -234,6 +234,28 @@ def test_timeline_draws_lanes_ops_and_marks_and_writes_a_png(tmp_path):
     assert any(t.get_text() == "phase 2" for t in ax.texts)
 
 
+@pytest.mark.parametrize("marks", [
+    [0.0, 0.0001, 0.0002, 0.0003, 0.0004, 0.0005],  # many marks at almost one time
+    [0.0, 0.004, 0.014, 0.024],  # the demo's: a short cpu run, then the others
+    [0.0, 0.05, 0.0501, 0.09],
+], ids=["bunched", "demo", "spread"])
+def test_timeline_mark_labels_never_overlap(marks):
+    pytest.importorskip("matplotlib")
+    prof = _profile(("matmul", "cpu:0", "MainThread", 0.0, 0.1), ("matmul", "sim:0", "nda-sim0-stream", 0.0, 0.1))
+    prof.marks = [(t, label) for t, label in zip(marks, ["cpu:0 alone", "sim:0 alone", "sim:1 alone", "all at once", "mark five", "mark six"])]
+    ax = prof.timeline()
+    ax.figure.canvas.draw()
+    renderer = ax.figure.canvas.get_renderer()
+    boxes = [t.get_window_extent(renderer) for t in ax.texts]
+    assert len(boxes) == len(marks)
+    for i in range(len(boxes)):
+        for j in range(i + 1, len(boxes)):
+            assert not boxes[i].overlaps(boxes[j]), (ax.texts[i].get_text(), ax.texts[j].get_text())
+    import matplotlib.pyplot as plt
+
+    plt.close(ax.figure)
+
+
 def test_timeline_into_a_given_axes_and_with_nothing_recorded():
     pytest.importorskip("matplotlib")
     from matplotlib.figure import Figure
