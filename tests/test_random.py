@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import math
+import os
 import pickle
 import shutil
 import subprocess
@@ -495,3 +496,39 @@ def test_cuda_draws_the_same_bits_as_cpu(name, call, dtypes):
         assert draws["cuda"] == draws["cpu"], f"{name} {dtype}"
     big = {dev: bits_of(nda.random.default_rng(1).standard_normal(1_000_003, device=dev)) for dev in ("cpu", "cuda")}
     assert big["cuda"] == big["cpu"]
+
+
+# ----------------------------------------------------------------------------- the cpu kernel's threads
+
+@pytest.mark.parametrize("n", [1, 2 * _philox.CHUNK + 5, 9 * _philox.CHUNK * 4 + 3, 300_001])
+def test_the_threaded_cpu_kernels_equal_the_single_threaded_reference(n):
+    """The cpu backend spreads chunks over threads; the values must not depend on the split."""
+    from nda.backends.cpu import _ChunkRunner
+
+    key, counter = (11, 12), 2**64 - 3 * _philox.CHUNK
+    for threads in (2, 3, 8):
+        run = _ChunkRunner(threads)
+        for dtype in (nda.float64, nda.float32):
+            for name, args in (("uniform", (-1.0, 3.0)), ("normal", (2.0, 0.5)), ("exponential", (1.5,))):
+                want = getattr(_philox, name)((n,), key, counter, *args, dtype)
+                got = _philox.IMPLEMENTATIONS[name]((n,), key, counter, *args, dtype, run)
+                assert got.tobytes() == want.tobytes(), (name, dtype, threads)
+        for low, span, dtype in ((-3, 1000, nda.int16), (0, 2**63 + 5, nda.uint64)):
+            want = _philox.integers((n,), key, counter, low, span, dtype)
+            assert _philox.IMPLEMENTATIONS["integers"]((n,), key, counter, low, span, dtype, run).tobytes() == want.tobytes()
+    assert "threaded" in nda.dispatch.explain("random.philox_uniform", (3,), key=(1, 2)).kernel.qualname or (os.cpu_count() or 1) < 2
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_the_cpu_kernels_threads_work_after_a_fork():
+    import multiprocessing
+
+    big = nda.random.default_rng(3).random(200_000).asnumpy()  # the pool exists now
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(1) as pool:
+        child = pool.apply(_draw_in_child, ())
+    assert child == big.tobytes()
+
+
+def _draw_in_child() -> bytes:
+    return nda.random.default_rng(3).random(200_000).asnumpy().tobytes()

@@ -31,8 +31,11 @@ from typing import Any, Callable
 
 import numpy as np
 
+#: ``run(work, chunk_starts)``: calls ``work`` on ranges of chunk starts (see :func:`_generate`).
+Runner = Callable[[Callable[[range], None], range], None]
+
 __all__ = [
-    "M0", "M1", "W0", "W1", "ROUNDS", "CHUNK", "philox", "blocks",
+    "M0", "M1", "W0", "W1", "ROUNDS", "CHUNK", "philox", "blocks", "Runner", "IMPLEMENTATIONS",
     "bits", "uniform", "normal", "exponential", "integers", "log01", "cossin_2pi",
     "LOG_COEFFS", "SIN_COEFFS", "COS_COEFFS", "LN2_HI", "LN2_LO", "SQRT_HALF", "TWO_PI",
 ]
@@ -107,18 +110,31 @@ def blocks(n: int, per_block: int) -> int:
 
 
 def _generate(shape: tuple[int, ...], dtype: Any, key: tuple[int, int], counter: int, per_block: int,
-              fill: Callable[[np.ndarray, np.ndarray, np.ndarray], None]) -> np.ndarray:
+              fill: Callable[[np.ndarray, np.ndarray, np.ndarray], None], run: Runner | None = None) -> np.ndarray:
     """An array of ``shape``: each chunk of blocks is made by :func:`philox`, then ``fill(out_chunk, X, Y)``
-    writes its ``per_block * m`` values (as an ``(m, per_block)`` array)."""
+    writes its ``per_block * m`` values (as an ``(m, per_block)`` array).
+
+    ``run(work, parts)`` (optional) calls ``work(part)`` for each contiguous range of chunks,
+    on threads if it likes (the cpu backend's kernels do): each chunk is a function of its
+    block numbers alone, so the values do not depend on how the chunks are split.
+    """
     n = math.prod(shape)
     total = blocks(n, per_block)
     out = np.empty(total * per_block, dtype=dtype)
-    scratch = np.empty((3, 2, min(total, CHUNK)), dtype=np.uint64)
-    X, Y, P = scratch
-    for start in range(0, total, CHUNK):
-        m = min(CHUNK, total - start)
-        philox(key, counter, start, m, X, Y, P)
-        fill(out[start * per_block:(start + m) * per_block].reshape(m, per_block), X[:, :m], Y[:, :m])
+    starts = range(0, total, CHUNK)
+
+    def work(part: range) -> None:
+        scratch = np.empty((3, 2, min(total, CHUNK)), dtype=np.uint64)
+        X, Y, P = scratch
+        for start in part:
+            m = min(CHUNK, total - start)
+            philox(key, counter, start, m, X, Y, P)
+            fill(out[start * per_block:(start + m) * per_block].reshape(m, per_block), X[:, :m], Y[:, :m])
+
+    if run is None or len(starts) < 2:
+        work(starts)
+    else:
+        run(work, starts)
     return out[:n].reshape(shape)
 
 
@@ -129,22 +145,22 @@ def _u53(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
 
 # --------------------------------------------------------------------------- the ops' kernels
 
-def bits(shape: tuple[int, ...], key: tuple[int, int], counter: int, dtype: Any, device: Any = None) -> np.ndarray:
+def _bits(shape: tuple[int, ...], key: tuple[int, int], counter: int, dtype: Any, run: Runner | None = None) -> np.ndarray:
     """Raw words: uint32 values are the words in order; uint64 values ``w[2j] | w[2j+1] << 32``."""
     if dtype.numpy == np.uint32:
         def fill(o: np.ndarray, X: np.ndarray, Y: np.ndarray) -> None:
             o[:, 0::2] = X.T
             o[:, 1::2] = Y.T
 
-        return _generate(shape, np.uint32, key, counter, 4, fill)
+        return _generate(shape, np.uint32, key, counter, 4, fill, run)
 
     def fill64(o: np.ndarray, X: np.ndarray, Y: np.ndarray) -> None:
         np.bitwise_or(X, Y << _S32, out=o.T)
 
-    return _generate(shape, np.uint64, key, counter, 2, fill64)
+    return _generate(shape, np.uint64, key, counter, 2, fill64, run)
 
 
-def uniform(shape: tuple[int, ...], key: tuple[int, int], counter: int, low: float, span: float, dtype: Any, device: Any = None) -> np.ndarray:
+def _uniform(shape: tuple[int, ...], key: tuple[int, int], counter: int, low: float, span: float, dtype: Any, run: Runner | None = None) -> np.ndarray:
     """``low + span * u``, ``u`` in [0, 1) from 53 bits (float64: 2 words a value) or 24 bits (float32: 1 word)."""
     dt = dtype.numpy
     low_, span_ = dt.type(low), dt.type(span)
@@ -157,7 +173,7 @@ def uniform(shape: tuple[int, ...], key: tuple[int, int], counter: int, low: flo
                 np.multiply(t, span_, out=t)
                 np.add(t, low_, out=t)
 
-        return _generate(shape, dt, key, counter, 2, fill)
+        return _generate(shape, dt, key, counter, 2, fill, run)
 
     def fill32(o: np.ndarray, X: np.ndarray, Y: np.ndarray) -> None:
         for half, words in ((o[:, 0::2], X), (o[:, 1::2], Y)):
@@ -167,10 +183,10 @@ def uniform(shape: tuple[int, ...], key: tuple[int, int], counter: int, low: flo
                 np.multiply(t, span_, out=t)
                 np.add(t, low_, out=t)
 
-    return _generate(shape, dt, key, counter, 4, fill32)
+    return _generate(shape, dt, key, counter, 4, fill32, run)
 
 
-def normal(shape: tuple[int, ...], key: tuple[int, int], counter: int, loc: float, scale: float, dtype: Any, device: Any = None) -> np.ndarray:
+def _normal(shape: tuple[int, ...], key: tuple[int, int], counter: int, loc: float, scale: float, dtype: Any, run: Runner | None = None) -> np.ndarray:
     """``loc + scale * z``: Box-Muller on pairs of uniforms, in float64 (rounded once to float32 for float32)."""
     dt = dtype.numpy
     loc_, scale_ = dt.type(loc), dt.type(scale)
@@ -181,7 +197,7 @@ def normal(shape: tuple[int, ...], key: tuple[int, int], counter: int, loc: floa
             t = _u53(X[1], Y[1]) * 2.0 ** -53
             _box_muller(u1, t, o[:, 0], o[:, 1], loc_, scale_)
 
-        return _generate(shape, dt, key, counter, 2, fill)
+        return _generate(shape, dt, key, counter, 2, fill, run)
 
     def fill32(o: np.ndarray, X: np.ndarray, Y: np.ndarray) -> None:
         # two pairs a block: (x0, x1) and (x2, x3); u1 = (w + 1/2) / 2**32, t = w / 2**32
@@ -190,7 +206,7 @@ def normal(shape: tuple[int, ...], key: tuple[int, int], counter: int, loc: floa
         o3 = o.reshape(o.shape[0], 2, 2)
         _box_muller(u1.T, t.T, o3[:, :, 0], o3[:, :, 1], loc_, scale_)
 
-    return _generate(shape, dt, key, counter, 4, fill32)
+    return _generate(shape, dt, key, counter, 4, fill32, run)
 
 
 def _box_muller(u1: np.ndarray, t: np.ndarray, out_cos: np.ndarray, out_sin: np.ndarray, loc: Any, scale: Any) -> None:
@@ -202,7 +218,7 @@ def _box_muller(u1: np.ndarray, t: np.ndarray, out_cos: np.ndarray, out_sin: np.
         np.add(out, loc, out=out)
 
 
-def exponential(shape: tuple[int, ...], key: tuple[int, int], counter: int, scale: float, dtype: Any, device: Any = None) -> np.ndarray:
+def _exponential(shape: tuple[int, ...], key: tuple[int, int], counter: int, scale: float, dtype: Any, run: Runner | None = None) -> np.ndarray:
     """``scale * (0 - log(u))``, ``u`` in (0, 1]: ``1 - a/2**53`` (float64) or ``(w + 1/2)/2**32`` (float32)."""
     dt = dtype.numpy
     scale_ = dt.type(scale)
@@ -212,7 +228,7 @@ def exponential(shape: tuple[int, ...], key: tuple[int, int], counter: int, scal
             t[...] = 0.0 - log01(1.0 - _u53(X, Y) * 2.0 ** -53)
             np.multiply(t, scale_, out=t)
 
-        return _generate(shape, dt, key, counter, 2, fill)
+        return _generate(shape, dt, key, counter, 2, fill, run)
 
     def fill32(o: np.ndarray, X: np.ndarray, Y: np.ndarray) -> None:
         for half, words in ((o[:, 0::2], X), (o[:, 1::2], Y)):
@@ -220,10 +236,10 @@ def exponential(shape: tuple[int, ...], key: tuple[int, int], counter: int, scal
             t[...] = 0.0 - log01((words + 0.5) * 2.0 ** -32)
             np.multiply(t, scale_, out=t)
 
-    return _generate(shape, dt, key, counter, 4, fill32)
+    return _generate(shape, dt, key, counter, 4, fill32, run)
 
 
-def integers(shape: tuple[int, ...], key: tuple[int, int], counter: int, low: int, span: int, dtype: Any, device: Any = None) -> np.ndarray:
+def _integers(shape: tuple[int, ...], key: tuple[int, int], counter: int, low: int, span: int, dtype: Any, run: Runner | None = None) -> np.ndarray:
     """``low + floor(U * span / 2**k)``: ``U`` a 64-bit value (``k = 64``, for ``span <= 2**32``) or a
     128-bit one (``k = 128``, one block a value, for larger spans of the 64-bit dtypes)."""
     dt = dtype.numpy
@@ -241,7 +257,7 @@ def integers(shape: tuple[int, ...], key: tuple[int, int], counter: int, low: in
             # floor((hi * 2**32 + lo) * r / 2**64) = (hi*r + (lo*r >> 32)) >> 32, no term overflows
             store(o.T, ((Y * r) + ((X * r) >> _S32)) >> _S32)
 
-        return _generate(shape, dt, key, counter, 2, fill)
+        return _generate(shape, dt, key, counter, 2, fill, run)
 
     def fill128(o: np.ndarray, X: np.ndarray, Y: np.ndarray) -> None:
         u_lo = X[0] | (Y[0] << _S32)
@@ -254,7 +270,7 @@ def integers(shape: tuple[int, ...], key: tuple[int, int], counter: int, low: in
         carry = ((lo + high_of_lo) < lo).astype(np.uint64)
         store(o[:, 0], hi + carry)
 
-    return _generate(shape, dt, key, counter, 1, fill128)
+    return _generate(shape, dt, key, counter, 1, fill128, run)
 
 
 def _mul64(a: np.ndarray, b: int) -> tuple[np.ndarray, np.ndarray]:
@@ -266,6 +282,41 @@ def _mul64(a: np.ndarray, b: int) -> tuple[np.ndarray, np.ndarray]:
     high = p11 + (p01 >> _S32) + (p10 >> _S32) + (mid >> _S32)
     low = (mid << _S32) | (p00 & _MASK)
     return high, low
+
+
+# --------------------------------------------------------------------------- the kernels (reference signatures)
+# The catalog's references (and the cpu and sim kernels): the ops' kernel convention. The cpu
+# backend calls the implementations above with a ``run`` of its own (chunks on threads).
+
+def bits(shape: tuple[int, ...], key: tuple[int, int], counter: int, dtype: Any, device: Any = None) -> np.ndarray:
+    """Raw words: uint32 values are the words in order; uint64 values ``w[2j] | w[2j+1] << 32``."""
+    return _bits(shape, key, counter, dtype)
+
+
+def uniform(shape: tuple[int, ...], key: tuple[int, int], counter: int, low: float, span: float, dtype: Any, device: Any = None) -> np.ndarray:
+    """``low + span * u``, ``u`` in [0, 1) from 53 bits (float64: 2 words a value) or 24 bits (float32: 1 word)."""
+    return _uniform(shape, key, counter, low, span, dtype)
+
+
+def normal(shape: tuple[int, ...], key: tuple[int, int], counter: int, loc: float, scale: float, dtype: Any, device: Any = None) -> np.ndarray:
+    """``loc + scale * z``: Box-Muller on pairs of uniforms, in float64 (rounded once to float32 for float32)."""
+    return _normal(shape, key, counter, loc, scale, dtype)
+
+
+def exponential(shape: tuple[int, ...], key: tuple[int, int], counter: int, scale: float, dtype: Any, device: Any = None) -> np.ndarray:
+    """``scale * (0 - log(u))``, ``u`` in (0, 1]."""
+    return _exponential(shape, key, counter, scale, dtype)
+
+
+def integers(shape: tuple[int, ...], key: tuple[int, int], counter: int, low: int, span: int, dtype: Any, device: Any = None) -> np.ndarray:
+    """``low + floor(U * span / 2**k)`` (see :mod:`nda.ops.random`)."""
+    return _integers(shape, key, counter, low, span, dtype)
+
+
+#: The implementations behind each reference, taking ``run`` last (for the cpu backend's kernels).
+IMPLEMENTATIONS: dict[str, Callable[..., np.ndarray]] = {
+    "uniform": _uniform, "normal": _normal, "exponential": _exponential, "integers": _integers,
+}
 
 
 # --------------------------------------------------------------------------- portable log, cos, sin
