@@ -217,3 +217,18 @@ def test_random_contractions_match_numpy(data):
     for device in DEVICES:
         got = nda.einsum(spec, *[nda.asarray(a, device=device) for a in host])
         np.testing.assert_allclose(got.asnumpy(), want, rtol=1e-10, atol=1e-10, err_msg=spec)
+
+
+def test_hybridize_and_explain_see_the_op():
+    def f(x, y):
+        return nda.einsum("ij,jk->ik", x, y) * 2
+
+    a, b = arrays([(2, 3), (3, 4)])
+    x, y = nda.asarray(a), nda.asarray(b)
+    fast = nda.hybridize(f)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", nda.HybridizeWarning)
+        for _ in range(3):
+            np.testing.assert_allclose(fast(x, y).asnumpy(), 2 * a @ b)
+    ex = nda.dispatch.explain("einsum", "ij,jk->ik", [x, y])
+    assert ex.kernel.backend == "cpu" and "einsum" in ex.kernel.qualname

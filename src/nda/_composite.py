@@ -259,6 +259,22 @@ def einsum(*operands: Any, optimize: bool | str | list[Any] = False) -> NDArray:
     return _api().einsum(subscripts, arrays, optimize=optimize)  # type: ignore[no-any-return]
 
 
+def _einsum_metadata() -> None:
+    """``nda.einsum`` is the catalog op ``einsum`` in NumPy's calling convention. Autograd and
+    hybridize see the op itself (this function calls it through ``nda._api``);
+    ``nda.dispatch.explain("einsum", subscripts, [x, y])`` takes the catalog's form."""
+    import inspect
+
+    P = inspect.Parameter
+    einsum.__signature__ = inspect.Signature([  # type: ignore[attr-defined]
+        P("subscripts", P.POSITIONAL_ONLY), P("operands", P.VAR_POSITIONAL), P("optimize", P.KEYWORD_ONLY, default=False),
+    ])
+    einsum.__module__ = "nda"
+
+
+_einsum_metadata()
+
+
 def einsum_path(*operands: Any, optimize: bool | str | list[Any] = "greedy") -> tuple[list[Any], str]:
     """``numpy.einsum_path`` for these operands: the contraction order and its report (from shapes and dtypes only)."""
     from .ops.einsum import check_optimize, parse
