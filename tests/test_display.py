@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import textwrap
 import sys
@@ -154,7 +155,9 @@ def test_ipython_shows_a_failed_array_once():
         shell.run_cell("y")
         """
     )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    # the threaded engine: the error must surface at the display (the naive one raises at the call)
+    env = {**os.environ, "NDA_ENGINE": "threaded"}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env)
     shown = done.stdout + done.stderr
     assert shown.count("index 50 is out of bounds") == 1, shown
     assert "op 'take'" in shown or "op 'getitem'" in shown, shown
