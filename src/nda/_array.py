@@ -291,9 +291,10 @@ class NDArray(Array):
         (sparse) layout also shows its number of stored non-zeros and the density.
         """
         try:
-            return _html(self, *_fetch_for_display(self))
+            fetched = _fetch_for_display(self)
         except Exception as err:  # noqa: BLE001 - a failed op: its error, once and short (nda._display)
             return _display.failure_bundle(self, err)["text/html"]
+        return _html(self, *fetched)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         """``text/plain`` and ``text/html`` from one wait.
