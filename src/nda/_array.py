@@ -282,9 +282,10 @@ class NDArray(Array):
     def _repr_html_(self) -> str:
         """The notebook view: shape, dtype, device, layout, readiness, nbytes and values.
 
-        Displaying is a sync point like ``repr``: it waits for pending writes and raises the
-        error of a failed op (with its note naming the op and the line that issued it)
-        instead of rendering something that hides it. Whether the array was still being
+        Displaying is a sync point like ``repr``: it waits for pending writes. The array of a
+        failed op shows that op's error, once and short (its type and message, the op, the
+        line that issued it, the device; the full traceback folded: ``nda._display``) where
+        ``repr`` raises it. Only what is printed is copied from a device. Whether the array was still being
         computed when it was displayed is recorded before waiting, so the header says
         ``ready`` or ``pending → ready`` with the time the display waited. Values are
         truncated the way NumPy truncates them (``np.get_printoptions()``); a non-strided
