@@ -16,6 +16,10 @@ same process and the same rounds.
 * element-wise ops (issue 28, :func:`elementwise`): add, multiply, exp, where, a comparison and a
   cast at float32 and float64 on 64M elements against CuPy and PyTorch, with the floor from the
   measured bandwidth of a device-to-device copy; target nda <= 1.10x PyTorch.
+* random numbers (:func:`random_section`, also alone: ``python -m benchmarks.gpu --random``):
+  ``nda.random`` (its own Philox4x32-10 CUDA kernel, bit-identical to cpu) against
+  ``cupy.random`` (cuRAND) for ``random`` and ``standard_normal``, float32 and float64, at
+  1M and 64M values, each timed to completion; target nda/CuPy <= 1.2x.
 
 Without a GPU (or without nda-cuda) every case is skipped with the probe's reason.
 """
@@ -280,6 +284,33 @@ def elementwise_table(result: dict[str, Any]) -> str:
         torch = f"   torch {r['torch'] * 1e3:7.3f} ms   nda/torch {r['nda'] / r['torch']:.2f}x" if "torch" in r else ""
         out.append(f"  {name:<17} cupy {r['cupy'] * 1e3:7.3f} ms   nda {r['nda'] * 1e3:7.3f} ms{torch}   "
                    f"floor {r['floor'] * 1e3:7.3f} ms   nda/floor {r['nda'] / r['floor']:.2f}x")
+def random_section(rounds: int) -> dict[str, dict[str, float]]:
+    """``nda.random`` on cuda against ``cupy.random``: seconds per call, to completion (both synchronised)."""
+    import cupy
+
+    rng = nda.random.default_rng(0, device="cuda")
+    cp_rng = cupy.random.default_rng(0)
+    sync = cupy.cuda.get_current_stream().synchronize
+    cases: dict[str, dict[str, Callable[[], Any]]] = {}
+    for n in (1_000_000, 64 * 1024 * 1024):
+        for dtype, cp_dtype in ((nda.float32, cupy.float32), (nda.float64, cupy.float64)):
+            label = f"{n:,} {dtype.name}"
+
+            def pair(nda_fn: Callable[[], Any], cupy_fn: Callable[[], Any]) -> dict[str, Callable[[], Any]]:
+                return {"cupy": lambda: (cupy_fn(), sync()), "nda": lambda: nda_fn().wait_to_read()}
+
+            cases[f"random {label}"] = pair(lambda n=n, d=dtype: rng.random(n, dtype=d), lambda n=n, d=cp_dtype: cupy.random.random(n, dtype=d))
+            cases[f"standard_normal {label}"] = pair(lambda n=n, d=dtype: rng.standard_normal(n, dtype=d),
+                                                     lambda n=n, d=cp_dtype: cupy.random.standard_normal(n, dtype=d))
+            cases[f"standard_normal {label} (cupy Generator)"] = pair(lambda n=n, d=dtype: rng.standard_normal(n, dtype=d),
+                                                                      lambda n=n, d=cp_dtype: cp_rng.standard_normal(n, dtype=d))
+    return {name: alternate(fns, rounds, 1) for name, fns in cases.items()}
+
+
+def random_table(report: dict[str, dict[str, float]]) -> str:
+    out = ["random numbers, to completion: target nda/cupy.random <= 1.2x"]
+    for name, r in report.items():
+        out.append(f"  {name:<48} cupy {r['cupy'] * 1e3:8.3f} ms   nda {r['nda'] * 1e3:8.3f} ms   nda/cupy {r['nda'] / r['cupy']:.2f}x")
     return "\n".join(out)
 
 
@@ -298,6 +329,7 @@ def run(rounds: int, quick: bool) -> dict[str, Any]:
         "host_read": host_read(rounds, 500 if quick else 2_000),
         "overlap": overlap(3 if quick else 7),
         "elementwise": elementwise(3 if quick else 7),
+        "random": random_section(3 if quick else 9),
     }
 
 
@@ -328,6 +360,8 @@ def table(report: dict[str, Any]) -> str:
         out.append(f"  {name:<17} {s * 1e3:8.3f} ms   {s / base:.3f}x cupy one stream")
     if "elementwise" in report:
         out.append(elementwise_table(report["elementwise"]))
+    if "random" in report:
+        out.append(random_table(report["random"]))
     return "\n".join(out)
 
 
@@ -339,9 +373,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.gpu", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--json", metavar="PATH")
+    parser.add_argument("--random", action="store_true", help="only nda.random against cupy.random")
     args = parser.parse_args(argv)
-    report = run(5 if args.quick else 15, args.quick)
-    print(table(report))
+    if args.random:
+        reason = unavailable()
+        report: dict[str, Any] = {"skipped": reason} if reason else {"random": random_section(3 if args.quick else 9)}
+        print(f"skipped: {reason}" if reason else random_table(report["random"]))
+    else:
+        report = run(5 if args.quick else 15, args.quick)
+        print(table(report))
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(report, fh, indent=2)

@@ -13,7 +13,8 @@ the conformance run on a real GPU is for (``tests/test_cuda.py``).
 
 It builds nda-cuda's csr layer (:mod:`nda_cuda._sparse`) the same way, over ``scipy.sparse``
 (with cuSPARSE's complex ``csr + csr`` modelled) instead of ``cupyx.scipy.sparse``, with the
-same dtype limits. Like the cuda backend it declares ``flushes_subnormals``, and it imports
+same dtype limits, and registers nda-cuda's Philox kernels (``nda.random``) compiled from their
+CUDA source by the host C compiler (``_philox_host``). Like the cuda backend it declares ``flushes_subnormals``, and it imports
 DLPack producers that say they are on a CUDA device (``dlpack_device_types``), taking the
 memory they hand over (host memory here) without a copy, so ``nda.from_dlpack``'s routing is
 tested without a GPU.
@@ -32,7 +33,8 @@ from _cupy_quirks import FLUSHED, compat_model, cupy_model, sparse_model
 from nda import Device
 from nda.backends import DeviceInfo, cpu_sparse
 from nda.ops import CATALOG
-from nda_cuda import _kernels, _sparse
+import _philox_host
+from nda_cuda import _einsum, _kernels, _philox, _sparse
 from nda_cuda._workarounds import to_device
 
 DEVICE = Device("cudamirror", 0)
@@ -83,7 +85,8 @@ class NumpyMirrorBackend:
         return [DeviceInfo(DEVICE, "nda-cuda kernel table over NumPy")]
 
     def register(self, register_kernel: Callable[..., None]) -> None:
-        kernels, self.unmapped = _kernels.build(cupy_model, compat_model)
+        own = {*_philox.OPS, *_einsum.OPS}  # as nda-cuda: these ops have kernels of their own
+        kernels, self.unmapped = _kernels.build(cupy_model, compat_model, {n: d for n, d in CATALOG.items() if n not in own})
         for spec in kernels:
             register_kernel(spec.op, CATALOG[spec.op].supported_dtypes, spec.fn)
             self.sources[spec.op] = spec.source
@@ -97,6 +100,14 @@ class NumpyMirrorBackend:
             return layer.csr(host.data.copy(), host.indices.copy(), host.indptr.copy(), tuple(host.shape))
 
         self.csr_sources = _sparse.register(register_kernel, layer, to_host=to_host, from_host=from_host, wrap=lambda fn, source: fn)
+        _einsum.register(register_kernel, cupy_model, lambda fn, source: fn)
+        self.sources["einsum"] = "cupy_model.einsum (nda_cuda._einsum)"
+        # nda-cuda's Philox kernels (nda.random): its CUDA source compiled by the host C compiler
+        # and launched by its own launch code (tests/_philox_host.py); without a C compiler the
+        # random ops take the host fallback here.
+        if _philox_host.compiler() is not None:
+            kernels_ = _philox.PhiloxKernels(np, _philox_host.HostModule())
+            _philox.register(register_kernel, kernels_, lambda fn, source: fn)
 
     def ensure_buffer(self, result: Any) -> np.ndarray:
         return result if isinstance(result, np.ndarray) else to_device(cupy_model, result)

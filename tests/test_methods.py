@@ -155,7 +155,8 @@ DOCUMENTED_EXTRAS = {
     "ArrayMeta", "BackendError", "BackendValidationError", "DType", "DeviceUnavailableError", "DispatchError", "FallbackError",
     "FallbackWarning", "HybridizeWarning", "KernelKey", "Layout", "NDArray", "allclose", "autograd", "backends", "config",
     "copy", "copyto", "default_device", "dispatch", "engine", "ext", "getitem", "hybridize", "isclose", "layouts", "ops",
-    "profiler", "setitem", "sparse", "to_device", "waitall",
+    "profiler", "setitem", "sparse", "to_device", "waitall", "einsum", "einsum_path", "load", "save", "savez", "savez_compressed",
+    "random",
 }
 
 

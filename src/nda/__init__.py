@@ -22,7 +22,8 @@ from . import _interop  # NumPy's protocols (__array_ufunc__, __array_function__
 from ._composite import *  # noqa: F403
 from ._composite import __all__ as _composite_all
 from ._info import __array_namespace_info__, finfo, iinfo
-from . import fft, linalg
+from . import fft, linalg, random
+from ._io import load, save, savez, savez_compressed
 from . import autograd
 from . import ext
 from .hybrid import HybridizeWarning, hybridize
@@ -64,7 +65,7 @@ newaxis = None
 __all__ = sorted(
     set(_api_all)
     | (set(_composite_all) - {"fftfreq", "rfftfreq", "fftshift", "ifftshift"})
-    | {"__array_namespace_info__", "finfo", "iinfo", "fft", "linalg"}
+    | {"__array_namespace_info__", "finfo", "iinfo", "fft", "linalg", "random", "save", "savez", "savez_compressed", "load"}
     | {
         "NDArray", "Device", "Layout", "KernelKey", "ArrayMeta", "DType", "default_device",
         "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",

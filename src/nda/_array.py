@@ -34,8 +34,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from . import backends, layouts
-from . import _intercept
+from . import _display, _intercept, backends, layouts
 from ._devices import ArrayMeta, Device, Layout
 from ._dtypes import DType
 from .ops._spec import Array
@@ -320,13 +319,13 @@ class NDArray(Array):
     def __repr__(self) -> str:
         if self._meta.layout.name != "strided":
             return layouts.sparse_repr(self)
-        return self._repr_of(self._host())
+        return self._repr_of(_display.host_for_display(self))  # a large device array: only its corners
 
     def _repr_of(self, host: np.ndarray) -> str:
         """NumPy's repr of the data, plus ``device=``/``layout=`` when they are not the defaults."""
         if self._meta.layout.name != "strided":
             return layouts.sparse_repr(self)
-        body = np.array_repr(host)
+        body = _display.array_repr(host)
         dev = self._meta.device
         extras = []
         if dev.type != "cpu" or dev.index != 0:
@@ -340,20 +339,25 @@ class NDArray(Array):
     def __str__(self) -> str:
         if self._meta.layout.name != "strided":
             return repr(self)
-        return np.array_str(self._host())
+        return _display.array_str(_display.host_for_display(self))
 
     def _repr_html_(self) -> str:
         """The notebook view: shape, dtype, device, layout, readiness, nbytes and values.
 
-        Displaying is a sync point like ``repr``: it waits for pending writes and raises the
-        error of a failed op (with its note naming the op and the line that issued it)
-        instead of rendering something that hides it. Whether the array was still being
+        Displaying is a sync point like ``repr``: it waits for pending writes. The array of a
+        failed op shows that op's error, once and short (its type and message, the op, the
+        line that issued it, the device; the full traceback folded: ``nda._display``) where
+        ``repr`` raises it. Only what is printed is copied from a device. Whether the array was still being
         computed when it was displayed is recorded before waiting, so the header says
         ``ready`` or ``pending → ready`` with the time the display waited. Values are
         truncated the way NumPy truncates them (``np.get_printoptions()``); a non-strided
         (sparse) layout also shows its number of stored non-zeros and the density.
         """
-        return _html(self, *_fetch_for_display(self))
+        try:
+            fetched = _fetch_for_display(self)
+        except Exception as err:  # noqa: BLE001 - a failed op: its error, once and short (nda._display)
+            return _display.failure_bundle(self, err)["text/html"]
+        return _html(self, *fetched)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         """``text/plain`` and ``text/html`` from one wait.
@@ -362,7 +366,10 @@ class NDArray(Array):
         it, IPython renders ``text/plain`` (``repr``, which waits) before ``text/html``, and
         the HTML view could never see that the array was still pending.
         """
-        host, pending, waited = _fetch_for_display(self)
+        try:
+            host, pending, waited = _fetch_for_display(self)
+        except Exception as err:  # noqa: BLE001 - a failed op: its error, once and short (nda._display)
+            return _display.failure_bundle(self, err)
         return {"text/plain": self._repr_of(host), "text/html": _html(self, host, pending, waited)}
 
     def __format__(self, spec: str) -> str:
@@ -408,7 +415,7 @@ def _fetch_for_display(array: NDArray) -> tuple[np.ndarray, bool, float]:
     if array._meta.layout.name != "strided":
         host = layouts.host_buffer(array)  # the stored parts: a display never densifies
     else:
-        host = array._host()  # raises a failed op's error, with its note
+        host = _display.host_for_display(array)  # raises a failed op's error, with its note
     return host, pending, perf_counter() - start
 
 
@@ -437,8 +444,7 @@ def _html(array: NDArray, host: np.ndarray, pending: bool, waited: float) -> str
     if meta.layout.name != "strided" and isinstance(array, NDArray):
         values = layouts.sparse_repr(array)
     else:
-        data = np.asarray(host)
-        values = np.array2string(data, separator=", ") if data.ndim else repr(data.item())
+        values = _display.array2string(host, separator=", ") if host.ndim else repr(np.asarray(host).item())
     return (
         '<div class="nda-ndarray" style="font-family:var(--jp-code-font-family, monospace);font-size:var(--jp-code-font-size, 13px)">'
         f"<div><b>nda.NDArray</b> {header}</div>"

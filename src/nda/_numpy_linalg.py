@@ -1,6 +1,6 @@
 """NumPy's linear algebra and FFT functions that nda runs on the device (``__array_function__``).
 
-The ``np.dot``/``np.tensordot``/``np.outer``/``np.trace``/``np.diagonal`` products, ``np.linalg``
+The ``np.dot``/``np.tensordot``/``np.einsum``/``np.outer``/``np.trace``/``np.diagonal`` products, ``np.linalg``
 and ``np.fft`` handlers of :mod:`nda._numpy_functions`' table (the policy is in
 ``nda._interop``): each calls nda's functions, or raises ``_Fallback`` for what nda cannot
 honour (NumPy then computes the call on host copies).
@@ -17,7 +17,7 @@ import numpy as np
 from . import _api, _composite
 from . import fft as _fft
 from . import linalg as _linalg
-from ._interop_args import FUNCTIONS, _Call, _NoValue, _axis, _flat, _refuse, _register, _store, _unsupported
+from ._interop_args import FUNCTIONS, _Call, _NoValue, _axis, _check_defaults, _flat, _leftover, _refuse, _register, _store, _unsupported
 
 __all__ = ["FUNCTIONS"]
 
@@ -41,6 +41,29 @@ def _tensordot(c: _Call, a: Any, b: Any, axes: Any = 2) -> Any:
     if isinstance(axes, (list, tuple)) and len(axes) == 2:
         axes = tuple(tuple(v) if isinstance(v, (list, tuple)) else (v,) for v in axes)
     return _api.tensordot(c.array(a), c.array(b), axes=axes)
+
+
+@_register(np.einsum)
+def _einsum(c: _Call, *operands: Any, out: Any = None, optimize: Any = False, **kw: Any) -> Any:
+    _check_defaults(c.name, kw, dtype=None, order="K", casting="safe")
+    _leftover(c.name, kw)
+    if operands and isinstance(operands[0], str):
+        args = [operands[0], *c.arrays(operands[1:])]
+    else:  # interleaved: arrays at even positions, sublists at odd ones, and maybe the output's sublist last
+        args = list(operands)
+        last = len(args) - 1 if len(args) % 2 and len(args) > 2 else len(args)  # an odd count ends with the output's
+        for i in range(0, last, 2):
+            args[i] = c.array(args[i])
+    return _store(c.name, out, _composite.einsum(*args, optimize=optimize))
+
+
+@_register(np.einsum_path)
+def _einsum_path(c: _Call, *operands: Any, optimize: Any = "greedy", einsum_call: Any = False) -> Any:
+    if einsum_call:
+        raise _unsupported(c.name, "einsum_call", einsum_call)
+    if operands and isinstance(operands[0], str):
+        return _composite.einsum_path(operands[0], *c.arrays(operands[1:]), optimize=optimize)
+    raise _refuse(c.name, "the interleaved form of einsum_path runs on host copies")
 
 
 @_register(np.outer)

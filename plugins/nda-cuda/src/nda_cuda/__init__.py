@@ -15,6 +15,8 @@ The contract (``nda.backends.contract``, API 1.2), member by member:
 * kernels: derived from the op catalog by name (:mod:`nda_cuda._kernels`, over
   array-api-compat's cupy namespace), each run on the device's stream with the device
   current; ``fallback_to_host = True`` covers every op CuPy has no fitting function for;
+  ``nda.random``'s Philox ops run as a CUDA kernel of their own (:mod:`nda_cuda._philox`),
+  bit-identical to the cpu kernels;
 * layouts: csr on ``cupyx.scipy.sparse`` (:mod:`nda_cuda._sparse`): storage, converters and
   cuSPARSE kernels; other ops on csr arrays take nda's layout fallback on the GPU;
 * memory: CuPy's memory pool (``memory_stats``, ``release_all`` -> ``free_all_blocks``);
@@ -153,15 +155,21 @@ class CudaBackend:
             import array_api_compat.cupy as namespace
         except ImportError:
             namespace = None  # CuPy's own names only; ops named differently fall back to the host
+        from . import _einsum, _philox  # kernels of their own (_philox: nda.random's CUDA kernel, NVRTC)
         from ._elementwise import Generator, NvrtcCompiler, from_environment
 
         settings = from_environment()
         self.elementwise = Generator(cupy, NvrtcCompiler(cupy, settings.ftz), settings) if settings.enabled else None
-        kernels, self.unmapped = _kernels.build(cupy, namespace, generator=self.elementwise)
+        own = {*_philox.OPS, *_einsum.OPS}  # ops with kernels of their own, not derived from CuPy by name
+        kernels, self.unmapped = _kernels.build(cupy, namespace, {n: d for n, d in CATALOG.items() if n not in own}, generator=self.elementwise)
         for spec in kernels:
             register_kernel(spec.op, CATALOG[spec.op].supported_dtypes, self._on_device(spec.fn, spec.source))
             self.sources[spec.op] = spec.source
         self._register_csr(register_kernel, {spec.op: spec.fn for spec in kernels})
+        _philox.register(register_kernel, _philox.PhiloxKernels(cupy, _philox.cupy_module(cupy)), self._on_device)
+        self.sources.update({op: "nda_cuda._philox (CUDA)" for op in _philox.OPS})
+        _einsum.register(register_kernel, cupy, self._on_device)
+        self.sources["einsum"] = "cupy.einsum (nda_cuda._einsum)"
 
     def _register_csr(self, register_kernel: Callable[..., None], strided: dict[str, Callable[..., Any]]) -> None:
         """The csr layout on cupyx.scipy.sparse (:mod:`nda_cuda._sparse`)."""
