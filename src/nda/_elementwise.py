@@ -32,13 +32,13 @@ from ._array import NDArray
 from ._devices import ArrayMeta
 from ._devices import strided as _STRIDED
 from ._dtypes import python_scalar
-from ._execute import NOT_INTERCEPTED, EntryCache, hooks, inline, intercepted, run_elementwise, zero_d_buffer
+from ._execute import NOT_INTERCEPTED, EntryCache, hooks, inline, intercepted, native, native_operator, run_elementwise, zero_d_buffer
 from .dispatch import resolve, resolve_plan
 from .engine import state as _state
 from .engine._queues import local as _writing
 from .ops._spec import Cast, OpDecl, Plan, broadcast_shapes
 
-__all__ = ["make_unary", "make_binary", "make_inplace"]
+__all__ = ["make_unary", "make_binary", "make_inplace", "native", "native_operator"]
 
 _new = object.__new__
 _SCALARS = (bool, int, float, complex)
@@ -89,6 +89,8 @@ def _int_fits(value: int, array_meta: ArrayMeta) -> bool:
 _INT_BOUNDS = {d: (int(np.iinfo(d.numpy).min), int(np.iinfo(d.numpy).max)) for d in _dtypes.CATEGORIES["integer"]}
 
 
+
+
 # ---------------------------------------------------------------------------- unary
 
 def make_unary(decl: OpDecl) -> Callable[..., NDArray]:
@@ -124,6 +126,7 @@ def make_unary(decl: OpDecl) -> Callable[..., NDArray]:
             return out
         return slow(x)
 
+    fn._nda_cache = cache  # type: ignore[attr-defined]  # the operator's C fast path reads it too (native_operator)
     return fn
 
 
@@ -243,6 +246,7 @@ def make_binary(decl: OpDecl) -> tuple[Callable[..., NDArray], Callable[..., Any
 
     fn = build(False)
     forward = build(True)
+    fn._nda_cache = forward._nda_cache = cache  # type: ignore[attr-defined]
 
     def reflected(self: NDArray, other: Any) -> Any:
         if other.__class__ in _SCALARS:

@@ -21,6 +21,8 @@ Layer: arrays and front end, execution (README, "Architecture").
 
 from __future__ import annotations
 
+import importlib
+import os
 from math import prod
 from typing import Any, Callable
 
@@ -37,7 +39,7 @@ from .engine._queues import local as _writing
 from .ops._spec import Cast, Plan
 
 __all__ = [
-    "EntryCache", "NOT_INTERCEPTED", "hooks", "intercepted", "unwrap", "cast_buffer", "base_of", "execute", "execute_multi", "execute_mutation",
+    "EntryCache", "NOT_INTERCEPTED", "hooks", "intercepted", "native", "native_operator", "unwrap", "cast_buffer", "base_of", "execute", "execute_multi", "execute_mutation",
     "run_elementwise", "work_size", "zero_d_buffer", "notify_write", "inline", "TO_DEVICE", "TO_LAYOUT", "inplace_entry",
 ]
 
@@ -111,6 +113,35 @@ def notify_write(target: Any, value: Any, what: str) -> None:
     """Tell the write hooks (autograd's checks) of a write into ``target``."""
     for hook in tuple(_WRITES):
         hook(target, value, what)
+
+
+def _load_native() -> Any:
+    """nda._native (the C fast paths of the operators), configured; None without it or with NDA_NATIVE=0."""
+    if os.environ.get("NDA_NATIVE", "1") == "0":
+        return None
+    try:  # a C module that imports nothing (by name: the import-linter sees no Python module there)
+        _native = importlib.import_module(f"{__package__}._native")
+    except ImportError:  # not compiled (no C compiler at install): the Python fast paths
+        return None
+    slots = vars(NDArray)
+    _native.configure(NDArray, slots["_buf"], slots["_meta"], slots["_shape"], slots["_size"], slots["_base"], _state,
+                      vars(type(_state))["limit"])
+    return _native
+
+
+#: The C fast paths of NDArray's element-wise operators, or None (see nda/_native.c).
+native = _load_native()
+
+
+def native_operator(python: Callable[..., Any], cache: dict[Any, Any], unary: bool) -> Any:
+    """The operator NDArray gets: ``python`` behind the C fast path when nda._native is there.
+
+    The C path does exactly what the Python fast path does (same cache, same entries, the same
+    ``size < engine.state.limit`` check) and calls ``python`` for everything else.
+    """
+    if native is None:
+        return python
+    return (native.UnaryOp if unary else native.BinaryOp)(cache, python)
 
 
 # ---------------------------------------------------------------------------- buffers

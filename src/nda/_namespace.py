@@ -65,7 +65,7 @@ def build_namespace(module: str) -> dict[str, Callable[..., Any]]:
             fn, forward, reflected = _elementwise.make_binary(decl)
             for i, op_name in enumerate(decl.operators):
                 if i == 0:
-                    attached[op_name] = forward
+                    attached[op_name] = _elementwise.native_operator(_named(forward, op_name), forward._nda_cache, False)  # type: ignore[attr-defined]
                 elif op_name.startswith("__i"):
                     attached[op_name] = _elementwise.make_inplace(decl, op_name)
                 else:
@@ -80,10 +80,15 @@ def build_namespace(module: str) -> dict[str, Callable[..., Any]]:
     for attr, value in attached.items():
         if attr in NDArray.__dict__:
             raise RuntimeError(f"NDArray.{attr} is defined in nda._array and declared by the op catalog too: define it once")
-        value.__name__ = attr
-        value.__qualname__ = f"NDArray.{attr}"
+        _named(getattr(value, "fallback", value), attr)  # a C operator (nda._native) answers with its Python one's names
         setattr(NDArray, attr, value)
     return namespace
+
+
+def _named(fn: Callable[..., Any], attr: str) -> Callable[..., Any]:
+    fn.__name__ = attr
+    fn.__qualname__ = f"NDArray.{attr}"
+    return fn
 
 
 def _operator(fn: Callable[..., Any], decl: OpDecl, name: str) -> Callable[..., Any]:
@@ -92,7 +97,7 @@ def _operator(fn: Callable[..., Any], decl: OpDecl, name: str) -> Callable[..., 
         def unary(self: NDArray) -> Any:
             return fn(self)
 
-        return functools.wraps(fn)(unary)
+        return _elementwise.native_operator(_named(functools.wraps(fn)(unary), name), fn._nda_cache, True)  # type: ignore[attr-defined]
     if name == "__getitem__":
         return _planned.make_getitem(fn)
     if name == "__setitem__":

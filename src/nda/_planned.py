@@ -37,6 +37,7 @@ from . import backends as _backends
 from ._array import HOST_READS, NDArray
 from ._devices import ArrayMeta
 from ._devices import strided as _STRIDED
+from ._execute import native as _native
 from ._execute import NOT_INTERCEPTED, _ACTIVE, _META, EntryCache, _local, hooks, inline, base_of, execute, execute_multi, execute_mutation, intercepted, notify_write, work_size, zero_d_buffer
 from .dispatch import resolve, resolve_plan
 from .engine import state as _state
@@ -269,7 +270,9 @@ def make_generic(decl: OpDecl) -> Callable[..., Any]:
         return fn(self, other)
 
     fn._nda_memo = memo  # type: ignore[attr-defined]  # for introspection and tests
-    fn._nda_operator = operator  # type: ignore[attr-defined]  # the forward operator of a binary op (nda._namespace)
+    # The forward operator of a binary op (nda._namespace), behind nda._native's C fast path when
+    # there is one (the same entries: (kernel, meta, shape, work, size); views are left to Python).
+    fn._nda_operator = operator if _native is None or view else _native.PlannedOp(fast, operator)  # type: ignore[attr-defined]
     return fn
 
 
