@@ -115,6 +115,11 @@ def info() -> int:
     inline = getattr(engine, "idle_limit", 0)
     detail = f"ops under {inline} elements run inline" if engine.name == "threaded" else "set by NDA_ENGINE"
     print(f"engine: {engine.name} ({detail})")
+    from nda import _execute
+
+    native = "C (nda._native)" if _execute.native is not None else (
+        "Python (NDA_NATIVE=0)" if os.environ.get("NDA_NATIVE") == "0" else "Python (nda._native is not compiled: no C compiler at install)")
+    print(f"operator fast paths: {native}")
     mpl = _matplotlib_version()
     print(f"matplotlib: {mpl} (profiler timelines)" if mpl else "matplotlib: not installed (pip install 'nda[notebooks]' for profiler timelines)")
     selection = os.environ.get("NDA_BACKENDS")
