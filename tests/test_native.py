@@ -136,3 +136,29 @@ def test_the_python_fast_paths_run_without_the_c_module():
     env = dict(os.environ, NDA_NATIVE="0")
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@settings(deadline=None, max_examples=40)
+@given(data=st.data())
+def test_first_axis_indexing_in_c_gives_the_python_result(device, data):
+    shape = data.draw(hnp.array_shapes(min_dims=1, max_dims=3, min_side=0, max_side=5))
+    getitem = nda.NDArray.__getitem__
+    assert isinstance(getitem, native.GetitemOp)
+    n = shape[0]
+    bound = st.one_of(st.none(), st.integers(-n - 2, n + 2))
+    for _ in range(2):
+        host = data.draw(hnp.arrays(np.float64, shape, elements=st.floats(-10, 10)))
+        x = nda.asarray(host, device=device)
+        keys = [slice(data.draw(bound), data.draw(bound), data.draw(st.one_of(st.none(), st.sampled_from([1, 2, -1, -3]))))]
+        if n:
+            keys.append(data.draw(st.integers(-n, n - 1)))
+        for key in keys:
+            got, expected = getitem(x, key), getitem.fallback(x, key)
+            _same(got, expected)
+            np.testing.assert_array_equal(got.asnumpy(), host[key])
+            assert got._base is (x if x._base is None else x._base)
+        view = x[0:1]
+        if view.size:
+            view[...] = 42.0  # a view: writes reach the base
+            assert x.asnumpy().reshape(-1)[0] == 42.0

@@ -199,6 +199,99 @@ fallback:
     return PyObject_Vectorcall(op->fallback, args, nargsf, kwnames);
 }
 
+/* ``x[i]`` and ``x[a:b:c]`` on the first axis (nda._planned.make_getitem): a view, O(1). The
+ * cache maps an array's metadata to its device's getitem kernel (devices whose views are
+ * never host views); the kernel gets the key as a 1-tuple, as every getitem kernel does. */
+static PyObject *getitem_vectorcall(OpObject *op, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs != 2 || kwnames != NULL || ndarray_type == NULL) goto fallback;
+    PyObject *x = args[0], *key = args[1];
+    if (Py_TYPE(x) != ndarray_type) goto fallback;
+    int is_slice = PySlice_Check(key);
+    if (!is_slice && !PyLong_CheckExact(key)) goto fallback;
+    PyObject *meta = SLOT(x, off_meta), *shape = SLOT(x, off_shape), *size_obj = SLOT(x, off_size), *xbuf = SLOT(x, off_buf);
+    if (meta == NULL || shape == NULL || size_obj == NULL || xbuf == NULL || !PyTuple_Check(shape) || PyTuple_GET_SIZE(shape) == 0)
+        goto fallback;
+    PyObject *limit = SLOT(engine_state, off_limit);
+    if (limit == NULL || !PyLong_CheckExact(limit) || PyLong_AsSsize_t(limit) <= 0) {
+        if (PyErr_Occurred()) PyErr_Clear();
+        goto fallback;  /* an interceptor somewhere, or a busy engine */
+    }
+    PyObject *kernel = PyDict_GetItemWithError(op->cache, meta);
+    if (kernel == NULL) {
+        if (PyErr_Occurred()) return NULL;
+        goto fallback;
+    }
+    Py_ssize_t n = PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, 0)), size = PyLong_AsSsize_t(size_obj);
+    if ((n == -1 || size == -1) && PyErr_Occurred()) return NULL;
+    Py_ssize_t inner = n ? size / n : 0, length;
+    PyObject *rest = PyTuple_GetSlice(shape, 1, PyTuple_GET_SIZE(shape));
+    if (rest == NULL) return NULL;
+    PyObject *new_shape;
+    if (is_slice) {
+        PySliceObject *sl = (PySliceObject *)key;
+        if ((sl->start != Py_None && !PyLong_CheckExact(sl->start)) || (sl->stop != Py_None && !PyLong_CheckExact(sl->stop)) ||
+            (sl->step != Py_None && !PyLong_CheckExact(sl->step))) {
+            Py_DECREF(rest);
+            goto fallback;  /* 0-d array bounds are read by the planner; anything else gets its error there */
+        }
+        Py_ssize_t start, stop, step;
+        if (PySlice_Unpack(key, &start, &stop, &step) < 0) {
+            Py_DECREF(rest);
+            PyErr_Clear();
+            goto fallback;
+        }
+        length = PySlice_AdjustIndices(n, &start, &stop, step);
+        PyObject *first = PyLong_FromSsize_t(length);
+        if (first == NULL) {
+            Py_DECREF(rest);
+            return NULL;
+        }
+        PyObject *head = PyTuple_Pack(1, first);
+        Py_DECREF(first);
+        new_shape = head == NULL ? NULL : PySequence_Concat(head, rest);
+        Py_XDECREF(head);
+        Py_DECREF(rest);
+        if (new_shape == NULL) return NULL;
+        size = length * inner;
+    } else {
+        Py_ssize_t i = PyLong_AsSsize_t(key);
+        if (i == -1 && PyErr_Occurred()) {
+            PyErr_Clear();
+            Py_DECREF(rest);
+            goto fallback;
+        }
+        if (i < -n || i >= n || PyTuple_GET_SIZE(rest) == 0) {  /* out of range (the planner raises), or a 0-d result */
+            Py_DECREF(rest);
+            goto fallback;
+        }
+        new_shape = rest;
+        size = inner;
+    }
+    PyObject *size_out = PyLong_FromSsize_t(size);
+    PyObject *key_tuple = size_out == NULL ? NULL : PyTuple_Pack(1, key);
+    if (key_tuple == NULL) {
+        Py_XDECREF(size_out);
+        Py_DECREF(new_shape);
+        return NULL;
+    }
+    PyObject *kargs[2] = {xbuf, key_tuple};
+    Py_INCREF(kernel);
+    PyObject *buf = PyObject_Vectorcall(kernel, kargs, 2, NULL);
+    Py_DECREF(kernel);
+    Py_DECREF(key_tuple);
+    PyObject *out = buf == NULL ? NULL : new_array(buf, meta, new_shape, size_out);
+    Py_DECREF(new_shape);
+    Py_DECREF(size_out);
+    if (out != NULL) {
+        PyObject *base = SLOT(x, off_base);
+        Py_SETREF(SLOT(out, off_base), Py_NewRef(base == NULL || base == Py_None ? x : base));
+    }
+    return out;
+fallback:
+    return PyObject_Vectorcall(op->fallback, args, nargsf, kwnames);
+}
+
 static int op_traverse(OpObject *self, visitproc visit, void *arg) {
     Py_VISIT(self->cache);
     Py_VISIT(self->fallback);
@@ -306,6 +399,29 @@ static PyTypeObject PlannedOpType = {
     .tp_members = op_members,
 };
 
+static PyTypeObject GetitemOpType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "nda._native.GetitemOp",
+    .tp_basicsize = sizeof(OpObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR,
+    .tp_doc = "NDArray.__getitem__ with the first-axis int/slice fast path in C (see nda._native).",
+    .tp_new = op_new,
+    .tp_dealloc = (destructor)op_dealloc,
+    .tp_traverse = (traverseproc)op_traverse,
+    .tp_clear = (inquiry)op_clear,
+    .tp_vectorcall_offset = offsetof(OpObject, vectorcall),
+    .tp_call = op_call,
+    .tp_descr_get = op_descr_get,
+    .tp_getattro = op_getattro,
+    .tp_members = op_members,
+};
+
+static PyObject *getitem_type_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    OpObject *self = (OpObject *)op_new(type, args, kwds);
+    if (self != NULL) self->vectorcall = (vectorcallfunc)getitem_vectorcall;
+    return (PyObject *)self;
+}
+
 static PyObject *planned_type_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
     OpObject *self = (OpObject *)op_new(type, args, kwds);
     if (self != NULL) self->vectorcall = (vectorcallfunc)planned_vectorcall;
@@ -339,12 +455,16 @@ PyMODINIT_FUNC PyInit__native(void) {
     BinaryOpType.tp_new = binary_type_new;
     UnaryOpType.tp_new = unary_type_new;
     PlannedOpType.tp_new = planned_type_new;
-    if (PyType_Ready(&BinaryOpType) < 0 || PyType_Ready(&UnaryOpType) < 0 || PyType_Ready(&PlannedOpType) < 0) return NULL;
+    GetitemOpType.tp_new = getitem_type_new;
+    if (PyType_Ready(&BinaryOpType) < 0 || PyType_Ready(&UnaryOpType) < 0 || PyType_Ready(&PlannedOpType) < 0 ||
+        PyType_Ready(&GetitemOpType) < 0)
+        return NULL;
     PyObject *m = PyModule_Create(&native_module);
     if (m == NULL) return NULL;
     if (PyModule_AddObjectRef(m, "BinaryOp", (PyObject *)&BinaryOpType) < 0 ||
         PyModule_AddObjectRef(m, "UnaryOp", (PyObject *)&UnaryOpType) < 0 ||
-        PyModule_AddObjectRef(m, "PlannedOp", (PyObject *)&PlannedOpType) < 0) {
+        PyModule_AddObjectRef(m, "PlannedOp", (PyObject *)&PlannedOpType) < 0 ||
+        PyModule_AddObjectRef(m, "GetitemOp", (PyObject *)&GetitemOpType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -315,14 +315,15 @@ def make_getitem(generic: Callable[..., NDArray]) -> Callable[..., NDArray]:
     """``x[i]`` and ``x[a:b]`` on the first axis skip planning; everything else plans.
 
     The kernels it calls directly are its own cache's: the strided ``getitem`` kernel per
-    kernel key, for devices whose views are never host views.
+    array metadata, for devices whose views are never host views (nda._native's C version
+    reads the same cache).
     """
     kernels = EntryCache()
 
     def __getitem__(self: NDArray, key: Any) -> NDArray:
         kc = key.__class__
         if (kc is slice or kc is int) and 0 < _state.limit and self._shape:  # a view: O(1), inline when idle
-            kernel = kernels.get(self._meta.key)
+            kernel = kernels.get(self._meta)
             if kernel is None:
                 return _miss(self, key)
             shape = self._shape
@@ -357,7 +358,7 @@ def make_getitem(generic: Callable[..., NDArray]) -> Callable[..., NDArray]:
         if meta.layout is _STRIDED and not _backends.handle(meta.device).host_views:
             kernel = resolve("getitem", meta.key)
             if not getattr(kernel, "_nda_host_view", False):
-                kernels[meta.key] = kernel
+                kernels[meta] = kernel
         return generic(self, key)
 
-    return __getitem__
+    return __getitem__ if _native is None else _native.GetitemOp(kernels, __getitem__)
