@@ -17,8 +17,10 @@ It follows nda's backend contract (``nda.backends.contract``):
 * execution (backend API 1.3): ``in_order_queues = True``; the stream thread is the
   device's queue and a marker is a position on its timeline: ``record_marker``,
   ``wait_marker`` (another stream's thread waits, never the host), ``synchronize_marker``,
-  ``marker_reached``; ``buffer_owner`` for views; ``synchronize``. Copies between sim
-  devices are ordered by markers on both streams, without waiting on the host.
+  ``marker_reached``; timed markers for nda's profiler (``record_timed_marker``,
+  ``marker_time``: the stream stamps when it reaches them); ``buffer_owner`` for views;
+  ``synchronize``. Copies between sim devices are ordered by markers on both streams,
+  without waiting on the host.
 
 Kernels reuse the catalog's NumPy reference implementations on the simulated device
 memory, so the simulation is exact and any difference from cpu is a bug in the plumbing.
@@ -173,7 +175,7 @@ class SimBackend:
         alloc = self._allocator(device)
         track(buf, alloc, alloc.allocate(host.nbytes))
         buf._array = np.array(host, copy=True)
-        buf._ready.set()
+        buf._at = None  # filled here, on the host
         return buf
 
     def copy_to_device(self, buf: SimBuffer, device: Device) -> Deferred:
@@ -247,6 +249,14 @@ class SimBackend:
 
     def marker_reached(self, marker: Marker) -> bool:
         return marker.stream.completed >= marker.count
+
+    def record_timed_marker(self, device: Device) -> Marker:
+        """A marker that is stamped with the time its stream reaches it (for nda's profiler)."""
+        return self._stream(device).timed_marker()
+
+    def marker_time(self, marker: Marker) -> float | None:
+        """When a timed marker was reached (``time.perf_counter()``), None if not (yet)."""
+        return marker.time
 
     def partitioner(self, device: Device) -> Any:
         """Element-wise chains of a hybridized function as one op on the stream (API 1.4, ``_fusion``)."""
