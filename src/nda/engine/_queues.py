@@ -19,8 +19,9 @@ A backend declares this (``in_order_queues = True``, backend API 1.3) and provid
     stamps its markers, CUDA uses timing events. Only the profiler asks for them.
 
 **Positions, not markers, per op.** Every op enqueued on a queue takes the next *number* of
-that queue (under :data:`LOCK`, after its work is enqueued), and the queue remembers, per
-buffer, the number of its latest write (``versions``). No marker is recorded for an op.
+that queue (``next()`` of an ``itertools.count``: atomic, after its work is enqueued), and
+the queue remembers, per buffer, the number of its latest write (``versions``). No marker is
+recorded for an op.
 A marker is recorded only where something waits: a host read, a wait for the whole queue,
 the bound on work in flight, the profiler. A marker takes a number too, and since the
 queue is in order it covers every number below its own: recording one marker covers
@@ -47,8 +48,10 @@ that never syncs records.
 **The fast path.** :func:`issuing` wraps every kernel (and converter) such a backend
 registers. While nothing needs per-op attention (no failed buffer anywhere, no profiler,
 an engine that does not wait at each op), an op whose kernel returns a plain buffer and
-whose queue has no entry in flight costs one lock, one number and one dict store: no
-marker, no entry object, no weak reference, no search for the user's line. Everything else
+whose queue has no entry in flight costs one number and one dict store: no
+marker, no entry object, no weak reference, no search for the user's line, no lock (its
+output is a new buffer nobody else can read yet: taking its number and storing its version
+are each atomic, and a marker recorded later covers every number taken before it). Everything else
 (in-place writes, checks, tuples, scalars, copies between devices, recorded failures, the
 profiler, the naive engine) takes :func:`issue`.
 
@@ -67,6 +70,7 @@ Layer: engine (README, "Architecture").
 from __future__ import annotations
 
 import copy
+import itertools
 import os
 import sys
 import threading
@@ -141,15 +145,17 @@ class Entry:
 
 #: One lock for every queue's bookkeeping. It is never held while a kernel runs or a thread
 #: waits for a device; retiring may follow dependencies across queues, and a single lock
-#: cannot be taken in two orders. Taking a number, storing a version and recording a marker
-#: happen under it, so numbers, markers and the log are in one order.
+#: cannot be taken in two orders. Recording a marker, adding an entry (with its number) and
+#: writing versions of existing buffers happen under it, so markers, the log and those
+#: versions are in number order; lookups of versions and their pruning too. The fast path
+#: takes no lock (see the module docstring).
 LOCK = threading.Lock()
 
 
 class Queue:
     """The engine's view of one device queue (see the module docstring).
 
-    State: ``last`` (the newest number taken), ``done`` (every number below it is finished
+    State: ``numbers`` (an ``itertools.count``), ``done`` (every number below it is finished
     and retired), ``versions`` (id of a buffer -> number of its latest write), ``marks``
     (``(number, marker)`` recorded and not passed yet, in order), ``log`` (entries in
     flight, in order), ``tracked`` (id of a buffer -> the entry in flight that wrote it),
@@ -167,7 +173,7 @@ class Queue:
         self.wait_marker = backend.wait_marker
         self.record_timed_marker = getattr(backend, "record_timed_marker", None)
         self.marker_time = getattr(backend, "marker_time", None)
-        self.last = 0
+        self.numbers = itertools.count(1)
         self.done = 1
         self.versions: dict[int, int] = {}
         self.marks: deque[tuple[int, Any]] = deque()
@@ -180,9 +186,12 @@ class Queue:
 
     # ------------------------------------------------------------------ transitions (LOCK held)
     def take(self) -> int:
-        """The next number (LOCK held)."""
-        n = self.last = self.last + 1
-        return n
+        """The next number (atomic; an op takes it after its work is enqueued)."""
+        return next(self.numbers)
+
+    def peek(self) -> int:
+        """The number the next op will take (without taking it)."""
+        return int(repr(self.numbers)[6:-1])  # "count(17)"
 
     def add(self, entry: Entry) -> None:
         """Record an entry that has taken its number (LOCK held)."""
@@ -193,10 +202,12 @@ class Queue:
         for pair in entry.outs:
             tracked[pair[0]] = (entry, pair[1])
 
-    def mark(self, timed: bool = False) -> tuple[int, Any]:
-        """Record a marker now: it covers every number taken so far (LOCK held)."""
+    def mark(self, timed: bool = False, n: int | None = None) -> tuple[int, Any]:
+        """Record a marker now, with number ``n`` (taken now if None): it covers every number
+        taken before (LOCK held)."""
         record = self.record_timed_marker if timed and self.record_timed_marker is not None else self.record_marker
-        n = self.last = self.last + 1
+        if n is None:
+            n = next(self.numbers)
         pair = (n, record(self.device))
         self.marks.append(pair)
         self.markers += 1
@@ -221,11 +232,20 @@ class Queue:
         while log and log[0].seq <= m:
             self._retire_head()
         self.done = m + 1  # after the checks: a reader finds either the version in flight or its failure
+        if len(self.versions) > 4 * MAX_IN_FLIGHT + 256:
+            self._prune()
+
+    def _prune(self) -> None:
+        """Forget finished versions (LOCK held; amortized: only past a size). The fast path writes
+        versions without the lock, so a version written meanwhile is put back before the lock is
+        released (lookups hold it)."""
         versions = self.versions
-        if len(versions) > 4 * MAX_IN_FLIGHT + 256:  # forget finished versions (amortized)
-            done = self.done
-            for key in [k for k, n in list(versions.items()) if n < done]:
-                del versions[key]
+        done = self.done
+        for key, n in list(versions.items()):  # one atomic snapshot
+            if n < done:
+                current = versions.pop(key, None)
+                if current is not None and current >= done:  # written again since the snapshot
+                    versions.setdefault(key, current)
 
     def _retire_head(self) -> None:
         """The oldest entry's work is done: run its check, settle what it wrote (LOCK held)."""
@@ -312,12 +332,13 @@ class Queue:
     def version(self, *bufs: Any) -> int | None:
         """The number of the latest unfinished write of one of ``bufs`` (None: all finished)."""
         best = None
-        done = self.done
         versions = self.versions
-        for buf in bufs:
-            n = versions.get(id(buf))
-            if n is not None and n >= done and (best is None or n > best):
-                best = n
+        with LOCK:
+            done = self.done
+            for buf in bufs:
+                n = versions.get(id(buf))
+                if n is not None and n >= done and (best is None or n > best):
+                    best = n
         return best
 
     def error_of(self, *bufs: Any) -> BaseException | None:
@@ -343,8 +364,8 @@ class Queue:
         return False
 
     def in_flight(self) -> int:
-        """Ops taken and not known to be finished (markers not counted)."""
-        return max(0, self.last - self.done + 1 - len(self.marks))
+        """Numbers taken and not known to be finished, markers not counted (about the ops in flight)."""
+        return max(0, self.peek() - self.done - len(self.marks))
 
     # ------------------------------------------------------------------ waiting (blocks)
     def wait(self, n: int) -> None:
@@ -359,12 +380,17 @@ class Queue:
     def drain(self) -> None:
         """Wait for everything in flight on this queue and retire it."""
         with LOCK:
-            if self.last < self.done:
+            n = next(self.numbers)
+            if n == self.done:  # nothing taken since the last marker retired: nothing in flight
+                self.done = n + 1
                 return
             marks = self.marks
-            number, marker = marks[-1] if marks and marks[-1][0] == self.last else self.mark()
+            number, marker = marks[-1] if marks and marks[-1][0] == n - 1 else self.mark(n=n)
         self.synchronize_marker(marker)
-        self.retire_to(number)
+        with LOCK:
+            self._retire_to(number)
+            if self.done == n:  # ``n`` was only taken to look: nothing to wait for
+                self.done = n + 1
 
 
 #: The first error of retired work not raised at a sync point yet (``waitall`` raises it once).
@@ -509,7 +535,7 @@ def reset_after_fork(message: str) -> None:
         queue.tracked.clear()
         queue.marks.clear()
         queue.versions.clear()
-        queue.done = queue.last + 1
+        queue.done = next(queue.numbers)
         queue.checked = 0
     _failures = sum(1 for q in _queues.values() if q.failed)
     _refresh_mode()
@@ -638,7 +664,7 @@ def _record(result: Any, name: str, device_of: Callable[[Any], Any], mutating: b
         entry = Entry(queue, 0, name, user_site(), check, tuple((id(w), weakref.ref(w)) for w in written), deps)
     hook = profiled
     with LOCK:
-        n = queue.last = queue.last + 1
+        n = next(queue.numbers)
         versions = queue.versions
         for w in written:
             versions[id(w)] = n
@@ -738,9 +764,8 @@ def issuing(kernel: Callable[..., Any], name: str, backend: Any, mutating: bool 
             if isinstance(value, buffer_type):
                 queue = _queue_get(device_of(value))
                 if queue is not None and not queue.log:
-                    with LOCK:
-                        n = queue.last = queue.last + 1
-                        queue.versions[id(value)] = n
+                    n = next(queue.numbers)
+                    queue.versions[id(value)] = n
                     if not n & 15:
                         queue.settle(n)
                     return value
