@@ -575,9 +575,9 @@ def user_site() -> Any:
 #: Set by ``nda.engine`` whenever the engine changes.
 on_issue: Callable[[Queue, int, Entry | None], None] | None = None
 
-#: Set by the profiler while it records: ``profiled(name, queue, issued, returned, marker)``
-#: for every op enqueued, with a timed marker recorded right after the op.
-profiled: Callable[[str, Queue, float, float, Any], None] | None = None
+#: Set by the profiler while it records: ``profiled(name, queue, issued, returned, number,
+#: marker)`` for every op enqueued, with a timed marker (and its number) recorded right after it.
+profiled: Callable[[str, Queue, float, float, int, Any], None] | None = None
 
 #: Whether every op takes :func:`issue` (a failed buffer somewhere, the profiler, an engine
 #: that waits at issue); recomputed by :func:`_refresh_mode` when one of those changes.
@@ -596,7 +596,7 @@ def set_on_issue(issued: Callable[[Queue, int, Entry | None], None] | None) -> N
     _refresh_mode()
 
 
-def set_profiled(hook: Callable[[str, Queue, float, float, Any], None] | None) -> None:
+def set_profiled(hook: Callable[[str, Queue, float, float, int, Any], None] | None) -> None:
     """Set :data:`profiled` (called by the profiler when it starts and stops)."""
     global profiled
     profiled = hook
@@ -672,9 +672,9 @@ def _record(result: Any, name: str, device_of: Callable[[Any], Any], mutating: b
             entry.seq = n
             queue.add(entry)
         if hook is not None:
-            marker = queue.mark(timed=True)[1]
+            number, marker = queue.mark(timed=True)
     if hook is not None:
-        hook(name, queue, start, time.perf_counter(), marker)
+        hook(name, queue, start, time.perf_counter(), number, marker)
     if on_issue is not None:
         on_issue(queue, n, entry)
     elif not n & 15:
