@@ -37,6 +37,9 @@ def _queue():
 
 
 def test_cuda_records_an_event_only_where_the_host_waits(threaded):
+    """Tiny ops record no event; a read of the newest version copies on the compute stream
+    (no event either: one stream synchronize, as CuPy's own float(x)); a read of an older
+    version records one event after it, which also covers the work after it."""
     queue = _queue()
     x = nda.ones(4, dtype=nda.float32, device="cuda")
     y = nda.ones(4, dtype=nda.float32, device="cuda")
@@ -46,11 +49,16 @@ def test_cuda_records_an_event_only_where_the_host_waits(threaded):
     for _ in range(100):
         z = z * 1.0001 + y  # 200 tiny ops: no event
     assert queue.markers == before
-    total = float(nda.sum(z))  # one read: one event
-    assert queue.markers == before + 1
+    total = float(nda.sum(z))  # a read of the newest work: no event
     expected = np.float32(4 * sum(np.float32(1.0001) ** k for k in range(101)))
     np.testing.assert_allclose(total, expected, rtol=1e-4)
-    assert [float(nda.sum(x + y)) for _ in range(5)] == [8.0] * 5 and queue.markers == before + 6
+    assert [float(nda.sum(x + y)) for _ in range(5)] == [8.0] * 5
+    assert queue.markers == before
+    a = x + 1.0
+    b = nda.exp(a)  # issued after a: reading a waits for an event after a
+    assert a.asnumpy().tolist() == [2.0] * 4 and queue.markers == before + 1
+    np.testing.assert_allclose(b.asnumpy(), np.exp(np.full(4, 2.0, np.float32)), rtol=1e-6)
+    assert queue.markers == before + 1  # that event covered b as well
 
 
 def test_the_profiler_records_when_the_gpu_ran_each_op(threaded):

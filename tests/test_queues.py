@@ -469,10 +469,12 @@ def _markers(device: str) -> int:
 @pytest.mark.parametrize("engine", ["threaded", "naive"])
 def test_markers_are_recorded_only_where_something_waits(device, engine):
     """Issue 27, item 3: an op takes a position on its queue, not a marker. A loop of tiny ops
-    then one read records one marker; a read of a value records one per read; an op issued
-    while nothing waits records none (the threaded engine). The naive engine waits at every
-    op, so it records one per op there."""
+    then one read records at most one marker: none where the backend copies in queue order
+    (sim: the read is of the newest version, so a copy after everything enqueued is exact),
+    one where it does not (the mirror); an op issued while nothing waits records none (the
+    threaded engine). The naive engine waits at every op, so it records one per op there."""
     device = _device(device)
+    per_wait = 0 if hasattr(nda.backends.for_device(nda.Device(device)), "to_host_in_order") else 1
     previous = nda.engine.current()
     nda.engine.use(ThreadedEngine() if engine == "threaded" else "naive")
     try:
@@ -493,8 +495,13 @@ def test_markers_are_recorded_only_where_something_waits(device, engine):
         assert reads == [8.0] * 10
         if engine == "threaded":
             assert issued == 0, f"{issued} markers for 200 ops nobody waited for"
-            assert chain == 1, f"{chain} markers for 201 ops and one read"
-            assert per_read == 1.0
+            assert chain == per_wait, f"{chain} markers for 201 ops and one read"
+            assert per_read == per_wait
+            a = x + 1.0
+            b = a * 2.0  # a read of a (not the newest work) waits for a marker after a
+            before = _markers(device)
+            assert a.asnumpy().tolist() == [2.0] * 4 and _markers(device) == before + 1
+            assert b.asnumpy().tolist() == [4.0] * 4 and _markers(device) == before + 1  # covered by that marker
         else:  # the naive engine waits at every op: one marker each, none more for the read
             assert issued == 200 and chain == 201 and per_read == 2.0
     finally:
@@ -544,3 +551,36 @@ def test_an_op_reading_an_unretired_reader_of_a_failed_op_fails_too(threaded, of
         b.asnumpy()
     nda.waitall()
     np.testing.assert_array_equal((x * 2.0).asnumpy(), np.arange(4.0) * 2.0)  # unrelated work is fine
+
+
+def test_a_read_of_the_newest_version_copies_in_queue_order(threaded):
+    """sim copies in queue order (``to_host_in_order``): reading the newest work of a queue
+    records no marker, waits for everything before it, and still raises exactly the errors of
+    what it reads, with their notes; an earlier unrelated failure is known afterwards."""
+    s = nda.arange(4, dtype=nda.float64, device="sim")
+    s.wait_to_read()
+    queue = _queues.queue_of_device(nda.Device("sim", 0))
+    index = nda.asarray([0, 9], device="sim")
+    nda.waitall()
+    before = queue.markers
+    with Gate("sim:0"):
+        bad = s[index]  # fails on the device
+        fine = s * 2.0  # the newest work
+        box: dict[str, object] = {}
+        reader = threading.Thread(target=lambda: box.update(value=fine.asnumpy()), daemon=True)
+        reader.start()
+        reader.join(0.3)
+        assert reader.is_alive(), "the read returned before the work it reads had run"
+    reader.join(10)
+    np.testing.assert_array_equal(box["value"], [0.0, 2.0, 4.0, 6.0])
+    assert queue.markers == before
+    assert queue.version(bad._buf) is None and queue.error_of(bad._buf) is not None  # retired by that read
+    with pytest.raises(IndexError) as info:
+        bad.asnumpy()
+    assert any("op 'getitem'" in n for n in info.value.__notes__)
+    y = s[nda.asarray([7], device="sim")]  # the newest work, failing
+    with pytest.raises(IndexError) as info:
+        y.asnumpy()
+    assert any("op 'getitem'" in n for n in info.value.__notes__)
+    assert queue.markers == before
+    nda.waitall()

@@ -47,7 +47,9 @@ In-order queues (optional, 1.3; the way for an accelerator)
     ``buffer_owner(buf)``, the buffer owning a view's memory (the engine orders a write
     through a view as a write of its owner); ``record_timed_marker(device)`` and
     ``marker_time(marker)`` (when a timed marker was reached, in ``time.perf_counter()``
-    seconds, or None), which the profiler uses to show when each op ran on the device. A kernel with a data-dependent check (an
+    seconds, or None), which the profiler uses to show when each op ran on the device;
+    ``to_host_in_order(buf)``, a host copy enqueued on the queue after everything so far
+    (a read of the newest work of a queue then needs no marker). A kernel with a data-dependent check (an
     index bound) returns :class:`nda.engine.Deferred` ``(buffer, check)``; ``check()`` runs
     on the host once the op's work is finished and returns (or raises) the op's error.
     ``to_host(buf)`` copies the buffer as it is, without waiting for the queue: nda has

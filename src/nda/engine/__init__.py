@@ -210,16 +210,22 @@ def wait_queued(array: Any, for_write: bool) -> None:
         deliver(error)
 
 
+def _written(device: Any, buf: Any, base_buf: Any) -> tuple[Any, ...]:
+    """``buf``, its base and the buffer owning its memory (the buffers whose writes a read waits for)."""
+    owner = _queues._owner_of.get(device.type)
+    bufs = (buf,)
+    for extra in (base_buf, owner(buf) if owner is not None else None):
+        if extra is not None and all(extra is not b for b in bufs):
+            bufs += (extra,)
+    return bufs
+
+
 def _wait_versions(queue: _queues.Queue, device: Any, buf: Any, base_buf: Any = None) -> tuple[Any, ...]:
     """Wait for the latest in-flight writes of ``buf``, of its base and of the buffer owning its
     memory; returns those buffers. A backend may learn that a buffer is a view only once the
     op making it has run, so the owner is asked again after each wait until nothing is left."""
-    owner = _queues._owner_of.get(device.type)
     while True:
-        bufs = (buf,)
-        for extra in (base_buf, owner(buf) if owner is not None else None):
-            if extra is not None and all(extra is not b for b in bufs):
-                bufs += (extra,)
+        bufs = _written(device, buf, base_buf)
         number = queue.version(*bufs)
         if number is None:
             return bufs
@@ -246,10 +252,22 @@ def host_read(device: Any, read: Callable[[Any], Any], buf: Any, base_buf: Any =
     error of work still in flight (a failed buffer's exception), the entries already done
     are retired first, so that the error carries the note of the op that failed, not of the
     reader.
+
+    When the version read is the newest work on its queue and the backend can copy *in queue
+    order* (``to_host_in_order(buf)``: a copy enqueued on the queue itself, after everything
+    enqueued before; a CUDA copy on the compute stream), the read does that instead: no marker,
+    one wait, as a CuPy user's ``float(x)``. Everything enqueued before the copy is then
+    finished, and retired before the data is returned (errors first).
     """
     queue = _queues.queue_of_device(device)
     if queue is None:
         return read(buf)
+    in_order = queue.to_host_in_order
+    if in_order is not None and read == queue.to_host:
+        bufs = _written(device, buf, base_buf)
+        number = queue.version(*bufs)
+        if number is not None and queue.peek() == number + 1:  # nothing enqueued after it
+            return _read_in_order(queue, device, in_order, buf, base_buf)
     bufs = _wait_versions(queue, device, buf, base_buf)
     error = queue.error_of(*bufs)
     if error is not None:
@@ -263,6 +281,26 @@ def host_read(device: Any, read: Callable[[Any], Any], buf: Any, base_buf: Any =
         if _queues.first_error is err:
             _queues.first_error = None  # raised here, at a read: waitall() does not raise it again
         raise _queues.fresh(err)  # noqa: B904 - fresh() sets the cause (the kernel's traceback)
+
+
+def _read_in_order(queue: _queues.Queue, device: Any, read: Callable[[Any], Any], buf: Any, base_buf: Any) -> Any:
+    """``read(buf)`` copying in queue order; then every number taken before it is finished."""
+    taken = queue.take()  # the copy is enqueued after every number below this one
+    try:
+        data = read(buf)
+    except BaseException as err:
+        queue.retire_to(taken)  # the work before is finished: its checks run, errors get their notes
+        error = queue.error_of(*_written(device, buf, base_buf))
+        if error is not None:
+            deliver(error)
+        if not getattr(err, "_nda_noted", False):
+            raise
+        raise _queues.fresh(err)  # noqa: B904 - fresh() sets the cause (the kernel's traceback)
+    queue.retire_to(taken)
+    error = queue.error_of(*_written(device, buf, base_buf))
+    if error is not None:
+        deliver(error)
+    return data
 
 
 def deliver(error: BaseException) -> None:

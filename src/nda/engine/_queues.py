@@ -17,13 +17,17 @@ A backend declares this (``in_order_queues = True``, backend API 1.3) and provid
 ``record_timed_marker(device)`` and ``marker_time(marker)`` (optional)
     a marker that also tells when it was reached, as a ``time.perf_counter()`` value: sim
     stamps its markers, CUDA uses timing events. Only the profiler asks for them.
+``to_host_in_order(buf)`` (optional)
+    a host copy of ``buf`` enqueued on the queue itself, after everything enqueued before
+    (a copy on the CUDA stream): a read of the newest version on a queue needs no marker.
 
 **Positions, not markers, per op.** Every op enqueued on a queue takes the next *number* of
 that queue (``next()`` of an ``itertools.count``: atomic, after its work is enqueued), and
 the queue remembers, per buffer, the number of its latest write (``versions``). No marker is
 recorded for an op.
-A marker is recorded only where something waits: a host read, a wait for the whole queue,
-the bound on work in flight, the profiler. A marker takes a number too, and since the
+A marker is recorded only where something waits: a host read (none when the version read
+is the newest work of its queue and the backend copies in queue order), a wait for the
+whole queue, the bound on work in flight, the profiler. A marker takes a number too, and since the
 queue is in order it covers every number below its own: recording one marker covers
 everything enqueued before it. To wait for number *n*, the queue uses the oldest marker
 above *n*, or records one now. ``markers`` counts them (tests count markers per op).
@@ -173,6 +177,8 @@ class Queue:
         self.wait_marker = backend.wait_marker
         self.record_timed_marker = getattr(backend, "record_timed_marker", None)
         self.marker_time = getattr(backend, "marker_time", None)
+        self.to_host = getattr(backend, "to_host", None)
+        self.to_host_in_order = getattr(backend, "to_host_in_order", None)
         self.numbers = itertools.count(1)
         self.done = 1
         self.versions: dict[int, int] = {}

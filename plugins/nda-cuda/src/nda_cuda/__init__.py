@@ -31,7 +31,8 @@ The contract (``nda.backends.contract``, API 1.2), member by member:
   and timing events for nda's profiler (``record_timed_marker``, ``marker_time``); nda issues
   every op at once, records an event only where something waits, and the host waits only
   when it reads data, for exactly the version it reads; ``to_host`` then copies on a reader
-  stream of its own. An
+  stream of its own (the newest version of a queue: ``to_host_in_order``, a copy on the
+  compute stream itself, no event). An
   integer-array index is bounds-checked on the device: the flag is copied to pinned host
   memory without a sync and read when the op's marker is reached (``nda.engine.Deferred``).
 * subgraphs (backend API 1.4): ``partitioner`` claims chains of element-wise ops of a
@@ -237,6 +238,12 @@ class CudaBackend:
             # nda has waited for the event of the work that wrote ``buf`` (backend API 1.3); the
             # copy runs on the reader stream, so it does not wait for what came after that work.
             return buf.get(stream=ds.reader, blocking=True)
+
+    def to_host_in_order(self, buf: Any) -> Any:
+        """A host copy on the device's compute stream, after everything enqueued on it: nda reads
+        the newest version of a queue this way, with no event (one stream synchronize, as
+        ``float(cupy_array)``). CuPy makes a non-contiguous buffer contiguous on that stream too."""
+        return buf.get(stream=self._stream(self.device_of(buf)).stream, blocking=True)
 
     def from_host(self, host: Any, device: Device, out: Any = None) -> Any:
         import numpy as np

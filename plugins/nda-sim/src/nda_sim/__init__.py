@@ -20,7 +20,8 @@ It follows nda's backend contract (``nda.backends.contract``):
   ``marker_reached``; timed markers for nda's profiler (``record_timed_marker``,
   ``marker_time``: the stream stamps when it reaches them); ``buffer_owner`` for views;
   ``synchronize``. Copies between sim devices are ordered by markers on both streams,
-  without waiting on the host.
+  without waiting on the host; ``to_host_in_order`` (a read after everything enqueued, for a
+  read of the newest version without a marker).
 
 Kernels reuse the catalog's NumPy reference implementations on the simulated device
 memory, so the simulation is exact and any difference from cpu is a bug in the plumbing.
@@ -160,6 +161,12 @@ class SimBackend:
         # A read nda did not order raises (a real device would return stale memory).
         check_host_read(buf)
         return np.array(buf.wait(), copy=True)
+
+    def to_host_in_order(self, buf: SimBuffer) -> np.ndarray:
+        """A host copy after everything enqueued on ``buf``'s stream so far (nda reads the newest
+        version of a queue this way, without a marker)."""
+        self._stream(buf.device).flush()
+        return self.to_host(buf)
 
     def from_host(self, host: np.ndarray, device: Device, out: SimBuffer | None = None) -> SimBuffer:
         host = np.asarray(host)
