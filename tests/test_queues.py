@@ -77,7 +77,7 @@ def returns_within(seconds: float, fn):
 # ----------------------------------------------------------------------------- bookkeeping
 
 class CounterBackend:
-    """Markers are counts the test advances: ``done`` is how far the 'device' has got."""
+    """Markers are counts the test advances: ``done`` is how far the 'device' has got (in ops)."""
 
     def __init__(self) -> None:
         self.issued = 0
@@ -101,10 +101,30 @@ class Buf:
 
 
 def entry(queue, backend, name, writes, check=None, deps=None):
+    """An op that may fail, enqueued: it takes a number, writes ``writes`` and gets an entry."""
     backend.issued += 1
-    e = _queues.Entry(queue, backend.record_marker(None), name, "here.py:1", check, tuple((id(b), weakref.ref(b)) for b in writes), deps)
-    queue.add(e)
+    with _queues.LOCK:
+        n = queue.take()
+        for b in writes:
+            queue.versions[id(b)] = n
+        e = _queues.Entry(queue, n, name, "here.py:1", check, tuple((id(b), weakref.ref(b)) for b in writes), deps)
+        queue.add(e)
     return e
+
+
+def plain(queue, backend, writes):
+    """An op that cannot fail, enqueued: a number and versions only."""
+    backend.issued += 1
+    with _queues.LOCK:
+        n = queue.take()
+        for b in writes:
+            queue.versions[id(b)] = n
+    return n
+
+
+def marked(queue):
+    with _queues.LOCK:
+        return queue.mark()
 
 
 def test_queue_state_retires_in_order_and_keeps_exact_versions():
@@ -112,17 +132,41 @@ def test_queue_state_retires_in_order_and_keeps_exact_versions():
     q = _queues.Queue(nda.Device("cpu", 0), backend)
     a, b = Buf(), Buf()
     ea = entry(q, backend, "make_a", [a])
+    m1 = marked(q)  # covers make_a
     eb = entry(q, backend, "make_b", [b])
+    m2 = marked(q)  # covers make_a, make_b
     ea2 = entry(q, backend, "write_a", [a])
-    assert q.version(a) is ea2 and q.version(b) is eb and q.version(a, b) is ea2
+    m3 = marked(q)
+    assert q.version(a) == ea2.seq and q.version(b) == eb.seq and q.version(a, b) == ea2.seq
+    assert q.markers == 3 and q.in_flight() == 3
     backend.done = 1
     q.retire_reached()  # only what the device finished
-    assert ea.retired and not eb.retired and q.in_flight() == 2
+    assert ea.retired and not eb.retired and q.in_flight() == 2 and q.done == m1[0] + 1
     backend.done = 3
-    q.retire(eb)  # up to eb, not beyond
-    assert eb.retired and not ea2.retired and q.version(b) is None and q.version(a) is ea2
+    q.retire_to(m2[0])  # up to that marker, not beyond
+    assert eb.retired and not ea2.retired and q.version(b) is None and q.version(a) == ea2.seq
     q.retire_reached()
-    assert q.in_flight() == 0 and q.version(a) is None
+    assert q.in_flight() == 0 and q.version(a) is None and not q.marks and m3[0] < q.done
+
+
+def test_one_marker_covers_everything_enqueued_before_it():
+    """Ops take numbers, not markers: a wait records one marker, which covers every op before it,
+    and a later wait for an op it covers records none."""
+    backend = CounterBackend()
+    q = _queues.Queue(nda.Device("cpu", 0), backend)
+    bufs = [Buf() for _ in range(10)]
+    numbers = [plain(q, backend, [b]) for b in bufs]
+    assert q.markers == 0 and q.in_flight() == 10
+    backend.done = 10
+    q.wait(q.version(bufs[3]))  # records one marker, after all ten
+    assert q.markers == 1 and q.in_flight() == 0 and all(q.version(b) is None for b in bufs)
+    q.wait(numbers[7])  # finished already: no marker
+    q.drain()  # nothing in flight: no marker
+    assert q.markers == 1
+    later = plain(q, backend, [bufs[0]])
+    backend.done = 11
+    q.drain()
+    assert q.markers == 2 and q.version(bufs[0]) is None and later < q.done
 
 
 def test_a_failed_check_poisons_what_the_op_wrote_and_what_read_it():
@@ -132,12 +176,12 @@ def test_a_failed_check_poisons_what_the_op_wrote_and_what_read_it():
     failing = entry(q, backend, "getitem", [x], check=lambda: IndexError("index 9 is out of bounds"))
     assert q.checked == 1
     reader = entry(q, backend, "add", [y], deps=[failing])
-    fine = entry(q, backend, "sin", [other])
+    plain(q, backend, [other])
     overwrite = entry(q, backend, "setitem", [z])
     backend.done = 4
-    q.retire_reached()
+    q.drain()
     assert isinstance(failing.error, IndexError) and reader.error is failing.error
-    assert fine.error is None and overwrite.error is None and q.checked == 0
+    assert overwrite.error is None and q.checked == 0
     assert q.error_of(x) is failing.error and q.error_of(y) is failing.error and q.error_of(other) is None
     note = failing.error.__notes__[0]
     assert "op 'getitem' issued at here.py:1 failed on cpu:0" in note
@@ -152,11 +196,11 @@ def test_failure_records_hold_no_buffer():
     ref = weakref.ref(x)
     entry(q, backend, "getitem", [x], check=lambda: IndexError("bad"))
     backend.done = 1
-    q.retire_reached()
+    q.drain()
     assert q.error_of(x) is not None
     del x
     gc.collect()
-    assert ref() is None  # neither the entry nor the failure record kept it
+    assert ref() is None  # neither the entry, the versions nor the failure record kept it
     _queues.first_error = None
 
 
@@ -403,3 +447,140 @@ def test_a_view_read_waits_for_a_write_through_its_base_or_another_view(threaded
     threading.Timer(0.2, gate.open).start()
     expected = [7.0, 7.0, 7.0] if write == "base" else [7.0, 7.0, 0.0]
     np.testing.assert_array_equal(v.asnumpy(), expected)  # waits for the write; never a stale read
+
+
+# ----------------------------------------------------------------------------- markers on demand
+
+def _mirror() -> str:
+    if not nda.backends.serves("cudamirror"):
+        nda.backends.load("_cuda_numpy_mirror:backend")
+    return "cudamirror"
+
+
+def _device(name: str) -> str:
+    return _mirror() if name == "cudamirror" else name
+
+
+def _markers(device: str) -> int:
+    return _queues.queue_of_device(nda.Device(device)).markers
+
+
+@pytest.mark.parametrize("device", ["sim", "cudamirror"])
+@pytest.mark.parametrize("engine", ["threaded", "naive"])
+def test_markers_are_recorded_only_where_something_waits(device, engine):
+    """Issue 27, item 3: an op takes a position on its queue, not a marker. A loop of tiny ops
+    then one read records at most one marker: none where the backend copies in queue order
+    (sim: the read is of the newest version, so a copy after everything enqueued is exact),
+    one where it does not (the mirror); an op issued while nothing waits records none (the
+    threaded engine). The naive engine waits at every op, so it records one per op there."""
+    device = _device(device)
+    per_wait = 0 if hasattr(nda.backends.for_device(nda.Device(device)), "to_host_in_order") else 1
+    previous = nda.engine.current()
+    nda.engine.use(ThreadedEngine() if engine == "threaded" else "naive")
+    try:
+        x = nda.ones(4, dtype=nda.float32, device=device)
+        y = nda.ones(4, dtype=nda.float32, device=device)
+        nda.waitall()
+        before = _markers(device)
+        z = x
+        for _ in range(100):
+            z = z * 1.0001 + y  # 200 dependent tiny ops
+        issued = _markers(device) - before
+        total = float(nda.sum(z))  # 201 ops and one read
+        chain = _markers(device) - before
+        before = _markers(device)
+        reads = [float(nda.sum(x + y)) for _ in range(10)]  # 2 ops and a read, 10 times
+        per_read = (_markers(device) - before) / 10
+        np.testing.assert_allclose(total, float(np.sum(np.full(4, sum(1.0001 ** k for k in range(101)), np.float32))), rtol=1e-4)
+        assert reads == [8.0] * 10
+        if engine == "threaded":
+            assert issued == 0, f"{issued} markers for 200 ops nobody waited for"
+            assert chain == per_wait, f"{chain} markers for 201 ops and one read"
+            assert per_read == per_wait
+            a = x + 1.0
+            b = a * 2.0  # a read of a (not the newest work) waits for a marker after a
+            before = _markers(device)
+            assert a.asnumpy().tolist() == [2.0] * 4 and _markers(device) == before + 1
+            assert b.asnumpy().tolist() == [4.0] * 4 and _markers(device) == before + 1  # covered by that marker
+        else:  # the naive engine waits at every op: one marker each, none more for the read
+            assert issued == 200 and chain == 201 and per_read == 2.0
+    finally:
+        nda.engine.use(previous if previous.name != "threaded" else "threaded")
+
+
+@pytest.mark.parametrize("device", ["sim", "cudamirror"])
+def test_a_loop_that_never_reads_records_a_marker_per_quarter_of_the_bound(threaded, device, monkeypatch):
+    """The bound on work in flight needs something to wait for: one marker every
+    ``MAX_IN_FLIGHT / 4`` ops, and the queue never holds more than the bound."""
+    device = _device(device)
+    monkeypatch.setattr(_queues, "MAX_IN_FLIGHT", 64)
+    x = nda.ones(4, device=device)
+    nda.waitall()
+    queue = _queues.queue_of_device(nda.Device(device))
+    before = queue.markers
+    y = x
+    most = 0
+    for _ in range(320):
+        y = y + 1.0
+        most = max(most, queue.in_flight())
+    assert 16 <= queue.markers - before <= 24  # one per 16 numbers (a marker takes a number too)
+    assert most <= 64 + 16
+    np.testing.assert_array_equal(y.asnumpy(), np.full(4, 321.0))
+
+
+@pytest.mark.parametrize("offset", range(16))
+def test_an_op_reading_an_unretired_reader_of_a_failed_op_fails_too(threaded, offset):
+    """``a`` fails (an index out of bounds, found on the device), ``b`` reads ``a``; reading ``a``
+    raises. ``c`` issued afterwards reads ``b``: it must fail as well, whether or not ``b`` has
+    retired when ``c`` is issued (with a marker per op, ``b`` could still be in flight with no
+    check in flight left to make ``c`` record it as a dependency: ``c`` then read garbage
+    silently). The offsets shift where the queue's periodic work falls."""
+    device = _mirror()
+    x = nda.arange(4, dtype=nda.float64, device=device)
+    for _ in range(offset):
+        x = x + 0.0
+    nda.waitall()
+    a = x[nda.asarray([0, 9], device=device)]
+    b = a + 1.0
+    with pytest.raises(IndexError):
+        a.asnumpy()
+    c = b * 2.0
+    with pytest.raises(IndexError):
+        c.asnumpy()
+    with pytest.raises(IndexError):
+        b.asnumpy()
+    nda.waitall()
+    np.testing.assert_array_equal((x * 2.0).asnumpy(), np.arange(4.0) * 2.0)  # unrelated work is fine
+
+
+def test_a_read_of_the_newest_version_copies_in_queue_order(threaded):
+    """sim copies in queue order (``to_host_in_order``): reading the newest work of a queue
+    records no marker, waits for everything before it, and still raises exactly the errors of
+    what it reads, with their notes; an earlier unrelated failure is known afterwards."""
+    s = nda.arange(4, dtype=nda.float64, device="sim")
+    s.wait_to_read()
+    queue = _queues.queue_of_device(nda.Device("sim", 0))
+    index = nda.asarray([0, 9], device="sim")
+    nda.waitall()
+    before = queue.markers
+    with Gate("sim:0"):
+        bad = s[index]  # fails on the device
+        fine = s * 2.0  # the newest work
+        box: dict[str, object] = {}
+        reader = threading.Thread(target=lambda: box.update(value=fine.asnumpy()), daemon=True)
+        reader.start()
+        reader.join(0.3)
+        assert reader.is_alive(), "the read returned before the work it reads had run"
+    reader.join(10)
+    np.testing.assert_array_equal(box["value"], [0.0, 2.0, 4.0, 6.0])
+    assert queue.markers == before
+    assert queue.version(bad._buf) is None and queue.error_of(bad._buf) is not None  # retired by that read
+    with pytest.raises(IndexError) as info:
+        bad.asnumpy()
+    assert any("op 'getitem'" in n for n in info.value.__notes__)
+    y = s[nda.asarray([7], device="sim")]  # the newest work, failing
+    with pytest.raises(IndexError) as info:
+        y.asnumpy()
+    assert any("op 'getitem'" in n for n in info.value.__notes__)
+    assert queue.markers == before
+    nda.waitall()

@@ -22,8 +22,9 @@ together. Everything runs under the profiler, and the demo writes what it record
 
 * ``nda-demo-trace.json``: a Chrome trace (Perfetto, chrome://tracing);
 * ``nda-demo-timeline.png``: :meth:`nda.profiler.timeline`, one lane per device and
-  thread, when matplotlib is installed (the ``notebooks`` extra); without it the PNG is
-  skipped with a message and everything else still runs.
+  thread and one per device queue (when the device really ran each op), when matplotlib is
+  installed (the ``notebooks`` extra); without it the PNG is skipped with a message and
+  everything else still runs.
 
 Both go to the current directory or ``--out DIR``.
 
@@ -295,7 +296,7 @@ def _write_outputs(out: str) -> None:
         print("timeline: skipped, matplotlib is not installed (pip install 'nda[notebooks]' or matplotlib to get the PNG)")
     else:
         nda.profiler.timeline(path=png_path)
-        print(f"timeline: {os.path.abspath(png_path)} (one lane per device and thread, ops coloured by name)")
+        print(f"timeline: {os.path.abspath(png_path)} (one lane per device and thread, one per device queue, ops coloured by name)")
 
 
 def demo(n: int = 512, steps: int = 50, out: str = ".", devices: str | None = None) -> int:
@@ -327,7 +328,8 @@ def demo(n: int = 512, steps: int = 50, out: str = ".", devices: str | None = No
                 failures += _run_together(inputs, steps, expected, tolerance, one_by_one)
     finally:
         events = nda.profiler.stop()
-    print(f"\nprofile: {len(events)} ops recorded; the busiest:")
+    queued = f", {len(events.queue_events)} of them ran on device queues" if events.queue_events else ""
+    print(f"\nprofile: {len(events)} ops recorded{queued}; the busiest (device ms: time on the device's queue):")
     print("\n".join("  " + line for line in nda.profiler.summary().splitlines()[:8]))
     _write_outputs(out)
     if failures:

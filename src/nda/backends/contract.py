@@ -42,11 +42,16 @@ In-order queues (optional, 1.3; the way for an accelerator)
     everything enqueued on the device's queue so far: a CUDA event), ``wait_marker(device,
     marker)`` (the device's queue waits for ``marker``, no host thread blocks:
     ``cudaStreamWaitEvent``), ``synchronize_marker(marker)`` (block the calling thread until
-    it is reached) and ``marker_reached(marker)`` (a non-blocking query). Optional:
+    it is reached) and ``marker_reached(marker)`` (a non-blocking query); the engine records
+    markers only where something waits (one covers everything enqueued before it). Optional:
     ``buffer_owner(buf)``, the buffer owning a view's memory (the engine orders a write
-    through a view as a write of its owner). A kernel with a data-dependent check (an
+    through a view as a write of its owner); ``record_timed_marker(device)`` and
+    ``marker_time(marker)`` (when a timed marker was reached, in ``time.perf_counter()``
+    seconds, or None), which the profiler uses to show when each op ran on the device;
+    ``to_host_in_order(buf)``, a host copy enqueued on the queue after everything so far
+    (a read of the newest work of a queue then needs no marker). A kernel with a data-dependent check (an
     index bound) returns :class:`nda.engine.Deferred` ``(buffer, check)``; ``check()`` runs
-    on the host once the op's marker is reached and returns (or raises) the op's error.
+    on the host once the op's work is finished and returns (or raises) the op's error.
     ``to_host(buf)`` copies the buffer as it is, without waiting for the queue: nda has
     waited for exactly the work that wrote it (a copy on the compute queue would also wait
     for everything enqueued after that work).

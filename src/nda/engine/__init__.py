@@ -28,15 +28,17 @@ the limit the engine would have without watchers) or pushes it. ``nda.hybridize`
 outside, ``push`` is the engine's own bound method and nothing is added to the hot path.
 
 Device queues (backend API 1.3, :mod:`._queues`): a backend whose kernels run in order on
-one queue per device has every kernel wrapped so that it records an entry (marker, op,
-``file:line``, data-dependent check) when it enqueues its work. Such an op never waits for
-its producers to *finish*: those on the same queue are ordered by the queue itself, so the
-op is issued at once, on the caller's thread, inline or through ``push`` alike. The engine
-is told of each entry (``state.issued(queue, entry)``): the naive and deferred engines wait
-for it there (errors at the call); the threaded engine only retires what is already done
-and applies the bound on work in flight. Sync points wait for exactly the marker of the
-version they read, on the caller's thread; errors found when an entry retires are raised at
-the sync point that reads what the op wrote, with the op's note.
+one queue per device has every kernel wrapped so that it takes a number on the device's
+queue when it enqueues its work (and, when it may fail, an entry: op, ``file:line``,
+data-dependent check). Such an op never waits for its producers to *finish*: those on the
+same queue are ordered by the queue itself, so the op is issued at once, on the caller's
+thread, inline or through ``push`` alike. An engine whose ``waits_at_issue`` is true (the
+naive and deferred engines) is told of each op (``issued(queue, number, entry)``) and waits
+for it there (errors at the call); the threaded engine is not told at all: the queue itself
+retires what is done and applies the bound on work in flight. Markers are recorded only
+where someone waits. Sync points wait for exactly the version they read, on the caller's
+thread; errors found when an entry retires are raised at the sync point that reads what the
+op wrote, with the op's note.
 
 Engines: ``threaded`` (the default: per-device worker threads, the inline fast path,
 errors raised at sync points), ``naive`` (synchronous, for debugging: ``NDA_ENGINE=naive``
@@ -100,6 +102,8 @@ class Engine:
     name = "abstract"
     #: The ``state.limit`` this engine wants while idle.
     idle_limit = 0
+    #: Whether every op on a device queue waits for its work at issue (:meth:`issued`).
+    waits_at_issue = True
 
     def push(self, run: Callable[[], Any], reads: Sequence[Any], writes: Sequence[Any], device: Any, name: str, cost: int = 0, route: Any = None) -> None:
         raise NotImplementedError(f"engine {self.name!r} does not implement push")
@@ -120,10 +124,11 @@ class Engine:
         A host read of a device-queue array calls this, then :func:`host_read`.
         """
 
-    def issued(self, queue: _queues.Queue, entry: _queues.Entry) -> None:
-        """An op was enqueued on a device queue. By default: wait for it; raise its error here."""
-        queue.wait_and_retire(entry)
-        if entry.error is not None:
+    def issued(self, queue: _queues.Queue, number: int, entry: _queues.Entry | None) -> None:
+        """An op took ``number`` on a device queue (``entry``: its entry, if it may fail); called
+        when :attr:`waits_at_issue`. By default: wait for it; raise its error here."""
+        queue.wait(number)
+        if entry is not None and entry.error is not None:
             deliver(entry.error)
 
     def shutdown(self) -> None:
@@ -209,20 +214,26 @@ def wait_queued(array: Any, for_write: bool) -> None:
         deliver(error)
 
 
+def _written(device: Any, buf: Any, base_buf: Any) -> tuple[Any, ...]:
+    """``buf``, its base and the buffer owning its memory (the buffers whose writes a read waits for)."""
+    owner = _queues._owner_of.get(device.type)
+    bufs = (buf,)
+    for extra in (base_buf, owner(buf) if owner is not None else None):
+        if extra is not None and all(extra is not b for b in bufs):
+            bufs += (extra,)
+    return bufs
+
+
 def _wait_versions(queue: _queues.Queue, device: Any, buf: Any, base_buf: Any = None) -> tuple[Any, ...]:
     """Wait for the latest in-flight writes of ``buf``, of its base and of the buffer owning its
     memory; returns those buffers. A backend may learn that a buffer is a view only once the
     op making it has run, so the owner is asked again after each wait until nothing is left."""
-    owner = _queues._owner_of.get(device.type)
     while True:
-        bufs = (buf,)
-        for extra in (base_buf, owner(buf) if owner is not None else None):
-            if extra is not None and all(extra is not b for b in bufs):
-                bufs += (extra,)
-        entry = queue.version(*bufs)
-        if entry is None:
+        bufs = _written(device, buf, base_buf)
+        number = queue.version(*bufs)
+        if number is None:
             return bufs
-        queue.wait_and_retire(entry)
+        queue.wait(number)
 
 
 def queued_pending(array: Any) -> bool:
@@ -231,8 +242,8 @@ def queued_pending(array: Any) -> bool:
     if queue is None or array._buf is None:
         return False
     base = array._base
-    entry = queue.version(array._buf) if base is None else queue.version(array._buf, base._buf)
-    return entry is not None and not queue.marker_reached(entry.marker)
+    number = queue.version(array._buf) if base is None else queue.version(array._buf, base._buf)
+    return number is not None and not queue.finished(number)
 
 
 def host_read(device: Any, read: Callable[[Any], Any], buf: Any, base_buf: Any = None) -> Any:
@@ -245,10 +256,22 @@ def host_read(device: Any, read: Callable[[Any], Any], buf: Any, base_buf: Any =
     error of work still in flight (a failed buffer's exception), the entries already done
     are retired first, so that the error carries the note of the op that failed, not of the
     reader.
+
+    When the version read is the newest work on its queue and the backend can copy *in queue
+    order* (``to_host_in_order(buf)``: a copy enqueued on the queue itself, after everything
+    enqueued before; a CUDA copy on the compute stream), the read does that instead: no marker,
+    one wait, as a CuPy user's ``float(x)``. Everything enqueued before the copy is then
+    finished, and retired before the data is returned (errors first).
     """
     queue = _queues.queue_of_device(device)
     if queue is None:
         return read(buf)
+    in_order = queue.to_host_in_order
+    if in_order is not None and read == queue.to_host:
+        bufs = _written(device, buf, base_buf)
+        number = queue.version(*bufs)
+        if number is not None and queue.peek() == number + 1:  # nothing enqueued after it
+            return _read_in_order(queue, device, in_order, buf, base_buf)
     bufs = _wait_versions(queue, device, buf, base_buf)
     error = queue.error_of(*bufs)
     if error is not None:
@@ -262,6 +285,26 @@ def host_read(device: Any, read: Callable[[Any], Any], buf: Any, base_buf: Any =
         if _queues.first_error is err:
             _queues.first_error = None  # raised here, at a read: waitall() does not raise it again
         raise _queues.fresh(err)  # noqa: B904 - fresh() sets the cause (the kernel's traceback)
+
+
+def _read_in_order(queue: _queues.Queue, device: Any, read: Callable[[Any], Any], buf: Any, base_buf: Any) -> Any:
+    """``read(buf)`` copying in queue order; then every number taken before it is finished."""
+    taken = queue.take()  # the copy is enqueued after every number below this one
+    try:
+        data = read(buf)
+    except BaseException as err:
+        queue.retire_to(taken)  # the work before is finished: its checks run, errors get their notes
+        error = queue.error_of(*_written(device, buf, base_buf))
+        if error is not None:
+            deliver(error)
+        if not getattr(err, "_nda_noted", False):
+            raise
+        raise _queues.fresh(err)  # noqa: B904 - fresh() sets the cause (the kernel's traceback)
+    queue.retire_to(taken)
+    error = queue.error_of(*_written(device, buf, base_buf))
+    if error is not None:
+        deliver(error)
+    return data
 
 
 def deliver(error: BaseException) -> None:
@@ -376,7 +419,7 @@ _ENGINES: dict[str, Callable[[], Engine]] = {"threaded": _threaded, "naive": Syn
 class _State:
     """Holder of the current engine; ops compare with ``state.limit`` and call ``state.push``."""
 
-    __slots__ = ("engine", "limit", "push", "wait_for", "wait_all", "issued", "watchers")
+    __slots__ = ("engine", "limit", "push", "wait_for", "wait_all", "watchers")
 
     def __init__(self) -> None:
         self.engine: Engine = SyncEngine()
@@ -390,8 +433,7 @@ class _State:
         self.push = engine.push if not self.watchers else self._watched_push
         self.wait_for = engine.wait_for
         self.wait_all = engine.wait_all
-        self.issued = engine.issued
-        _queues.on_issue = engine.issued  # called by every queue op: no indirection
+        _queues.set_on_issue(engine.issued if engine.waits_at_issue else None)
         self.refresh_limit()
 
     def refresh_limit(self) -> None:

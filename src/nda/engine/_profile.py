@@ -1,28 +1,27 @@
-"""The profiler: what ran, where, on which thread, for how long, through which kernel.
+"""The profiler: what ran, where, on which thread and on which device queue, for how long.
 
-``nda.profiler.start()`` begins recording and ``stop()`` ends it. While it records, the
-front end sends every op through the engine (no silent inline calls), and the engine
-records one event per op: name, device, thread, start and end (``time.perf_counter``
-seconds), and the dispatch route (the kernel's qualified name). Three views of the events:
+``nda.profiler.start()`` begins recording and ``stop()`` ends it; ``with
+nda.profiler.profile() as prof:`` does both around a block. While it records, the front end
+sends every op through the engine (no silent inline calls), and two kinds of spans are kept:
 
-``chrome_trace(path)``
-    Chrome trace JSON (opens in Perfetto or chrome://tracing): the raw spans, one track per
-    thread.
-``summary()``
-    A table of counts and total/mean wall time per op.
-``timeline(ax=None, path=None)``
-    A matplotlib Gantt chart for notebooks: one lane per (device, thread), a bar per op
-    coloured by op name, time in ms since ``start()``. matplotlib is imported only here,
-    so ``import nda`` never imports it; it is the optional ``notebooks`` extra.
+*host spans* (:attr:`Profiler.events`)
+    one :class:`Event` per op as the engine ran it on a thread: name, device, thread, start
+    and end (``time.perf_counter`` seconds), and the dispatch route (the kernel's qualified
+    name). For an op on a device queue (sim, cuda) this is the time to *issue* it: the
+    kernel returns once the work is enqueued.
+*device spans* (:attr:`Profiler.queue_events`)
+    for every op enqueued on a device queue, when it really ran there. Each such op gets a
+    marker right after it (a *timed* one where the backend has them: nda-sim stamps the time
+    its stream reaches a marker, nda-cuda records CUDA timing events), so its span ends when
+    the device reached the marker and starts when the previous op of that queue ended (or
+    when it was issued, if later): a queue runs one op at a time, in order. A backend
+    without timed markers (a synchronous one) gets the issue span. The thread of a device
+    span is ``"queue"``.
 
-What a lane shows. A thread runs one thing at a time, so the spans recorded on one
-thread never overlap, with one exception: work that completes *asynchronously* (a device
-stream such as nda-sim's, a CUDA stream) is recorded from the moment the engine issued it
-to the moment its completion was signalled, and the completion is signalled on the
-stream's thread. An in-order stream cannot start an item before the previous one
-finished, so :meth:`Profiler.lanes` shows such a span from ``max(issue, previous end in
-the lane)``: the time the item actually occupied the stream. The raw spans stay available
-in :attr:`Profiler.events` and in the Chrome trace.
+Views (:mod:`._profile_views`): ``stop()`` and ``profile()`` give a :class:`Profile` (a list
+of the host events, with ``summary()``, ``lanes()``, ``chrome_trace(path)`` and
+``timeline()``, shown in a notebook as a one-line header and the summary table rather than
+hundreds of events); the same views on the profiler show what it has recorded so far.
 
 Layer: engine (README, "Architecture").
 """
@@ -30,13 +29,17 @@ Layer: engine (README, "Architecture").
 from __future__ import annotations
 
 import contextlib
-import re
-import sys
 import threading
 import time
-from typing import Any, Callable, Iterator, NamedTuple
+from typing import Any, Callable, Iterator
 
-__all__ = ["Profiler", "profiler", "Event", "Lane", "Span"]
+from . import _queues
+from ._profile_views import Lane, Profile, Span, SummaryTable
+
+__all__ = ["Profiler", "profiler", "Event", "Lane", "Span", "Profile", "SummaryTable"]
+
+#: The thread name of the device spans: one lane per device queue.
+QUEUE_THREAD = "queue"
 
 
 class Event:
@@ -74,43 +77,34 @@ class Event:
         return f"<Event {self.name} on {self.device} ({self.thread}), {self.duration * 1e6:.1f} us, {self.route_name}>"
 
 
-class Span(NamedTuple):
-    """An event as a lane shows it: milliseconds since ``start()``."""
+class _Enqueued:
+    """An op enqueued on a device queue while recording; becomes a device span once reached."""
 
-    event: Event
-    start_ms: float
-    end_ms: float
+    __slots__ = ("name", "queue", "issued", "returned", "number", "marker")
 
-
-class Lane(NamedTuple):
-    """The spans of one thread on one device, in time order."""
-
-    device: str
-    thread: str
-    spans: list[Span]
-
-    @property
-    def label(self) -> str:
-        return f"{self.device} · {self.thread}"
-
-
-def _natural(text: str) -> list[Any]:
-    """Sort key that orders ``nda-cpu0-10`` after ``nda-cpu0-9``."""
-    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text)]
-
-
-def _device_key(device: str) -> tuple[int, list[Any]]:
-    return (0 if device.startswith("cpu") else 1, _natural(device))
+    def __init__(self, name: str, queue: Any, issued: float, returned: float, number: int, marker: Any) -> None:
+        self.name = name
+        self.queue = queue
+        self.issued = issued
+        self.returned = returned
+        self.number = number
+        self.marker = marker
 
 
 class Profiler:
     """Records engine events between :meth:`start` and :meth:`stop` (see the module docstring)."""
+
+    #: Whether this profiler is the one the engine and the device queues report to (``nda.profiler``).
+    _owns_engine = False
 
     def __init__(self) -> None:
         self.active = False
         self.events: list[Event] = []
         #: ``(perf_counter time, label)`` of :meth:`mark` calls since :meth:`start`.
         self.marks: list[tuple[float, str]] = []
+        self._enqueued: list[_Enqueued] = []  # device-queue ops whose marker was not seen reached yet
+        self._queue_events: list[Event] = []
+        self._queue_end: dict[Any, float] = {}  # queue -> end of its latest device span
         self._lock = threading.Lock()
         self._on_change: Callable[[], None] = lambda: None
         self._origin = time.perf_counter()
@@ -121,20 +115,54 @@ class Profiler:
         with self._lock:
             self.events = []
             self.marks = []
+            self._enqueued = []
+            self._queue_events = []
+            self._queue_end = {}
             self._origin = time.perf_counter()
             self.active = True
+        if self._owns_engine:
+            _queues.set_profiled(self._on_enqueued)
         self._on_change()
 
-    def stop(self) -> list[Event]:
-        """Stop recording (after waiting for pending work); return the events."""
+    def stop(self) -> Profile:
+        """Stop recording (after waiting for pending work); return what was recorded as a
+        :class:`Profile` (a list of the host events, with the views)."""
         from . import state
 
         try:
             state.wait_all()
         finally:
             self.active = False
+            if self._owns_engine:
+                _queues.set_profiled(None)
             self._on_change()
-        return list(self.events)
+        return self.snapshot()
+
+    @contextlib.contextmanager
+    def profile(self) -> Iterator[Profile]:
+        """Record the block: ``with nda.profiler.profile() as prof: ...``; ``prof`` is filled
+        when the block ends (a :class:`Profile`: ``prof.summary()``, ``prof.timeline()``...).
+
+        Raises RuntimeError if the profiler is already recording. An error of work issued in
+        the block is raised at its end, as ``stop()`` (a sync point) raises it.
+        """
+        if self.active:
+            raise RuntimeError("nda.profiler.profile(): the profiler is already recording; call nda.profiler.stop() first")
+        result = Profile()
+        self.start()
+        try:
+            yield result
+        except BaseException:
+            try:
+                self.stop()
+            except Exception:  # noqa: BLE001 - the block's own error is the one to see
+                pass
+            result._fill(self.snapshot())
+            raise
+        try:
+            self.stop()
+        finally:
+            result._fill(self.snapshot())
 
     def record(self, name: str, device: Any, route: Any, start: float, end: float) -> None:
         event = Event(name, device, threading.current_thread().name, start, end, route)
@@ -156,179 +184,73 @@ class Profiler:
         finally:
             self.record(name, device, route, start, time.perf_counter())
 
+    # ------------------------------------------------------------------ device queues
+    def _on_enqueued(self, name: str, queue: Any, issued: float, returned: float, number: int, marker: Any) -> None:
+        """Called by the device queues for every op enqueued while recording (with its timed marker)."""
+        if not self.active:  # recording was switched off by hand: stop being called
+            _queues.set_profiled(None)
+            return
+        with self._lock:
+            self._enqueued.append(_Enqueued(name, queue, issued, returned, number, marker))
+            many = len(self._enqueued) > 4096
+        if many:
+            self._resolve()  # markers already reached: their spans, and the markers dropped
+
+    def _resolve(self) -> None:
+        """Turn the enqueued ops whose markers are reached into device spans (non-blocking)."""
+        with self._lock:
+            pending, self._enqueued = self._enqueued, []
+            by_queue: dict[Any, list[_Enqueued]] = {}
+            for item in pending:
+                by_queue.setdefault(item.queue, []).append(item)
+            for queue, items in by_queue.items():
+                items.sort(key=lambda it: it.number)
+                previous = self._queue_end.get(queue, float("-inf"))
+                for i, item in enumerate(items):
+                    if not queue.marker_reached(item.marker):  # in order: the later ones are not either
+                        self._enqueued.extend(items[i:])
+                        break
+                    reached = queue.marker_time(item.marker) if queue.marker_time is not None else None
+                    end = item.returned if reached is None else max(reached, item.issued)
+                    start = min(max(item.issued, previous), end)
+                    previous = end
+                    self._queue_events.append(Event(item.name, queue.device, QUEUE_THREAD, start, end, None))
+                self._queue_end[queue] = previous
+
+    @property
+    def queue_events(self) -> list[Event]:
+        """The device spans recorded so far (ops whose work is not done yet are not among them)."""
+        self._resolve()
+        with self._lock:
+            return list(self._queue_events)
+
     # ------------------------------------------------------------------ views
-    def chrome_trace(self, path: str | None = None) -> dict[str, Any]:
-        """The events as a Chrome trace (``traceEvents`` with complete events); written to ``path`` if given."""
-        threads = {name: i for i, name in enumerate(sorted({e.thread for e in self.events}))}
-        trace = {
-            "traceEvents": [
-                {
-                    "name": e.name, "cat": e.device, "ph": "X", "pid": 1, "tid": threads[e.thread],
-                    "ts": (e.start - self._origin) * 1e6, "dur": max(0.0, (e.end - e.start) * 1e6),
-                    "args": {"device": e.device, "route": e.route_name, "thread": e.thread},
-                }
-                for e in self.events
-            ]
-            + [{"name": label, "ph": "i", "s": "g", "pid": 1, "tid": 0, "ts": (t - self._origin) * 1e6} for t, label in self.marks]
-            + [{"name": "thread_name", "ph": "M", "pid": 1, "tid": tid, "args": {"name": name}} for name, tid in threads.items()],
-            "displayTimeUnit": "ms",
-        }
-        if path is not None:
-            with open(path, "w") as fh:
-                import json  # only when a trace is written
+    def snapshot(self) -> Profile:
+        """What has been recorded so far, as a :class:`Profile`."""
+        queue_events = self.queue_events
+        with self._lock:
+            return Profile(list(self.events), queue_events, list(self.marks), self._origin)
 
-                json.dump(trace, fh)
-        return trace
-
-    def summary(self) -> str:
-        """Counts and total/mean wall time per op, slowest total first."""
-        totals: dict[str, list[float]] = {}
-        for e in self.events:
-            totals.setdefault(e.name, []).append(e.end - e.start)
-        rows = sorted(totals.items(), key=lambda kv: -sum(kv[1]))
-        lines = [f"{'op':<24} {'count':>7} {'total ms':>10} {'mean us':>10}"]
-        for name, times in rows:
-            lines.append(f"{name:<24} {len(times):>7} {sum(times) * 1e3:>10.3f} {sum(times) / len(times) * 1e6:>10.1f}")
-        return "\n".join(lines)
+    def summary(self) -> SummaryTable:
+        """Counts and total/mean time per op, host and device (see :meth:`Profile.summary`)."""
+        return self.snapshot().summary()
 
     def lanes(self) -> list[Lane]:
-        """The events grouped into lanes, one per (device, thread), as :meth:`timeline` draws them.
+        """The spans grouped into lanes, one per (device, thread) and one per device queue (see :meth:`Profile.lanes`)."""
+        return self.snapshot().lanes()
 
-        Lanes are ordered cpu first, then other devices by name; within a device the
-        caller's thread (``MainThread``) comes first. Spans are in ms since :meth:`start`;
-        an asynchronously completed span is clipped to start no earlier than the previous
-        span of its lane ended (module docstring). Needs no matplotlib.
-        """
-        with self._lock:
-            events = list(self.events)
-        grouped: dict[tuple[str, str], list[Event]] = {}
-        for e in events:
-            grouped.setdefault((e.device, e.thread), []).append(e)
-        order = sorted(grouped, key=lambda k: (_device_key(k[0]), k[1] != "MainThread", _natural(k[1])))
-        lanes = []
-        for device, thread in order:
-            spans: list[Span] = []
-            previous_end = float("-inf")
-            for e in sorted(grouped[(device, thread)], key=lambda ev: (ev.end, ev.start)):
-                start_ms = (e.start - self._origin) * 1e3
-                end_ms = (e.end - self._origin) * 1e3
-                start_ms = min(max(start_ms, previous_end), end_ms)
-                spans.append(Span(e, start_ms, end_ms))
-                previous_end = end_ms
-            lanes.append(Lane(device, thread, spans))
-        return lanes
+    def chrome_trace(self, path: str | None = None) -> dict[str, Any]:
+        """The spans as a Chrome trace, one process per device (see :meth:`Profile.chrome_trace`)."""
+        return self.snapshot().chrome_trace(path)
 
     def timeline(self, ax: Any = None, path: str | None = None, *, max_legend: int = 12) -> Any:
-        """Draw the recorded ops as a timeline (a Gantt chart) with matplotlib; return the Axes.
+        """Draw the recorded spans with matplotlib (see :meth:`Profile.timeline`)."""
+        return self.snapshot().timeline(ax, path, max_legend=max_legend)
 
-        ``ax``: draw into this Axes. Without one a new figure is made: with pyplot when the
-        caller already imported ``matplotlib.pyplot`` (so a notebook shows it inline), else a
-        bare Agg ``Figure`` that touches no global state (scripts, ``python -m nda demo``).
-        ``path``: also save the figure there (PNG, or any format matplotlib infers from the
-        suffix). Ops are coloured by name; the ``max_legend`` ops with the most total time
-        get their own colour and legend entry, the others are grey.
-        """
-        try:
-            import matplotlib
-        except ImportError as err:
-            raise ImportError(
-                "nda.profiler.timeline() needs matplotlib, which nda does not install by default; "
-                "pip install 'nda[notebooks]' (or matplotlib). chrome_trace() and summary() work without it."
-            ) from err
-        if ax is None:
-            if "matplotlib.pyplot" in sys.modules:
-                import matplotlib.pyplot as plt
-
-                fig, ax = plt.subplots(figsize=self._figsize())
-            else:
-                from matplotlib.backends.backend_agg import FigureCanvasAgg
-                from matplotlib.figure import Figure
-
-                fig = Figure(figsize=self._figsize())
-                FigureCanvasAgg(fig)
-                ax = fig.add_subplot()
-        self._draw(ax, matplotlib, max_legend)
-        if path is not None:
-            ax.figure.savefig(path, dpi=120, bbox_inches="tight")
-        return ax
-
-    # ------------------------------------------------------------------ drawing
-    def _figsize(self) -> tuple[float, float]:
-        n = len({(e.device, e.thread) for e in self.events})
-        return (11.0, min(2.0 + 0.5 * max(n, 1), 12.0))
-
-    def _draw(self, ax: Any, matplotlib: Any, max_legend: int) -> None:
-        lanes = self.lanes()
-        totals: dict[str, float] = {}
-        for lane in lanes:
-            for span in lane.spans:
-                totals[span.event.name] = totals.get(span.event.name, 0.0) + (span.end_ms - span.start_ms)
-        ranked = sorted(totals, key=lambda name: -totals[name])
-        palette = matplotlib.colormaps["tab20"].colors if len(ranked) > 10 else matplotlib.colormaps["tab10"].colors
-        colours = {name: palette[i % len(palette)] for i, name in enumerate(ranked[:max_legend])}
-        other = (0.6, 0.6, 0.6)
-        if not lanes:
-            ax.text(0.5, 0.5, "no events recorded (call nda.profiler.start() before the work)", ha="center", va="center", transform=ax.transAxes)
-            ax.set_axis_off()
-            return
-        end = max([span.end_ms for lane in lanes for span in lane.spans] + [(t - self._origin) * 1e3 for t, _ in self.marks])
-        bar_height = 0.7
-        devices_seen: list[str] = []
-        for row, lane in enumerate(lanes):
-            if lane.device not in devices_seen:
-                devices_seen.append(lane.device)
-            if len(devices_seen) % 2 == 0:
-                ax.axhspan(row - 0.5, row + 0.5, color=(0.93, 0.93, 0.93), zorder=0, lw=0)
-            # One collection per lane, in time order, at true widths and without edges: where
-            # ops are shorter than a pixel, the pixel blends their colours in proportion to the
-            # time they took, instead of showing whichever op happened to be drawn last.
-            spans = sorted(lane.spans, key=lambda sp: sp.start_ms)
-            ax.broken_barh(
-                [(sp.start_ms, sp.end_ms - sp.start_ms) for sp in spans], (row - bar_height / 2, bar_height),
-                facecolors=[colours.get(sp.event.name, other) for sp in spans], linewidth=0, zorder=2,
-            )
-        marks = sorted(((t - self._origin) * 1e3, label) for t, label in self.marks)
-        span = end * 1.01 if end > 0 else 1.0
-        points = max(ax.get_position().width * ax.figure.get_figwidth() * 72.0, 1.0)  # the axes' width in points
-        widths = [(_label_points(label) + 6.0) * span / points for _, label in marks]  # in ms, with a margin
-        for (x, label), level in zip(marks, _label_rows([x for x, _ in marks], widths)):
-            ax.axvline(x, color="black", linewidth=0.8, linestyle="--", zorder=3)
-            ax.annotate(label, (x, -0.5), xytext=(3, -3 - 12 * level), textcoords="offset points", va="top", ha="left", fontsize="small", zorder=4,
-                        bbox={"boxstyle": "round,pad=0.15", "facecolor": "white", "edgecolor": "none", "alpha": 0.8})
-        ax.set_yticks(range(len(lanes)))
-        ax.set_yticklabels([f"{lane.label}  ({len(lane.spans)} ops)" for lane in lanes])
-        ax.set_ylim(len(lanes) - 0.5, -0.5)
-        ax.set_xlim(0, end * 1.01 if end > 0 else 1)
-        ax.set_xlabel("time since nda.profiler.start() (ms)")
-        n_events = sum(len(lane.spans) for lane in lanes)
-        ax.set_title(f"nda engine timeline: {n_events} ops on {len(devices_seen)} device(s), {len(lanes)} thread lane(s), {end:.1f} ms")
-        ax.grid(axis="x", alpha=0.3, zorder=1)
-        from matplotlib.patches import Patch
-
-        handles = [Patch(facecolor=colours[name], label=f"{name} ({totals[name]:.1f} ms)") for name in ranked[:max_legend]]
-        if len(ranked) > max_legend:
-            rest = sum(totals[name] for name in ranked[max_legend:])
-            handles.append(Patch(facecolor=other, label=f"{len(ranked) - max_legend} other ops ({rest:.1f} ms)"))
-        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", title="op (busy time)", frameon=False)
-
-
-def _label_points(label: str) -> float:
-    """A generous estimate of a mark label's width in points (matplotlib's "small" font: 8.33 pt)."""
-    return 0.62 * 8.33 * len(label)
-
-
-def _label_rows(xs: list[float], widths: list[float]) -> list[int]:
-    """The row of each mark's label (``xs`` sorted): the first row whose last label ends left of it,
-    so no two labels overlap, however close their marks are."""
-    ends: list[float] = []
-    rows = []
-    for x, width in zip(xs, widths):
-        row = next((i for i, right in enumerate(ends) if right < x), len(ends))
-        if row == len(ends):
-            ends.append(0.0)
-        ends[row] = x + width
-        rows.append(row)
-    return rows
+    def __repr__(self) -> str:
+        state = "recording" if self.active else "stopped"
+        return f"<nda profiler, {state}: {len(self.events)} ops recorded; summary(), timeline(), chrome_trace(path)>"
 
 
 profiler = Profiler()
+profiler._owns_engine = True

@@ -1,4 +1,4 @@
-"""Device queues: dependencies met at enqueue, markers per array version, errors at completion.
+"""Device queues: dependencies met at enqueue, markers on demand, errors at completion.
 
 An accelerator is a queue. Work enqueued on one device queue (a CUDA stream, the sim
 device's stream thread) runs in the order it was enqueued, so an op that depends on another
@@ -13,130 +13,109 @@ A backend declares this (``in_order_queues = True``, backend API 1.3) and provid
 ``synchronize_marker(marker)``
     block the calling thread until ``marker`` is reached (event synchronize);
 ``marker_reached(marker)``
-    whether it is reached, without blocking (event query).
+    whether it is reached, without blocking (event query);
+``record_timed_marker(device)`` and ``marker_time(marker)`` (optional)
+    a marker that also tells when it was reached, as a ``time.perf_counter()`` value: sim
+    stamps its markers, CUDA uses timing events. Only the profiler asks for them.
+``to_host_in_order(buf)`` (optional)
+    a host copy of ``buf`` enqueued on the queue itself, after everything enqueued before
+    (a copy on the CUDA stream): a read of the newest version on a queue needs no marker.
 
-The backends layer wraps every kernel (and converter) such a backend registers with
-:func:`issuing`. A wrapped kernel enqueues its work as before and then records an
-:class:`Entry`: the op's name, the user's ``file:line``, a marker taken right after the
-op, weak references to the buffers the op writes (for a write through a view: the buffer
-that owns the memory, ``buffer_owner(buf)``), the in-flight entries that produced its
-inputs, and the op's data-dependent *check*. A kernel with a check returns
-:class:`Deferred` ``(value, check)``: ``check()`` runs on the host once the marker is
-reached and returns (or raises) the op's error, so that an out-of-bounds index found on
-the device is reported without a hidden sync at the call.
+**Positions, not markers, per op.** Every op enqueued on a queue takes the next *number* of
+that queue (``next()`` of an ``itertools.count``: atomic, after its work is enqueued), and
+the queue remembers, per buffer, the number of its latest write (``versions``). No marker is
+recorded for an op.
+A marker is recorded only where something waits: a host read (none when the version read
+is the newest work of its queue and the backend copies in queue order), a wait for the
+whole queue, the bound on work in flight, the profiler. A marker takes a number too, and since the
+queue is in order it covers every number below its own: recording one marker covers
+everything enqueued before it. To wait for number *n*, the queue uses the oldest marker
+above *n*, or records one now. ``markers`` counts them (tests count markers per op).
 
-Per device, a :class:`Queue` holds the entries in flight, in issue order, and
-``versions``: for each buffer written by work in flight, the entry of its latest write, so
-a host read waits for exactly that marker (not for the whole device, not through another
-thread). Entries *retire* in issue order once their marker is reached: the check runs, a
-failure gets the note naming the op and ``file:line`` and is recorded for the buffers the
-op wrote (``failed``); an entry whose inputs came from a failed entry fails with the same
-exception, as on the cpu path. Retiring happens at sync points, at ``waitall``, on each
-issue for entries already reached (a non-blocking query), and when more than
-:data:`MAX_IN_FLIGHT` entries are in flight on one queue: the issuing thread then waits for
-the oldest (back-pressure; CUDA itself blocks a launch after about a thousand pending ones).
+**Retiring.** Numbers below ``done`` are finished. When a marker is reached (a wait, or a
+non-blocking query every 16 ops) ``done`` moves past it. Most ops need nothing more:
+their number simply falls below ``done``. An op that may fail has an :class:`Entry` in
+``log``: a kernel with a data-dependent *check* returns :class:`Deferred` ``(value,
+check)``; ``check()`` runs on the host once the op is finished and returns (or raises) the
+op's error, so that an out-of-bounds index found on the device is reported without a
+hidden sync at the call. An op that reads the output of an entry still in flight gets an
+entry too, with that entry as a dependency (``deps``): it fails the same way. Entries retire
+in order when ``done`` passes them: the check runs, a failure gets the note naming the op and
+the user's ``file:line`` and is recorded for the buffers the op wrote (``failed``). Entries
+need no marker of their own: one recorded later, at a sync point or at the bound, covers them.
 
-Nothing here holds a buffer strongly, so dropping an array frees its memory while work on
-it is still in flight; the backend keeps what its enqueued work needs (CuPy's memory pool
-reuses a freed block only in stream order, on the stream that freed it, so a block freed
-while a kernel still reads it is not handed out before that kernel has run).
+**The bound on work in flight.** Every quarter of :data:`MAX_IN_FLIGHT` ops the issuing
+thread records a marker; past the bound it waits for the oldest marker (back-pressure; CUDA
+itself blocks a launch after about a thousand pending ones). That is the only marker a loop
+that never syncs records.
 
-This module holds state and small transitions only: the engines decide when to wait
-(:meth:`Engine.issued`); no thread lives here.
+**The fast path.** :func:`issuing` wraps every kernel (and converter) such a backend
+registers. While nothing needs per-op attention (no failed buffer anywhere, no profiler,
+an engine that does not wait at each op), an op whose kernel returns a plain buffer and
+whose queue has no entry in flight costs one number and one dict store: no
+marker, no entry object, no weak reference, no search for the user's line, no lock (its
+output is a new buffer nobody else can read yet: taking its number and storing its version
+are each atomic, and a marker recorded later covers every number taken before it). Everything else
+(in-place writes, checks, tuples, scalars, copies between devices, recorded failures, the
+profiler, the naive engine) takes :func:`issue`.
+
+Nothing here holds a buffer strongly (``versions`` holds ids; entries weak references), so
+dropping an array frees its memory while work on it is still in flight; the backend keeps
+what its enqueued work needs (CuPy's memory pool reuses a freed block only in stream order,
+on the stream that freed it). An id reused by a new buffer can at worst make a read wait for
+an older number of the same queue, never skip a wait it needs.
+
+This module holds state and small transitions only: the engines decide whether an op waits
+at issue (``on_issue``); no thread lives here.
 
 Layer: engine (README, "Architecture").
 """
 
 from __future__ import annotations
 
-import copy
 import itertools
 import os
-import sys
 import threading
-import traceback
+import time
 import weakref
 from collections import deque
 from typing import Any, Callable, Iterable
 
 import numpy as np
 
-__all__ = ["Deferred", "Entry", "Queue", "MAX_IN_FLIGHT", "issuing", "issue", "register_backend", "queue_for", "queue_of_device",
-           "all_queues", "reset_after_fork", "annotate", "strip_frames", "fresh", "KernelTraceback"]
+from ._entries import Deferred, Entry, KernelTraceback, annotate, fresh, local, strip_frames, user_site
 
-#: Ops in flight per device queue before the issuing thread waits for the oldest (the bound
-#: on work in flight; ``NDA_MAX_IN_FLIGHT``). About CUDA's own launch-queue depth: enough to
-#: keep a device busy through thousands of tiny ops, small enough that the bookkeeping of a
-#: loop that never syncs stays a few hundred kilobytes.
+__all__ = ["Deferred", "Entry", "Queue", "MAX_IN_FLIGHT", "issuing", "issue", "register_backend", "queue_for", "queue_of_device",
+           "all_queues", "reset_after_fork", "annotate", "strip_frames", "fresh", "KernelTraceback", "total_markers"]
+
+#: Ops in flight per device queue before the issuing thread waits for the oldest marker (the
+#: bound on work in flight; ``NDA_MAX_IN_FLIGHT``). About CUDA's own launch-queue depth:
+#: enough to keep a device busy through thousands of tiny ops, small enough that the
+#: bookkeeping of a loop that never syncs stays small.
 MAX_IN_FLIGHT = int(os.environ.get("NDA_MAX_IN_FLIGHT", "1024"))
 
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _SCALARS = (np.generic, bool, int, float, complex)
 
 
-class Deferred:
-    """A queue kernel's result whose error can only be known when its work has run.
-
-    ``value`` is what the kernel would return (the output buffer, or None for a kernel
-    that writes its first argument); ``check()`` is called on the host once the op's
-    marker is reached and returns the op's exception, or None (it may also raise it).
-    """
-
-    __slots__ = ("value", "check")
-
-    def __init__(self, value: Any, check: Callable[[], BaseException | None]) -> None:
-        self.value = value
-        self.check = check
-
-    def __repr__(self) -> str:
-        return f"<Deferred {self.value!r}>"
-
-
-class Entry:
-    """One op enqueued on a device queue and not retired yet."""
-
-    __slots__ = ("seq", "queue", "marker", "name", "site", "check", "outs", "deps", "error", "retired")
-
-    def __init__(self, queue: Queue, marker: Any, name: str, site: Any, check: Any, outs: tuple[Any, ...], deps: Any) -> None:
-        self.queue = queue
-        self.marker = marker
-        self.name = name
-        self.site = site  # (code, lineno), a "file:line" string, or None
-        self.check = check
-        self.outs = outs  # ((id, weak reference), ...) of the buffers it writes
-        self.deps = deps  # in-flight entries (any queue) that produced its inputs, or None
-        self.error: BaseException | None = None
-        self.retired = False
-        self.seq = 0
-
-    def where(self) -> str:
-        site = self.site
-        if site is None:
-            return "<unknown>"
-        if isinstance(site, str):
-            return site
-        code, line = site
-        return f"{code.co_filename}:{line}"
-
-    def __repr__(self) -> str:
-        state = "retired" if self.retired else "in flight"
-        return f"<Entry #{self.seq} {self.name} on {self.queue.device} {state}>"
-
-
-#: One lock for retiring, on every queue. It is never held while a kernel runs or a thread
+#: One lock for every queue's bookkeeping. It is never held while a kernel runs or a thread
 #: waits for a device; retiring may follow dependencies across queues, and a single lock
-#: cannot be taken in two orders. Adding an entry takes no lock (appends to a deque and
-#: stores in a dict are atomic).
+#: cannot be taken in two orders. Recording a marker, adding an entry (with its number) and
+#: writing versions of existing buffers happen under it, so markers, the log and those
+#: versions are in number order; lookups of versions and their pruning too. The fast path
+#: takes no lock (see the module docstring).
 LOCK = threading.Lock()
 
 
 class Queue:
-    """The engine's view of one device queue: entries in flight and failed buffers.
+    """The engine's view of one device queue (see the module docstring).
 
-    Transitions (under :data:`LOCK`): :meth:`add` (an op was enqueued), :meth:`retire`
-    (entries up to one whose marker is reached) and :meth:`retire_reached`; queries
-    :meth:`version` and :meth:`error_of`. Waiting is the caller's business
-    (:meth:`wait_and_retire` blocks).
+    State: ``numbers`` (an ``itertools.count``), ``done`` (every number below it is finished
+    and retired), ``versions`` (id of a buffer -> number of its latest write), ``marks``
+    (``(number, marker)`` recorded and not passed yet, in order), ``log`` (entries in
+    flight, in order), ``tracked`` (id of a buffer -> the entry in flight that wrote it),
+    ``failed`` (id -> (weak reference, error)), ``checked`` (entries with a check) and
+    ``markers`` (markers recorded so far). Transitions under :data:`LOCK`; :meth:`wait`
+    and :meth:`drain` block.
     """
 
     def __init__(self, device: Any, backend: Any) -> None:
@@ -146,40 +125,83 @@ class Queue:
         self.synchronize_marker = backend.synchronize_marker
         self.marker_reached = backend.marker_reached
         self.wait_marker = backend.wait_marker
+        self.record_timed_marker = getattr(backend, "record_timed_marker", None)
+        self.marker_time = getattr(backend, "marker_time", None)
+        self.to_host = getattr(backend, "to_host", None)
+        self.to_host_in_order = getattr(backend, "to_host_in_order", None)
+        self.numbers = itertools.count(1)
+        self.done = 1
+        self.versions: dict[int, int] = {}
+        self.marks: deque[tuple[int, Any]] = deque()
         self.log: deque[Entry] = deque()
-        self.versions: dict[int, tuple[Entry, Any]] = {}  # id(buffer) -> (entry of its latest write in flight, weakref)
-        self.failed: dict[int, tuple[Any, BaseException]] = {}  # id(buffer) -> (weakref, error)
-        self.checked = 0  # entries in flight that may fail (with a check)
-        self._count = itertools.count(1)
+        self.tracked: dict[int, tuple[Entry, Any]] = {}
+        self.failed: dict[int, tuple[Any, BaseException]] = {}
+        self.checked = 0
+        self.markers = 0
+        self._marked = 0  # number of the newest marker
 
-    # ------------------------------------------------------------------ transitions
+    # ------------------------------------------------------------------ transitions (LOCK held)
+    def take(self) -> int:
+        """The next number (atomic; an op takes it after its work is enqueued)."""
+        return next(self.numbers)
+
+    def peek(self) -> int:
+        """The number the next op will take (without taking it)."""
+        return int(repr(self.numbers)[6:-1])  # "count(17)"
+
     def add(self, entry: Entry) -> None:
-        """Record an enqueued op (LOCK held: the log is in the order of the markers)."""
-        entry.seq = next(self._count)
+        """Record an entry that has taken its number (LOCK held)."""
         if entry.check is not None:
             self.checked += 1
         self.log.append(entry)
-        versions = self.versions
+        tracked = self.tracked
         for pair in entry.outs:
-            versions[pair[0]] = (entry, pair[1])
+            tracked[pair[0]] = (entry, pair[1])
 
-    def retire_reached(self) -> None:
-        """Retire, in order, every entry whose marker is reached; stop at the first that is not."""
+    def mark(self, timed: bool = False, n: int | None = None) -> tuple[int, Any]:
+        """Record a marker now, with number ``n`` (taken now if None): it covers every number
+        taken before (LOCK held)."""
+        record = self.record_timed_marker if timed and self.record_timed_marker is not None else self.record_marker
+        if n is None:
+            n = next(self.numbers)
+        pair = (n, record(self.device))
+        self.marks.append(pair)
+        self.markers += 1
+        self._marked = n
+        return pair
+
+    def _cover(self, n: int) -> tuple[int, Any]:
+        """The oldest marker above number ``n``, recorded now if there is none (LOCK held)."""
+        for pair in self.marks:
+            if pair[0] > n:
+                return pair
+        return self.mark()
+
+    def _retire_to(self, m: int) -> None:
+        """Number ``m`` and everything below it are finished: retire them (LOCK held)."""
+        if m < self.done:
+            return
+        marks = self.marks
+        while marks and marks[0][0] <= m:
+            marks.popleft()
         log = self.log
-        reached = self.marker_reached
-        with LOCK:
-            while log and reached(log[0].marker):
-                self._retire_head()
-
-    def retire(self, upto: Entry) -> None:
-        """Retire every entry up to and including ``upto`` (their markers are reached)."""
-        with LOCK:
-            self._retire_upto(upto)
-
-    def _retire_upto(self, upto: Entry) -> None:
-        log = self.log
-        while not upto.retired and log:
+        while log and log[0].seq <= m:
             self._retire_head()
+        self.done = m + 1  # after the checks: a reader finds either the version in flight or its failure
+        if len(self.versions) > 4 * MAX_IN_FLIGHT + 256:
+            self._prune()
+
+    def _prune(self) -> None:
+        """Forget finished versions (LOCK held; amortized: only past a size). The fast path writes
+        versions without the lock, so a version written meanwhile is put back before the lock is
+        released (lookups hold it)."""
+        versions = self.versions
+        done = self.done
+        for key, n in list(versions.items()):  # one atomic snapshot
+            if n < done:
+                current = versions.pop(key, None)
+                if current is not None and current >= done:  # written again since the snapshot
+                    versions.setdefault(key, current)
 
     def _retire_head(self) -> None:
         """The oldest entry's work is done: run its check, settle what it wrote (LOCK held)."""
@@ -188,8 +210,8 @@ class Queue:
         deps = entry.deps
         if deps:
             for dep in deps:
-                if not dep.retired:  # another queue's producer: its verdict first
-                    dep.queue._retire_upto(dep)
+                if not dep.retired:  # another queue's producer: finished before its consumer; its verdict first
+                    dep.queue._retire_to(dep.seq)
                 if error is None and dep.error is not None:
                     error = dep.error  # it read a failed op's output: it fails the same way
         check = entry.check
@@ -206,11 +228,11 @@ class Queue:
             self._record_failure(entry, error)
         entry.retired = True
         entry.deps = entry.check = None
-        versions = self.versions
+        tracked = self.tracked
         for key, _ in entry.outs:
-            hit = versions.get(key)
+            hit = tracked.get(key)
             if hit is not None and hit[0] is entry:
-                del versions[key]
+                del tracked[key]
         entry.outs = ()
 
     def _record_failure(self, entry: Entry, error: BaseException) -> None:
@@ -223,19 +245,56 @@ class Queue:
             if ref() is not None:
                 failed[key] = (ref, error)
         _failures = sum(1 for q in list(_queues.values()) if q.failed)
+        _refresh_mode()
         if first_error is None:
             first_error = error
 
+    # ------------------------------------------------------------------ transitions (take LOCK)
+    def retire_to(self, m: int) -> None:
+        """Retire everything up to number ``m`` (whose marker is reached)."""
+        with LOCK:
+            self._retire_to(m)
+
+    def retire_reached(self) -> None:
+        """Retire up to the newest marker already reached (non-blocking queries)."""
+        reached = self.marker_reached
+        with LOCK:
+            upto = None
+            for number, marker in self.marks:
+                if not reached(marker):
+                    break
+                upto = number
+            if upto is not None:
+                self._retire_to(upto)
+
+    def settle(self, n: int) -> None:
+        """After every 16th number, on the issuing thread: retire what is done, keep a marker
+        every quarter of :data:`MAX_IN_FLIGHT` numbers, and past the bound wait for the oldest."""
+        marks = self.marks
+        if marks and self.marker_reached(marks[0][1]):
+            self.retire_reached()
+        if n - self._marked > (MAX_IN_FLIGHT >> 2) - 16:  # settle runs every 16 numbers
+            with LOCK:
+                self.mark()
+        if n - self.done >= MAX_IN_FLIGHT:
+            try:
+                number, marker = marks[0]
+            except IndexError:  # another thread retired meanwhile: there is room now
+                return
+            self.synchronize_marker(marker)
+            self.retire_to(number)
+
     # ------------------------------------------------------------------ queries
-    def version(self, *bufs: Any) -> Entry | None:
-        """The latest in-flight entry that wrote one of ``bufs`` (None: all retired)."""
+    def version(self, *bufs: Any) -> int | None:
+        """The number of the latest unfinished write of one of ``bufs`` (None: all finished)."""
         best = None
         versions = self.versions
-        for buf in bufs:
-            hit = versions.get(id(buf))
-            if hit is not None and hit[1]() is buf and not hit[0].retired:
-                if best is None or hit[0].seq > best.seq:
-                    best = hit[0]
+        with LOCK:
+            done = self.done
+            for buf in bufs:
+                n = versions.get(id(buf))
+                if n is not None and n >= done and (best is None or n > best):
+                    best = n
         return best
 
     def error_of(self, *bufs: Any) -> BaseException | None:
@@ -249,103 +308,62 @@ class Queue:
                 return hit[1]
         return None
 
-    def in_flight(self) -> int:
-        return len(self.log)
+    def finished(self, n: int) -> bool:
+        """Whether number ``n`` is finished (a non-blocking query; records a marker if none covers it)."""
+        if n < self.done:
+            return True
+        with LOCK:
+            number, marker = self._cover(n)
+        if self.marker_reached(marker):
+            self.retire_to(number)
+            return True
+        return False
 
-    def newest(self) -> Entry | None:
-        log = self.log
-        return log[-1] if log else None
+    def in_flight(self) -> int:
+        """Numbers taken and not known to be finished, markers not counted (about the ops in flight)."""
+        return max(0, self.peek() - self.done - len(self.marks))
 
     # ------------------------------------------------------------------ waiting (blocks)
-    def wait_and_retire(self, entry: Entry) -> None:
-        """Block this thread until ``entry``'s marker is reached, then retire up to it."""
-        if not entry.retired:
-            self.synchronize_marker(entry.marker)
-            self.retire(entry)
+    def wait(self, n: int) -> None:
+        """Block this thread until number ``n`` is finished, then retire up to the marker waited for."""
+        if n < self.done:
+            return
+        with LOCK:
+            number, marker = self._cover(n)
+        self.synchronize_marker(marker)
+        self.retire_to(number)
 
     def drain(self) -> None:
         """Wait for everything in flight on this queue and retire it."""
-        newest = self.newest()
-        if newest is not None:
-            self.wait_and_retire(newest)
+        with LOCK:
+            n = next(self.numbers)
+            if n == self.done:  # nothing taken since the last marker retired: nothing in flight
+                self.done = n + 1
+                return
+            marks = self.marks
+            number, marker = marks[-1] if marks and marks[-1][0] == n - 1 else self.mark(n=n)
+        self.synchronize_marker(marker)
+        with LOCK:
+            self._retire_to(number)
+            if self.done == n:  # ``n`` was only taken to look: nothing to wait for
+                self.done = n + 1
 
 
 #: The first error of retired work not raised at a sync point yet (``waitall`` raises it once).
 first_error: BaseException | None = None
-#: How many queues hold failed buffers (while one does, each op issued checks its inputs).
+#: How many queues hold failed buffers (while one does, each op checks its inputs).
 _failures = 0
 
 
-def annotate(error: BaseException, name: str, site: str, device: Any) -> None:
-    """Add nda's note (op, ``file:line``, device) to the kept ``error`` once, and drop its frames.
-
-    An error of asynchronous work is kept until a sync point raises it, possibly for as long
-    as the failed array lives. Its frames would keep the op's arrays, buffers and closures
-    alive (a finished frame still holds its function and cells), so the traceback of the
-    kernel is kept as text instead (``error.nda_kernel_traceback``); a sync point raises a
-    copy of the error with that text as its cause (:func:`fresh`), as ``multiprocessing``
-    shows the traceback of a worker.
-    """
-    if getattr(error, "_nda_noted", False):
-        return
-    try:
-        error._nda_noted = True  # type: ignore[attr-defined]
-    except AttributeError:
-        return
-    if error.__traceback__ is not None:
-        error.nda_kernel_traceback = "".join(traceback.format_exception(error))  # type: ignore[attr-defined]
-    strip_frames(error)
-    error.add_note(f"nda: op '{name}' issued at {site} failed on {device}")
-
-
-def strip_frames(error: BaseException) -> None:
-    """Drop the frames of ``error`` and of the exceptions chained to it."""
-    seen: set[int] = set()
-    current: BaseException | None = error
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        current.__traceback__ = None
-        current = current.__cause__ or current.__context__
-
-
-class KernelTraceback(Exception):
-    """Where a kept error of asynchronous work was raised: the kernel's traceback, as text."""
-
-    def __init__(self, text: str) -> None:
-        super().__init__(text)
-        self.text = text
-
-    def __str__(self) -> str:
-        return "\n\n" + self.text.rstrip()
-
-    def __reduce__(self) -> Any:
-        return (KernelTraceback, (self.text,))
-
-
-KernelTraceback.__module__ = "nda.engine"
-
-
-def fresh(error: BaseException) -> BaseException:
-    """What a sync point raises for the kept ``error``: a copy (type, message, notes alike)
-    whose cause shows the kernel's traceback; ``error`` itself if its class cannot be copied.
-
-    Raising the kept object would attach the reader's frames to it, and through them keep
-    the failed array alive for as long as the error is kept.
-    """
-    try:
-        raised = copy.copy(error)
-    except Exception:  # noqa: BLE001 - an exception class whose __init__ does not match its args
-        raised = error
-    text = getattr(error, "nda_kernel_traceback", None)
-    if text and raised.__cause__ is None:
-        raised.__cause__ = KernelTraceback(text)
-    raised.__suppress_context__ = True  # whatever the reader was handling is not the story
-    return raised.with_traceback(None)
+def total_markers() -> int:
+    """Markers recorded on every queue so far (for tests and benchmarks)."""
+    return sum(q.markers for q in list(_queues.values()))
 
 
 # ---------------------------------------------------------------------------- registry
 
 _queues: dict[Any, Queue] = {}
+_queue_get = _queues.get
 _backends: dict[str, Any] = {}  # device type -> backend with in-order queues
 _owner_of: dict[str, Any] = {}  # device type -> buffer_owner or None
 
@@ -387,7 +405,11 @@ def all_queues() -> list[Queue]:
 
 
 def reset_after_fork(message: str) -> None:
-    """In a forked child: work in flight in the parent never finishes here; its buffers fail."""
+    """In a forked child: work in flight in the parent never finishes here; its entries fail.
+
+    The parent's markers mean nothing here; buffers written by ops without an entry get the
+    backend's own answer when read (nda-sim fails the work it had not run).
+    """
     global LOCK, _failures
     LOCK = threading.Lock()  # the parent's may have been held by another thread at the fork
     error = RuntimeError(message)
@@ -399,49 +421,48 @@ def reset_after_fork(message: str) -> None:
                 if ref() is not None:
                     queue.failed[key] = (ref, error)
         queue.log.clear()
+        queue.tracked.clear()
+        queue.marks.clear()
         queue.versions.clear()
+        queue.done = next(queue.numbers)
         queue.checked = 0
     _failures = sum(1 for q in _queues.values() if q.failed)
+    _refresh_mode()
 
 
 # ---------------------------------------------------------------------------- issuing
 
-class _Local(threading.local):
-    site: Any = None  # set by an engine while it runs a task: the site its ops were issued at
-    base: Any = None  # set by the front end around a write: the buffer of the array owning the memory written
+#: The current engine's ``issued(queue, number, entry)`` when it waits for each op at issue
+#: (the naive and deferred engines: errors at the call), else None (the threaded engine).
+#: Set by ``nda.engine`` whenever the engine changes.
+on_issue: Callable[[Queue, int, Entry | None], None] | None = None
+
+#: Set by the profiler while it records: ``profiled(name, queue, issued, returned, number,
+#: marker)`` for every op enqueued, with a timed marker (and its number) recorded right after it.
+profiled: Callable[[str, Queue, float, float, int, Any], None] | None = None
+
+#: Whether every op takes :func:`issue` (a failed buffer somewhere, the profiler, an engine
+#: that waits at issue); recomputed by :func:`_refresh_mode` when one of those changes.
+_general = True
 
 
-local = _Local()
-_internal_codes: dict[Any, bool] = {}
+def _refresh_mode() -> None:
+    global _general
+    _general = bool(_failures) or profiled is not None or on_issue is not None
 
 
-def user_site() -> Any:
-    """(code, lineno) of the first frame outside nda, or the running task's site."""
-    site = local.site
-    if site is not None:
-        return site
-    frame = sys._getframe(2)
-    known = _internal_codes
-    while frame is not None:
-        code = frame.f_code
-        internal = known.get(code)
-        if internal is None:
-            internal = known[code] = code.co_filename.startswith(_PACKAGE_DIR)
-        if not internal:
-            return (code, frame.f_lineno)
-        frame = frame.f_back
-    return None
+def set_on_issue(issued: Callable[[Queue, int, Entry | None], None] | None) -> None:
+    """Set :data:`on_issue` (called by ``nda.engine`` when the engine changes)."""
+    global on_issue
+    on_issue = issued
+    _refresh_mode()
 
 
-def _not_waiting(queue: Queue, entry: Entry) -> None:
-    """Until an engine is attached: wait for each op (the synchronous engine's behaviour)."""
-    queue.wait_and_retire(entry)
-
-
-#: The current engine's ``issued(queue, entry)``, set by ``nda.engine`` whenever the engine
-#: changes: called after every op is enqueued; the engine decides whether to wait (the
-#: naive engine does, the threaded one does not).
-on_issue: Callable[[Queue, Entry], None] = _not_waiting
+def set_profiled(hook: Callable[[str, Queue, float, float, int, Any], None] | None) -> None:
+    """Set :data:`profiled` (called by the profiler when it starts and stops)."""
+    global profiled
+    profiled = hook
+    _refresh_mode()
 
 
 def issue(kernel: Callable[..., Any], name: str, device_of: Callable[[Any], Any], mutating: bool,
@@ -449,10 +470,19 @@ def issue(kernel: Callable[..., Any], name: str, device_of: Callable[[Any], Any]
     """Call a queue backend's ``kernel`` and record what it enqueued (see :func:`issuing`).
 
     ``buffer``: the backend's ``ensure_buffer``, to turn a scalar result (a 0-d result of a
-    NumPy-like ufunc) into the buffer the array will hold, so that the entry knows that very
+    NumPy-like ufunc) into the buffer the array will hold, so that the queue knows that very
     buffer. ``across``: the inputs may be on other devices' queues (a copy between devices).
     """
-    result = kernel(*args, **kwargs)
+    if profiled is not None:
+        start = time.perf_counter()
+        result = kernel(*args, **kwargs)
+        return _record(result, name, device_of, mutating, args, kwargs, buffer, across, buffer_type, start)
+    return _record(kernel(*args, **kwargs), name, device_of, mutating, args, kwargs, buffer, across, buffer_type, 0.0)
+
+
+def _record(result: Any, name: str, device_of: Callable[[Any], Any], mutating: bool, args: tuple[Any, ...], kwargs: dict[str, Any],
+            buffer: Any, across: bool, buffer_type: Any, start: float) -> Any:
+    """Record the op whose kernel returned ``result`` (the general path of :func:`issue`)."""
     if result.__class__ is Deferred:
         value, check = result.value, result.check
     else:
@@ -464,7 +494,7 @@ def issue(kernel: Callable[..., Any], name: str, device_of: Callable[[Any], Any]
             value = tuple(buffer(v) if isinstance(v, _SCALARS) else v for v in value) if value.__class__ is tuple else buffer(value)
         target = value[0] if value.__class__ is tuple else value
     device = device_of(target)
-    queue = _queues.get(device) or queue_of_device(device)
+    queue = _queue_get(device) or queue_of_device(device)
     if queue is None:  # the backend serves this device without queues (never for in-order backends)
         return value
     # What it writes: its new buffers, or its target and the buffer owning the target's memory.
@@ -476,27 +506,41 @@ def issue(kernel: Callable[..., Any], name: str, device_of: Callable[[Any], Any]
         for buf in (owner(target) if owner is not None else None, local.base):
             if buf is not None and all(buf is not w for w in written):
                 written.append(buf)
-        outs = tuple((id(w), weakref.ref(w)) for w in written)
     elif value.__class__ is tuple:
-        outs = tuple((id(v), weakref.ref(v)) for v in value if v is not None)
+        written = [v for v in value if v is not None]
     else:
-        outs = ((id(value), weakref.ref(value)),)
+        written = [value]
     # What it reads that work in flight produces, while such work may still fail (to fail
     # with it if it does; a backend's kernels need not propagate failures themselves).
     deps = None
     if across:
-        deps = _inputs_in([q for q in list(_queues.values()) if q.checked], args)
-    elif queue.checked:
+        deps = _inputs_in([q for q in list(_queues.values()) if q.log], args)
+    elif queue.log:
         deps = _inputs_in((queue,), args)
     if _failures:
         inherited = _failed_input(args, kwargs)
         if inherited is not None:  # it read a failed op's output: it fails the same way
             check = _Inherited(inherited)
-    site = user_site()
-    with LOCK:  # the marker and the log entry together: the log stays in the order of the markers
-        entry = Entry(queue, queue.record_marker(device), name, site, check, outs, deps)
-        queue.add(entry)
-    on_issue(queue, entry)
+    entry = None
+    if check is not None or deps:
+        entry = Entry(queue, 0, name, user_site(), check, tuple((id(w), weakref.ref(w)) for w in written), deps)
+    hook = profiled
+    with LOCK:
+        n = next(queue.numbers)
+        versions = queue.versions
+        for w in written:
+            versions[id(w)] = n
+        if entry is not None:
+            entry.seq = n
+            queue.add(entry)
+        if hook is not None:
+            number, marker = queue.mark(timed=True)
+    if hook is not None:
+        hook(name, queue, start, time.perf_counter(), number, marker)
+    if on_issue is not None:
+        on_issue(queue, n, entry)
+    elif not n & 15:
+        queue.settle(n)
     return value
 
 
@@ -504,19 +548,19 @@ _SCALARS_OR_TUPLE = (*_SCALARS, tuple)
 
 
 def _inputs_in(queues: Iterable[Queue], args: tuple[Any, ...]) -> list[Entry] | None:
-    """In-flight entries of ``queues`` that wrote the buffers among ``args`` (nested one level)."""
+    """Entries in flight on ``queues`` that wrote the buffers among ``args`` (nested one level)."""
     found = None
     for queue in queues:
-        versions = queue.versions
+        tracked = queue.tracked
         for value in args:
-            hit = versions.get(id(value))
+            hit = tracked.get(id(value))
             if hit is None:
                 if value.__class__ is tuple or value.__class__ is list:
                     nested = _inputs_in((queue,), value)
                     if nested:
                         found = nested if found is None else found + [e for e in nested if e not in found]
                 continue
-            if hit[1]() is value:
+            if hit[1]() is value and not hit[0].retired:
                 if found is None:
                     found = [hit[0]]
                 elif hit[0] not in found:
@@ -546,6 +590,7 @@ def _forget_dead_failures(queues: list[Queue]) -> None:
             for key in [k for k, (ref, _) in failed.items() if ref() is None]:
                 del failed[key]
         _failures = sum(1 for q in queues if q.failed)
+        _refresh_mode()
 
 
 class _Inherited:
@@ -561,13 +606,32 @@ class _Inherited:
 
 
 def issuing(kernel: Callable[..., Any], name: str, backend: Any, mutating: bool = False) -> Callable[..., Any]:
-    """``kernel`` of a backend with in-order queues, recording an :class:`Entry` per call."""
+    """``kernel`` of a backend with in-order queues, recording each call on the device's queue.
+
+    The wrapper takes the fast path of the module docstring when it can and :func:`issue`
+    otherwise; either way the op is enqueued at once and never waits for its producers.
+    """
     device_of = backend.device_of
     buffer = getattr(backend, "ensure_buffer", None)
     buffer_type = getattr(backend, "buffer_type", None)
 
-    def queued(*args: Any, **kwargs: Any) -> Any:
-        return issue(kernel, name, device_of, mutating, args, kwargs, buffer, False, buffer_type)
+    if mutating or not isinstance(buffer_type, type):
+        def queued(*args: Any, **kwargs: Any) -> Any:
+            return issue(kernel, name, device_of, mutating, args, kwargs, buffer, False, buffer_type)
+    else:
+        def queued(*args: Any, **kwargs: Any) -> Any:
+            if _general:
+                return issue(kernel, name, device_of, False, args, kwargs, buffer, False, buffer_type)
+            value = kernel(*args, **kwargs)
+            if isinstance(value, buffer_type):
+                queue = _queue_get(device_of(value))
+                if queue is not None and not queue.log:
+                    n = next(queue.numbers)
+                    queue.versions[id(value)] = n
+                    if not n & 15:
+                        queue.settle(n)
+                    return value
+            return _record(value, name, device_of, False, args, kwargs, buffer, False, buffer_type, 0.0)
 
     for attr in ("__name__", "__qualname__", "__module__", "__doc__"):
         try:

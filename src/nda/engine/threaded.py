@@ -145,6 +145,10 @@ class ThreadedEngine(Engine):
         self.max_pending = MAX_PENDING
         self.max_pending_elements = MAX_PENDING_ELEMENTS
 
+    #: Ops on a device queue never wait at issue: the queue retires what is done and applies
+    #: the bound on work in flight itself (``nda.engine._queues.Queue.settle``).
+    waits_at_issue = False
+
     def attach(self, state: Any) -> None:
         self._state = state
 
@@ -263,19 +267,6 @@ class ThreadedEngine(Engine):
             queued.popleft()
             return task
         return None
-
-    def issued(self, queue: _queues.Queue, entry: _queues.Entry) -> None:
-        """An op enqueued on a device queue: retire what is done; wait only past the bound."""
-        if not entry.seq & 15:
-            queue.retire_reached()
-            log = queue.log
-            excess = len(log) - _queues.MAX_IN_FLIGHT
-            if excess > 0:
-                try:
-                    oldest = log[excess]
-                except IndexError:  # another thread retired meanwhile: there is room now
-                    return
-                queue.wait_and_retire(oldest)
 
     def _submit(self, task: Task) -> None:
         executor = self._executors.get(task.device)

@@ -34,9 +34,12 @@ The contract (``nda.backends.contract``, API 1.2), member by member:
   while the ops they do not serve flush); everything else runs CuPy's kernels;
 * execution (backend API 1.3, in-order queues): one non-blocking stream per device is its
   queue, CUDA events are the markers (:mod:`nda_cuda._streams`): ``record_marker``,
-  ``wait_marker`` (``cudaStreamWaitEvent``), ``synchronize_marker``, ``marker_reached``;
-  nda issues every op at once and the host waits only when it reads data, for exactly the
-  event of the version it reads; ``to_host`` then copies on a reader stream of its own. An
+  ``wait_marker`` (``cudaStreamWaitEvent``), ``synchronize_marker``, ``marker_reached``,
+  and timing events for nda's profiler (``record_timed_marker``, ``marker_time``); nda issues
+  every op at once, records an event only where something waits, and the host waits only
+  when it reads data, for exactly the version it reads; ``to_host`` then copies on a reader
+  stream of its own (the newest version of a queue: ``to_host_in_order``, a copy on the
+  compute stream itself, no event). An
   integer-array index is bounds-checked on the device: the flag is copied to pinned host
   memory without a sync and read when the op's marker is reached (``nda.engine.Deferred``).
 * subgraphs (backend API 1.4): ``partitioner`` claims chains of element-wise ops of a
@@ -81,6 +84,7 @@ class CudaBackend:
     def __init__(self) -> None:
         self._cupy: Any = None
         self._streams: list[Any] = []
+        self._devices: dict[int, Device] = {}  # CUDA device id -> nda Device
         self._lock = threading.Lock()
         #: op -> why it has no CuPy kernel (those run through the host fallback); set by register().
         self.unmapped: dict[str, str] = {}
@@ -130,7 +134,9 @@ class CudaBackend:
                     from ._streams import DeviceStream
 
                     cupy = self._import_cupy()
-                    self._streams = [DeviceStream(cupy, i) for i in range(cupy.cuda.runtime.getDeviceCount())]
+                    count = cupy.cuda.runtime.getDeviceCount()
+                    self._devices = {i: Device("cuda", i) for i in range(count)}
+                    self._streams = [DeviceStream(cupy, i) for i in range(count)]
         return self._streams
 
     def _stream(self, device: Device) -> Any:
@@ -252,6 +258,12 @@ class CudaBackend:
             # copy runs on the reader stream, so it does not wait for what came after that work.
             return buf.get(stream=ds.reader, blocking=True)
 
+    def to_host_in_order(self, buf: Any) -> Any:
+        """A host copy on the device's compute stream, after everything enqueued on it: nda reads
+        the newest version of a queue this way, with no event (one stream synchronize, as
+        ``float(cupy_array)``). CuPy makes a non-contiguous buffer contiguous on that stream too."""
+        return buf.get(stream=self._stream(self.device_of(buf)).stream, blocking=True)
+
     def from_host(self, host: Any, device: Device, out: Any = None) -> Any:
         import numpy as np
 
@@ -272,6 +284,10 @@ class CudaBackend:
             raise self._out_of_memory(device.index, err) from None
 
     def device_of(self, buf: Any) -> Device:
+        try:  # a CuPy array: its memory pointer knows the device (every op asks: no Device() parsing)
+            return self._devices[buf.data.device_id]
+        except (AttributeError, KeyError):
+            pass
         if hasattr(buf, "indptr"):  # a csr buffer: where its values live
             buf = buf.data
         return Device("cuda", buf.device.id)
@@ -361,6 +377,14 @@ class CudaBackend:
 
     def marker_reached(self, marker: Any) -> bool:
         return bool(marker.event.done)
+
+    def record_timed_marker(self, device: Device) -> Any:
+        """A marker on a timing event (nda's profiler: when each op really ran on the GPU)."""
+        return self._stream(device).timed_marker()
+
+    def marker_time(self, marker: Any) -> float | None:
+        """When a timed marker was reached, in ``time.perf_counter()`` seconds; None if not (yet)."""
+        return marker.time()  # type: ignore[no-any-return]
 
     def partitioner(self, device: Device) -> Any:
         """Element-wise chains of a hybridized function as one generated kernel each (or one

@@ -43,6 +43,7 @@ from nda.engine import Deferred
 from nda.backends.contract import kernel_parameters
 from nda.ops import CATALOG, elementwise
 
+from . import _reductions
 from . import _workarounds as fix
 
 __all__ = ["KernelSpec", "build", "adapt", "OVERRIDES"]
@@ -110,6 +111,9 @@ def candidates(decl: Any, xp: Any, namespace: Any) -> list[tuple[str, Any]]:
 
 def adapt(decl: Any, target: Callable[..., Any], xp: ModuleType) -> Callable[..., Any] | None:
     """A kernel calling ``target`` with ``decl``'s kernel convention, or None if it cannot take it."""
+    small = _reductions.adapt(decl, target, xp)  # sum, max, ...: called as cupy.sum(x) is (_reductions)
+    if small is not None:
+        return small
     positional, keywords = kernel_parameters(decl)
     try:
         sig = inspect.signature(target)

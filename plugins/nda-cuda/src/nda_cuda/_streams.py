@@ -6,31 +6,53 @@ non-blocking flag keeps it from serialising against the legacy default stream th
 CuPy code runs on. The stream is the device's queue in nda's sense (backend API 1.3).
 
 A marker (:class:`Marker`) is a CUDA event recorded on the stream after the work enqueued
-so far. nda's engine records one after each op and waits on it only where the host reads
-data (``cudaEventSynchronize``, on the reading thread); another device's stream waits for
-it with ``cudaStreamWaitEvent``, which blocks no host thread. Events are pooled: creating
-one is a driver call, and a marker hands its event back to the pool when the engine drops it.
-There is no waiter thread: nothing needs to be told when GPU work finishes, except a reader.
+so far. nda's engine records one only where something waits (a host read, the bound on work
+in flight) and waits on it on the reading thread (``cudaEventSynchronize``); another device's
+stream waits for it with ``cudaStreamWaitEvent``, which blocks no host thread. Events are
+pooled: creating one is a driver call, and a marker hands its event back to the pool when
+the engine drops it. There is no waiter thread: nothing needs to be told when GPU work
+finishes, except a reader.
+
+While nda's profiler records, every op gets a *timed* marker (:meth:`DeviceStream.timed_marker`):
+a CUDA event with timing enabled. Its host time is ``anchor + cudaEventElapsedTime(anchor,
+event)``, where the anchor is a timing event recorded on an idle stream of its own together
+with a ``time.perf_counter()`` reading (made again every minute, so that the two clocks do
+not drift apart), so the profiler places GPU work on the same clock as the host's spans.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 __all__ = ["DeviceStream", "Marker"]
 
 
 class Marker:
-    """An event recorded on a device stream; its event returns to the pool when dropped."""
+    """An event recorded on a device stream; its event returns to the pool when dropped.
 
-    __slots__ = ("event", "owner")
+    ``anchor``: for a timed marker, the ``(timing event, perf_counter seconds)`` its time is
+    measured from; None for a plain one.
+    """
 
-    def __init__(self, event: Any, owner: DeviceStream) -> None:
+    __slots__ = ("event", "owner", "anchor")
+
+    def __init__(self, event: Any, owner: DeviceStream, anchor: tuple[Any, float] | None = None) -> None:
         self.event = event
         self.owner = owner
+        self.anchor = anchor
+
+    def time(self) -> float | None:
+        """When the event was reached, in ``time.perf_counter()`` seconds (None: not timed, or not yet)."""
+        anchor = self.anchor
+        if anchor is None or not self.event.done:
+            return None
+        return anchor[1] + self.owner.cupy.cuda.get_elapsed_time(anchor[0], self.event) / 1e3
 
     def __del__(self) -> None:
+        if self.anchor is not None:
+            return  # a timing event: not for the pool of plain events
         try:
             self.owner.recycle(self.event)
         except Exception:  # noqa: BLE001 - interpreter shutdown
@@ -51,6 +73,8 @@ class DeviceStream:
             self.reader = cupy.cuda.Stream(non_blocking=True)
         self._events: list[Any] = []  # recycled events (creating one is a driver call)
         self._lock = threading.Lock()
+        self._clock: Any = None  # an idle stream for the timing anchors (made on first use)
+        self._anchor: tuple[Any, float] | None = None
 
     # ------------------------------------------------------------------ events
     def event(self) -> Any:
@@ -66,6 +90,28 @@ class DeviceStream:
 
     def marker(self) -> Marker:
         return Marker(self.event(), self)
+
+    def timed_marker(self) -> Marker:
+        """A marker whose event measures time (for the profiler; see the module docstring)."""
+        anchor = self._anchor
+        if anchor is None or time.perf_counter() - anchor[1] > 60.0:
+            anchor = self._anchor = self._new_anchor()
+        with self.device:
+            ev = self.cupy.cuda.Event()
+            ev.record(self.stream)
+        return Marker(ev, self, anchor)
+
+    def _new_anchor(self) -> tuple[Any, float]:
+        """A timing event on an idle stream and the host time at which the GPU reached it."""
+        with self.device:
+            if self._clock is None:
+                self._clock = self.cupy.cuda.Stream(non_blocking=True)
+            ev = self.cupy.cuda.Event()
+            before = time.perf_counter()
+            ev.record(self._clock)
+            ev.synchronize()
+            after = time.perf_counter()
+        return ev, (before + after) / 2
 
     def recycle(self, ev: Any) -> None:
         with self._lock:

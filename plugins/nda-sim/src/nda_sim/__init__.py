@@ -17,8 +17,11 @@ It follows nda's backend contract (``nda.backends.contract``):
 * execution (backend API 1.3): ``in_order_queues = True``; the stream thread is the
   device's queue and a marker is a position on its timeline: ``record_marker``,
   ``wait_marker`` (another stream's thread waits, never the host), ``synchronize_marker``,
-  ``marker_reached``; ``buffer_owner`` for views; ``synchronize``. Copies between sim
-  devices are ordered by markers on both streams, without waiting on the host.
+  ``marker_reached``; timed markers for nda's profiler (``record_timed_marker``,
+  ``marker_time``: the stream stamps when it reaches them); ``buffer_owner`` for views;
+  ``synchronize``. Copies between sim devices are ordered by markers on both streams,
+  without waiting on the host; ``to_host_in_order`` (a read after everything enqueued, for a
+  read of the newest version without a marker).
 
 Kernels reuse the catalog's NumPy reference implementations on the simulated device
 memory, so the simulation is exact and any difference from cpu is a bug in the plumbing.
@@ -161,6 +164,12 @@ class SimBackend:
         check_host_read(buf)
         return np.array(buf.wait(), copy=True)
 
+    def to_host_in_order(self, buf: SimBuffer) -> np.ndarray:
+        """A host copy after everything enqueued on ``buf``'s stream so far (nda reads the newest
+        version of a queue this way, without a marker)."""
+        self._stream(buf.device).flush()
+        return self.to_host(buf)
+
     def from_host(self, host: np.ndarray, device: Device, out: SimBuffer | None = None) -> SimBuffer:
         host = np.asarray(host)
         if out is not None:
@@ -175,7 +184,7 @@ class SimBackend:
         alloc = self._allocator(device)
         track(buf, alloc, alloc.allocate(host.nbytes))
         buf._array = np.array(host, copy=True)
-        buf._ready.set()
+        buf._at = None  # filled here, on the host
         return buf
 
     def copy_to_device(self, buf: SimBuffer, device: Device) -> Deferred:
@@ -249,6 +258,14 @@ class SimBackend:
 
     def marker_reached(self, marker: Marker) -> bool:
         return marker.stream.completed >= marker.count
+
+    def record_timed_marker(self, device: Device) -> Marker:
+        """A marker that is stamped with the time its stream reaches it (for nda's profiler)."""
+        return self._stream(device).timed_marker()
+
+    def marker_time(self, marker: Marker) -> float | None:
+        """When a timed marker was reached (``time.perf_counter()``), None if not (yet)."""
+        return marker.time
 
     def partitioner(self, device: Device) -> Any:
         """Element-wise chains of a hybridized function as one op on the stream (API 1.4, ``_fusion``)."""

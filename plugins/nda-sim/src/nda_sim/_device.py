@@ -80,41 +80,65 @@ class Allocator:
         return {"in_use": self.in_use, "peak": self.peak, "cached": self.cached, "capacity": self.capacity}
 
 
-class SimBuffer:
-    """A handle on simulated device memory; filled by the device's stream."""
+_UNSET: tuple[Any, int] = (None, 1)
 
-    __slots__ = ("device", "_array", "_error", "_ready", "_base", "_written_at", "__weakref__")
+
+class SimBuffer:
+    """A handle on simulated device memory; filled by the device's stream.
+
+    ``_at`` says when it is filled: ``(stream, position)`` of the work item that fills it
+    (filled once the stream has completed that many items: a buffer costs no event of its
+    own), ``None`` for a buffer filled on the host, and ``(None, 1)`` until its work is enqueued.
+    """
+
+    __slots__ = ("device", "_array", "_error", "_at", "_base", "_written_at", "__weakref__")
 
     def __init__(self, device: Any) -> None:
         self.device = device
         self._array: np.ndarray | None = None
         self._error: BaseException | None = None
-        self._ready = threading.Event()
+        self._at: tuple[Any, int] | None = _UNSET
         self._base: SimBuffer | None = None  # the buffer owning the memory, for views
         self._written_at: tuple[Stream, int] | None = None  # the last in-place write enqueued on its memory
 
+    def ready(self) -> bool:
+        """Whether the work filling it has run (however it ended)."""
+        at = self._at
+        return at is None or (at[0] is not None and at[0].completed >= at[1])
+
+    def _wait_filled(self) -> None:
+        at = self._at
+        if at is not None:
+            if at[0] is None:
+                raise RuntimeError(f"{self!r}: the work that fills it was never enqueued")
+            at[0].wait_reached(at[1])
+
     def wait(self) -> np.ndarray:
         """The device array once the stream has produced it (raises the work's error)."""
-        while not self._ready.wait(_WAIT_SLICE):
-            pass
+        self._wait_filled()
         if self._error is not None:
             raise self._error
         assert self._array is not None
         return self._array
 
     def __repr__(self) -> str:
-        state = "failed" if self._error is not None else "ready" if self._ready.is_set() else "pending"
+        state = "failed" if self._error is not None else "ready" if self.ready() else "pending"
         return f"<SimBuffer on {self.device}, {state}>"
 
 
 class Marker:
-    """A point on a stream's timeline: reached once the stream has run ``count`` work items."""
+    """A point on a stream's timeline: reached once the stream has run ``count`` work items.
 
-    __slots__ = ("stream", "count")
+    A *timed* marker (:meth:`Stream.timed_marker`, for nda's profiler) also gets ``time``: the
+    ``time.perf_counter()`` at which the stream completed item ``count``.
+    """
+
+    __slots__ = ("stream", "count", "time")
 
     def __init__(self, stream: Stream, count: int) -> None:
         self.stream = stream
         self.count = count
+        self.time: float | None = None
 
     def reached(self) -> bool:
         return self.stream.completed >= self.count
@@ -144,6 +168,8 @@ class Stream:
         self._waiters = 0
         self._start_lock = threading.Lock()
         self._pending: dict[int, Callable[[], None]] = {}  # work not started yet (cancelled in a forked child)
+        self._timed: dict[int, Marker] = {}  # timed markers not reached yet, by count
+        self.completed_at = 0.0  # perf_counter() when the last item completed
 
     def enqueue(self, work: Callable[[], None]) -> int:
         """Run ``work`` after everything enqueued before; returns its position on the timeline."""
@@ -170,9 +196,15 @@ class Stream:
                 pass
             finally:
                 del work  # do not keep the last item's buffers alive until the next one arrives
+                now = time.perf_counter()
                 with self._count_lock:
                     self.completed += 1
+                    self.completed_at = now
                     self._pending.pop(self.completed, None)
+                    if self._timed:
+                        reached = self._timed.pop(self.completed, None)
+                        if reached is not None:
+                            reached.time = now
                 if self._waiters:
                     with self._cond:
                         self._cond.notify_all()
@@ -180,6 +212,16 @@ class Stream:
     def marker(self) -> Marker:
         """A marker for everything enqueued on this stream so far."""
         return Marker(self, self.issued)
+
+    def timed_marker(self) -> Marker:
+        """A marker for everything enqueued so far that records when it is reached (``time``)."""
+        with self._count_lock:
+            marker = Marker(self, self.issued)
+            if self.completed >= marker.count:  # reached already: the last completion is its
+                marker.time = self.completed_at if marker.count else time.perf_counter()
+            else:
+                self._timed[marker.count] = marker
+        return marker
 
     def wait_reached(self, count: int) -> None:
         """Block until ``count`` work items have finished (polling, so Ctrl-C gets through)."""
@@ -219,6 +261,7 @@ class Stream:
         with self._count_lock:
             pending = list(self._pending.values())
             self._pending.clear()
+            self._timed.clear()
             self._queue = queue.SimpleQueue()
             self.completed = self.issued
         for work in pending:
@@ -254,9 +297,8 @@ def read(buf: SimBuffer) -> Any:
     It does not re-raise the producer's exception, so that one exception object (the one
     nda attributes to the op that failed) travels unchanged to everything computed from it.
     """
-    if not buf._ready.is_set():
-        while not buf._ready.wait(_WAIT_SLICE):
-            pass
+    if not buf.ready():
+        buf._wait_filled()
     error = buf._error if buf._error is not None else (buf._base._error if buf._base is not None else None)
     if error is not None:
         raise InputFailed(error)
@@ -270,7 +312,7 @@ def check_host_read(buf: SimBuffer) -> None:
     (garbage, or the value before a pending write); the simulated device says so loudly
     instead, so that a missing wait in nda (or in a backend-API client) fails the tests.
     """
-    if not buf._ready.is_set():
+    if not buf.ready():
         raise RuntimeError(
             f"nda-sim: the host read {buf!r} before the work producing it had run on {buf.device}; "
             "a host read must first wait for the marker of the op that wrote the buffer (backend API 1.3)"
@@ -284,13 +326,15 @@ def check_host_read(buf: SimBuffer) -> None:
             )
 
 
-def submit(stream: Stream, body: Callable[[], None], out: SimBuffer | None = None, target: SimBuffer | None = None) -> Outcome:
+def submit(stream: Stream, body: Callable[[], None], out: SimBuffer | None = None, target: SimBuffer | None = None,
+           more: tuple[SimBuffer, ...] = ()) -> Outcome:
     """Enqueue ``body`` on ``stream``; its error goes to ``out`` (or poisons ``target``) and the outcome.
 
     The error is kept on the buffer (reading it, or anything computed from it, fails the
     same way) and in the returned :class:`Outcome`, which the kernel hands to nda as the
-    op's check. ``out`` is marked ready when the work ends, however it ends; in a forked
-    child, work the parent never ran is cancelled the same way.
+    op's check. ``out`` (and the further outputs ``more``) are filled once the stream has
+    completed this item, however it ended; in a forked child, work the parent never ran is
+    cancelled the same way.
     """
     outcome = Outcome()
 
@@ -310,17 +354,13 @@ def submit(stream: Stream, body: Callable[[], None], out: SimBuffer | None = Non
             fail(failed.error)
         except BaseException as err:  # noqa: BLE001 - recorded on the buffer it failed
             fail(err)  # nda clears the frames' locals when it retires the op (they hold its buffers)
-        finally:
-            if out is not None:
-                out._ready.set()
 
-    def cancel(error: BaseException) -> None:
-        fail(error)
-        if out is not None:
-            out._ready.set()
-
-    work.cancel = cancel  # type: ignore[attr-defined]
+    work.cancel = fail  # type: ignore[attr-defined]
     position = stream.enqueue(work)
+    if out is not None:
+        out._at = (stream, position)
+    for extra in more:
+        extra._at = (stream, position)
     if target is not None:
         (target._base or target)._written_at = (stream, position)
     return outcome

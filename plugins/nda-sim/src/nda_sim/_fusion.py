@@ -48,10 +48,7 @@ class SimPartitioner(fusion.ElementwisePartitioner):
                     for out in outs[1:]:  # the first output gets the error from submit()
                         out._error = err.error if isinstance(err, InputFailed) else err
                     raise
-                finally:
-                    for out in outs[1:]:
-                        out._ready.set()
 
-            return Deferred(outs, submit(stream, work, outs[0]))
+            return Deferred(outs, submit(stream, work, outs[0], more=outs[1:]))
 
         return fusion.Compiled(kernel, "chunked numpy on the sim stream", " -> ".join(program.ops) + " (nda-sim's reference kernels, chunk by chunk)", exact=True)

@@ -63,7 +63,7 @@ def register(backend: Any, register_kernel: Callable[..., Any]) -> None:
         alloc = backend._allocator(device)
         track(out, alloc, alloc.allocate(_nbytes(matrix)))
         out._array = _copy(matrix)
-        out._ready.set()
+        out._at = None  # filled here, on the host
         return out
 
     register_kernel.storage("csr", to_host=to_host, from_host=from_host)
