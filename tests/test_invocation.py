@@ -171,3 +171,45 @@ def test_concurrent_first_use_registers_each_kernel_once_and_never_fails_the_bac
     found = subprocess.run([sys.executable, os.path.join(HERE, "_first_use.py"), backend, str(runs), "4"], cwd=HERE, env=env,
                            capture_output=True, text=True, timeout=600)
     assert found.returncode == 0 and found.stdout.strip() == f"ok {backend} {runs}", found.stdout + found.stderr
+
+
+def test_an_interceptor_installed_while_a_worker_resets_the_limit_still_sees_every_call():
+    """Before: a worker finishing a task read ``state.watchers`` (empty), the recording thread then
+    made ``limit`` 0, and the worker stored its idle limit over it: ops inside record() took their
+    fast paths unseen and the gradient silently missed their terms (review finding F07)."""
+    import time
+
+    engine = nda.engine.current()
+    if engine.name != "threaded":
+        pytest.skip("the threaded engine's workers set the limit")
+    graph = engine._graph
+    real_idle = graph.idle
+    main = threading.get_ident()
+    in_set_limit, resumed = threading.Event(), threading.Event()
+
+    def preempted_idle():
+        if threading.get_ident() != main and not resumed.is_set():
+            in_set_limit.set()  # the worker has read ``state.watchers`` already (empty)
+            time.sleep(0.3)
+            resumed.set()
+        return real_idle()
+
+    x = nda.asarray([1.0, 2.0, 3.0])
+    x.attach_grad()
+    _ = x * x  # warm: the fast path knows x * x
+    graph.idle = preempted_idle
+    try:
+        big = nda.asarray(np.ones(1 << 20))
+        big.wait_to_read()
+        _ = big * 2.0  # an engine task: its worker sets the limit when it finishes
+        assert in_set_limit.wait(10)
+        with nda.autograd.record():
+            resumed.wait(10)
+            time.sleep(0.05)
+            assert nda.engine.state.limit == 0
+            y = nda.sum(x * x + nda.exp(x))
+    finally:
+        graph.idle = real_idle
+    y.backward()
+    xn = np.array([1.0, 2.0, 3.0])
+    np.testing.assert_allclose(x.grad.asnumpy(), 2 * xn + np.exp(xn))

@@ -442,7 +442,10 @@ class _State:
         if profiler.active or self.watchers:
             self.limit = 0
         else:
-            self.limit = engine.current_limit()
+            limit = engine.current_limit()
+            self.limit = limit
+            if limit and (profiler.active or self.watchers):
+                self.limit = 0  # a watcher or the profiler arrived meanwhile: stored, then checked again
 
 
     def inline_limit(self) -> int:

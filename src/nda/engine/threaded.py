@@ -159,7 +159,13 @@ class ThreadedEngine(Engine):
         """Called with the lock held after the graph changed."""
         state = self._state
         if state is not None and state.engine is self:
-            state.limit = 0 if profiler.active or state.watchers or not self._graph.idle() else self.idle_limit
+            limit = 0 if profiler.active or state.watchers or not self._graph.idle() else self.idle_limit
+            state.limit = limit
+            if limit and (profiler.active or state.watchers):
+                # A watcher (an interceptor somewhere) or the profiler arrived after they were read:
+                # its own refresh may have run before the store above. Stored, then checked again,
+                # so that 0 wins whichever thread stores last.
+                state.limit = 0
 
     # ------------------------------------------------------------------ issuing
     def push(self, run: Callable[[], Any], reads: Sequence[Any], writes: Sequence[Any], device: Any, name: str, cost: int = 0, route: Any = None) -> None:
