@@ -201,3 +201,38 @@ def test_fast_paths_see_kernels_registered_later(toy):
     finally:
         dispatch.unregister_backend("test-late")
     assert float(nda.sum(x)) == 3.0
+
+
+def test_a_registration_landing_while_a_call_resolves_leaves_no_stale_entry():
+    """Before: the host fallback resolved during a call stayed cached after a native kernel was
+    registered meanwhile (by another thread loading a backend), until clear_caches() (review F04)."""
+    import warnings
+
+    a = nda.asarray(np.arange(5.0), device="sim")
+    registered = []
+
+    def native_clip(x, min=None, max=None):
+        raise RuntimeError("the kernel registered meanwhile ran")
+
+    shown = warnings.showwarning
+
+    def show(message, category, *args, **kwargs):
+        if not registered and "clip" in str(message):
+            registered.append(True)  # a registration lands while the call resolves its route
+            nda.dispatch.register("clip", "sim", ["float64"], native_clip, priority=100, backend="late-registration")
+        return shown(message, category, *args, **kwargs)
+
+    warnings.showwarning = show
+    try:
+        nda.dispatch.invalidate()
+        with warnings.catch_warnings():
+            warnings.simplefilter("always")
+            warnings.showwarning = show
+            a.clip(0.0, 2.0).wait_to_read()
+        assert registered
+        with pytest.raises(RuntimeError, match="registered meanwhile"):
+            a.clip(0.0, 2.0).wait_to_read()
+    finally:
+        warnings.showwarning = shown
+        nda.dispatch.unregister_backend("late-registration")
+    np.testing.assert_array_equal(a.clip(0.0, 2.0).asnumpy(), np.clip(np.arange(5.0), 0, 2))

@@ -229,3 +229,19 @@ def test_the_calls_seen_by_scipy_give_each_calls_answer(device):
     assert nda.linalg.matrix_power(m, a(2)).tolist() == [[1.0, 2.0], [0.0, 1.0]]
     assert nda.linalg.matrix_power(m, a(3)).tolist() == [[1.0, 3.0], [0.0, 1.0]]
     assert r[a(1)].tolist() == 1 and r[a(3)].tolist() == 3
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_numpy_negative_zero_and_nan_scalars_key_their_own_plans(device):
+    """Before: NumPy's -0.0 hit the plan memoised for 0.0 (equal and hashing alike): +0.0 filled."""
+    x = nda.zeros(3, device=device)
+    nda.full_like(x, np.float64(0.0))
+    assert np.signbit(nda.full_like(x, np.float64(-0.0)).asnumpy()).all()
+    c = nda.asarray([1.0, -1.0], device=device)
+    nda.where(c > 0, c, np.float64(0.0))
+    assert np.signbit(nda.where(c > 0, c, np.float64(-0.0)).asnumpy()[1])
+    z = nda.zeros(2, device=device)
+    nda.full_like(z, np.complex128(0j), dtype=nda.complex128)
+    filled = nda.full_like(z, np.complex128(complex(-0.0, -0.0)), dtype=nda.complex128).asnumpy()
+    assert np.signbit(filled.real).all() and np.signbit(filled.imag).all()
+    assert np.isnan(nda.full_like(x, np.float32("nan")).asnumpy()).all()

@@ -213,3 +213,35 @@ def test_an_interceptor_installed_while_a_worker_resets_the_limit_still_sees_eve
     y.backward()
     xn = np.array([1.0, 2.0, 3.0])
     np.testing.assert_allclose(x.grad.asnumpy(), 2 * xn + np.exp(xn))
+
+
+def test_a_record_scope_left_on_another_thread_restores_the_thread_that_entered_it():
+    """Before: a generator holding record() closed on a worker broke recording on that worker for
+    good and left the entering thread recording forever (review finding F06)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    x = nda.asarray([1.0, 2.0, 3.0])
+    x.attach_grad()
+
+    def batches():
+        with nda.autograd.record():
+            yield x * 2
+            yield x * 3
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        g = batches()
+        next(g)  # suspended inside record() on this thread
+        pool.submit(g.close).result()  # left on the worker
+
+        def train_step():
+            w = nda.asarray([1.0, 2.0, 3.0])
+            w.attach_grad()
+            with nda.autograd.record():
+                loss = nda.sum(w * w)
+            loss.backward()
+            return w.grad.tolist()
+
+        assert pool.submit(train_step).result() == [2.0, 4.0, 6.0]
+    assert not nda.autograd.is_recording()
+    assert _intercept.ACTIVE[0] == 0 and not _intercept.stack()
+    assert nda.engine.state.limit > 0

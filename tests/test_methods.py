@@ -166,3 +166,38 @@ def test_the_namespace_is_the_standards_plus_the_documented_extras():
     standard -= {"__array_api_version__", "__version__"}
     assert standard <= set(nda.__all__), sorted(standard - set(nda.__all__))
     assert set(nda.__all__) - standard == DOCUMENTED_EXTRAS
+
+
+def test_method_keywords_and_numpys_order_argument():
+    """Before: x.transpose(axes=...) reversed every axis silently; ravel('C') named reshape in its error."""
+    x = nda.reshape(nda.arange(24), (2, 3, 4))
+    assert x.transpose(axes=(1, 0, 2)).shape == (3, 2, 4)
+    assert x.reshape(shape=(4, 6)).shape == (4, 6)
+    assert x.ravel("C").shape == (24,) and x.ravel(order="C").shape == (24,) and x.flatten(order="C").shape == (24,)
+    assert x.reshape(6, 4, order="C").shape == (6, 4)
+    with pytest.raises(ValueError, match=r"ravel\(\): order='F'"):
+        x.ravel("F")
+    with pytest.raises(ValueError, match=r"flatten\(\): order='K'"):
+        x.flatten(order="K")
+    with pytest.raises(TypeError, match=r"ravel\(\) takes"):
+        x.ravel("C", 2)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_copy_made_by_a_view_op_is_never_a_view_on_repeat_calls(device):
+    """Before: the second x.flatten() (memoised) had x as its base: writes into the copy counted as
+    writes into x, and a correct backward() was refused (review finding F03)."""
+    x = nda.reshape(nda.arange(6.0, device=device), (2, 3))
+    for _ in range(3):
+        flat = x.flatten()
+        assert flat._base is None
+        copied = nda.reshape(x, (6,), copy=True)
+        assert copied._base is None
+    w = nda.asarray([1.0, 2.0], device=device)
+    w.attach_grad()
+    with nda.autograd.record():
+        loss = nda.sum(w * w)
+    for _ in range(2):
+        w.flatten()[0] = 5.0  # a copy: w is not written
+    loss.backward()
+    np.testing.assert_allclose(w.grad.asnumpy(), [2.0, 4.0])

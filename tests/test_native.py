@@ -65,6 +65,10 @@ def test_binary_operators_in_c_give_the_python_operators_result(device, op, data
             if np.dtype(dtype).kind == "f":
                 scalar = data.draw(st.floats(-10, 10))
                 _same(method(a, scalar), method.fallback(a, scalar))
+                reflected = nda.NDArray.__dict__.get("__r" + op[2:])
+                if reflected is not None:  # 2.0 * x: computed as op(2.0, x)
+                    assert isinstance(reflected, native.ReflectedOp)
+                    _same(reflected(a, scalar), reflected.fallback(a, scalar))
 
 
 @pytest.mark.parametrize("device", DEVICES)

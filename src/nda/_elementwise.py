@@ -33,7 +33,8 @@ from ._devices import ArrayMeta
 from ._devices import strided as _STRIDED
 from ._dtypes import python_scalar
 from ._execute import NOT_INTERCEPTED, EntryCache, hooks, inline, intercepted, native, native_operator, run_elementwise, zero_d_buffer
-from .dispatch import resolve, resolve_plan
+from .dispatch import generation as _generation
+from .dispatch import remember, resolve, resolve_plan
 from .engine import state as _state
 from .engine._queues import local as _writing
 from .ops._spec import Cast, OpDecl, Plan, broadcast_shapes
@@ -104,8 +105,9 @@ def make_unary(decl: OpDecl) -> Callable[..., NDArray]:
             return found  # type: ignore[no-any-return]
         entry = cache.get(x._meta) if x.__class__ is NDArray else None
         if entry is None:
+            seen = _generation[0]
             plan = plan_fn(x)  # validates: raises the TypeError of a wrong argument
-            entry = cache[x._meta] = _entry_from_plan(decl, plan)
+            entry = remember(cache, x._meta, _entry_from_plan(decl, plan), seen)
         kernel, meta = entry
         if inline(x._size):
             return _inline1(kernel, x, meta)
@@ -161,8 +163,9 @@ def make_binary(decl: OpDecl) -> tuple[Callable[..., NDArray], Callable[..., Any
         entry = cache_get((k1, k2))
         if (entry is None or (x1.__class__ is int and k2.__class__ is ArrayMeta and not _int_fits(x1, k2))
                 or (x2.__class__ is int and k1.__class__ is ArrayMeta and not _int_fits(x2, k1))):
+            seen = _generation[0]
             plan = plan_fn(x1, x2)  # validates; raises the errors (an int out of range: OverflowError)
-            entry = cache[k1, k2] = _entry_from_plan(decl, plan)
+            entry = remember(cache, (k1, k2), _entry_from_plan(decl, plan), seen)
             shape = plan.out_shape
         elif k1.__class__ is not ArrayMeta:
             shape = x2._shape
@@ -230,6 +233,21 @@ def make_binary(decl: OpDecl) -> tuple[Callable[..., NDArray], Callable[..., Any
                     return slow(x1, x2)
             elif c2 in _SCALARS and x1.__class__ is NDArray:
                 return slow(x1, x2)
+            elif c2 is NDArray and x1.__class__ is float:  # ``2.0 * x`` (reflected): inlined too
+                entry = cache_get((float, x2._meta))
+                size = x2._size
+                if entry is not None and size < _state.limit:
+                    kernel, meta = entry
+                    shape = x2._shape
+                    out = _new(NDArray)
+                    buf = kernel(x1, x2._buf)
+                    out._buf = buf if shape else zero_d_buffer(buf, meta)
+                    out._meta = meta
+                    out._shape = shape
+                    out._size = size
+                    out._base = None
+                    return out
+                return slow(x1, x2)
             elif c2 is NDArray and x1.__class__ in _SCALARS:
                 return slow(x1, x2)
             # Off the fast paths: a NumPy scalar is the (weak) Python scalar it holds.
@@ -294,7 +312,8 @@ def make_inplace(decl: OpDecl, attr: str) -> Callable[..., Any]:
         if _WRITES:
             _execute.notify_write(self, other, what)
         if entry is None:
-            entry = cache[key] = _plan_inplace(decl, self, other)
+            seen = _generation[0]
+            entry = remember(cache, key, _plan_inplace(decl, self, other), seen)
         elif other.__class__ is NDArray and other._shape != self._shape and broadcast_shapes(self._shape, other._shape) != self._shape:
             raise ValueError(f"{name}: in-place result of shape {broadcast_shapes(self._shape, other._shape)} does not fit the target's shape {self._shape}")
         elif other.__class__ is int and not _int_fits(other, self._meta):

@@ -133,15 +133,16 @@ def _load_native() -> Any:
 native = _load_native()
 
 
-def native_operator(python: Callable[..., Any], cache: dict[Any, Any], unary: bool) -> Any:
+def native_operator(python: Callable[..., Any], cache: dict[Any, Any], kind: str) -> Any:
     """The operator NDArray gets: ``python`` behind the C fast path when nda._native is there.
 
-    The C path does exactly what the Python fast path does (same cache, same entries, the same
-    ``size < engine.state.limit`` check) and calls ``python`` for everything else.
+    ``kind`` is ``"unary"``, ``"binary"`` or ``"reflected"``. The C path does exactly what the
+    Python fast path does (same cache, same entries, the same ``size < engine.state.limit``
+    check) and calls ``python`` for everything else.
     """
     if native is None:
         return python
-    return (native.UnaryOp if unary else native.BinaryOp)(cache, python)
+    return {"unary": native.UnaryOp, "binary": native.BinaryOp, "reflected": native.ReflectedOp}[kind](cache, python)
 
 
 # ---------------------------------------------------------------------------- buffers

@@ -122,12 +122,20 @@ def push(interceptor: Interceptor) -> None:
             _engine_state.watch(_route_all)
 
 
-def pop(interceptor: Interceptor) -> None:
-    """Remove ``interceptor`` (the top of the calling thread's stack, as pushes nest)."""
-    stack = _local.stack
-    if not stack or stack[-1] is not interceptor:
-        raise RuntimeError(f"interceptor {interceptor!r} is not the top of this thread's stack (pushes and pops must nest)")
-    stack.pop()
+def pop(interceptor: Interceptor, stack: list[Interceptor] | None = None) -> None:
+    """Remove ``interceptor`` from the calling thread's stack, or from ``stack`` (a thread's stack
+    as :func:`stack` gave it: a scope left on another thread than the one that entered it)."""
+    if stack is None:
+        stack = _local.stack
+    if interceptor not in stack:
+        raise RuntimeError(f"interceptor {interceptor!r} is not on this thread's stack")
+    if stack[-1] is interceptor:
+        stack.pop()
+    else:  # a scope left out of order (another thread's, or a generator's): take it out where it is
+        for i in range(len(stack) - 1, -1, -1):
+            if stack[i] is interceptor:
+                del stack[i]
+                break
     with _lock:
         ACTIVE[0] -= 1
         if ACTIVE[0] == 0:

@@ -65,11 +65,11 @@ def build_namespace(module: str) -> dict[str, Callable[..., Any]]:
             fn, forward, reflected = _elementwise.make_binary(decl)
             for i, op_name in enumerate(decl.operators):
                 if i == 0:
-                    attached[op_name] = _elementwise.native_operator(_named(forward, op_name), forward._nda_cache, False)  # type: ignore[attr-defined]
+                    attached[op_name] = _elementwise.native_operator(_named(forward, op_name), forward._nda_cache, "binary")  # type: ignore[attr-defined]
                 elif op_name.startswith("__i"):
                     attached[op_name] = _elementwise.make_inplace(decl, op_name)
                 else:
-                    attached[op_name] = reflected
+                    attached[op_name] = _elementwise.native_operator(_named(reflected, op_name), forward._nda_cache, "reflected")  # type: ignore[attr-defined]
         else:
             fn = _make(decl)
             for op_name in decl.operators:
@@ -97,7 +97,7 @@ def _operator(fn: Callable[..., Any], decl: OpDecl, name: str) -> Callable[..., 
         def unary(self: NDArray) -> Any:
             return fn(self)
 
-        return _elementwise.native_operator(_named(functools.wraps(fn)(unary), name), fn._nda_cache, True)  # type: ignore[attr-defined]
+        return _elementwise.native_operator(_named(functools.wraps(fn)(unary), name), fn._nda_cache, "unary")  # type: ignore[attr-defined]
     if name == "__getitem__":
         return _planned.make_getitem(fn)
     if name == "__setitem__":
@@ -118,29 +118,50 @@ def _operator(fn: Callable[..., Any], decl: OpDecl, name: str) -> Callable[..., 
 
 
 def _method(fn: Callable[..., Any], decl: OpDecl, spec: Method) -> Callable[..., Any]:
-    """``x.<spec.name>(...)``: the op with ``x`` first (see :class:`~nda.ops._spec.Method`)."""
-    varargs, fixed, empty = spec.varargs, spec.fixed, spec.empty
+    """``x.<spec.name>(...)``: the op with ``x`` first (see :class:`~nda.ops._spec.Method`).
+
+    NumPy's ``order`` argument of the shape methods is taken when it says row-major (``"C"``,
+    the only memory order of nda's results) and refused otherwise, naming the method.
+    """
+    name, varargs, fixed, empty = spec.name, spec.varargs, spec.fixed, spec.empty
     if varargs is None and not fixed:
         def method(self: NDArray, *args: Any, **kwargs: Any) -> Any:
             return fn(self, *args, **kwargs)
     else:
         def method(self: NDArray, *args: Any, **kwargs: Any) -> Any:  # type: ignore[misc]
-            if varargs is not None:
-                if empty is not None and (not args or (len(args) == 1 and args[0] is None)):
+            if "order" in kwargs:
+                _check_order(name, kwargs.pop("order"))
+            if fixed:  # x.ravel(), x.flatten(): NumPy's only argument is the order
+                if len(args) > 1:
+                    raise TypeError(f"{name}() takes at most 1 argument (order), got {len(args)}")
+                if args:
+                    _check_order(name, args[0])
+                    args = ()
+            elif args and varargs in kwargs:
+                raise TypeError(f"{name}() got {varargs!r} both as positional arguments and as a keyword")
+            elif empty is not None and (not args or (len(args) == 1 and args[0] is None)):
+                if varargs not in kwargs:
                     kwargs[varargs] = empty(self)  # x.transpose(), x.transpose(None)
-                elif len(args) == 1:
-                    value = args[0]
-                    if not isinstance(value, (tuple, list)) and _is_index(value):
-                        value = (value,)  # x.reshape(6), x.transpose(0): NumPy's one-int form
-                    kwargs[varargs] = value
-                elif args:
-                    kwargs[varargs] = args
+                args = ()
+            elif len(args) == 1:
+                value = args[0]
+                if not isinstance(value, (tuple, list)) and _is_index(value):
+                    value = (value,)  # x.reshape(6), x.transpose(0): NumPy's one-int form
+                kwargs[varargs] = value
+                args = ()
+            elif args:
+                kwargs[varargs] = args
                 args = ()
             return fn(self, *args, **fixed, **kwargs)
     method.__doc__ = spec.doc or decl.doc
     method.__wrapped_decl__ = decl  # type: ignore[attr-defined]
     method.__nda_method__ = spec  # type: ignore[attr-defined]
     return method
+
+
+def _check_order(name: str, order: Any) -> None:
+    if order != "C":
+        raise ValueError(f"{name}(): order={order!r} is not supported: nda's results are row-major, pass order='C' (or nothing)")
 
 
 def _is_index(value: Any) -> bool:

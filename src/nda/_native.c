@@ -138,6 +138,37 @@ fallback:
     return PyObject_Vectorcall(op->fallback, args, nargsf, kwnames);
 }
 
+/* ``2.0 * x``: the reflected operator, called as (x, 2.0); the op is computed as op(2.0, x) with
+ * the entry of (float, meta). Anything but a Python float on the left: the Python operator. */
+static PyObject *reflected_vectorcall(OpObject *op, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs != 2 || kwnames != NULL || ndarray_type == NULL) goto fallback;
+    PyObject *x = args[0], *scalar = args[1];
+    if (Py_TYPE(x) != ndarray_type || Py_TYPE(scalar) != &PyFloat_Type) goto fallback;
+    PyObject *meta = SLOT(x, off_meta), *shape = SLOT(x, off_shape), *size = SLOT(x, off_size), *xbuf = SLOT(x, off_buf);
+    if (meta == NULL || shape == NULL || size == NULL || xbuf == NULL || !PyTuple_Check(shape) || PyTuple_GET_SIZE(shape) == 0) goto fallback;
+    PyObject *key = PyTuple_Pack(2, (PyObject *)&PyFloat_Type, meta);
+    if (key == NULL) return NULL;
+    PyObject *entry = PyDict_GetItemWithError(op->cache, key);
+    Py_DECREF(key);
+    if (entry == NULL) {
+        if (PyErr_Occurred()) return NULL;
+        goto fallback;
+    }
+    if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 2) goto fallback;
+    int inline_ok = runs_inline(size);
+    if (inline_ok < 0) return NULL;
+    if (!inline_ok) goto fallback;
+    Py_INCREF(entry);
+    PyObject *kargs[2] = {scalar, xbuf};
+    PyObject *buf = PyObject_Vectorcall(PyTuple_GET_ITEM(entry, 0), kargs, 2, NULL);
+    PyObject *out = buf == NULL ? NULL : new_array(buf, PyTuple_GET_ITEM(entry, 1), shape, size);
+    Py_DECREF(entry);
+    return out;
+fallback:
+    return PyObject_Vectorcall(op->fallback, args, nargsf, kwnames);
+}
+
 static PyObject *unary_vectorcall(OpObject *op, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     if (nargs != 1 || kwnames != NULL || ndarray_type == NULL) goto fallback;
@@ -181,7 +212,7 @@ static PyObject *planned_vectorcall(OpObject *op, PyObject *const *args, size_t 
         if (PyErr_Occurred()) return NULL;
         goto fallback;
     }
-    if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 5) goto fallback;
+    if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 6 || PyTuple_GET_ITEM(entry, 5) != Py_False) goto fallback;
     PyObject *shape = PyTuple_GET_ITEM(entry, 2);
     if (!PyTuple_Check(shape) || PyTuple_GET_SIZE(shape) == 0) goto fallback;  /* 0-d: the Python path */
     int inline_ok = runs_inline(PyTuple_GET_ITEM(entry, 3));
@@ -422,6 +453,29 @@ static PyObject *getitem_type_new(PyTypeObject *type, PyObject *args, PyObject *
     return (PyObject *)self;
 }
 
+static PyTypeObject ReflectedOpType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "nda._native.ReflectedOp",
+    .tp_basicsize = sizeof(OpObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR,
+    .tp_doc = "A reflected operator of NDArray (2.0 * x) with its fast path in C (see nda._native).",
+    .tp_new = op_new,
+    .tp_dealloc = (destructor)op_dealloc,
+    .tp_traverse = (traverseproc)op_traverse,
+    .tp_clear = (inquiry)op_clear,
+    .tp_vectorcall_offset = offsetof(OpObject, vectorcall),
+    .tp_call = op_call,
+    .tp_descr_get = op_descr_get,
+    .tp_getattro = op_getattro,
+    .tp_members = op_members,
+};
+
+static PyObject *reflected_type_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    OpObject *self = (OpObject *)op_new(type, args, kwds);
+    if (self != NULL) self->vectorcall = (vectorcallfunc)reflected_vectorcall;
+    return (PyObject *)self;
+}
+
 static PyObject *planned_type_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
     OpObject *self = (OpObject *)op_new(type, args, kwds);
     if (self != NULL) self->vectorcall = (vectorcallfunc)planned_vectorcall;
@@ -456,15 +510,17 @@ PyMODINIT_FUNC PyInit__native(void) {
     UnaryOpType.tp_new = unary_type_new;
     PlannedOpType.tp_new = planned_type_new;
     GetitemOpType.tp_new = getitem_type_new;
+    ReflectedOpType.tp_new = reflected_type_new;
     if (PyType_Ready(&BinaryOpType) < 0 || PyType_Ready(&UnaryOpType) < 0 || PyType_Ready(&PlannedOpType) < 0 ||
-        PyType_Ready(&GetitemOpType) < 0)
+        PyType_Ready(&GetitemOpType) < 0 || PyType_Ready(&ReflectedOpType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&native_module);
     if (m == NULL) return NULL;
     if (PyModule_AddObjectRef(m, "BinaryOp", (PyObject *)&BinaryOpType) < 0 ||
         PyModule_AddObjectRef(m, "UnaryOp", (PyObject *)&UnaryOpType) < 0 ||
         PyModule_AddObjectRef(m, "PlannedOp", (PyObject *)&PlannedOpType) < 0 ||
-        PyModule_AddObjectRef(m, "GetitemOp", (PyObject *)&GetitemOpType) < 0) {
+        PyModule_AddObjectRef(m, "GetitemOp", (PyObject *)&GetitemOpType) < 0 ||
+        PyModule_AddObjectRef(m, "ReflectedOp", (PyObject *)&ReflectedOpType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -32,6 +32,8 @@ from functools import partial
 from math import prod
 from typing import Any, Callable
 
+import numpy as np
+
 from . import _intercept
 from . import backends as _backends
 from ._array import HOST_READS, NDArray
@@ -39,13 +41,15 @@ from ._devices import ArrayMeta
 from ._devices import strided as _STRIDED
 from ._execute import native as _native
 from ._execute import NOT_INTERCEPTED, _ACTIVE, _META, EntryCache, _local, hooks, inline, base_of, execute, execute_multi, execute_mutation, intercepted, notify_write, work_size, zero_d_buffer
-from .dispatch import resolve, resolve_plan
+from .dispatch import generation as _generation
+from .dispatch import remember, resolve, resolve_plan
 from .engine import state as _state
 from .ops._spec import Cast, OpDecl, Plan
 
 __all__ = ["make_generic", "make_multi", "make_getitem"]
 
 _new = object.__new__
+_NP_INEXACT = (np.floating, np.complexfloating)
 _MEMO_LIMIT = 512  # memoised plans per op; past it the op's cache starts over
 _WRITES = _intercept.WRITES
 
@@ -97,6 +101,8 @@ def _typed(value: Any) -> Any:
         return (float, value.hex())  # 0.0 == -0.0 (and hash alike), but they fill differently
     if cls is complex:
         return (complex, value.real.hex(), value.imag.hex())
+    if isinstance(value, _NP_INEXACT):
+        return (cls, value.tobytes())  # NumPy's -0.0 == 0.0 too, and every NaN differs: by bit pattern
     return (cls, value)
 
 
@@ -170,14 +176,14 @@ def make_generic(decl: OpDecl) -> Callable[..., Any]:
             if fast_key is not None:
                 entry = fast.get(fast_key)
                 if entry is not None and entry[3] < _state.limit:
-                    kernel, meta, shape, work, size = entry
+                    kernel, meta, shape, work, size, is_view = entry
                     result = kernel(x1._buf) if n == 1 else kernel(x1._buf, x2._buf)
                     out = _new(NDArray)
                     out._buf = result if shape else zero_d_buffer(result, meta)
                     out._meta = meta
                     out._shape = shape
                     out._size = size
-                    out._base = base_of(x1) if view else None
+                    out._base = base_of(x1) if is_view else None
                     return out
         else:
             fast_key = None
@@ -190,7 +196,7 @@ def make_generic(decl: OpDecl) -> Callable[..., Any]:
                 if not inline(entry[5]):
                     entry = None  # planned again, and ordered by the engine
             if entry is not None:
-                kernel, meta, shape, steps, kernel_kwargs, work, size = entry
+                kernel, meta, shape, steps, kernel_kwargs, work, size, is_view = entry
                 kernel_args = [
                     args[s[1]]._buf if s[0] == 0 else s[1] if s[0] == 2 else s[2](args[s[1]]._buf, s[3], copy=False)
                     for s in steps
@@ -201,18 +207,19 @@ def make_generic(decl: OpDecl) -> Callable[..., Any]:
                 out._meta = meta
                 out._shape = shape
                 out._size = size
-                out._base = base_of(args[0]) if view else None
+                out._base = base_of(args[0]) if is_view else None  # a view op's plan may copy (flatten, reshape(copy=True))
                 return out
         found = intercepted(decl, args, kwargs, fn)
         if found is not NOT_INTERCEPTED:
             return found
         reads = HOST_READS[0]
+        seen = _generation[0]
         plan = plan_fn(*args, **kwargs)
         if key is not None and HOST_READS[0] == reads and not getattr(plan, "values_decide_shape", False):
-            memoise(plan, args, key, fast_key if fast_allowed else None)
+            memoise(plan, args, key, fast_key if fast_allowed else None, seen)
         return execute(name, plan)
 
-    def memoise(plan: Plan, args: tuple[Any, ...], key: Any, fast_key: Any) -> None:
+    def memoise(plan: Plan, args: tuple[Any, ...], key: Any, fast_key: Any, seen: int) -> None:
         if _backends.handle(plan.device).host_views:
             return  # a device whose views may be host views: execute() decides per call
         if plan.key.layout is _STRIDED:
@@ -243,10 +250,11 @@ def make_generic(decl: OpDecl) -> Callable[..., Any]:
         meta = _META.get((plan.device, plan.out_dtype, layout)) or ArrayMeta(plan.device, plan.out_dtype, layout)
         work = work_size(plan, name)
         size = prod(plan.out_shape)
-        memo[key] = (kernel, meta, plan.out_shape, steps, plan.kwargs, work, size)
+        is_view = plan.view_of is not None and plan.key.layout is _STRIDED  # what execute() makes of this plan
+        remember(memo, key, (kernel, meta, plan.out_shape, steps, plan.kwargs, work, size, is_view), seen)
         n = len(args)
         if fast_key is not None and len(steps) == n and all(st[0] == 0 and args[st[1]] is args[i] for i, st in enumerate(steps)):
-            fast[fast_key] = (partial(kernel, **plan.kwargs) if plan.kwargs else kernel, meta, plan.out_shape, work, size)
+            remember(fast, fast_key, (partial(kernel, **plan.kwargs) if plan.kwargs else kernel, meta, plan.out_shape, work, size, is_view), seen)
 
     reflected_name = "__r" + decl.operators[0][2:] if decl.operators else ""
 
@@ -258,14 +266,14 @@ def make_generic(decl: OpDecl) -> Callable[..., Any]:
             return NotImplemented if hook is None else hook(other, reflected_name, self)
         entry = fast.get((self._meta, self._shape, other._meta, other._shape, self is other))
         if entry is not None and entry[3] < _state.limit:
-            kernel, meta, shape, work, size = entry
+            kernel, meta, shape, work, size, is_view = entry
             result = kernel(self._buf, other._buf)
             out = _new(NDArray)
             out._buf = result if shape else zero_d_buffer(result, meta)
             out._meta = meta
             out._shape = shape
             out._size = size
-            out._base = base_of(self) if view else None
+            out._base = base_of(self) if is_view else None
             return out
         return fn(self, other)
 
@@ -356,9 +364,10 @@ def make_getitem(generic: Callable[..., NDArray]) -> Callable[..., NDArray]:
     def _miss(self: NDArray, key: Any) -> NDArray:
         meta = self._meta
         if meta.layout is _STRIDED and not _backends.handle(meta.device).host_views:
+            seen = _generation[0]
             kernel = resolve("getitem", meta.key)
             if not getattr(kernel, "_nda_host_view", False):
-                kernels[meta] = kernel
+                remember(kernels, meta, kernel, seen)
         return generic(self, key)
 
     return __getitem__ if _native is None else _native.GetitemOp(kernels, __getitem__)

@@ -45,7 +45,7 @@ from .ops import _spec
 from .ops._spec import CATALOG as _CATALOG
 
 __all__ = ["DispatchError", "DeviceUnavailableError", "FallbackWarning", "FallbackError", "coverage", "Coverage", "KernelEntry", "OpTable", "register",
-           "prepare", "publish", "invalidate", "dependents", "resolve", "resolve_plan", "table", "explain", "kernels",
+           "prepare", "publish", "invalidate", "dependents", "generation", "remember", "resolve", "resolve_plan", "table", "explain", "kernels",
            "declare_subnormal_flush", "subnormal_flush"]
 
 
@@ -152,13 +152,28 @@ _lock = threading.RLock()  # changes of the tables (registration, unregistration
 #: every table's own ``resolved`` cleared, whenever what resolution answers may change.
 dependents: list[Callable[[], None]] = []
 
+#: ``[n]``: bumped by every :func:`invalidate` (before it clears anything). A cache entry built
+#: from resolutions is stored with :func:`remember`, given the generation read before resolving.
+generation = [0]
+
 
 def invalidate() -> None:
     """Forget every resolution, and every cache built from one (see :data:`dependents`)."""
+    generation[0] += 1
     for tbl in _TABLES.values():
         tbl.resolved.clear()
     for clear in list(dependents):
         clear()
+
+
+def remember(cache: dict[Any, Any], key: Any, value: Any, seen: int) -> Any:
+    """``cache[key] = value``, unless dispatch changed since generation ``seen`` (read before the
+    value was resolved): a registration that lands meanwhile must not leave a stale entry behind.
+    Stored first, then checked: an :func:`invalidate` that follows the check clears it anyway."""
+    cache[key] = value
+    if generation[0] != seen:
+        cache.pop(key, None)
+    return value
 
 
 def table(op_name: str) -> OpTable:
@@ -393,13 +408,14 @@ def resolve(op_name: str, key: KernelKey) -> Callable[..., Any]:
     cached = tbl.resolved.get(key)
     if cached is not None:
         return cached
+    seen = generation[0]
     entries = lookup(op_name, key)
     route = getattr(entries[0].fn, "_nda_route", None)
     if route is not None and not getattr(entries[0].fn, "_nda_quiet", False):
         _announce_fallback(op_name, route)
     fn = entries[0].fn if entries[0].supports is None else _chooser(entries, op_name, key)
     if key.layout is strided:  # for other layouts the route depends on the operands (nda.layouts)
-        tbl.resolved[key] = fn
+        remember(tbl.resolved, key, fn, seen)
     return fn
 
 

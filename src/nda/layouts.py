@@ -334,6 +334,7 @@ def route(op: str, plan: Any) -> tuple[Callable[..., Any], Layout]:
     hit = _ROUTES.get(cache_key)
     if hit is not None:
         return hit  # type: ignore[no-any-return]
+    seen = dispatch.generation[0]
     found = _native(op, plan, key, sig)
     if found is not None:
         result = found
@@ -341,8 +342,7 @@ def route(op: str, plan: Any) -> tuple[Callable[..., Any], Layout]:
         fn = _fallback(op, plan, key, sig)
         dispatch._announce_fallback(op, fn._nda_route)  # type: ignore[attr-defined]
         result = (fn, strided)
-    _ROUTES[cache_key] = result
-    return result
+    return dispatch.remember(_ROUTES, cache_key, result, seen)  # type: ignore[no-any-return]
 
 
 #: Routes by (op, key, operand signature, output dtype): this layer's cache, cleared with

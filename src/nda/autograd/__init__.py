@@ -68,22 +68,23 @@ _REQS = ("write", "add", "null")
 class _Scope:
     """The context manager of ``record()`` and ``pause()``."""
 
-    __slots__ = ("_on", "_previous")
+    __slots__ = ("_on", "_previous", "_flags")
 
     def __init__(self, on: bool) -> None:
         self._on = on
         self._previous = False
+        self._flags: Any = None
 
     def __enter__(self) -> None:
-        if self._on:
-            scope_enter()
-        self._previous = FLAGS.recording
-        FLAGS.recording = self._on
+        flags = self._flags = scope_enter() if self._on else FLAGS.t
+        self._previous = flags.recording
+        flags.recording = self._on
 
     def __exit__(self, *exc: Any) -> None:
-        FLAGS.recording = self._previous
+        flags = self._flags  # the entering thread's state, whichever thread leaves
+        flags.recording = self._previous
         if self._on:
-            scope_exit()
+            scope_exit(flags)
 
 
 def record() -> _Scope:

@@ -88,8 +88,7 @@ def run(
                     targets[_key(e)] = e
     relevant = _relevant(nodes, targets)
     previous = FLAGS.recording
-    if create_graph:
-        scope_enter()
+    flags = scope_enter() if create_graph else None
     FLAGS.recording = create_graph
     try:
         cots: dict[Any, Any] = {}
@@ -115,8 +114,8 @@ def run(
                     _deliver(nd, entry, found)
     finally:
         FLAGS.recording = previous
-        if create_graph:
-            scope_exit()
+        if flags is not None:
+            scope_exit(flags)
     if not retain_graph:
         for node in used:
             node.release()

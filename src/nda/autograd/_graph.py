@@ -30,17 +30,46 @@ from typing import Any
 
 from .._array import NDArray
 
-__all__ = ["AutogradError", "FLAGS", "ENTRIES", "Entry", "Node", "Op", "LIVE", "entry_of", "requires_grad", "record_call", "bump"]
+__all__ = ["AutogradError", "FLAGS", "ThreadFlags", "ENTRIES", "Entry", "Node", "Op", "LIVE", "entry_of", "requires_grad", "record_call", "bump"]
 
 
 class AutogradError(RuntimeError):
     """A gradient cannot be computed as asked (see the message for why and what to do)."""
 
 
+class ThreadFlags:
+    """One thread's autograd state. A recording scope keeps the object of the thread that
+    entered it, so that leaving the scope on another thread (a generator holding ``record()``
+    closed by a worker) restores the entering thread's state, not the leaving thread's."""
+
+    __slots__ = ("recording", "scopes", "internal", "stack")
+
+    def __init__(self) -> None:
+        self.recording = False  # this thread records the calls it makes
+        self.scopes = 0  # recording scopes this thread is in (its recorder is installed while > 0)
+        self.internal = 0  # > 0 while autograd itself calls ops (never recorded, writes not checked)
+        self.stack: Any = None  # the thread's interceptor stack while its recorder is on it
+
+
 class _Flags(threading.local):
-    recording = False  # this thread records the calls it makes
-    scopes = 0  # recording scopes this thread is in (its recorder is installed while > 0)
-    internal = 0  # > 0 while autograd itself calls ops (never recorded, writes not checked)
+    def __init__(self) -> None:
+        self.t = ThreadFlags()
+
+    @property
+    def recording(self) -> bool:
+        return self.t.recording
+
+    @recording.setter
+    def recording(self, value: bool) -> None:
+        self.t.recording = value
+
+    @property
+    def internal(self) -> int:
+        return self.t.internal
+
+    @internal.setter
+    def internal(self, value: int) -> None:
+        self.t.internal = value
 
 
 FLAGS = _Flags()

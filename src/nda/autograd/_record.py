@@ -32,7 +32,7 @@ from .. import _api, _intercept
 from .. import ext as _ext
 from .._array import NDArray
 from ..ops._spec import NoVJP
-from ._graph import FLAGS, LIVE, AutogradError, Op, bump, record_call, requires_grad
+from ._graph import FLAGS, LIVE, AutogradError, Op, ThreadFlags, bump, record_call, requires_grad
 
 __all__ = ["RECORDER", "Recorder", "scope_enter", "scope_exit", "check_write", "maybe_release_checks", "fast", "op_for"]
 
@@ -104,22 +104,30 @@ class _State:
 _STATE = _State()
 
 
-def scope_enter() -> None:
-    """The calling thread enters a recording scope (``record()``, ``grad(create_graph=True)``)."""
-    if FLAGS.scopes == 0:
+def scope_enter() -> ThreadFlags:
+    """The calling thread enters a recording scope (``record()``, ``grad(create_graph=True)``);
+    returns its state, which :func:`scope_exit` is given back (whichever thread leaves)."""
+    flags = FLAGS.t
+    if flags.scopes == 0:
         _intercept.push(RECORDER)
+        flags.stack = _intercept.stack()
         with _STATE.lock:
             _STATE.recorders += 1
             if not _STATE.checking:
                 _intercept.WRITES.append(check_write)
                 _STATE.checking = True
-    FLAGS.scopes += 1
+    flags.scopes += 1
+    return flags
 
 
-def scope_exit() -> None:
-    FLAGS.scopes -= 1
-    if FLAGS.scopes == 0:
-        _intercept.pop(RECORDER)
+def scope_exit(flags: ThreadFlags) -> None:
+    """Leave a recording scope entered by the thread whose state is ``flags``."""
+    if flags.scopes <= 0:
+        return
+    flags.scopes -= 1
+    if flags.scopes == 0:
+        _intercept.pop(RECORDER, flags.stack)  # that thread's stack, even when another thread leaves
+        flags.stack = None
         with _STATE.lock:
             _STATE.recorders -= 1
         maybe_release_checks()
