@@ -149,7 +149,7 @@ def _assert_same(got: object, expected: object, op: str) -> None:
 
 
 def _call(op: str, args: list[object], kwargs: dict[str, object]) -> object:
-    fn = nda.ext.function(op) if "." in op and op.split(".")[0] not in ("linalg", "fft") else _public(op)
+    fn = nda.ext.function(op) if "." in op and not hasattr(nda, op.split(".")[0]) else _public(op)
     result = fn(*args, **kwargs)
     return args[0] if CATALOG[op].mutates else result
 
@@ -196,7 +196,10 @@ def test_every_parameter_a_planner_reads_on_the_host_is_declared(op, device, dat
     case = data.draw(strategy(op, _dtype_for(op)))
     params = list(CATALOG[op].signature.parameters)
     for position, _ in _numbers(case):
-        args, kwargs = _materialize(case, dev, {position})
+        try:
+            args, kwargs = _materialize(case, dev, {position})
+        except (OverflowError, TypeError, ValueError):  # no 0-d array holds this value (a 128-bit counter)
+            continue
         for a in [*args, *kwargs.values()]:
             if isinstance(a, nda.NDArray):
                 a.wait_to_read()

@@ -137,7 +137,7 @@ def _in_dtype(value: float, dt: DType, name: str, op: str) -> float:
 
 # --------------------------------------------------------------------------- ops
 
-@declare("random.philox_uniform", dtypes="real floating", reference=_philox.uniform, family="creation", vjp=_NO_ARRAY_INPUT)
+@declare("random.philox_uniform", dtypes="real floating", reference=_philox.uniform, family="creation", vjp=_NO_ARRAY_INPUT, host_values=("counter", "low", "high"))
 def philox_uniform(shape: int | tuple[int, ...], /, *, key: tuple[int, int], counter: int = 0, low: float = 0.0, high: float = 1.0,
                    dtype: DType | None = None, device: Device | str | None = None) -> Plan:
     """Uniform floats in ``[low, high)`` from the Philox stream at ``(key, counter)`` (stateless).
@@ -157,7 +157,7 @@ def philox_uniform(shape: int | tuple[int, ...], /, *, key: tuple[int, int], cou
     return _creation_plan(op, dims, dt, device, (dims, k, c, lo, float(span)), {"dtype": dt})
 
 
-@declare("random.philox_normal", dtypes="real floating", reference=_philox.normal, family="creation", vjp=_NO_ARRAY_INPUT)
+@declare("random.philox_normal", dtypes="real floating", reference=_philox.normal, family="creation", vjp=_NO_ARRAY_INPUT, host_values=("counter", "loc", "scale"))
 def philox_normal(shape: int | tuple[int, ...], /, *, key: tuple[int, int], counter: int = 0, loc: float = 0.0, scale: float = 1.0,
                   dtype: DType | None = None, device: Device | str | None = None) -> Plan:
     """Normal floats ``loc + scale * z`` from the Philox stream at ``(key, counter)`` (stateless; Box-Muller).
@@ -173,7 +173,7 @@ def philox_normal(shape: int | tuple[int, ...], /, *, key: tuple[int, int], coun
     return _creation_plan(op, dims, dt, device, (dims, k, c, mu, sigma), {"dtype": dt})
 
 
-@declare("random.philox_exponential", dtypes="real floating", reference=_philox.exponential, family="creation", vjp=_NO_ARRAY_INPUT)
+@declare("random.philox_exponential", dtypes="real floating", reference=_philox.exponential, family="creation", vjp=_NO_ARRAY_INPUT, host_values=("counter", "scale"))
 def philox_exponential(shape: int | tuple[int, ...], /, *, key: tuple[int, int], counter: int = 0, scale: float = 1.0,
                        dtype: DType | None = None, device: Device | str | None = None) -> Plan:
     """Exponential floats ``scale * E`` from the Philox stream at ``(key, counter)`` (stateless; ``E = -log(u)``)."""
@@ -185,7 +185,7 @@ def philox_exponential(shape: int | tuple[int, ...], /, *, key: tuple[int, int],
     return _creation_plan(op, dims, dt, device, (dims, k, c, beta), {"dtype": dt})
 
 
-@declare("random.philox_integers", dtypes="integer", reference=_philox.integers, family="creation", vjp=constant("integer result"))
+@declare("random.philox_integers", dtypes="integer", reference=_philox.integers, family="creation", vjp=constant("integer result"), host_values=("counter", "low", "high"))
 def philox_integers(shape: int | tuple[int, ...], /, *, key: tuple[int, int], counter: int = 0, low: int, high: int,
                     dtype: DType | None = None, device: Device | str | None = None) -> Plan:
     """Integers in ``[low, high)`` from the Philox stream at ``(key, counter)`` (stateless; no modulo bias).
