@@ -50,11 +50,16 @@ cannot queue unbounded work and memory; a couple of hundred tasks keep every wor
 each waiting thread is let in after a task finishes, so none starves). Device queues have their own bound
 (:data:`nda.engine._queues.MAX_IN_FLIGHT`).
 
-Fork: ``os.fork`` does not wait for the engine to go quiet (another thread may issue work
-forever). It takes the engine's lock for the instant of the fork, so the child copies a
-consistent graph; the child gets a fresh engine in which every array still being computed
-by the parent at the fork is poisoned with a ``RuntimeError`` saying so, and everything
-finished before the fork is there.
+Exit and fork (:mod:`._lifecycle`): a worker inside a BLAS call hangs the process at exit
+and at ``os.fork`` (OpenBLAS waits for it there). At exit the engine is *closed*: workers
+start no queued task (a sync point reached later runs what it needs itself) and exit waits,
+bounded, for the kernels running. ``os.fork`` does not wait for the engine to go quiet
+(another thread may issue work forever): it *pauses* the engine (no worker or waiting
+thread starts a task), waits, bounded, for the kernels already running on workers or
+lent threads, and forks holding the engine's lock, so the child copies a consistent graph;
+the parent resumes at once, and the child gets a fresh engine in which every array still
+being computed by the parent at the fork is poisoned with a ``RuntimeError`` saying so,
+and everything finished before the fork is there.
 
 Layer: engine (README, "Architecture").
 """
@@ -71,6 +76,8 @@ from typing import Any, Callable, Sequence
 
 from . import Completion, Engine, _queues, deliver, device_completion, drain_queues, profiler, wait_queued
 from ._graph import QUEUED, RUNNING, Graph, Task
+from ._lifecycle import FORKED as _FORKED
+from ._lifecycle import NOTICE_AFTER, notice
 
 __all__ = ["ThreadedEngine", "WorkerPool", "MAX_PENDING", "MAX_PENDING_ELEMENTS"]
 
@@ -80,7 +87,6 @@ _WAIT_SLICE = 0.05  # seconds; waits wake this often so that Ctrl-C gets through
 MAX_PENDING = int(os.environ.get("NDA_MAX_PENDING", "256"))
 #: Elements touched by pending host tasks before the issuing thread waits (1 GiB of float64).
 MAX_PENDING_ELEMENTS = int(os.environ.get("NDA_MAX_PENDING_ELEMENTS", str(1 << 27)))
-_FORKED = "this array was still being computed when the process forked; its value exists only in the parent process"
 
 
 def _user_site() -> str:
@@ -144,6 +150,12 @@ class ThreadedEngine(Engine):
         self._queued: collections.deque[Task] = collections.deque()  # submitted tasks, oldest first
         self.max_pending = MAX_PENDING
         self.max_pending_elements = MAX_PENDING_ELEMENTS
+        # Exit and fork (see the module docstring): while ``_paused`` (a fork) or ``_closed``
+        # (exit), no worker starts a task; while paused no waiting thread does either.
+        # ``_busy`` counts, per thread, the queued tasks being run (by workers or lent threads).
+        self._paused = False
+        self._closed = False
+        self._busy: dict[int, int] = {}
 
     def attach(self, state: Any) -> None:
         self._state = state
@@ -239,16 +251,32 @@ class ThreadedEngine(Engine):
                 self._help_or_wait(self._oldest_queued())
 
     def _help_or_wait(self, task: Task | None) -> None:
-        """Run ``task`` (a queued one, claimed here) on this thread, or wait a slice (lock held)."""
-        if task is None or not _restartable(task):
+        """Run ``task`` (a queued one, claimed here) on this thread, or wait a slice (lock held).
+
+        Not while a fork is pending; after exit began, whatever the task (no worker will).
+        """
+        if task is None or self._paused or not (self._closed or _restartable(task)):
             self._cond.wait(_WAIT_SLICE)
             return
         task.state = RUNNING  # claimed: the worker that dequeues it will skip it
+        me = threading.get_ident()
+        self._busy[me] = self._busy.get(me, 0) + 1
         self._lock.release()
         try:
-            self._execute(task, on_caller=True, restart_on_interrupt=True)
+            self._execute(task, on_caller=True, restart_on_interrupt=not self._closed)
         finally:
             self._lock.acquire()
+            self._unbusy(me)
+
+    def _unbusy(self, me: int) -> None:
+        """This thread finished running a queued task (lock held)."""
+        count = self._busy[me] - 1
+        if count:
+            self._busy[me] = count
+        else:
+            del self._busy[me]
+            if self._paused or self._closed:
+                self._cond.notify_all()  # pause() or close() waits for the busy threads
 
     def _oldest_queued(self) -> Task | None:
         """The oldest task still in an executor's queue that may be run here (lock held)."""
@@ -258,7 +286,7 @@ class ThreadedEngine(Engine):
             if task.state != QUEUED:
                 queued.popleft()
                 continue
-            if not _restartable(task):
+            if not (self._closed or _restartable(task)):
                 return None
             queued.popleft()
             return task
@@ -292,12 +320,24 @@ class ThreadedEngine(Engine):
         executor.submit(lambda: self._run_queued(task))
 
     def _run_queued(self, task: Task) -> None:
-        """A worker's turn at a queued task: run it unless a sync point took it first."""
+        """A worker's turn at a queued task: run it unless a sync point took it first.
+
+        While a fork is pending the worker waits; after exit began it leaves the task queued
+        (a sync point that needs it runs it).
+        """
+        me = threading.get_ident()
         with self._lock:
-            if task.state != QUEUED:
+            while self._paused and not self._closed:
+                self._cond.wait(_WAIT_SLICE)
+            if task.state != QUEUED or self._closed:
                 return
             task.state = RUNNING
-        self._execute(task, on_caller=False)
+            self._busy[me] = self._busy.get(me, 0) + 1
+        try:
+            self._execute(task, on_caller=False)
+        finally:
+            with self._lock:
+                self._unbusy(me)
 
     def _dispatch(self, ready: list[Task]) -> Task | None:
         """Submit large ready tasks; return one small one for the current thread to run."""
@@ -342,6 +382,9 @@ class ThreadedEngine(Engine):
                     self._submit(small)
                 raise error
             task = self._dispatch(ready)
+            if task is not None and not on_caller and (self._paused or self._closed):
+                self._submit(task)  # a fork or exit is waiting for this worker: start nothing more
+                task = None
 
     def _dispatch_after(self, task: Task, error: BaseException | None, start: float, route: Any) -> None:
         """Completion of asynchronous work (called from the backend's signalling thread)."""
@@ -405,12 +448,48 @@ class ThreadedEngine(Engine):
                 executor.shutdown()
         self._executors.clear()
 
-    # ------------------------------------------------------------------ fork
-    def _before_fork(self) -> None:
-        self._lock.acquire()  # held for the instant of the fork: the child copies a consistent graph
+    # ------------------------------------------------------------------ exit and fork
+    def _quiesce(self, timeout: float, what: str) -> int:
+        """Wait (lock held) until no other thread runs a queued task, at most ``timeout`` s."""
+        me = threading.get_ident()
+        start = time.monotonic()
+        noticed = False
+        while True:
+            busy = sum(n for ident, n in self._busy.items() if ident != me)
+            waited = time.monotonic() - start
+            if not busy or waited >= timeout:
+                if busy:
+                    notice(what + " gave up waiting and proceeds;", waited, busy)
+                return busy
+            if waited >= NOTICE_AFTER and not noticed:
+                notice(what, waited, busy)
+                noticed = True
+            self._cond.wait(min(_WAIT_SLICE, timeout - waited))
 
-    def _after_fork_in_parent(self) -> None:
+    def pause(self, timeout: float) -> int:
+        """Before ``os.fork``: no task starts; wait for running ones; return holding the lock."""
+        self._lock.acquire()  # held for the instant of the fork: the child copies a consistent graph
+        self._paused = True
+        try:
+            return self._quiesce(timeout, "os.fork()")
+        except BaseException:
+            self._paused = False
+            self._lock.release()
+            raise
+
+    def resume(self) -> None:
+        self._paused = False
+        self._cond.notify_all()
         self._lock.release()
+
+    def close(self, timeout: float) -> int:
+        """At exit: workers start no task any more; wait for the ones running (bounded)."""
+        with self._lock:
+            self._closed = True
+            return self._quiesce(timeout, "exit")
+
+    def for_child(self) -> ThreadedEngine:
+        return self._fresh_for_child()
 
     def _fresh_for_child(self) -> ThreadedEngine:
         """The child's engine: the parent's poison, and poison for what was still being computed."""
@@ -453,36 +532,3 @@ class _Probe:
 
     def __init__(self, inputs: Sequence[Any]) -> None:
         self.inputs = inputs
-
-
-_forking: list[ThreadedEngine] = []
-
-
-def _before_fork() -> None:
-    from . import state
-
-    engine = state.engine
-    if isinstance(engine, ThreadedEngine):
-        engine._before_fork()
-        _forking.append(engine)
-
-
-def _after_fork_in_parent() -> None:
-    while _forking:
-        _forking.pop()._after_fork_in_parent()
-
-
-def _after_fork_in_child() -> None:
-    from . import state
-
-    _queues.reset_after_fork(_FORKED)
-    engine = _forking.pop() if _forking else state.engine
-    _forking.clear()
-    if isinstance(engine, ThreadedEngine):
-        child = engine._fresh_for_child()
-        child.attach(state)
-        state.set(child)
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent, after_in_child=_after_fork_in_child)
