@@ -30,6 +30,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from . import backends, layouts
+from .backends import _dlpack
 from ._devices import ArrayMeta, Device, Layout
 from ._dtypes import DType
 from .ops._spec import Array
@@ -222,13 +223,10 @@ class NDArray(Array):
             yield self[i]
 
     def __dlpack__(self, *, stream: Any = None, max_version: Any = None, dl_device: Any = None, copy: bool | None = None) -> Any:
-        if self._meta.layout.name != "strided":
-            raise BufferError(f"DLPack exports strided arrays only; this array is {self._meta.layout.name} (use x.to_layout('strided'))")
-        self.wait_to_read()
-        return backends.for_device(self._meta.device).dlpack(self._buf, stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
+        return _dlpack.export(self, stream, max_version, dl_device, copy)
 
     def __dlpack_device__(self) -> tuple[int, int]:
-        return backends.for_device(self._meta.device).dlpack_device(self._meta.device)  # type: ignore[no-any-return]
+        return _dlpack.export_device(self)
 
     # ------------------------------------------------------------------ indexing
     def __getitem__(self, key: Any) -> NDArray:
