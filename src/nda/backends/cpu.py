@@ -18,7 +18,10 @@ import numpy as np
 import os
 
 from .._devices import Device
+from . import _fpwarnings
 from .contract import DeviceInfo
+
+_fpwarnings.install()  # NumPy's floating-point warnings at the user's line (see _fpwarnings)
 
 
 class CpuBackend:

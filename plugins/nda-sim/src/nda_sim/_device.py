@@ -165,6 +165,7 @@ class Stream:
         return position
 
     def _loop(self) -> None:
+        np.seterr(all="ignore")  # this thread only: a device does not warn of floating-point errors (CuPy does not)
         gate = self._gate
         while True:
             work = self._queue.get()
