@@ -137,7 +137,7 @@ def test_asarray_copy_true_snapshots_the_source_at_the_call(deferred_engine):
 
 
 def test_asarray_copy_true_of_a_large_array_snapshots_the_source():
-    a = np.zeros(1 << 18)  # large enough to become a task of the threaded engine
+    a = np.zeros(1 << 21)  # above the inline threshold (2**20): the threaded engine defers the copy
     c = nda.asarray(a, copy=True)
     a[:] = 1.0
     assert nda.max(c).item() == 0.0

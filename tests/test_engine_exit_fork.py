@@ -138,7 +138,10 @@ _SLOW_KERNEL = """
         return np.positive(x)
 
     dispatch.register("positive", "cpu", ["float64"], stuck, priority=100, backend="test-stuck")
-    y = nda.positive(nda.ones(1 << 18))  # large: a worker's task
+    x = nda.ones(1 << 21)
+    x.wait_to_read()
+    y = nda.positive(x)  # large: held until the next op (nda.engine._held) ...
+    w = nda.zeros(4)  # ... which sends it to a worker
     time.sleep(0.3)
 """
 

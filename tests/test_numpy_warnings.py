@@ -25,7 +25,7 @@ _SCRIPT = '''
 import numpy as np
 import nda
 x = nda.asarray([1.0, 0.0, -1.0])
-big = nda.zeros(1 << 18)                 # large: on the threaded engine a worker runs the op
+big = nda.zeros(1 << 21)                 # large: the threaded engine defers the op (a task's site names the line)
 a = x / 0.0                              # LINE_DIV
 b = nda.log(big)                         # LINE_LOG
 b.wait_to_read()

@@ -334,11 +334,9 @@ def _is_pending(array: NDArray) -> bool:
     if queued_pending(array):
         return True
     engine = _engine_state.engine
-    graph = getattr(engine, "_graph", None)
-    if graph is not None and hasattr(graph, "blockers"):
-        base = array._base if array._base is not None else array
-        with engine._lock:
-            return bool(graph.blockers(base, False))
+    probe = getattr(engine, "writes_pending", None)  # the threaded engine answers under its lock
+    if probe is not None:
+        return bool(probe(array))
     return bool(getattr(engine, "_queue", None))
 
 
