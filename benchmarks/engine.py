@@ -6,6 +6,8 @@
     Target: >= 1.9x speedup over sequential NumPy on 2 cores (issue 29).
 (b) Tiny-op latency (``x + y`` on float32 (4,)) with the threaded engine against the naive
     engine. Target: within 10%.
+(d) The host-read check (issue 29, item 5): what comparing a read's buffer with the array's
+    declared shape and dtype costs, against the whole ``x.asnumpy()`` of a (4,) float32 array.
 (c) Mid-size ops: float32 ``x + y`` followed by ``wait_to_read()`` at 10k, 100k, 1M and 4M
     elements, on each engine, against NumPy's ``a + b``. Targets (issue 29): threaded <= 1.10x
     from 100k to 4M, <= 1.5x at 10k. The engines and NumPy take turns every round.
@@ -134,6 +136,28 @@ def midsize(rounds: int, sizes: tuple[int, ...] = MIDSIZES) -> dict[int, dict[st
     return out
 
 
+def host_read_check(rounds: int, number: int) -> dict[str, float]:
+    """Seconds per ``x.asnumpy()`` of a (4,) float32 cpu array, and per check of its buffer alone."""
+    from nda.backends import _checks
+
+    x = nda.ones(4, dtype=nda.float32)
+    host = x._buf
+    backend = nda.backends.for_device(x.device)
+    return _alternate({
+        "x.asnumpy(), (4,) float32": x.asnumpy,
+        "the check alone (shape and dtype compared)": lambda: _checks.check_host(x, host, backend),
+        "numpy a.copy(), (4,) float32": host.copy,
+    }, rounds, number)
+
+
+def _alternate(fns: dict[str, Any], rounds: int, number: int) -> dict[str, float]:
+    samples: dict[str, list[float]] = {k: [] for k in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            samples[name].append(timeit.timeit(fn, number=number) / number)
+    return {k: statistics.median(v) for k, v in samples.items()}
+
+
 def midsize_table(report: dict[int, dict[str, float]]) -> str:
     lines = [f"{'float32 x + y, then wait_to_read()':<36} {'numpy':>10} {'naive':>8} {'threaded':>9}   target (threaded)"]
     for size, r in report.items():
@@ -153,8 +177,9 @@ def main(argv: list[str] | None = None) -> int:
     conc = concurrency(rounds)
     print("  [2/3] tiny-op latency per engine", file=sys.stderr, flush=True)
     tiny = tiny_latency(rounds * 2, 20_000)
-    print("  [3/3] mid-size ops per engine", file=sys.stderr, flush=True)
+    print("  [3/3] mid-size ops per engine, the host-read check", file=sys.stderr, flush=True)
     mid = midsize(rounds * 2)
+    check = host_read_check(rounds * 2, 20_000)
     seq = conc["numpy sequential"]
     print(f"{'two chains of 8 ops, 8M float64':<40} {'seconds':>9} {'speedup vs sequential numpy':>28}")
     for name, t in conc.items():
@@ -164,8 +189,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name + ' engine':<40} {t * 1e9:>9.0f} {t / tiny['naive']:>27.2f}x")
     print()
     print(midsize_table(mid))
+    print()
+    for name, t in check.items():
+        print(f"{name:<44} {t * 1e9:9.0f} ns")
     if args.json:
-        report: dict[str, Any] = {"concurrency_seconds": conc, "tiny_op_seconds": tiny, "midsize_seconds": mid}
+        report: dict[str, Any] = {"concurrency_seconds": conc, "tiny_op_seconds": tiny, "midsize_seconds": mid, "host_read_check_seconds": check}
         with open(args.json, "w") as fh:
             json.dump(report, fh, indent=2)
     return 0

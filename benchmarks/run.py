@@ -208,6 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     report["concurrency"] = engine_bench.concurrency(2 if quick else 5)
     report["engine_tiny"] = engine_bench.tiny_latency(rounds, 5_000 if quick else 20_000)
     report["engine_midsize"] = engine_bench.midsize(3 if quick else 9)
+    report["host_read_check"] = engine_bench.host_read_check(rounds, 5_000 if quick else 20_000)
     _progress("[5/10] import time")
     report["import"] = import_time(5 if quick else 15)
     _progress("[6/10] GPU")
@@ -250,6 +251,8 @@ def _format(report: dict[str, Any]) -> str:
     e = report["engine_tiny"]
     out.append(f"tiny op, threaded vs naive engine: {e['threaded'] * 1e9:.0f} ns vs {e['naive'] * 1e9:.0f} ns ({e['threaded'] / e['naive']:.2f}x; target <= 1.10x)")
     out.append(engine_bench.midsize_table(report["engine_midsize"]))
+    for name, t in report["host_read_check"].items():
+        out.append(f"{name:<64} {_ns(t)}")
     i = report["import"]
     out.append(f"\n== (5) import: numpy {i['numpy'] * 1e3:.1f} ms, nda {i['nda'] * 1e3:.1f} ms (+{(i['nda'] - i['numpy']) * 1e3:.1f} ms; target <= +50 ms)")
     out.append("\n== (6) GPU: nda on cuda against raw CuPy")

@@ -14,6 +14,7 @@ fallback for the rest, no DLPack members):
 
 from __future__ import annotations
 
+import re
 import warnings
 
 import numpy as np
@@ -108,3 +109,32 @@ def test_dlpack_copy_must_be_a_bool_or_none():
     x = nda.asarray([1.0, 2.0])
     with pytest.raises(ValueError, match="copy"):
         x.__dlpack__(copy="a")
+
+
+# ----------------------------------------------------------------------------- host reads check the buffer
+
+@pytest.mark.parametrize("wrong", ["shape", "dtype"])
+def test_a_host_read_refuses_a_buffer_that_is_not_what_nda_declared(mini, wrong):
+    def bad_sum(x, axis=None, keepdims=False, dtype=None):
+        result = np.sum(x.array, axis=axis, keepdims=wrong == "shape", dtype=None if dtype is None else dtype.numpy)
+        if wrong == "dtype":
+            result = result.astype(np.float32)
+        return mini._wrap(np.asarray(result), x.device)
+
+    dispatch.register("sum", "mini", CATALOG["sum"].supported_dtypes, bad_sum, priority=10, backend="mini-extra")
+    x = nda.asarray([[1.0, 2.0], [3.0, 4.0]], device="mini")
+    s = nda.sum(x, axis=0)
+    assert s.shape == (2,) and s.dtype == nda.float64  # nda's declaration, without reading the buffer
+    declared = "shape (2,) and dtype float64"
+    actual = "shape (1, 2) and dtype float64" if wrong == "shape" else "shape (2,) and dtype float32"
+    for read in (s.asnumpy, s.tolist, lambda: np.asarray(s), lambda: repr(s), lambda: s.to_device("cpu")):
+        with pytest.raises(nda.backends.KernelResultError, match=rf"backend 'mini' returned a buffer with {re.escape(actual)} .* declared {re.escape(declared)}"):
+            read()
+    np.testing.assert_array_equal(nda.sum(nda.asarray([[5.0, 6.0]]), axis=0).asnumpy(), [5.0, 6.0])  # cpu is fine
+
+
+def test_a_host_read_of_a_right_buffer_passes(mini):
+    x = nda.asarray(np.arange(6.0).reshape(2, 3), device="mini")
+    for value in (x * 2, nda.sum(x, axis=1), x[1], nda.astype(x, nda.float32)):
+        host = value.asnumpy()
+        assert host.shape == value.shape and host.dtype == value.dtype.numpy

@@ -122,7 +122,7 @@ def to_device(x: NDArray, device: Device | str, /, *, stream: Any = None) -> NDA
     out = new_array(None, ArrayMeta(target, x.dtype, x.layout), x.shape)
 
     def run() -> None:
-        out._buf = backends.copy_buffer(x.device, x._buf, target)
+        out._buf = backends.copy_buffer(x.device, x._buf, target, like=x)
 
     if x._size < _state.limit:
         run()

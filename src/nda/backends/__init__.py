@@ -33,11 +33,12 @@ from ..engine import _queues
 from ..engine import host_read as _host_read
 from ..engine import state as _engine_state
 from ..ops import _spec
-from . import _fallback
+from . import _checks, _fallback
+from ._checks import KernelResultError
 from .contract import API_VERSION, QUEUE_MEMBERS, DeviceInfo, check_kernel_signature
 
 __all__ = [
-    "BackendError", "BackendValidationError", "API_VERSION", "DeviceInfo", "load", "status", "status_table",
+    "BackendError", "BackendValidationError", "KernelResultError", "API_VERSION", "DeviceInfo", "load", "status", "status_table",
     "for_device", "to_host", "devices", "memory_stats", "release_all", "validate_device", "for_dlpack_device", "DLPACK_DEVICE_TYPES",
     "libraries", "load_library",
 ]
@@ -600,9 +601,9 @@ def to_host(array: Any) -> Any:
     if device.type in _queues._backends:
         _engine_state.engine.wait_tasks(array)
         base = array._base
-        return _host_read(device, backend.to_host, array._buf, None if base is None else base._buf)
+        return _checks.check_host(array, _host_read(device, backend.to_host, array._buf, None if base is None else base._buf), backend)
     array.wait_to_read()
-    return backend.to_host(array._buf)
+    return _checks.check_host(array, backend.to_host(array._buf), backend)  # a wrong kernel's buffer is refused
 
 
 def copies_directly(source: Device, target: Device) -> bool:
@@ -611,18 +612,23 @@ def copies_directly(source: Device, target: Device) -> bool:
     return src is for_device(target) and hasattr(src, "copy_to_device")
 
 
-def copy_buffer(source: Device, buf: Any, target: Device) -> Any:
+def copy_buffer(source: Device, buf: Any, target: Device, like: Any = None) -> Any:
     """``buf`` (on ``source``) copied to ``target``: directly between devices of one backend, else through the host.
 
     On a backend with in-order queues a direct copy is an op of the target's queue, ordered
     after the work that wrote ``buf`` by markers (see the backend's ``copy_to_device``).
+    ``like``: the array ``buf`` belongs to; a copy through the host checks the data against
+    its declared shape and dtype (:mod:`._checks`).
     """
     src = for_device(source)
     if src is for_device(target) and hasattr(src, "copy_to_device"):
         if target.type in _queues._backends:
             return _queues.issue(src.copy_to_device, "to_device", src.device_of, False, (buf, target), {}, across=True)
         return src.copy_to_device(buf, target)
-    return upload(target, read_buffer(source, buf))
+    host = read_buffer(source, buf)
+    if like is not None:
+        _checks.check_host(like, host, src)
+    return upload(target, host)
 
 
 def upload(device: Device, host: Any) -> Any:
