@@ -205,21 +205,20 @@ class HoldingEngine:
         local.site = outer
         end = time.perf_counter() if start else 0.0
         with self._lock:
+            task = held.task
+            if task is None and error is not None:  # it failed: poison what it writes, as a failed task does
+                task = held.task = self._materialize(held, RUNNING)  # (in the graph before the slot empties)
             if self._held is held:
                 self._held = None
-            task = held.task
             held.runner = None
-            if task is None and error is None:
+            if task is None:
                 self._set_limit()  # idle again: small ops inline
             if self._paused or self._closed:
                 self._cond.notify_all()  # a fork or exit waits for running kernels
-        if task is None and error is None:
-            if profiler.active:
+        if task is None:
+            if start:  # the profiler was recording when the op started
                 profiler.record(held.name, held.device, held.route, start, end)
             return
-        if task is None:  # it failed: poison what it writes, as a failed task does
-            with self._lock:
-                task = self._materialize(held, RUNNING)
         ready = self._complete(task, error, start, held.route)
         small = self._dispatch(ready)
         if small is not None:

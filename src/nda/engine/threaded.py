@@ -292,7 +292,7 @@ class ThreadedEngine(HoldingEngine, Engine):
         """Run ``task`` (a queued one, claimed here) on this thread, or wait a slice (lock held).
 
         Not while a fork is pending; after exit began, whatever the task (no worker will).
-        A held task (see :meth:`_submit`) that this thread does not run goes to a worker.
+        An unsent task (see :mod:`._held`) that this thread does not run goes to a worker.
         """
         runs = task is not None and not self._paused and (self._closed or _restartable(task))
         unsent = self._unsent
@@ -396,13 +396,13 @@ class ThreadedEngine(HoldingEngine, Engine):
             finally:
                 with self._lock:
                     self._unbusy(me)
-                    next_task = self._claim_held(me) if done else None
+                    next_task = self._claim_unsent(me) if done else None
             if next_task is None:
                 return
             task = next_task
 
-    def _claim_held(self, me: int) -> Task | None:
-        """A worker about to wait for work takes the held task, if any (lock held)."""
+    def _claim_unsent(self, me: int) -> Task | None:
+        """A worker about to wait for work takes the unsent task (see :mod:`._held`), if any (lock held)."""
         held = self._unsent
         if held is None or self._paused or self._closed:
             return None
