@@ -175,3 +175,76 @@ def test_eye_names_the_argument_that_is_not_an_int():
         nda.eye("3")
     with pytest.raises(ValueError, match=r"eye\(\): n_rows must be non-negative, got -1"):
         nda.eye(-1)
+
+
+# ----------------------------------------------------------------------------- issue 29, item 7
+
+def test_hybridize_refuses_what_is_not_a_function_at_decoration():
+    with pytest.raises(TypeError, match=r"hybridize\(\) records a function; got 5 \(a int\), which is not callable"):
+        nda.hybridize(5)
+    with pytest.raises(TypeError, match="not callable"):
+        nda.hybridize(partition=False)("f")
+    with pytest.raises(ValueError, match=r"max_signatures=...\) must be at least 1, got 0"):
+        nda.hybridize(lambda x: x, max_signatures=0)
+    assert nda.hybridize(lambda x: x * 2)(nda.ones(2)).tolist() == [2.0, 2.0]
+
+
+@pytest.mark.parametrize("where", ["cpu", "sim:1"])
+def test_numpy_out_on_another_device_is_named(where):
+    pytest.importorskip("nda_sim")
+    x = nda.asarray([1.0, 2.0], device="sim" if where == "sim:1" else "cpu")
+    out = nda.zeros(2, device="sim" if where == "cpu" else where)
+    with pytest.raises(ValueError, match=rf"numpy.add\(\): out= is on {out.device} but the inputs are on {x.device}"):
+        np.add(x, x, out=out)
+    with pytest.raises(ValueError, match=r"out= is on .* but the inputs are on"):
+        np.heaviside(x, 0.5, out=out)  # no nda equivalent: NumPy's host copies would move the data, so refused too
+    assert out.tolist() == [0.0, 0.0]
+    same = nda.zeros(2, device=x.device)
+    assert np.add(x, x, out=same) is same and same.tolist() == [2.0, 4.0]
+
+
+def test_einsum_on_two_devices_is_refused_as_matmul_is():
+    pytest.importorskip("nda_sim")
+    x, s = nda.asarray([1.0, 2.0]), nda.asarray([3.0, 4.0], device="sim")
+    with pytest.raises(ValueError, match=r"matmul\(\) got arrays on different devices \(cpu:0 and sim:0\)"):
+        np.matmul(x, s)
+    with pytest.raises(ValueError, match=r"numpy.einsum\(\) got arrays on different devices \(cpu:0 and sim:0\)"):
+        np.einsum("i,i->", x, s)
+    with pytest.warns(nda.FallbackWarning):
+        assert float(np.einsum("i,i->", x, x)) == 5.0
+
+
+def test_dask_nbytes_of_something_else_is_a_type_error():
+    from nda import dask as nda_dask
+
+    with pytest.raises(TypeError, match=r"nda.dask.nbytes\(\) takes an nda array, got int"):
+        nda_dask.nbytes(5)
+    assert nda_dask.nbytes(nda.ones((3, 4), dtype=nda.float32)) == 48
+
+
+def test_from_dlpack_copy_must_be_a_bool_or_none():
+    for source in (nda.ones(3), np.ones(3)):
+        with pytest.raises(ValueError, match=r"from_dlpack\(\): copy must be True, False or None, got 'a'"):
+            nda.from_dlpack(source, copy="a")
+    with pytest.raises(TypeError, match=r"asarray\(\): copy must be True, False or None, got 'a'"):
+        nda.asarray(nda.ones(3), copy="a")
+
+
+@pytest.mark.parametrize("device", ["cpu", "sim"])
+def test_shapes_are_taken_as_numpy_takes_them(device):
+    if device == "sim":
+        pytest.importorskip("nda_sim")
+    assert nda.zeros(np.int64(3), device=device).shape == (3,)
+    assert nda.ones((np.int32(2), np.uint8(4)), device=device).shape == (2, 4)
+    assert nda.zeros(np.array(5), device=device).shape == (5,)
+    assert nda.zeros(nda.asarray(2, device=device), device=device).shape == (2,)
+    assert nda.empty([nda.asarray(1), 2], device=device).shape == (1, 2)
+    for bad in [(True, 2), True, (2, np.True_), np.array(True)]:
+        with pytest.raises(TypeError, match=r"zeros\(\): shape must be an int or a tuple of ints"):
+            nda.zeros(bad, device=device)
+        with pytest.raises(TypeError):
+            np.zeros(bad)  # NumPy refuses them too
+    with pytest.raises(TypeError, match="a bool is not a dimension"):
+        nda.zeros((True, 2))
+    with pytest.raises(TypeError, match=r"shape must be an int or a tuple of ints, got array\(\[2\., 3\.\]\)"):
+        nda.zeros(np.array([2.0, 3.0]))  # floats are not dimensions

@@ -137,7 +137,7 @@ def test_asarray_copy_true_snapshots_the_source_at_the_call(deferred_engine):
 
 
 def test_asarray_copy_true_of_a_large_array_snapshots_the_source():
-    a = np.zeros(1 << 18)  # large enough to become a task of the threaded engine
+    a = np.zeros(1 << 21)  # above the inline threshold (2**20): the threaded engine defers the copy
     c = nda.asarray(a, copy=True)
     a[:] = 1.0
     assert nda.max(c).item() == 0.0
@@ -441,3 +441,15 @@ def test_default_device_context():
         assert nda.default_device() is dev
         assert nda.zeros(2).device is dev
     assert nda.default_device() is nda.Device("cpu")
+
+
+@pytest.mark.parametrize("args", [(0.0, 5e-324, 2.0), (0.0, -5e-324, 2.0), (5e-324, 0.0, -2.0), (0.0, 5e-324, -2.0), (0.0, 1e-320, 1e300)])
+def test_arange_length_when_the_span_over_step_underflows_is_numpys(args):
+    """(stop - start) / step underflowing to 0 gives one element when it is a positive zero
+    (NumPy's rule). nda declared none while its kernel returned one: x.shape and the data
+    disagreed, which the host-read check (issue 29, item 5) now refuses and found here."""
+    for dtype in (nda.float32, nda.float64):
+        x = nda.arange(*args, dtype=dtype)
+        expected = np.arange(*args, dtype=dtype.numpy)
+        assert x.shape == expected.shape
+        np.testing.assert_array_equal(x.asnumpy(), expected)

@@ -137,3 +137,78 @@ def test_the_kit_legend_does_not_read_fallback_as_failed(capsys):
     assert captured.err.splitlines()[1] in (".h", "h.")  # add is native, cos runs through the host fallback
     assert "host: runs through the host fallback (not tested)" in captured.out
     assert " fb " not in captured.out
+
+
+# ----------------------------------------------------------------------------- issue 29, item 8
+
+def test_the_guide_refers_to_nothing_outside_the_installed_package():
+    """A vendor has the guide and the installed nda: no repository paths, no private modules
+    (also not in the docstrings of the modules the guide sends them to)."""
+    import re
+
+    from nda.backends import contract, fusion
+    from nda.ops import extension
+
+    private = re.compile(r"\bnda(?:\.\w+)*\._\w+")
+    texts = {"guide": GUIDE.read_text(encoding="utf-8")}
+    texts.update({m.__name__: m.__doc__ or "" for m in (contract, extension, fusion)})
+    for name, text in texts.items():
+        for path in ("plugins/", "tests/", "docs/examples", "_mutant_backends", "nda_sim/", "nda_cuda/"):
+            assert path not in text, f"{name} refers to {path!r}"
+        assert not private.findall(text), f"{name} names private modules: {sorted(set(private.findall(text)))}"
+
+
+def test_the_guide_answers_what_a_vendor_asked():
+    text = " ".join(GUIDE.read_text(encoding="utf-8").split())
+    for answer in (
+        "nda.engine.register_at_fork(before=...,",  # threads of one's own at os.fork
+        "a copy whose `__cause__` shows the original traceback",  # Deferred.check errors keep their traceback
+        "`getitem(x, key)` and `setitem(x, key, value)` receive `key` as a tuple",  # what getitem kernels receive
+        "with an index array or a mask it returns a new buffer (a copy)",
+        '`"real floating"` (float32, float64)',  # the real-floating category's name
+        "g * nd.conj(x2), g * nd.conj(x1), g",  # complex VJPs
+        "May `from_host` return before the copy is done?",
+        "`kernel_for(instr)` returns",
+        "may return `nda.engine.Deferred(outputs, check)`",  # Compiled.fn on a queue backend
+        "**your `copy_to_device` adds both marker waits itself**",
+        "**The result dtype of an element-wise kernel** is not passed to it",
+    ):
+        assert answer in text, answer
+
+
+def _guide_function(name: str):
+    import re
+
+    match = re.search(rf"^def {name}\(.*?(?=^\S)", GUIDE.read_text(encoding="utf-8"), re.S | re.M)
+    namespace = {"np": np, "nda": nda}
+    exec(match.group(0), namespace)  # noqa: S102 - the guide's own code
+    return namespace[name]
+
+
+def test_the_guides_fma_gradient_is_right_for_complex_inputs():
+    """The guide's VJP against central finite differences of a real loss, for complex inputs,
+    in nda's convention (which nda's own multiply follows): grad = dL/dRe + i dL/dIm."""
+    vjp = _guide_function("_fma_vjp")
+    rng = np.random.default_rng(29)
+    x1, x2, x3, w = (rng.standard_normal(3) + 1j * rng.standard_normal(3) for _ in range(4))
+
+    def loss(a1, a2, a3):
+        return float(np.real(np.sum(np.conj(w) * (a1 * a2 + a3))))
+
+    got = vjp(nda, (True, True, True), nda.asarray(w), None, nda.asarray(x1), nda.asarray(x2), nda.asarray(x3))
+    for i, grad in enumerate(got):
+        expected = np.zeros(3, dtype=complex)
+        for k in range(3):
+            for unit in (1.0, 1.0j):
+                plus, minus = [x1, x2, x3], [x1, x2, x3]
+                step = np.zeros(3, dtype=complex)
+                step[k] = unit * 1e-6
+                plus[i], minus[i] = plus[i] + step, minus[i] - step
+                expected[k] += unit * (loss(*plus) - loss(*minus)) / 2e-6
+        np.testing.assert_allclose(np.asarray(grad), expected, rtol=1e-6, atol=1e-8)
+    a = nda.asarray(x1)
+    a.attach_grad()
+    with nda.autograd.record():
+        y = a * nda.asarray(x2)
+    y.backward(nda.asarray(w))
+    np.testing.assert_allclose(a.grad.asnumpy(), w * np.conj(x2))  # the same convention

@@ -155,7 +155,7 @@ def test_a_loop_that_never_syncs_stays_within_the_bound_of_pending_tasks(parked)
 # ----------------------------------------------------------------------------- threads
 
 @pytest.mark.parametrize("engine", ["threaded", "naive"])
-@pytest.mark.parametrize(("device", "n"), [("cpu", 8), ("cpu", 1 << 18), ("sim", 8), ("sim", 1 << 18)])
+@pytest.mark.parametrize(("device", "n"), [("cpu", 8), ("cpu", 1 << 21), ("sim", 8), ("sim", 1 << 18)])
 def test_in_place_updates_from_threads_under_a_lock_are_never_lost(engine, device, n):
     """The README's rule for one array updated by several threads: synchronize them (a lock).
 

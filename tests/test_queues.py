@@ -32,7 +32,7 @@ import nda_sim  # noqa: E402
 
 from test_engine_stateful import EnginePrograms  # noqa: E402
 
-LARGE = 1 << 18  # above the inline threshold: on cpu such an op would be a worker's task
+LARGE = 1 << 21  # above the inline threshold (2**20): on cpu such an op would be deferred by the engine
 
 
 class Gate:

@@ -2,11 +2,10 @@
 
 Everything else runs through nda's host fallback. Kernels run synchronously (they return
 finished buffers), so the backend needs no completion or synchronization members. The
-backend guide (docs/writing-a-backend.md) shows and explains this file; the test suite
-loads it and runs the conformance kit on it. Try it with::
+backend guide shows and explains this file; nda's test suite loads it and runs the
+conformance kit on it. Save it as ``minimal_backend.py`` where Python finds it and try it::
 
-    import sys, nda
-    sys.path.insert(0, "docs/examples")
+    import nda
     nda.backends.load("minimal_backend")
     x = nda.asarray([1.0, 2.0], device="mini")
 """

@@ -51,6 +51,8 @@ def _copy_signature(fn: Any, generated: Any) -> Any:
 
 def asarray(obj: Any, /, *, dtype: Any = None, device: Any = None, copy: bool | None = None) -> NDArray:
     if isinstance(obj, NDArray):
+        if copy is not None and not isinstance(copy, bool):
+            raise TypeError(f"asarray(): copy must be True, False or None, got {copy!r}")
         x = obj
         target_device = x.device if device is None else as_device(device)
         target_dtype = x.dtype if dtype is None else _dtypes.as_dtype(dtype)
@@ -122,7 +124,7 @@ def to_device(x: NDArray, device: Device | str, /, *, stream: Any = None) -> NDA
     out = new_array(None, ArrayMeta(target, x.dtype, x.layout), x.shape)
 
     def run() -> None:
-        out._buf = backends.copy_buffer(x.device, x._buf, target)
+        out._buf = backends.copy_buffer(x.device, x._buf, target, like=x)
 
     if inline(x._size):
         run()
@@ -218,6 +220,8 @@ def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> N
     ``device=`` another device copies there (BufferError with ``copy=False``); ``copy=True``
     always copies. An nda array is returned as ``asarray`` returns it.
     """
+    if copy is not None and not isinstance(copy, bool):  # NumPy's from_dlpack: a ValueError
+        raise ValueError(f"from_dlpack(): copy must be True, False or None, got {copy!r}")
     target = None if device is None else as_device(device)
     if isinstance(x, NDArray):
         return asarray(x, device=target, copy=copy)

@@ -35,6 +35,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from . import _display, _intercept, backends, layouts
+from .backends import _dlpack
 from ._devices import ArrayMeta, Device, Layout
 from ._dtypes import DType
 from .ops._spec import Array
@@ -258,15 +259,12 @@ class NDArray(Array):
         return (self[i] for i in range(self._shape[0]))
 
     def __dlpack__(self, *, stream: Any = None, max_version: Any = None, dl_device: Any = None, copy: bool | None = None) -> Any:
-        if self._meta.layout.name != "strided":
-            raise BufferError(f"DLPack exports strided arrays only; this array is {self._meta.layout.name} (use x.to_layout('strided'))")
         if _intercept.ACTIVE[0]:
             _intercept.reading(self, "__dlpack__")
-        self.wait_to_read()
-        return backends.for_device(self._meta.device).dlpack(self._buf, stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
+        return _dlpack.export(self, stream, max_version, dl_device, copy)
 
     def __dlpack_device__(self) -> tuple[int, int]:
-        return backends.for_device(self._meta.device).dlpack_device(self._meta.device)  # type: ignore[no-any-return]
+        return _dlpack.export_device(self)
 
     # ------------------------------------------------------------------ devices, dtypes, copies
     def to_device(self, device: Device | str, /, *, stream: Any = None) -> NDArray:
@@ -400,11 +398,9 @@ def _is_pending(array: NDArray) -> bool:
     if queued_pending(array):
         return True
     engine = _engine_state.engine
-    graph = getattr(engine, "_graph", None)
-    if graph is not None and hasattr(graph, "blockers"):
-        base = array._base if array._base is not None else array
-        with engine._lock:
-            return bool(graph.blockers(base, False))
+    probe = getattr(engine, "writes_pending", None)  # the threaded engine answers under its lock
+    if probe is not None:
+        return bool(probe(array))
     return bool(getattr(engine, "_queue", None))
 
 

@@ -74,7 +74,7 @@ from . import linalg as _linalg
 from ._array import NDArray, up
 from ._interop_args import (
     FUNCTIONS, _Call, _Fallback, _check_defaults, _device_of, _leftover, _no_equivalent, _NoValue, _reduction, _refuse,
-    _on_host, _store, _written_by,
+    _on_host, _same_device, _store, _written_by,
 )
 
 __all__ = ["array_ufunc", "array_function", "UFUNCS", "FUNCTIONS"]
@@ -129,16 +129,18 @@ def array_ufunc(self: NDArray, ufunc: Any, method: str, *inputs: Any, **kwargs: 
     try:
         return _ufunc_on_device(self, name, ufunc, method, inputs, dict(kwargs))
     except _Fallback as why:
-        return _host_fallback(name, why, lambda: _ufunc_on_host(name, ufunc, method, inputs, kwargs))
+        targets = _ufunc_targets(method, inputs, kwargs)
+        _same_device(name, inputs, kwargs, targets)  # refused before the fallback is announced
+        return _host_fallback(name, why, lambda: _on_host(name, getattr(ufunc, method), inputs, kwargs, targets))
 
 
-def _ufunc_on_host(name: str, ufunc: Any, method: str, inputs: Any, kwargs: dict[str, Any]) -> Any:
-    """The ufunc on host copies; nda arrays it writes (``out=``, ``ufunc.at``'s operand) get the results written back."""
+def _ufunc_targets(method: str, inputs: Any, kwargs: dict[str, Any]) -> list[Any]:
+    """The arguments a ufunc writes: ``out=``, and ``ufunc.at``'s operand."""
     out = kwargs.get("out")
     targets = list(out) if isinstance(out, tuple) else [out]
     if method == "at" and inputs:
         targets.append(inputs[0])
-    return _on_host(name, getattr(ufunc, method), inputs, kwargs, targets)
+    return targets
 
 
 #: The ufuncs behind Python's binary operators.
@@ -297,6 +299,7 @@ def array_function(self: NDArray, func: Any, types: Any, args: Any, kwargs: Any)
             raise _Fallback(f"nda refuses it ({err})") from None  # a dtype nda refuses (np.linalg.inv of ints)
     except _Fallback as why:
         targets, scratch = _written_by(func, args, kwargs)
+        _same_device(name, args, kwargs, targets)  # refused before the fallback is announced
         return _host_fallback(name, why, lambda: _on_host(name, func, args, kwargs, targets, scratch))
 
 

@@ -183,6 +183,32 @@ def _on_host(name: str, run: Callable[..., Any], args: Any, kwargs: dict[str, An
     return back.get(id(result), result)
 
 
+def _same_device(name: str, args: Any, kwargs: dict[str, Any], targets: Any = ()) -> None:
+    """Refuse nda arrays on different devices (nda never moves data between devices implicitly,
+    not even through NumPy's host copies): as ``np.matmul`` refuses them, naming ``out=`` when
+    that is the array elsewhere. ``targets``: the arguments NumPy writes (``out=``)."""
+    written = {id(t) for t in targets if t.__class__ is NDArray}
+    inputs: dict[Any, None] = {}
+    outputs: dict[Any, None] = {}
+
+    def walk(value: Any) -> None:
+        if value.__class__ is NDArray:
+            (outputs if id(value) in written else inputs)[value._meta.device] = None
+        elif value.__class__ in (list, tuple):
+            for v in value:
+                walk(v)
+
+    walk(tuple(args))
+    walk(tuple(kwargs.values()))
+    devices = list(inputs)
+    if len(devices) > 1:
+        raise ValueError(f"{name}() got arrays on different devices ({devices[0]} and {devices[1]}); move them to one device first with x.to_device(...)")
+    for device in outputs:
+        if devices and device is not devices[0]:
+            raise ValueError(f"{name}(): out= is on {device} but the inputs are on {devices[0]}; nda does not move data between devices "
+                             f"implicitly: pass an out= on {devices[0]}, or move the inputs with x.to_device({str(device)!r})")
+
+
 def _store(name: str, out: Any, result: Any) -> Any:
     """Write ``result`` into the nda array ``out`` (NumPy's ``out=``) and return ``out``."""
     if out is None:
@@ -195,6 +221,9 @@ def _store(name: str, out: Any, result: Any) -> Any:
             return result
     if out.__class__ is not NDArray:
         raise TypeError(f"{name}: out= must be an nda array here, got {type(out).__module__}.{type(out).__name__}")
+    if out._meta.device is not result._meta.device:
+        raise ValueError(f"{name}(): out= is on {out._meta.device} but the inputs are on {result._meta.device}; nda does not move data "
+                         f"between devices implicitly: pass an out= on {result._meta.device}, or move the inputs with x.to_device({str(out._meta.device)!r})")
     if out.shape != result.shape or out.dtype is not result.dtype:
         # NumPy's rules decide (casting: same_kind for ufuncs, unsafe for reductions, exact for
         # np.dot; inputs broadcast to out='s shape): NumPy computes it, or raises its error

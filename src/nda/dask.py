@@ -33,6 +33,8 @@ __all__ = ["register", "register_sizeof", "adopt", "is_dask_collection", "nbytes
 
 def nbytes(x: NDArray) -> int:
     """Bytes of ``x``'s elements (dense), or of its stored components (sparse layouts)."""
+    if not isinstance(x, NDArray):
+        raise TypeError(f"nda.dask.nbytes() takes an nda array, got {type(x).__name__}")
     if x._meta.layout.name == "strided":
         return int(x._size * x._meta.dtype.itemsize)
     from . import sparse

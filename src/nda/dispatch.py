@@ -358,15 +358,24 @@ def kernels(op_name: str, key: KernelKey | None = None) -> list[KernelEntry]:
     return [e for entries in tbl.kernels.values() for e in entries]
 
 
-def _chooser(entries: list[KernelEntry], op_name: str, key: KernelKey) -> Callable[..., Any]:
-    """A kernel that asks each entry's ``supports`` in priority order."""
+def _chooser(entries: list[KernelEntry], op_name: str, key: KernelKey, fallback: KernelEntry | None = None, note: str = "") -> Callable[..., Any]:
+    """A kernel that asks each entry's ``supports`` in priority order.
+
+    When every kernel declines, the call takes ``fallback`` (the host fallback of a backend
+    that opted in; announced like any fallback route), else raises DispatchError.
+    """
+    route = (f"{op_name} on {key}: every {key.device_type} kernel declined these arguments (supports()); the call takes the "
+             "host fallback: copies the inputs to cpu, runs the cpu kernel there and copies the result back")
 
     def choose(*args: Any, **kwargs: Any) -> Any:
         for entry in entries:
             if entry.supports is None or entry.supports(*args, **kwargs):
                 return entry.fn(*args, **kwargs)
+        if fallback is not None:
+            _announce_fallback(op_name, route)
+            return fallback.fn(*args, **kwargs)
         raise DispatchError(
-            f"{op_name}: every kernel registered for {key} declined these arguments via supports(); kernels: {entries}"
+            f"{op_name}: every kernel registered for {key} declined these arguments via supports(); kernels: {entries}{note}"
         )
 
     choose.__qualname__ = f"choose[{op_name}@{key}]"
@@ -413,10 +422,31 @@ def resolve(op_name: str, key: KernelKey) -> Callable[..., Any]:
     route = getattr(entries[0].fn, "_nda_route", None)
     if route is not None and not getattr(entries[0].fn, "_nda_quiet", False):
         _announce_fallback(op_name, route)
-    fn = entries[0].fn if entries[0].supports is None else _chooser(entries, op_name, key)
+    fn = entries[0].fn if entries[0].supports is None else _chooser(entries, op_name, key, *_declined_fallback(tbl, key, entries))
     if key.layout is strided:  # for other layouts the route depends on the operands (nda.layouts)
         remember(tbl.resolved, key, fn, seen)
     return fn
+
+
+def _declined_fallback(tbl: OpTable, key: KernelKey, entries: list[KernelEntry]) -> tuple[KernelEntry | None, str]:
+    """The host fallback for calls every kernel of ``key`` declines, where the backend opted
+    in (design: the host fallback comes after the kernels whose predicate declines), and a
+    note for the error raised where there is none.
+
+    Not for view ops: their result must share memory with the input, and whether it will
+    is decided when the call is planned (a host fallback's copy is kept in step with its
+    base by ``nda._hostviews`` only when planned as one), so a declined view is an error.
+    """
+    if key.layout is not strided or entries[-1].supports is None:
+        return None, ""  # the last kernel accepts every call
+    fallback = upper.host_fallback(tbl, key)
+    if fallback is None:
+        return None, ""
+    if getattr(fallback.fn, "_nda_host_view", False):
+        return None, (f". {tbl.op_name} makes views, which cannot take the host fallback per call (the result must share "
+                      "memory with its input): register a kernel that accepts every call for this key, or none (the op then "
+                      "makes host views)")
+    return fallback, ""
 
 
 def resolve_plan(op_name: str, plan: Any) -> tuple[Callable[..., Any], Layout]:
@@ -554,7 +584,8 @@ class Explanation:
         if route:
             lines.append(f"route:   {route}")
         if self.kernel.supports is not None:
-            lines.append("         chosen per call by supports(); candidates in order: " + ", ".join(e.qualname for e in self.candidates))
+            then = ", then the host fallback" if _declined_fallback(table(self.op), self.key, self.candidates)[0] is not None else ""
+            lines.append("         chosen per call by supports(); candidates in order: " + ", ".join(e.qualname for e in self.candidates) + then)
         for cast in self.casts:
             lines.append(f"cast:    {cast}")
         for conversion in self.conversions:

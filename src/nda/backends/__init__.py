@@ -36,16 +36,17 @@ from ..engine import _queues
 from ..engine import host_read as _host_read
 from ..engine import state as _engine_state
 from ..ops import _spec
-from . import _fallback
+from . import _checks, _fallback
 from ._activation import (  # noqa: F401  (re-exported: op libraries and tests use them)
     GROUP, LOCK, BackendError, BackendValidationError, _by_device_type, _devices, _discover, _handles, _import_object, _queued,
     _Record, _traceback, activate, checked_registration, ensure_device_type, handle, layout_hooks,
 )
+from ._checks import KernelResultError
 from ._handle import BackendHandle
 from .contract import API_VERSION, DeviceInfo
 
 __all__ = [
-    "BackendError", "BackendValidationError", "BackendHandle", "API_VERSION", "DeviceInfo", "load", "status", "status_table",
+    "BackendError", "BackendValidationError", "KernelResultError", "BackendHandle", "API_VERSION", "DeviceInfo", "load", "status", "status_table",
     "for_device", "handle", "to_host", "devices", "memory_stats", "release_all", "validate_device", "for_dlpack_device",
     "DLPACK_DEVICE_TYPES", "libraries", "load_library",
 ]
@@ -268,9 +269,9 @@ def to_host(array: Any) -> Any:
     if found.queued:
         _engine_state.engine.wait_tasks(array)
         base = array._base
-        return _host_read(device, found.to_host, array._buf, None if base is None else base._buf)
+        return _checks.check_host(array, _host_read(device, found.to_host, array._buf, None if base is None else base._buf), found)
     array.wait_to_read()
-    return found.to_host(array._buf)
+    return _checks.check_host(array, found.to_host(array._buf), found)  # a wrong kernel's buffer is refused
 
 
 def copies_directly(source: Device, target: Device) -> bool:
@@ -279,18 +280,23 @@ def copies_directly(source: Device, target: Device) -> bool:
     return src is handle(target) and src.copy_to_device is not None
 
 
-def copy_buffer(source: Device, buf: Any, target: Device) -> Any:
+def copy_buffer(source: Device, buf: Any, target: Device, like: Any = None) -> Any:
     """``buf`` (on ``source``) copied to ``target``: directly between devices of one backend, else through the host.
 
     On a backend with in-order queues a direct copy is an op of the target's queue, ordered
     after the work that wrote ``buf`` by markers (see the backend's ``copy_to_device``).
+    ``like``: the array ``buf`` belongs to; a copy through the host checks the data against
+    its declared shape and dtype (:mod:`._checks`).
     """
     src = handle(source)
     if src is handle(target) and src.copy_to_device is not None:
         if src.queued:
             return _queues.issue(src.copy_to_device, "to_device", src.device_of, False, (buf, target), {}, across=True)
         return src.copy_to_device(buf, target)
-    return upload(target, read_buffer(source, buf))
+    host = read_buffer(source, buf)
+    if like is not None:
+        _checks.check_host(like, host, src)
+    return upload(target, host)
 
 
 def upload(device: Device, host: Any) -> Any:

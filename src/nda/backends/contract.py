@@ -56,7 +56,7 @@ In-order queues (optional, 1.3; the way for an accelerator)
     waited for exactly the work that wrote it (a copy on the compute queue would also wait
     for everything enqueued after that work).
     The engine issues every op on such a device at once and waits only when the host reads
-    data (see :mod:`nda.engine._queues`).
+    data (the backend guide, section 7).
 Completion (optional, 1.1; superseded by in-order queues)
     ``record_completion(device)``: an :class:`nda.engine.Completion` signalled when the
     work enqueued so far on ``device`` has finished; the engine calls it after each task
@@ -71,7 +71,7 @@ Fallback (optional)
     ``fallback_to_host = True``: ops without a kernel run on cpu with copies in and out
     (``nda.FallbackWarning`` once per route; ``nda.config.fallback`` makes it silent or an
     error; ``asarray`` of host data never warns). View ops without a kernel give copies that
-    nda keeps in step with their base (:mod:`nda._hostviews`); a view op's kernel, if
+    nda keeps in step with their base ("host views", the backend guide, section 4); a view op's kernel, if
     registered, must return a buffer sharing memory with its input.
 DLPack (optional)
     ``dlpack(buf, **kwargs)`` and ``dlpack_device(device)`` (export: ``x.__dlpack__`` and
@@ -92,7 +92,7 @@ Subgraphs (optional, 1.4)
 Op libraries (1.4)
     Not a backend member: a distribution adds new ops with an
     :class:`nda.ops.extension.OpLibrary` in the entry-point group ``nda.extensions``
-    (:mod:`nda.backends._libraries`); ``register_kernel`` accepts the ops of loaded
+    (the backend guide, section 9); ``register_kernel`` accepts the ops of loaded
     libraries as it accepts catalog ops.
 Numerics (optional)
     ``flushes_subnormals``: the names of the floating dtypes whose subnormal inputs and

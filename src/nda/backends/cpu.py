@@ -20,7 +20,10 @@ import threading
 import numpy as np
 
 from .._devices import Device
+from . import _fpwarnings
 from .contract import DeviceInfo
+
+_fpwarnings.install()  # NumPy's floating-point warnings at the user's line (see _fpwarnings)
 
 
 def _reducing(ufunc: np.ufunc, with_dtype: bool) -> Callable[..., Any]:

@@ -40,6 +40,12 @@ where someone waits. Sync points wait for exactly the version they read, on the 
 thread; errors found when an entry retires are raised at the sync point that reads what the
 op wrote, with the op's note.
 
+Exit and ``os.fork`` (:mod:`._lifecycle`): an engine with threads of its own starts no
+kernel on them and waits, bounded, for the running ones (``Engine.pause``/``resume``/
+``for_child`` around a fork, ``Engine.close`` at exit); backends with threads of their own
+register their fork hooks with :func:`register_at_fork` so that they run in order with the
+engine's.
+
 Engines: ``threaded`` (the default: per-device worker threads, the inline fast path,
 errors raised at sync points), ``naive`` (synchronous, for debugging: ``NDA_ENGINE=naive``
 or :func:`use`), and ``deferred`` (runs the queue at sync points; a test tool proving that
@@ -55,10 +61,12 @@ import sys
 from typing import Any, Callable, Sequence
 
 from . import _queues
+from ._lifecycle import QUIESCE_TIMEOUT, register_at_fork
 from ._profile import Profiler, profiler
 from ._queues import Deferred, KernelTraceback
 
-__all__ = ["Engine", "SyncEngine", "DeferredEngine", "Completion", "Deferred", "KernelTraceback", "state", "use", "current", "waitall", "profiler"]
+__all__ = ["Engine", "SyncEngine", "DeferredEngine", "Completion", "Deferred", "KernelTraceback", "state", "use", "current", "waitall", "profiler",
+           "register_at_fork", "QUIESCE_TIMEOUT"]
 
 UNBOUNDED = sys.maxsize
 
@@ -133,6 +141,23 @@ class Engine:
 
     def shutdown(self) -> None:
         """Release threads; the engine must not be used afterwards."""
+
+    # Exit and fork (``._lifecycle``): engines without threads of their own have nothing to do.
+    def pause(self, timeout: float) -> int:
+        """Before ``os.fork``: start no kernel, wait up to ``timeout`` s for running ones; how many still run."""
+        return 0
+
+    def resume(self) -> None:
+        """After ``os.fork``, in the parent: undo :meth:`pause`."""
+
+    def for_child(self) -> Engine:
+        """After ``os.fork``, in the child: the engine to use there."""
+        return self
+
+    def close(self, timeout: float) -> int:
+        """At exit: start no kernel on a thread of the engine's own, wait up to ``timeout`` s
+        for running ones; how many still run. Sync points keep working."""
+        return 0
 
 
 class _Upper:

@@ -8,21 +8,26 @@ release the GIL inside their kernels, so independent large ops overlap.
 The shape of the hot path:
 
 * While the engine is idle (nothing pending, nothing poisoned) it sets
-  ``state.limit`` to its inline threshold, so a small op never reaches the engine at all:
-  the front end calls the kernel on the caller's thread. A thread hop costs 60-100 µs on
-  a small machine; a tiny op costs well under 1 µs.
-* A large op (at least ``inline_limit`` elements) becomes a task for the device's
-  executor, and ``state.limit`` drops to 0 until the engine is idle again. Meanwhile every
-  op is pushed: a small one whose dependencies are done runs right away on the caller's
-  thread (through the task machinery, so it is ordered correctly); anything else waits
-  for its dependencies and then runs on the thread that finished the last of them (small)
-  or on the executor (large).
+  ``state.limit`` to its inline threshold (:data:`INLINE_MAX`, 2**20 elements), so a
+  smaller op never reaches the engine at all: the front end calls the kernel on the
+  caller's thread. The engine's own Python around an op costs tens of microseconds once
+  a large op has emptied the caches, as much as a whole 300k-element ``x + y``.
+* A large op issued while the engine is idle is *held* (:mod:`._held`): not a task yet,
+  and ``state.limit`` drops to 0. A sync point that needs it runs it on the caller's
+  thread, so ``y = f(x); y.wait_to_read()`` involves no worker and no graph node; the next
+  op turns it into a task (sent to a worker at once if that op is independent, so that
+  independent chains overlap; kept for a sync point if it depends on pending work).
+* Otherwise a large op becomes a task for the device's executor, and ``state.limit``
+  stays 0 until the engine is idle again. Meanwhile every op is pushed: a small one whose
+  dependencies are done runs right away on the caller's thread (through the task
+  machinery, so it is ordered correctly); anything else waits for its dependencies and
+  then runs on the thread that finished the last of them (small) or on the executor
+  (large).
 * A sync point does not sit blocked on work nobody has started: if what it waits for
   (directly or through dependencies) is a large task still in an executor's queue, the
   waiting thread claims it and runs it itself (as work-stealing pools do on a join), and a
-  worker that dequeues it later finds it taken. ``y = a @ b; y.wait_to_read()`` thus runs
-  on the caller's thread and core, with its caches, instead of paying a hop to a worker
-  and back; work nobody waits for still runs on the workers, concurrently.
+  worker that dequeues it later finds it taken; work nobody waits for still runs on the
+  workers, concurrently. A read of an array nothing is computing takes no lock.
 
 * An op on a device with in-order queues (backend API 1.3, :mod:`._queues`) is never a
   task of its own unless it must wait for host work (a pending cpu op, a host fallback):
@@ -50,11 +55,16 @@ cannot queue unbounded work and memory; a couple of hundred tasks keep every wor
 each waiting thread is let in after a task finishes, so none starves). Device queues have their own bound
 (:data:`nda.engine._queues.MAX_IN_FLIGHT`).
 
-Fork: ``os.fork`` does not wait for the engine to go quiet (another thread may issue work
-forever). It takes the engine's lock for the instant of the fork, so the child copies a
-consistent graph; the child gets a fresh engine in which every array still being computed
-by the parent at the fork is poisoned with a ``RuntimeError`` saying so, and everything
-finished before the fork is there.
+Exit and fork (:mod:`._lifecycle`): a worker inside a BLAS call hangs the process at exit
+and at ``os.fork`` (OpenBLAS waits for it there). At exit the engine is *closed*: workers
+start no queued task (a sync point reached later runs what it needs itself) and exit waits,
+bounded, for the kernels running. ``os.fork`` does not wait for the engine to go quiet
+(another thread may issue work forever): it *pauses* the engine (no worker or waiting
+thread starts a task), waits, bounded, for the kernels already running on workers or
+lent threads, and forks holding the engine's lock, so the child copies a consistent graph;
+the parent resumes at once, and the child gets a fresh engine in which every array still
+being computed by the parent at the fork is poisoned with a ``RuntimeError`` saying so,
+and everything finished before the fork is there.
 
 Layer: engine (README, "Architecture").
 """
@@ -71,6 +81,9 @@ from typing import Any, Callable, Sequence
 
 from . import Completion, Engine, _queues, deliver, device_completion, drain_queues, profiler, wait_queued
 from ._graph import QUEUED, RUNNING, Graph, Task
+from ._held import Held, HoldingEngine
+from ._lifecycle import FORKED as _FORKED
+from ._lifecycle import NOTICE_AFTER, notice
 
 __all__ = ["ThreadedEngine", "WorkerPool", "MAX_PENDING", "MAX_PENDING_ELEMENTS"]
 
@@ -80,17 +93,38 @@ _WAIT_SLICE = 0.05  # seconds; waits wake this often so that Ctrl-C gets through
 MAX_PENDING = int(os.environ.get("NDA_MAX_PENDING", "256"))
 #: Elements touched by pending host tasks before the issuing thread waits (1 GiB of float64).
 MAX_PENDING_ELEMENTS = int(os.environ.get("NDA_MAX_PENDING_ELEMENTS", str(1 << 27)))
-_FORKED = "this array was still being computed when the process forked; its value exists only in the parent process"
+#: Elements below which an op runs inline on the caller's thread while the engine is idle
+#: (``NDA_INLINE_MAX``). A float32 ``x + y`` on 2**20 elements takes 0.3-0.6 ms here; the
+#: engine's Python around a task, run after such an op has emptied the caches, costs 0.05-0.1 ms,
+#: so below this size no overlap it could buy pays for it (issue 29: mid-size ops near NumPy).
+INLINE_MAX = 1 << 20
 
 
-def _user_site() -> str:
-    """``file:line`` of the first frame outside nda: where the user issued the op."""
+_internal_codes: dict[Any, bool] = {}  # code object -> defined inside nda
+
+
+def _user_site() -> tuple[Any, int] | str:
+    """Where the user issued the op: ``(code, line)`` of the first frame outside nda (formatted
+    as ``file:line`` by :func:`_where` only when an error needs it)."""
     frame = sys._getframe(2)
-    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+    known = _internal_codes
+    while frame is not None:
+        code = frame.f_code
+        internal = known.get(code)
+        if internal is None:
+            internal = known[code] = code.co_filename.startswith(_PACKAGE_DIR)
+        if not internal:
+            return (code, frame.f_lineno)
         frame = frame.f_back
-    if frame is None:
-        return "<unknown>"
-    return f"{frame.f_code.co_filename}:{frame.f_lineno}"
+    return "<unknown>"
+
+
+def _where(site: Any) -> str:
+    """A site as ``file:line``."""
+    if isinstance(site, tuple):
+        code, line = site
+        return f"{code.co_filename}:{line}"
+    return str(site)
 
 
 class WorkerPool:
@@ -124,14 +158,14 @@ def default_executor(device: Any) -> WorkerPool:
     return WorkerPool(str(device).replace(":", ""), threads)
 
 
-class ThreadedEngine(Engine):
+class ThreadedEngine(HoldingEngine, Engine):
     """Dependency-tracking engine with per-device executors and an inline fast path."""
 
     name = "threaded"
 
     def __init__(self, executor_factory: Callable[[Any], Any] | None = None, inline_limit: int | None = None) -> None:
         if inline_limit is None:
-            inline_limit = int(os.environ.get("NDA_INLINE_MAX", str(1 << 17)))
+            inline_limit = int(os.environ.get("NDA_INLINE_MAX", str(INLINE_MAX)))
         self.idle_limit = inline_limit
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
@@ -142,8 +176,18 @@ class ThreadedEngine(Engine):
         self._pending_elements = 0
         self._finished = 0  # tasks finished (back-pressure lets a waiting thread in after each)
         self._queued: collections.deque[Task] = collections.deque()  # submitted tasks, oldest first
+        # A large op issued while nothing was pending, not yet a task (``._held``), and a task
+        # queued but not yet handed to a worker (``_unsent``): see :mod:`._held`.
+        self._held: Held | None = None
+        self._unsent: Task | None = None
         self.max_pending = MAX_PENDING
         self.max_pending_elements = MAX_PENDING_ELEMENTS
+        # Exit and fork (see the module docstring): while ``_paused`` (a fork) or ``_closed``
+        # (exit), no worker starts a task; while paused no waiting thread does either.
+        # ``_busy`` counts, per thread, the queued tasks being run (by workers or lent threads).
+        self._paused = False
+        self._closed = False
+        self._busy: dict[int, int] = {}
 
     #: Ops on a device queue never wait at issue: the queue retires what is done and applies
     #: the bound on work in flight itself (``nda.engine._queues.Queue.settle``).
@@ -153,13 +197,14 @@ class ThreadedEngine(Engine):
         self._state = state
 
     def current_limit(self) -> int:
-        return self.idle_limit if self._graph.idle() else 0
+        return self.idle_limit if self._held is None and self._graph.idle() else 0
 
     def _set_limit(self) -> None:
         """Called with the lock held after the graph changed."""
         state = self._state
         if state is not None and state.engine is self:
-            limit = 0 if profiler.active or state.watchers or not self._graph.idle() else self.idle_limit
+            busy = profiler.active or state.watchers or self._held is not None or not self._graph.idle()
+            limit = 0 if busy else self.idle_limit
             state.limit = limit
             if limit and (profiler.active or state.watchers):
                 # A watcher (an interceptor somewhere) or the profiler arrived after they were read:
@@ -169,9 +214,14 @@ class ThreadedEngine(Engine):
 
     # ------------------------------------------------------------------ issuing
     def push(self, run: Callable[[], Any], reads: Sequence[Any], writes: Sequence[Any], device: Any, name: str, cost: int = 0, route: Any = None) -> None:
+        if self._held is not None or self._unsent is not None:
+            self._before_push(reads, writes)  # the held op becomes a task first (see ._held)
         if device.type in _queues._backends and self._issue_now(run, reads, writes, device, name, cost, route):
             return
-        task = Task(run, _bases(reads), _bases(writes), device, name, cost, _user_site())
+        site = _user_site()
+        if cost >= self.idle_limit and not self._graph.pending and self._try_hold(run, reads, writes, device, name, cost, route, site):
+            return
+        task = Task(run, _bases(reads), _bases(writes), device, name, cost, site)
         task.route = route
         task.inputs, task.outputs = reads, writes
         if self._graph.pending >= self.max_pending or self._pending_elements >= self.max_pending_elements:
@@ -249,16 +299,40 @@ class ThreadedEngine(Engine):
                 self._help_or_wait(self._oldest_queued())
 
     def _help_or_wait(self, task: Task | None) -> None:
-        """Run ``task`` (a queued one, claimed here) on this thread, or wait a slice (lock held)."""
-        if task is None or not _restartable(task):
+        """Run ``task`` (a queued one, claimed here) on this thread, or wait a slice (lock held).
+
+        Not while a fork is pending; after exit began, whatever the task (no worker will).
+        An unsent task (see :mod:`._held`) that this thread does not run goes to a worker.
+        """
+        runs = task is not None and not self._paused and (self._closed or _restartable(task))
+        unsent = self._unsent
+        if unsent is not None:
+            self._unsent = None
+            if not (runs and unsent is task):
+                self._send(unsent)
+        if not runs:
             self._cond.wait(_WAIT_SLICE)
             return
+        assert task is not None
         task.state = RUNNING  # claimed: the worker that dequeues it will skip it
+        me = threading.get_ident()
+        self._busy[me] = self._busy.get(me, 0) + 1
         self._lock.release()
         try:
-            self._execute(task, on_caller=True, restart_on_interrupt=True)
+            self._execute(task, on_caller=True, restart_on_interrupt=not self._closed)
         finally:
             self._lock.acquire()
+            self._unbusy(me)
+
+    def _unbusy(self, me: int) -> None:
+        """This thread finished running a queued task (lock held)."""
+        count = self._busy[me] - 1
+        if count:
+            self._busy[me] = count
+        else:
+            del self._busy[me]
+            if self._paused or self._closed:
+                self._cond.notify_all()  # pause() or close() waits for the busy threads
 
     def _oldest_queued(self) -> Task | None:
         """The oldest task still in an executor's queue that may be run here (lock held)."""
@@ -268,19 +342,23 @@ class ThreadedEngine(Engine):
             if task.state != QUEUED:
                 queued.popleft()
                 continue
-            if not _restartable(task):
+            if not (self._closed or _restartable(task)):
                 return None
             queued.popleft()
             return task
         return None
 
-    def _submit(self, task: Task) -> None:
-        executor = self._executors.get(task.device)
+    def _executor(self, device: Any) -> Any:
+        executor = self._executors.get(device)
         if executor is None:
             with self._lock:
-                executor = self._executors.get(task.device)
+                executor = self._executors.get(device)
                 if executor is None:
-                    executor = self._executors[task.device] = self._executor_factory(task.device)
+                    executor = self._executors[device] = self._executor_factory(device)
+        return executor
+
+    def _submit(self, task: Task) -> None:
+        executor = self._executor(task.device)
         task.state = QUEUED
         queued = self._queued
         while queued and queued[0].state != QUEUED:  # forget those that ran (the deque only serves back-pressure)
@@ -288,23 +366,76 @@ class ThreadedEngine(Engine):
         queued.append(task)
         executor.submit(lambda: self._run_queued(task))
 
+    def _send(self, task: Task) -> None:
+        """Hand a queued task that was not sent (see :mod:`._held`) to its executor, unless taken."""
+        if task.state == QUEUED:
+            self._executor(task.device).submit(lambda: self._run_queued(task))
+
     def _run_queued(self, task: Task) -> None:
-        """A worker's turn at a queued task: run it unless a sync point took it first."""
+        """A worker's turn at a queued task: run it unless a sync point took it first.
+
+        While a fork is pending the worker waits; after exit began it leaves the task queued
+        (a sync point that needs it runs it).
+        """
+        me = threading.get_ident()
         with self._lock:
-            if task.state != QUEUED:
+            while self._paused and not self._closed:
+                self._cond.wait(_WAIT_SLICE)
+            if task.state != QUEUED or self._closed:
                 return
             task.state = RUNNING
-        self._execute(task, on_caller=False)
+            self._busy[me] = self._busy.get(me, 0) + 1
+        while True:
+            done = False
+            try:
+                self._execute(task, on_caller=False)
+                done = True
+            finally:
+                with self._lock:
+                    self._unbusy(me)
+                    next_task = self._claim_unsent(me) if done else None
+            if next_task is None:
+                return
+            task = next_task
 
-    def _dispatch(self, ready: list[Task]) -> Task | None:
-        """Submit large ready tasks; return one small one for the current thread to run."""
+    def _claim_unsent(self, me: int) -> Task | None:
+        """A worker about to wait for work takes the unsent task (see :mod:`._held`), if any (lock held)."""
+        held = self._unsent
+        if held is None or self._paused or self._closed:
+            return None
+        self._unsent = None
+        if held.state != QUEUED:
+            return None
+        held.state = RUNNING
+        self._busy[me] = self._busy.get(me, 0) + 1
+        return held
+
+    def _dispatch(self, ready: list[Task], keep: bool = False) -> Task | None:
+        """Submit large ready tasks; return one small one for the current thread to run.
+
+        ``keep`` (a thread that issues or waits, not a worker): one large task is queued
+        without waking a worker, as an unsent task (see :mod:`._held`): a sync point down
+        the chain runs it, anything else sends it.
+        """
         mine = None
         for t in ready:
             if mine is None and t.cost < self.idle_limit:
                 mine = t
+            elif keep and self._unsent is None and self._keep_unsent(t):
+                keep = False
             else:
                 self._submit(t)
         return mine
+
+    def _keep_unsent(self, task: Task) -> bool:
+        self._executor(task.device)
+        with self._lock:
+            if self._unsent is not None:
+                return False
+            task.state = QUEUED
+            self._queued.append(task)
+            self._unsent = task
+        return True
 
     def _execute(self, task: Task | None, on_caller: bool, restart_on_interrupt: bool = False) -> None:
         while task is not None:
@@ -338,7 +469,10 @@ class ThreadedEngine(Engine):
                 if small is not None:
                     self._submit(small)
                 raise error
-            task = self._dispatch(ready)
+            task = self._dispatch(ready, keep=on_caller)
+            if task is not None and not on_caller and (self._paused or self._closed):
+                self._submit(task)  # a fork or exit is waiting for this worker: start nothing more
+                task = None
 
     def _dispatch_after(self, task: Task, error: BaseException | None, start: float, route: Any) -> None:
         """Completion of asynchronous work (called from the backend's signalling thread)."""
@@ -353,7 +487,7 @@ class ThreadedEngine(Engine):
         if error is not None:
             for queue in _queues.all_queues():
                 queue.retire_reached()  # an error of device work read by this task gets its own op's note first
-            _queues.annotate(error, task.name, task.site, task.device)
+            _queues.annotate(error, task.name, _where(task.site), task.device)
         with self._lock:
             self._pending_elements -= task.cost
             self._finished += 1
@@ -368,6 +502,11 @@ class ThreadedEngine(Engine):
         wait_queued(array, for_write)
 
     def wait_tasks(self, array: Any, for_write: bool = False) -> None:
+        if self._held is not None:
+            self._sync_held(array, for_write)  # runs it here if this read or write needs it
+        graph = self._graph
+        if not graph.pending and not graph.poison:
+            return  # nothing pending, nothing failed: no lock to take (an inline op's read)
         base = array._base if array._base is not None else array
         with self._lock:
             while self._graph.blockers(base, for_write):
@@ -379,6 +518,8 @@ class ThreadedEngine(Engine):
             deliver(error)
 
     def wait_all(self) -> None:
+        if self._held is not None:
+            self._sync_held(None, False, always=True)
         with self._lock:
             while self._graph.pending:
                 self._help_or_wait(self._oldest_queued())  # like a sync point: run queued work rather than sit idle
@@ -393,8 +534,17 @@ class ThreadedEngine(Engine):
             deliver(error)
 
     def pending(self) -> int:
-        """Tasks issued and not finished (for tests and introspection)."""
-        return self._graph.pending
+        """Ops issued and not finished (for tests and introspection)."""
+        return self._graph.pending + self._held_pending()
+
+    def writes_pending(self, array: Any) -> bool:
+        """Whether ``array`` has writes not finished (a display's "pending"; never blocks)."""
+        base = array._base if array._base is not None else array
+        with self._lock:
+            held = self._held
+            if held is not None and held.task is None and held.needed_by(base, False):
+                return True
+            return bool(self._graph.blockers(base, False))
 
     def shutdown(self) -> None:
         for executor in self._executors.values():
@@ -402,12 +552,49 @@ class ThreadedEngine(Engine):
                 executor.shutdown()
         self._executors.clear()
 
-    # ------------------------------------------------------------------ fork
-    def _before_fork(self) -> None:
-        self._lock.acquire()  # held for the instant of the fork: the child copies a consistent graph
+    # ------------------------------------------------------------------ exit and fork
+    def _quiesce(self, timeout: float, what: str) -> int:
+        """Wait (lock held) until no other thread runs a queued task, at most ``timeout`` s."""
+        me = threading.get_ident()
+        start = time.monotonic()
+        noticed = False
+        while True:
+            runner = self._held_runner()
+            busy = sum(n for ident, n in self._busy.items() if ident != me) + (runner is not None and runner != me)
+            waited = time.monotonic() - start
+            if not busy or waited >= timeout:
+                if busy:
+                    notice(what + " gave up waiting and proceeds;", waited, busy)
+                return busy
+            if waited >= NOTICE_AFTER and not noticed:
+                notice(what, waited, busy)
+                noticed = True
+            self._cond.wait(min(_WAIT_SLICE, timeout - waited))
 
-    def _after_fork_in_parent(self) -> None:
+    def pause(self, timeout: float) -> int:
+        """Before ``os.fork``: no task starts; wait for running ones; return holding the lock."""
+        self._lock.acquire()  # held for the instant of the fork: the child copies a consistent graph
+        self._paused = True
+        try:
+            return self._quiesce(timeout, "os.fork()")
+        except BaseException:
+            self._paused = False
+            self._lock.release()
+            raise
+
+    def resume(self) -> None:
+        self._paused = False
+        self._cond.notify_all()
         self._lock.release()
+
+    def close(self, timeout: float) -> int:
+        """At exit: workers start no task any more; wait for the ones running (bounded)."""
+        with self._lock:
+            self._closed = True
+            return self._quiesce(timeout, "exit")
+
+    def for_child(self) -> ThreadedEngine:
+        return self._fresh_for_child()
 
     def _fresh_for_child(self) -> ThreadedEngine:
         """The child's engine: the parent's poison, and poison for what was still being computed."""
@@ -416,6 +603,9 @@ class ThreadedEngine(Engine):
         child._graph.poison = dict(graph.poison)
         child._graph.first_error = graph.first_error
         unfinished: dict[int, Any] = {}
+        if self._held is not None:  # issued, never run
+            for array in self._held.writes:
+                unfinished[id(array)] = array
         for var in graph.vars.values():
             for task in ([var.last_write] if var.last_write is not None else []):
                 for array in task.outputs:
@@ -450,36 +640,3 @@ class _Probe:
 
     def __init__(self, inputs: Sequence[Any]) -> None:
         self.inputs = inputs
-
-
-_forking: list[ThreadedEngine] = []
-
-
-def _before_fork() -> None:
-    from . import state
-
-    engine = state.engine
-    if isinstance(engine, ThreadedEngine):
-        engine._before_fork()
-        _forking.append(engine)
-
-
-def _after_fork_in_parent() -> None:
-    while _forking:
-        _forking.pop()._after_fork_in_parent()
-
-
-def _after_fork_in_child() -> None:
-    from . import state
-
-    _queues.reset_after_fork(_FORKED)
-    engine = _forking.pop() if _forking else state.engine
-    _forking.clear()
-    if isinstance(engine, ThreadedEngine):
-        child = engine._fresh_for_child()
-        child.attach(state)
-        state.set(child)
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent, after_in_child=_after_fork_in_child)

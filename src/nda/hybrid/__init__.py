@@ -109,10 +109,16 @@ class HybridFunction:
     """A function wrapped by :func:`hybridize` (see the module docstring)."""
 
     def __init__(self, fn: Callable[..., Any], partition: bool = True, max_signatures: int = MAX_SIGNATURES) -> None:
+        if not callable(fn):
+            raise TypeError(f"hybridize() records a function; got {fn!r} (a {type(fn).__name__}), which is not callable")
+        if isinstance(max_signatures, bool) or not isinstance(max_signatures, int):
+            raise TypeError(f"hybridize(max_signatures=...) must be an int, got {max_signatures!r}")
+        if max_signatures < 1:
+            raise ValueError(f"hybridize(max_signatures=...) must be at least 1, got {max_signatures}")
         functools.update_wrapper(self, fn)
         self.fn = fn
         self.partition = partition
-        self.max_signatures = max(1, int(max_signatures))
+        self.max_signatures = max_signatures
         self._cache: dict[Any, _Entry] = {}
         self._lock = threading.Lock()
         self._evicted = False

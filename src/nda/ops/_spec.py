@@ -484,13 +484,26 @@ def host_scalar(value: Any, op: str, name: str) -> Any:
 
 
 def check_shape(shape: Any, op: str) -> tuple[int, ...]:
-    """A shape argument: an int or a sequence of non-negative ints."""
-    if isinstance(shape, int) and not isinstance(shape, bool):
-        shape = (shape,)
+    """A shape argument: an int or a sequence of non-negative ints, as NumPy takes them.
+
+    Anything with ``__index__`` counts as an int (NumPy integer scalars, 0-d integer
+    arrays); a bool does not, alone or inside the sequence (NumPy refuses ``(True, 2)``).
+    """
+    if not isinstance(shape, (bool, np.bool_)):
+        try:
+            shape = (operator.index(shape),)
+        except TypeError:
+            pass
+    why = ""
     try:
+        if isinstance(shape, (str, bytes)):
+            raise TypeError
+        if any(isinstance(n, (bool, np.bool_)) for n in shape):
+            why = " (a bool is not a dimension)"
+            raise TypeError
         dims = tuple(operator.index(n) for n in shape)
     except TypeError:
-        raise TypeError(f"{op}(): shape must be an int or a tuple of ints, got {shape!r}") from None
+        raise TypeError(f"{op}(): shape must be an int or a tuple of ints, got {shape!r}{why}") from None
     for n in dims:
         if n < 0:
             raise ValueError(f"{op}(): negative dimension {n} in shape {dims}")

@@ -365,8 +365,12 @@ def arange(start: int | float, /, stop: int | float | None = None, step: int | f
     if all_int:  # exact, for ints of any size (len(range(...)) stops at sys.maxsize)
         length = builtins.max(0, (stop - start + step - 1) // step if step > 0 else (start - stop - step - 1) // -step)
     else:
-        span = (stop - start) / step
-        length = builtins.max(0, math.ceil(span)) if math.isfinite(span) else math.inf
+        delta = stop - start
+        span = delta / step
+        if span == 0.0 and delta != 0.0:  # the quotient underflowed: one element or none, by its sign (NumPy's rule)
+            length = 0 if math.copysign(1.0, span) < 0 else 1
+        else:
+            length = builtins.max(0, math.ceil(span)) if math.isfinite(span) else math.inf
     if length > np.iinfo(np.intp).max:
         raise ValueError(f"arange(): [{start}, {stop}) in steps of {step} has {length:.3g} elements, more than an array can hold")
     if length and dt.kind in ("signed integer", "unsigned integer"):

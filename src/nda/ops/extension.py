@@ -4,7 +4,9 @@ A library (an :class:`OpLibrary`) is what a plugin ships to add ops, where a bac
 adds kernels for ops nda already has (MXNet's ``mx.library.load``). Its ops are declared
 with the catalog's own declaration: the planning function (signature, validation, the
 dtype/shape rule), the NumPy reference in the kernel convention, what it mutates, whether
-it is a view, and optionally its vector-Jacobian product (see :mod:`nda.ops._spec`)::
+it is a view, and optionally its vector-Jacobian product (``vjp(nd, need, g, y, *args)``
+returning one gradient per array input: ``g`` times the *conjugate* derivative, as
+``nda.conj`` gives it, so that one VJP serves real and complex dtypes)::
 
     from nda.ops.extension import OpLibrary, Plan
 

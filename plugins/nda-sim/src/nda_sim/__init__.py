@@ -29,14 +29,17 @@ memory, so the simulation is exact and any difference from cpu is a bug in the p
 
 from __future__ import annotations
 
+import atexit
 import math
 import os
+import sys
+import time
 from typing import Any, Callable
 
 import numpy as np
 from nda import Device
 from nda.backends import DeviceInfo
-from nda.engine import Deferred
+from nda.engine import QUIESCE_TIMEOUT, Deferred, register_at_fork
 from nda.ops import CATALOG
 
 from . import _flush
@@ -74,8 +77,11 @@ class SimBackend:
         self._allocators: dict[Device, Allocator] = {}
         self._streams: dict[Device, Stream] = {}
         self._reset_streams()
-        if hasattr(os, "register_at_fork"):
-            os.register_at_fork(after_in_child=self._after_fork_in_child)
+        # The stream threads run NumPy (BLAS) calls: at os.fork and at exit none may be inside
+        # one (OpenBLAS's fork handler and shutdown wait for it, and the process hangs). Fork
+        # hooks go through nda, so that they run after nda has paused its own workers.
+        register_at_fork(before=self._pause_streams, after_in_parent=self._resume_streams, after_in_child=self._after_fork_in_child)
+        atexit.register(self._flush_at_exit)
 
     # ------------------------------------------------------------------ processor info
     def devices(self) -> list[DeviceInfo]:
@@ -94,6 +100,25 @@ class SimBackend:
 
     def _reset_streams(self) -> None:
         self._streams = {Device("sim", i): Stream(f"nda-sim{i}-stream") for i in range(self.device_count)}
+
+    def _pause_streams(self) -> None:
+        """Before os.fork: no stream starts an item; wait (bounded) for the items running."""
+        deadline = time.monotonic() + QUIESCE_TIMEOUT
+        for stream in self._streams.values():
+            stream.pause(deadline)
+
+    def _resume_streams(self) -> None:
+        for stream in self._streams.values():
+            stream.resume()
+
+    def _flush_at_exit(self) -> None:
+        """At exit: let the streams finish what was enqueued (bounded), so that none is inside
+        NumPy when the interpreter shuts down. A read in a later exit handler still works."""
+        deadline = time.monotonic() + QUIESCE_TIMEOUT
+        for stream in self._streams.values():
+            if stream.started() and not stream.wait_reached(stream.issued, deadline):
+                print(f"nda-sim: {stream.name} still running work after {QUIESCE_TIMEOUT:.0f} s at exit; exiting anyway", file=sys.stderr)
+                return
 
     def _after_fork_in_child(self) -> None:
         """The parent's stream threads do not exist here: what they had not run fails, new streams start."""

@@ -170,6 +170,11 @@ class Stream:
         self._pending: dict[int, Callable[[], None]] = {}  # work not started yet (cancelled in a forked child)
         self._timed: dict[int, Marker] = {}  # timed markers not reached yet, by count
         self.completed_at = 0.0  # perf_counter() when the last item completed
+        # os.fork (pause/resume): the thread starts no item while paused; ``_running`` says
+        # whether it is inside one, so that the fork waits for that item only.
+        self._gate = threading.Condition()
+        self._paused = False
+        self._running = False
 
     def enqueue(self, work: Callable[[], None]) -> int:
         """Run ``work`` after everything enqueued before; returns its position on the timeline."""
@@ -186,8 +191,14 @@ class Stream:
         return position
 
     def _loop(self) -> None:
+        np.seterr(all="ignore")  # this thread only: a device does not warn of floating-point errors (CuPy does not)
+        gate = self._gate
         while True:
             work = self._queue.get()
+            with gate:
+                while self._paused:  # a fork is under way: start nothing
+                    gate.wait(_WAIT_SLICE)
+                self._running = True
             try:
                 if latency:
                     time.sleep(latency)
@@ -197,6 +208,10 @@ class Stream:
             finally:
                 del work  # do not keep the last item's buffers alive until the next one arrives
                 now = time.perf_counter()
+                with gate:
+                    self._running = False
+                    if self._paused:
+                        gate.notify_all()
                 with self._count_lock:
                     self.completed += 1
                     self.completed_at = now
@@ -208,6 +223,22 @@ class Stream:
                 if self._waiters:
                     with self._cond:
                         self._cond.notify_all()
+
+    def pause(self, deadline: float) -> bool:
+        """Before ``os.fork``: start no item; wait until the running one ends (until ``deadline``,
+        a ``time.monotonic()`` value). A thread inside NumPy's BLAS at the fork hangs the
+        fork (OpenBLAS's fork handler waits for it). True when nothing runs."""
+        with self._gate:
+            self._paused = True
+            while self._running and time.monotonic() < deadline:
+                self._gate.wait(min(_WAIT_SLICE, max(deadline - time.monotonic(), 0.0)))
+            return not self._running
+
+    def resume(self) -> None:
+        """After ``os.fork``, in the parent: undo :meth:`pause`."""
+        with self._gate:
+            self._paused = False
+            self._gate.notify_all()
 
     def marker(self) -> Marker:
         """A marker for everything enqueued on this stream so far."""
@@ -223,17 +254,25 @@ class Stream:
                 self._timed[marker.count] = marker
         return marker
 
-    def wait_reached(self, count: int) -> None:
-        """Block until ``count`` work items have finished (polling, so Ctrl-C gets through)."""
+    def wait_reached(self, count: int, deadline: float | None = None) -> bool:
+        """Block until ``count`` work items have finished (polling, so Ctrl-C gets through),
+        or until ``deadline`` (a ``time.monotonic()`` value); True when they have."""
         if self.completed >= count:
-            return
+            return True
         with self._cond:
             self._waiters += 1
             try:
                 while self.completed < count:
+                    if deadline is not None and time.monotonic() >= deadline:
+                        return False
                     self._cond.wait(_WAIT_SLICE)
             finally:
                 self._waiters -= 1
+        return True
+
+    def started(self) -> bool:
+        """Whether the stream's thread exists (work was ever enqueued)."""
+        return self._thread is not None
 
     def flush(self) -> None:
         """Wait for the work enqueued so far (not for work other threads enqueue later)."""
@@ -257,6 +296,8 @@ class Stream:
         self._cond = threading.Condition()
         self._count_lock = threading.Lock()
         self._start_lock = threading.Lock()
+        self._gate = threading.Condition()
+        self._paused = self._running = False
         self._waiters = 0
         with self._count_lock:
             pending = list(self._pending.values())

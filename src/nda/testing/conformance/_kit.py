@@ -45,7 +45,7 @@ from nda import layouts
 from nda.ops import DECLARED as CATALOG  # the catalog and the ops of loaded op libraries
 from nda.ops._spec import Cast
 
-from .._compare import assert_allclose, default_tolerance
+from .._compare import assert_allclose, default_tolerance, host_data
 from .._profiles import profile_settings
 from ..strategies import to_layout
 from . import _cases, _generators, _subnormals
@@ -438,7 +438,7 @@ class Runner:
         try:
             result = public_function(case.op)(*args, **kwargs)
             target = args[0] if decl.mutates else result
-            out.value = tuple(t.asnumpy() for t in target) if isinstance(target, tuple) else target.asnumpy()
+            out.value = tuple(host_data(t) for t in target) if isinstance(target, tuple) else host_data(target)  # checked below, naming the call
         except Exception as err:  # noqa: BLE001 - compared with the reference's behaviour
             out.error = err
         if out.value is not None and target is not None:

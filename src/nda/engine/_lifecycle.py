@@ -1,0 +1,132 @@
+"""Exit and ``os.fork`` while kernels run: stop starting work, wait (bounded) for what runs.
+
+A thread that is inside a BLAS call when the process exits or forks hangs the process:
+OpenBLAS's shutdown (at exit) and its fork handler wait for the call, which in turn waits
+for them. Plain NumPy does the same with a daemon thread; nda must not create that
+situation for a program that has only one thread of its own. So:
+
+* **At exit** (an ``atexit`` handler, which runs after the interpreter has joined every
+  non-daemon thread and before it finalizes), the engine is *closed*: its workers start no
+  queued task any more, and the handler waits for the kernels already running on them.
+  Queued work nobody reads is dropped; a sync point reached later (another exit handler
+  that reads an array) still gets its value, because it runs what it needs on its own
+  thread.
+* **At** ``os.fork``, the engine is *paused* for the instant of the fork: no worker and no
+  waiting thread starts a task, the fork waits for the kernels already running, and then
+  proceeds with the engine's lock held (the child copies a consistent graph). The parent
+  resumes at once; the child gets a fresh engine (``Engine.for_child``).
+
+Both waits are bounded by :data:`QUIESCE_TIMEOUT` seconds (``NDA_QUIESCE_TIMEOUT``, default
+60): a kernel that never returns cannot keep the process from exiting or forking, and past
+the bound nda says on stderr what it is still waiting for and proceeds. Ctrl-C ends the
+wait too. Ops a user thread runs inline (small ops, on that thread) are that thread's own
+NumPy calls, as in NumPy: nda cannot pause them.
+
+A backend with threads of its own (nda-sim's stream threads) registers its fork hooks
+with :func:`register_at_fork` rather than ``os.register_at_fork``: they then run *after*
+nda has paused its workers (a host kernel that waits for the device's queue still finds it
+running) and, in the parent, resume *before* nda's workers do; in the child they run after
+nda has made its fresh engine.
+
+Layer: engine (README, "Architecture").
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import sys
+from typing import Callable
+
+__all__ = ["QUIESCE_TIMEOUT", "register_at_fork"]
+
+#: Seconds exit and ``os.fork`` wait for kernels already running (``NDA_QUIESCE_TIMEOUT``).
+QUIESCE_TIMEOUT = float(os.environ.get("NDA_QUIESCE_TIMEOUT", "60"))
+#: After this many seconds of waiting, say on stderr what the process waits for.
+NOTICE_AFTER = 2.0
+
+_Hook = Callable[[], None]
+_before: list[_Hook] = []
+_after_in_parent: list[_Hook] = []
+_after_in_child: list[_Hook] = []
+_paused: list[object] = []  # the engine paused by the fork in progress (at most one)
+
+
+def register_at_fork(*, before: _Hook | None = None, after_in_parent: _Hook | None = None, after_in_child: _Hook | None = None) -> None:
+    """``os.register_at_fork`` for backends with threads of their own, ordered with nda's engine.
+
+    ``before`` hooks run in registration order once nda has stopped starting host work
+    and waited for the kernels already running; ``after_in_parent`` hooks in reverse order,
+    before nda resumes; ``after_in_child`` hooks in registration order, after nda has
+    replaced its engine. A hook should wait only boundedly (see :data:`QUIESCE_TIMEOUT`).
+    """
+    for hook in (before, after_in_parent, after_in_child):
+        if hook is not None and not callable(hook):
+            raise TypeError(f"register_at_fork: hooks must be callable or None, got {hook!r}")
+    if before is not None:
+        _before.append(before)
+    if after_in_parent is not None:
+        _after_in_parent.append(after_in_parent)
+    if after_in_child is not None:
+        _after_in_child.append(after_in_child)
+
+
+def notice(what: str, waited: float, still: int) -> None:
+    """One line on stderr while exit or fork waits for running kernels (never raises)."""
+    try:
+        print(f"nda: {what} waits for {still} running kernel(s) ({waited:.0f} s so far, at most {QUIESCE_TIMEOUT:.0f} s; "
+              "NDA_QUIESCE_TIMEOUT sets the bound)", file=sys.stderr, flush=True)
+    except Exception:  # noqa: BLE001 - stderr closed at exit
+        pass
+
+
+def _run(hooks: list[_Hook], what: str) -> None:
+    for hook in hooks:
+        try:
+            hook()
+        except Exception as err:  # noqa: BLE001 - a backend's hook must not break os.fork
+            print(f"nda: a backend's {what} fork hook {hook!r} failed: {err!r}", file=sys.stderr)
+
+
+def _before_fork() -> None:
+    from . import state
+
+    engine = state.engine
+    engine.pause(QUIESCE_TIMEOUT)  # returns with the engine's lock held (threaded engine)
+    _paused.append(engine)
+    _run(_before, "before")
+
+
+def _after_fork_in_parent() -> None:
+    _run(list(reversed(_after_in_parent)), "after_in_parent")
+    while _paused:
+        _paused.pop().resume()
+
+
+def _after_fork_in_child() -> None:
+    from . import _queues, state
+
+    _queues.reset_after_fork(FORKED)
+    engine = _paused.pop() if _paused else state.engine
+    _paused.clear()
+    child = engine.for_child()
+    if child is not engine:
+        if hasattr(child, "attach"):
+            child.attach(state)
+        state.set(child)
+    _run(_after_in_child, "after_in_child")
+
+
+#: The error of an array the parent was still computing when the process forked.
+FORKED = "this array was still being computed when the process forked; its value exists only in the parent process"
+
+
+def _at_exit() -> None:
+    from . import state
+
+    state.engine.close(QUIESCE_TIMEOUT)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent, after_in_child=_after_fork_in_child)
+atexit.register(_at_exit)
