@@ -34,7 +34,8 @@ from nda.ops import DECLARED as CATALOG  # the catalog and the ops of loaded op 
 
 from .. import strategies as nst
 
-__all__ = ["Arr", "Raw", "Case", "DEVICE", "ACCUMULATING", "sweep", "sub_cases", "fmt"]
+__all__ = ["Arr", "Raw", "Case", "DEVICE", "ACCUMULATING", "COMPLEX_PRODUCTS", "sweep", "degenerate_sweep", "sub_cases", "fmt",
+           "signed_zeros"]
 
 
 class _Device:
@@ -184,6 +185,8 @@ def compose(*repairs: Callable[[np.ndarray], np.ndarray] | None) -> Callable[[np
 
 def binary_repairs(op: str, dtype: DType) -> tuple[Callable[[np.ndarray], np.ndarray] | None, Callable[[np.ndarray], np.ndarray] | None]:
     """How to make (x1, x2) defined for integer inputs: (repair of x1, repair of x2)."""
+    if op in COMPLEX_PRODUCTS and dtype.kind == "complex floating":
+        return _product_parts, _product_parts
     if dtype.kind not in ("signed integer", "unsigned integer"):
         return None, None
     if op in ("floor_divide", "remainder"):
@@ -260,6 +263,39 @@ def accumulation_repair(op: str) -> Callable[[np.ndarray], np.ndarray] | None:
 #: Element-wise ops whose sign of a zero result the Array API leaves to the implementation
 #: (which zero ``maximum``/``minimum`` pick between -0 and +0; ``sign`` of ±0 is "0").
 ZERO_SIGN_FREE = {"maximum", "minimum", "sign"}
+#: ... and the same for complex input only. Complex ``pow`` is specified "as if ``exp(x2 *
+#: log(x1))``" and left underspecified: its zero results come from ``exp(-inf + NaN j)`` where the
+#: NaN is a ``0 * inf`` of the product, and the sign of such a NaN is the processor's (negative
+#: on x86, positive on NVIDIA GPUs), so ``infj ** (-inf+0j)`` is ``-0j`` with NumPy on x86 and
+#: ``+0j`` on a GPU that computes exactly the same formula.
+ZERO_SIGN_FREE_COMPLEX = {"pow"}
+
+
+def signed_zeros(op: str, dtype: DType) -> bool:
+    """Whether the kit compares the signs of zero results of element-wise ``op`` in ``dtype``."""
+    return op not in ZERO_SIGN_FREE and not (dtype.kind == "complex floating" and op in ZERO_SIGN_FREE_COMPLEX)
+
+
+#: Element-wise ops computing complex results as sums of products (``(a c - b d, a d + b c)``).
+#: Whether ``a c - b d`` is rounded once (a fused multiply-add) or twice is the implementation's
+#: choice, and NumPy itself makes both: its AVX2 loop fuses, its scalar loop does not (on one
+#: machine, ``(2**512 + 2**485 j)**2`` has real part ``1.797e308`` from an array and ``inf``
+#: from a scalar). So the kit keeps the products clear of the overflow threshold (finite parts
+#: at most ``2**510``, ``2**62`` in complex64) and compares with an absolute tolerance of a few
+#: ``eps * |x1| * |x2|`` (a cancellation in ``a c - b d`` is exact in one rounding, not the other).
+COMPLEX_PRODUCTS = {"multiply", "square"}
+
+
+def _product_parts(a: np.ndarray) -> np.ndarray:
+    if a.dtype.kind != "c":
+        return a
+    bound = 2.0**62 if a.dtype == np.complex64 else 2.0**510
+    return _clip_parts(a, 0.0, bound)
+
+
+def unary_repair(op: str, dtype: DType) -> Callable[[np.ndarray], np.ndarray] | None:
+    """How to make the input of element-wise ``op`` one the kit compares (None: any input)."""
+    return _product_parts if op in COMPLEX_PRODUCTS and dtype.kind == "complex floating" else None
 
 
 def cast_targets(dtype: DType) -> list[DType]:
@@ -277,9 +313,10 @@ def sweep(op: str, dtype: DType) -> list[Case]:
     decl = CATALOG[op]
     edges = np.array(nst.edge_values(dtype), dtype=dtype.numpy)
     n = edges.size
-    zeros = op not in ZERO_SIGN_FREE
+    zeros = signed_zeros(op, dtype)
     if decl.family == "unary":
-        return [Case(op, (Arr(edges),), signed_zeros=zeros, origin="edge sweep")]
+        repair = unary_repair(op, dtype)
+        return [Case(op, (Arr(repair(edges) if repair else edges),), signed_zeros=zeros, origin="edge sweep")]
     if decl.family == "binary":
         r1, r2 = binary_repairs(op, dtype)
         x1, x2 = np.repeat(edges, n), np.tile(edges, n)

@@ -45,10 +45,11 @@ from nda import layouts
 from nda.ops import DECLARED as CATALOG  # the catalog and the ops of loaded op libraries
 from nda.ops._spec import Cast
 
-from .._compare import assert_allclose, default_tolerance
+from .._compare import assert_allclose
 from .._profiles import profile_settings
 from ..strategies import to_layout
 from . import _cases, _generators, _subnormals
+from ._tolerances import tolerance
 from ._cases import DEVICE, Arr, Case, Raw
 from ._report import CellResult, Report
 
@@ -297,7 +298,7 @@ class Runner:
                 if any(not _same_bits(x.asnumpy(), snapshot) for x, snapshot, _ in inputs if not (decl.mutates and x is args[0])):
                     return ""
                 if case.check_values:
-                    rtol, atol = self._tolerance(case, expected.dtype)
+                    rtol, atol = self._tolerance(case, expected.dtype, expected)
                     assert_allclose(value, expected, rtol=rtol, atol=atol, signed_zeros=case.signed_zeros and cell.layout is strided, check_dtype=False)
         except Exception:  # noqa: BLE001 - no verdict: the kernel alone fails too, or cannot be called
             return ""
@@ -360,7 +361,7 @@ class Runner:
                         if got.metadata_ok and expected.metadata_ok:
                             problems.append(f"{label}result is {a.dtype} of shape {a.shape}, {where} gives {d.dtype} of shape {d.shape}")
                     elif case.check_values:
-                        rtol, atol = self._tolerance(case, d.dtype)
+                        rtol, atol = self._tolerance(case, d.dtype, d)
                         # Sparse layouts store no signs of zeros: an unstored element is +0.
                         zeros = case.signed_zeros and cell.layout is strided
                         try:
@@ -369,21 +370,8 @@ class Runner:
                             problems.append(f"{label}values differ from {where}: {err}")
         return problems
 
-    def _tolerance(self, case: Case, dtype: np.dtype) -> tuple[float, float]:
-        rtol, atol = default_tolerance(dtype)
-        if case.op in _cases.ACCUMULATING and dtype.kind in "fc":
-            # Rounding depends on the order of accumulation: allow rtol times the size of what is summed.
-            sizes, largest = [], 1
-            for arr in case.arrays():
-                v = arr.base
-                finite = np.abs(v[np.isfinite(v)]) if v.size else v
-                sizes.append(float(finite.max()) if finite.size else 0.0)
-                largest = max(largest, v.size)
-            scale = largest * float(np.prod([max(s, 1.0) for s in sizes]))
-            if case.op == "prod":
-                rtol *= largest
-            atol = max(atol, rtol * scale)
-        return rtol, atol
+    def _tolerance(self, case: Case, dtype: np.dtype, expected: np.ndarray | None = None) -> tuple[float, float]:
+        return tolerance(case, dtype, expected)
 
     def _materialize(self, case: Case, device: Device, cell: Cell) -> tuple[list[Any], dict[str, Any], list[tuple[Any, np.ndarray, str]], dict[int, np.ndarray]]:
         made: dict[int, Any] = {}
