@@ -272,7 +272,7 @@ def _divide(x1: Any, x2: Any, *args: Any, **kwargs: Any) -> Any:
 
 def _multiply(x1: Any, x2: Any, *args: Any, **kwargs: Any) -> Any:
     if np.result_type(x1, x2).kind == "c" and not args and not kwargs:
-        return thrust.multiply(np.asarray(x1), np.asarray(x2))
+        return thrust.multiply(x1, x2)  # Python scalars stay weak
     return np.multiply(x1, x2, *args, **kwargs)
 
 
@@ -286,7 +286,7 @@ def _square(x: Any, *args: Any, **kwargs: Any) -> Any:
 def _power(x1: Any, x2: Any, *args: Any, **kwargs: Any) -> Any:
     kind = np.result_type(x1, x2).kind
     if kind == "c" and not args and not kwargs:
-        return thrust.power(np.asarray(x1), np.asarray(x2), _clog)
+        return thrust.power(x1, x2, _clog)  # Python scalars stay weak
     if kind == "f" and not args and not kwargs:
         # C's pow for every element: no operand broadcast with stride 0 (NumPy's scalar fast paths)
         a, b = np.broadcast_arrays(np.asarray(x1), np.asarray(x2))

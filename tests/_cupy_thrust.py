@@ -70,18 +70,19 @@ def _fused(a: np.ndarray, c: np.ndarray, minus: np.ndarray) -> np.ndarray:
     rounded through float64 (the model rounds twice there; only exact float32 midpoints differ).
     """
     with np.errstate(all="ignore"):
-        naive = a * c + minus
-        exact = np.isfinite(a) & np.isfinite(c) & np.isfinite(minus) & (a != 0) & (c != 0)
+        naive = np.asarray(a * c + minus)
+        exact = (np.isfinite(a) & np.isfinite(c) & np.isfinite(minus) & (a != 0) & (c != 0)).reshape(-1)
         if not exact.any():
             return naive
-        out = np.array(naive, copy=True)
-        for index in zip(*np.nonzero(exact)):
-            value = Fraction(float(a[index])) * Fraction(float(c[index])) + Fraction(float(minus[index]))
+        a, c, minus = (np.broadcast_to(v, naive.shape).reshape(-1) for v in (a, c, minus))
+        out = np.array(naive, copy=True).reshape(-1)
+        for i in np.flatnonzero(exact):
+            value = Fraction(float(a[i])) * Fraction(float(c[i])) + Fraction(float(minus[i]))
             try:
-                out[index] = float(value)
+                out[i] = float(value)
             except OverflowError:
-                out[index] = math.copysign(math.inf, value)
-        return out
+                out[i] = math.copysign(math.inf, value)
+        return out.reshape(naive.shape)
 
 
 def multiply(x: np.ndarray, y: np.ndarray) -> np.ndarray:

@@ -425,34 +425,11 @@ def expm1(xp: Any, standard: Kernel) -> Kernel:
 
 
 def power(xp: Any, integer_pow: Kernel) -> Kernel:
-    """``pow`` with NumPy's results where CuPy 14.2's differ; integer operands go to ``integer_pow``.
+    """``pow`` with NumPy's results (:mod:`nda_cuda._power`): the ``sqrt`` fast path of real floats,
+    NumPy's ``nc_pow`` for complex numbers; integer operands go to ``integer_pow``."""
+    from ._power import power as numpy_power
 
-    * Real floats: NumPy computes an exponent broadcast from one value (a Python scalar, a 0-d
-      array, a one-element array against a larger base) that equals ``0.5`` as ``sqrt``:
-      ``(-0.0) ** 0.5`` is ``-0.0``, ``(-inf) ** 0.5`` NaN; CUDA's ``pow`` gives ``+0.0``, ``+inf``.
-    * Complex: CuPy computes ``exp(w log z)`` (``1`` for ``w == 0``); NumPy gives a zero base
-      ``0`` for a positive real part of the exponent and NaN otherwise.
-    """
-    native = xp.power
-    sqrt = xp.sqrt
-
-    def power(x1: Any, x2: Any) -> Any:
-        kind = (x1 if hasattr(x1, "dtype") else x2).dtype.kind
-        if kind == "f":
-            if x2.__class__ in (float, int):
-                return sqrt(x1) if x2 == 0.5 and hasattr(x1, "dtype") else native(x1, x2)
-            if hasattr(x1, "dtype") and x2.size == 1 and (x2.ndim == 0 or x1.size > 1):
-                return xp.where(x2 == 0.5, sqrt(x1), native(x1, x2))
-            return native(x1, x2)
-        if kind == "c":
-            a, b = _pair(xp, x1, x2)
-            result = native(a, b)
-            base_zero = (a == 0) & (b != 0)
-            zero = xp.where(b.real > 0, 0, complex(math.nan, math.nan)).astype(result.dtype)
-            return xp.where(base_zero, zero, result)
-        return integer_pow(x1, x2)
-
-    return power
+    return numpy_power(xp, integer_pow, _complex, _pair, exp(xp), log(xp), divide(xp), _rounding)
 
 
 def _flush_parts(xp: Any, x: Any) -> Any:
