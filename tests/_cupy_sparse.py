@@ -35,9 +35,10 @@ def _cusparse(routine: str, *matrices: Any, empty_ok: bool = False) -> None:
     """The model's guard of a cuSPARSE call (see the module docstring)."""
     for m in matrices:
         if 0 in m.shape or (not empty_ok and m.nnz == 0):
+            stored = "" if empty_ok else f" storing {m.nnz} elements"
             raise IllegalAddress(
                 f"cudaErrorIllegalAddress: an illegal memory access was encountered (the CuPy model's cuSPARSE {routine} "
-                f"given a {m.shape} matrix with {m.nnz} stored elements: on the H200 such a call corrupted device memory)"
+                f"given a {m.shape} matrix{stored}: on the H200 such a call corrupted device memory)"
             )
 
 

@@ -172,6 +172,57 @@ signed_zero = _make("signed_zero")
 nan_maximum = _make("nan_maximum")
 wrong_shape = _make("wrong_shape")
 device_error = _make("device_error")
+# ----------------------------------------------------------------------------- a process lost to one op
+
+def _exit_process(x: np.ndarray) -> np.ndarray:
+    """exp that kills its process (a segmentation fault, a driver abort): the worker dies mid-cell."""
+    import os
+
+    os._exit(86)
+
+
+def _hang(x: np.ndarray) -> np.ndarray:
+    """exp that never returns (a kernel in an endless loop)."""
+    import time
+
+    time.sleep(3600)
+    return np.exp(x)
+
+
+class CorruptingMutant(MutantBackend):
+    """A device left unusable by one op, as a GPU after an illegal memory access: ``exp`` corrupts it,
+    and every later kernel call of the process then fails (``cudaErrorIllegalAddress`` on the H200)."""
+
+    lost = False
+
+    def register(self, register_kernel: Callable[..., None]) -> None:
+        backend = self
+
+        def guarded(op: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+            def kernel(*args: Any, **kwargs: Any) -> Any:
+                if backend.lost:
+                    raise RuntimeError("mutant cudaErrorIllegalAddress: an illegal memory access was encountered (by an earlier op)")
+                if op == "exp":
+                    backend.lost = True
+                    raise RuntimeError("mutant cudaErrorIllegalAddress: an illegal memory access was encountered")
+                return fn(*args, **kwargs)
+
+            return kernel
+
+        for op in dict.fromkeys(SUPPORT_OPS + self.ops):
+            decl = CATALOG[op]
+            register_kernel(op, decl.supported_dtypes, guarded(op, wrap(decl.reference, op)))
+
+    def from_host(self, host: np.ndarray, device: nda.Device, out: MutBuffer | None = None) -> MutBuffer:
+        if self.lost:
+            raise RuntimeError("mutant cudaErrorIllegalAddress: an illegal memory access was encountered (by an earlier op)")
+        return super().from_host(host, device, out)
+
+
+process_exit = MutantBackend("mut_process_exit", ("exp", "add"), ("exp", ["float64"], _exit_process))
+hang = MutantBackend("mut_hang", ("exp", "add"), ("exp", ["float64"], _hang))
+corrupting = CorruptingMutant("mut_corrupting", ("add", "exp", "negative"))
+
 # ----------------------------------------------------------------------------- flush to zero
 
 def flushing(fn: Callable[..., Any], dtypes: tuple[str, ...]) -> Callable[..., Any]:

@@ -230,6 +230,29 @@ def test_h200_minimal_examples_pass_the_kit_on_the_mirror(mirror, op, dtype, lay
         ctx.__exit__(None, None, None)
 
 
+def test_zero_size_and_empty_csr_matrices_never_reach_cusparse(mirror):
+    """Every csr kernel of nda-cuda on the kit's degenerate matrices (the model's cuSPARSE raises
+    IllegalAddress for a zero dimension or no stored element, where the H200 corrupted memory)."""
+    from nda.testing.conformance._cases import degenerate_sweep
+
+    runner = Runner(D, "cpu")
+    checked = 0
+    for op in sorted(mirror.csr_sources):
+        for dtype in ("float32", "complex128", "bool"):
+            cell = Cell(op, as_dtype(dtype), as_layout("csr"), "native")
+            for case in degenerate_sweep(op, as_dtype(dtype)):
+                ctx = _quiet()
+                try:
+                    with np.errstate(all="ignore"):
+                        runner.check(case, cell)
+                    checked += 1
+                except _Invalid:
+                    pass  # not a case of this cell (a dtype the op does not take, a shape it refuses)
+                finally:
+                    ctx.__exit__(None, None, None)
+    assert checked > 200, checked
+
+
 def test_complex_products_near_overflow_are_not_compared_and_why():
     """The H200's ``multiply`` complex128 failure is a rounding choice NumPy makes both ways itself.
 

@@ -334,6 +334,60 @@ def sweep(op: str, dtype: DType) -> list[Case]:
     return []
 
 
+#: The matrices of :func:`degenerate_sweep`: empty in each way, storing nothing, storing everything, an empty row.
+_DEGENERATE = [((1, 0), None), ((0, 3), None), ((0, 0), None), ((2, 3), None), ((2, 3), "ones"), ((2, 3), "row")]
+
+
+def _degenerate(dtype: DType) -> list[np.ndarray]:
+    found = []
+    for shape, fill in _DEGENERATE:
+        a = np.zeros(shape, dtype=dtype.numpy)
+        if fill == "ones":
+            a[...] = 1
+        elif fill == "row":  # the first row stores nothing
+            a[1, 0], a[1, 2] = 1, (True if dtype is nda.bool else 2)
+        found.append(a)
+    return found
+
+
+def degenerate_sweep(op: str, dtype: DType) -> list[Case]:
+    """Deterministic cases of a sparse-layout cell: zero-size matrices, ones storing nothing, one storing
+    everything, one with an empty row (the kit converts them to the cell's layout).
+
+    A kernel that hands a vendor library a matrix with a zero dimension or no stored element
+    (cuSPARSE corrupted device memory for ``(1, 0) - (1, 0)`` on an H200) fails here, on every
+    backend, before a random case happens to draw one. Element-wise ops get each matrix, each
+    pair of same-shape matrices with a zero one and a scalar on either side; ``sum`` every axis;
+    ``matmul`` the matrices of matching inner sides; ``permute_dims`` and ``astype`` each matrix.
+    """
+    decl = CATALOG[op]
+    mats = _degenerate(dtype)
+    scalar = np.array(2, dtype=dtype.numpy).item()
+    found: list[Case] = []
+    if decl.family == "unary":
+        found = [Case(op, (Arr(m),), origin="degenerate sweep") for m in mats]
+    elif decl.family == "binary":
+        r1, r2 = binary_repairs(op, dtype)
+        for m in mats:
+            a, b = (r1(m) if r1 else m), (r2(m) if r2 else m)
+            zero = np.zeros_like(m)
+            found += [Case(op, (Arr(a), Arr(zero if r2 is None else b)), origin="degenerate sweep"),
+                      Case(op, (Arr(zero if r1 is None else a), Arr(b)), origin="degenerate sweep"),
+                      Case(op, (Arr(a), scalar), origin="degenerate sweep"), Case(op, (scalar, Arr(b)), origin="degenerate sweep")]
+    elif op == "sum":
+        found = [Case(op, (Arr(m),), {k: v for k, v in (("axis", axis), ("keepdims", keep)) if v is not None and v is not False}, origin="degenerate sweep")
+                 for m in mats for axis in (None, 0, 1) for keep in (False, True)]
+    elif op == "matmul":
+        found = [Case(op, (Arr(a), Arr(b.T.copy() if a.shape[1] != b.shape[0] else b)), origin="degenerate sweep")
+                 for a in mats for b in mats if a.shape[1] in b.shape]
+    elif op == "permute_dims":
+        found = [Case(op, (Arr(m), axes), origin="degenerate sweep") for m in mats for axes in ((1, 0), (0, 1))]
+    elif op == "astype":
+        targets = [t for t in cast_targets(dtype) if t in (dtype, nda.bool, nda.float64, nda.complex128)]
+        found = [Case(op, (Arr(m), t), origin="degenerate sweep") for m in mats for t in targets]
+    return found
+
+
 def sub_cases(case: Case, limit: int = 400) -> Iterator[Case]:
     """Smaller cases of a failing sweep: single elements first, then pairs (rows of a reduction sweep)."""
     positions = [i for i, a in enumerate(case.args) if isinstance(a, Arr)]

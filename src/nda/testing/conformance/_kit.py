@@ -22,7 +22,9 @@ zeros), that both raised the same exception type if either raised, and that no i
 array changed (a kernel must not write into its inputs; ``setitem`` writes only into
 its target). Hypothesis shrinks a failure to a minimal example. After a passing
 Hypothesis run, a deterministic edge sweep (:func:`._cases.sweep`) runs; a failing sweep
-is reduced to the one- or two-element case that still fails.
+is reduced to the one- or two-element case that still fails. Cells of a sparse layout then
+run the degenerate sweep (:func:`._cases.degenerate_sweep`): zero-size matrices, matrices
+storing nothing, everything, or nothing in a row.
 
 Layer: clients (of the nda namespace) (README, "Architecture").
 """
@@ -258,6 +260,13 @@ class Runner:
                         break
                 error += self._diagnose(minimal, cell)
                 return CellResult(**base, status="failed", examples=state["examples"], example=repr(minimal), error=error, found_by="edge sweep", case=minimal)
+            for case in _cases.degenerate_sweep(cell.op, cell.dtype) if cell.layout is not strided else ():
+                failure = self._try(case, cell)
+                if failure is None:
+                    state["examples"] += 1
+                    continue
+                failure += self._diagnose(case, cell)
+                return CellResult(**base, status="failed", examples=state["examples"], example=repr(case), error=failure, found_by="degenerate sweep", case=case)
         return CellResult(**base, status="passed", examples=state["examples"])
 
     def _try(self, case: Case, cell: Cell) -> str | None:
@@ -542,6 +551,8 @@ def run(
     progress: Callable[[CellResult], None] | None = None,
     gradients: bool = False,
     jobs: int | None = 1,
+    isolate: bool = False,
+    worker_timeout: float | None = None,
 ) -> Report:
     """Run the conformance kit on ``device`` (a type such as ``"sim"`` or a device ``"sim:1"``).
 
@@ -550,7 +561,10 @@ def run(
     or ``"deep"`` (or pass Hypothesis ``settings``). ``gradients=True`` checks the
     device's gradients instead (see :mod:`._gradients`). ``jobs`` > 1 splits the cells among
     that many worker processes (:mod:`._parallel`; not with ``settings``), ``None`` picks a
-    number from the cores and the size of the run (:func:`auto_jobs`). Returns a :class:`Report`.
+    number from the cores and the size of the run (:func:`auto_jobs`). ``isolate=True`` runs one
+    op per worker process, ``jobs`` (default: one per core) at a time, so that a crash or a
+    device left unusable by one op fails that op's cells only; ``worker_timeout`` (seconds)
+    kills a worker that runs longer and fails its cells. Returns a :class:`Report`.
     """
     if gradients:
         from . import _gradients
@@ -558,12 +572,12 @@ def run(
         return _gradients.run(device, reference=reference, ops=ops, dtypes=dtypes, profile=profile, settings=settings, progress=progress)
     runner = Runner(device, reference, profile=profile, settings=settings)
     selected = cells(runner.device, ops=ops, dtypes=dtypes)
-    workers = auto_jobs(selected) if jobs is None else jobs
-    if workers > 1 and settings is None:
-        from ._parallel import run_parallel
+    from ._parallel import default_jobs, run_parallel
 
+    workers = (default_jobs() if isolate else auto_jobs(selected)) if jobs is None else jobs
+    if (workers > 1 or isolate) and settings is None:
         return run_parallel(runner.device, selected, reference=runner.reference, profile=profile, jobs=workers,
-                            environment=environment(runner), progress=progress)
+                            environment=environment(runner), progress=progress, isolate=isolate, worker_timeout=worker_timeout)
     return runner.run(selected, progress)
 
 
