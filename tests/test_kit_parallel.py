@@ -93,6 +93,8 @@ def test_an_isolated_worker_that_dies_or_hangs_fails_its_cells_and_the_run_goes_
     assert [r.status for r in exits.results if r.op == "add"] == ["passed", "passed"]
     hangs = conformance.run(_loaded("hang"), ops=["exp"], dtypes=["float64"], isolate=True, worker_timeout=15)
     assert [r.id for r in hangs.failures] == ["exp-float64-strided"] and "ran past 15 s and was killed" in hangs.failures[0].error
+    late = conformance.run(_loaded("hang"), ops=["add", "exp"], dtypes=["float64"], jobs=1, isolate=True, deadline=1)
+    assert [r.status for r in late.results] == ["not covered", "not covered"] and "deadline (1 s) passed" in late.results[0].reason
 
 
 def test_auto_jobs_stay_one_for_small_runs_and_follow_nda_kit_jobs(monkeypatch):

@@ -553,6 +553,7 @@ def run(
     jobs: int | None = 1,
     isolate: bool = False,
     worker_timeout: float | None = None,
+    deadline: float | None = None,
 ) -> Report:
     """Run the conformance kit on ``device`` (a type such as ``"sim"`` or a device ``"sim:1"``).
 
@@ -564,7 +565,8 @@ def run(
     number from the cores and the size of the run (:func:`auto_jobs`). ``isolate=True`` runs one
     op per worker process, ``jobs`` (default: one per core) at a time, so that a crash or a
     device left unusable by one op fails that op's cells only; ``worker_timeout`` (seconds)
-    kills a worker that runs longer and fails its cells. Returns a :class:`Report`.
+    kills a worker that runs longer and fails its cells; ``deadline`` (seconds, worker processes
+    only) ends the run then, reporting the ops not finished as not covered. Returns a :class:`Report`.
     """
     if gradients:
         from . import _gradients
@@ -577,7 +579,8 @@ def run(
     workers = (default_jobs() if isolate else auto_jobs(selected)) if jobs is None else jobs
     if (workers > 1 or isolate) and settings is None:
         return run_parallel(runner.device, selected, reference=runner.reference, profile=profile, jobs=workers,
-                            environment=environment(runner), progress=progress, isolate=isolate, worker_timeout=worker_timeout)
+                            environment=environment(runner), progress=progress, isolate=isolate, worker_timeout=worker_timeout,
+                            deadline=deadline)
     return runner.run(selected, progress)
 
 

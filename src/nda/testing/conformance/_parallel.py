@@ -18,7 +18,9 @@ worker (its kernels compile once).
 illegal memory access leaves a CUDA context unusable: on an H200, one corrupting csr op failed
 every later cell of its worker) then costs that op's cells only. A worker that crashes, or runs
 past ``worker_timeout`` seconds (then killed), fails its op's cells with what it printed last,
-and the run goes on.
+and the run goes on. ``deadline`` (seconds from the start) bounds the whole run: at the
+deadline, running workers are killed and their ops, and the ops not started, are reported
+"not covered" (so that a session with a time limit always gets its report).
 
 Layer: clients (of the nda namespace) (README, "Architecture").
 """
@@ -84,6 +86,7 @@ def run_parallel(
     progress: Callable[[CellResult], None] | None = None,
     isolate: bool = False,
     worker_timeout: float | None = None,
+    deadline: float | None = None,
 ) -> Report:
     """Run ``cells`` (of one device) in ``jobs`` worker processes and merge what they report
     (``isolate``: one op per process, ``jobs`` at a time; see the module docstring)."""
@@ -103,6 +106,11 @@ def run_parallel(
         for spec in runtime_loads():
             line += ["--load", spec]
         return line
+
+    def unreached(ops: list[str], why: str) -> None:
+        for c in cells:
+            if c.op in ops:
+                results.append(CellResult(op=c.op, dtype=c.dtype.name, layout=c.layout.name, status="not covered", reason=why))
 
     def collect(ops: list[str], path: str, code: int | None, output: str) -> None:
         if code in (0, 1) and os.path.exists(path):
@@ -136,6 +144,17 @@ def run_parallel(
                     log = open(os.path.join(tmp, f"part{i}.log"), "w+", encoding="utf-8")  # noqa: SIM115 - closed when collected
                     process = subprocess.Popen(command(ops, path), stdout=log, stderr=subprocess.STDOUT, env=env)
                     running.append((process, path, log, ops, time.monotonic()))
+                if deadline is not None and time.perf_counter() - start > deadline:
+                    why = f"the run's deadline ({deadline:g} s) passed before this op ran to its end"
+                    for process, _, log, ops, _ in running:
+                        process.kill()
+                        process.wait()
+                        log.close()
+                        unreached(ops, why)
+                    for _, ops in pending:
+                        unreached(ops, why)
+                    running, pending = [], []
+                    break
                 still = []
                 for process, path, log, ops, began in running:
                     code = process.poll()
