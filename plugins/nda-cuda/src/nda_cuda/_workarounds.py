@@ -436,7 +436,7 @@ def _flush_parts(xp: Any, x: Any) -> Any:
     """A complex64 array with its subnormal parts flushed to signed zeros: ``* 1`` in a flushing
     float32 kernel (exact for every other value, ``-0.0`` and NaN included; over NumPy, which
     does not flush, the identity); other dtypes as they are."""
-    if x.dtype != np.complex64:
+    if x.dtype.char != "F":  # not complex64 (a character compare: this runs on every call of the op)
         return x
     return _complex(xp, x.real * 1, x.imag * 1, x.dtype)
 
