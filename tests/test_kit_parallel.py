@@ -77,16 +77,21 @@ def test_isolated_workers_give_the_report_one_process_gives():
     assert [(r.id, r.status, r.examples) for r in isolated.results] == [(r.id, r.status, r.examples) for r in serial.results]
 
 
-def test_an_op_that_leaves_the_device_unusable_fails_only_its_cells_when_isolated():
+def test_an_op_that_leaves_the_device_unusable_fails_only_its_cells_when_isolated(monkeypatch):
     """One process: every cell after the corrupting op fails too (the H200's 14-job deep run); one op per process: its own cells only."""
     device = _loaded("corrupting")
-    serial = conformance.run(device, ops=["add", "exp", "negative"], dtypes=["float64"])
-    assert [r.op for r in serial.failures] == ["exp", "negative"]  # negative runs after exp in the same process
-    isolated = conformance.run(device, ops=["add", "exp", "negative"], dtypes=["float64"], jobs=3, isolate=True)
-    assert [r.op for r in isolated.failures] == ["exp"]
+    monkeypatch.setenv("NDA_MUTANT_ARMED", "1")
+    try:
+        serial = conformance.run(device, ops=["add", "exp", "negative"], dtypes=["float64"])
+        assert [r.op for r in serial.failures] == ["exp", "negative"]  # negative runs after exp in the same process
+        isolated = conformance.run(device, ops=["add", "exp", "negative"], dtypes=["float64"], jobs=3, isolate=True)
+        assert [r.op for r in isolated.failures] == ["exp"]
+    finally:
+        _mutant_backends.corrupting.lost = False
 
 
-def test_an_isolated_worker_that_dies_or_hangs_fails_its_cells_and_the_run_goes_on():
+def test_an_isolated_worker_that_dies_or_hangs_fails_its_cells_and_the_run_goes_on(monkeypatch):
+    monkeypatch.setenv("NDA_MUTANT_ARMED", "1")
     exits = conformance.run(_loaded("process_exit"), ops=["add", "exp"], dtypes=["float64", "int8"], jobs=2, isolate=True)
     assert [r.id for r in exits.failures] == ["exp-float64-strided"]
     assert "the worker process of op 'exp' exited with 86" in exits.failures[0].error
