@@ -281,8 +281,9 @@ class DeviceArray:
     def __setitem__(self, key: Any, value: Any) -> None:
         if isinstance(value, np.ndarray) and value.shape != ():
             raise ValueError("non-scalar numpy.ndarray cannot be used for fill")  # CuPy: host data is assigned through fill
-        if value.__class__ in (float, complex) and value == 0 and self._a.dtype.kind in "fc":
-            value = 0  # CuPy: ndarray.fill -> a memset for a value equal to zero (loses -0.0)
+        host_scalar = value.__class__ in (float, complex) or isinstance(value, np.inexact) or (isinstance(value, np.ndarray) and value.dtype.kind in "fc")
+        if host_scalar and value == 0 and self._a.dtype.kind in "fc":
+            value = 0  # CuPy: host scalars (and 0-d host arrays) go through ndarray.fill: a memset for zero (loses -0.0)
         self._a[plain(key)] = plain(value)
 
     # ------------------------------------------------------------------ NumPy's protocols, CuPy's answers

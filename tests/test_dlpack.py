@@ -51,35 +51,40 @@ def mirror():
 
 @pytest.fixture(scope="module")
 def cuda_arrays(mirror):
-    """``(device, make)``: CUDA producers of this process's kDLCUDA backend. Real CuPy arrays where
-    nda-cuda has a GPU (kDLCUDA goes to it); elsewhere the mirror's (the model of CuPy's) arrays.
-    The model's host memory is never handed to real CuPy: its arrays refuse a real CUDA consumer."""
+    """``(device, make, done)``: CUDA producers of this process's kDLCUDA backend and a wait for the
+    producer's own work. Real CuPy arrays where nda-cuda has a GPU (kDLCUDA goes to it); elsewhere
+    the mirror's (the model of CuPy's) arrays. The model's host memory is never handed to real
+    CuPy: its arrays refuse a real CUDA consumer."""
     if nda.backends.serves("cuda"):
         import cupy
 
-        return nda.Device("cuda", 0), cupy.asarray
+        # A write through the producer runs on CuPy's stream, which nda's queue knows nothing of.
+        return nda.Device("cuda", 0), cupy.asarray, lambda: cupy.cuda.get_current_stream().synchronize()
     from _cupy_quirks import cupy_model
 
-    return mirror, cupy_model.asarray
+    return mirror, cupy_model.asarray, lambda: None
 
 
 # ----------------------------------------------------------------------------- routing
 
 def test_a_device_producer_goes_to_the_backend_that_imports_its_device_type_without_a_copy(cuda_arrays):
-    device, make = cuda_arrays
+    device, make, done = cuda_arrays
     producer = make(np.arange(6.0).reshape(2, 3))
     x = nda.from_dlpack(producer)
     assert x.device == device and x.dtype == nda.float64 and x.shape == (2, 3)
     producer[0, 0] = 42.0  # shared memory: the producer's write is visible
+    done()
     assert x.asnumpy()[0, 0] == 42.0
     assert (nda.sum(x) + 0).asnumpy() == 42.0 + 15.0
     copied = nda.from_dlpack(producer, copy=True)
+    copied.wait_to_read()
     producer[0, 0] = -1.0
+    done()
     assert copied.asnumpy()[0, 0] == 42.0 and copied.device == device
 
 
 def test_device_moves_and_refuses_to_move_without_copy(cuda_arrays):
-    device, make = cuda_arrays
+    device, make, _ = cuda_arrays
     producer = make(np.arange(4, dtype=np.int32))
     on_sim = nda.from_dlpack(producer, device="sim:1")
     assert on_sim.device == nda.Device("sim", 1) and on_sim.tolist() == [0, 1, 2, 3] and on_sim.dtype == nda.int32
@@ -91,7 +96,7 @@ def test_device_moves_and_refuses_to_move_without_copy(cuda_arrays):
 
 def test_host_memory_claiming_to_be_cuda_memory_is_a_buffer_error(cuda_arrays):
     """CuPy 14.2 checks the capsule's device type, not the producer's word: RuntimeError (the H200), here BufferError."""
-    device, _ = cuda_arrays
+    device, _, _ = cuda_arrays
     with pytest.raises(BufferError, match=r"says \(2, 0\) \(CUDA memory\), but the DLPack capsule .* holds memory of another device type"):
         nda.from_dlpack(Producer(np.zeros(2)), device=device)
 
