@@ -58,7 +58,8 @@ def _positive(xp: Any, x: Any) -> Any:
 
 
 def positive_strides(xp: Any, kernel: Kernel) -> Kernel:
-    """``kernel`` with its array operands copied when a stride is negative (CuPy's batched GEMM pointers)."""
+    """``kernel`` with its array operands copied when a stride is negative (CuPy 14.2's batched GEMM pointers
+    are ``uintp`` computed from the strides: ``OverflowError`` for a negative one)."""
 
     def products(x1: Any, x2: Any, *args: Any, **kwargs: Any) -> Any:
         return kernel(_positive(xp, x1), _positive(xp, x2), *args, **kwargs)
@@ -97,7 +98,8 @@ def solve(xp: Any, kernel: Kernel) -> Kernel:
 
 
 def cholesky(xp: Any, kernel: Kernel) -> Kernel:
-    """``upper=True`` factors ``x``'s upper triangle, as NumPy does (see the module docstring)."""
+    """``upper=True`` factors ``x``'s upper triangle, as NumPy does (``array_api_compat.cupy`` over CuPy 14.2
+    factors the lower one and transposes; see the module docstring)."""
 
     def cholesky(x: Any, upper: bool = False) -> Any:
         if not upper:
@@ -108,7 +110,7 @@ def cholesky(xp: Any, kernel: Kernel) -> Kernel:
 
 
 def vector_norm(xp: Any, kernel: Kernel) -> Kernel:
-    """``ord=inf`` over an empty axis is 0 (NumPy), without CuPy's ``max`` reduction, which raises there."""
+    """``ord=inf`` over an empty axis is 0 (NumPy), without CuPy 14.2's ``max`` reduction, which raises there."""
 
     def vector_norm(x: Any, axis: Any = None, keepdims: bool = False, ord: Any = 2) -> Any:  # noqa: A002
         if x.size == 0 and ord == math.inf:
@@ -122,7 +124,8 @@ def vector_norm(xp: Any, kernel: Kernel) -> Kernel:
 
 
 def first_nan(xp: Any, kernel: Kernel) -> Kernel:
-    """``argmax``/``argmin`` of floats: the first NaN's index where the reduced values hold a NaN (NumPy's rule).
+    """``argmax``/``argmin`` of floats: the first NaN's index where the reduced values hold a NaN (NumPy's rule;
+    CuPy 14.2's reduction keeps either of two NaNs).
 
     The index is the minimum of ``where(isnan(x), index, n)`` along the axis: unique values, so
     the result does not depend on how the reduction breaks ties.
