@@ -12,7 +12,14 @@ same process and the same rounds.
   stream (sequential), on two streams issued by two threads (the hand-made optimum), and
   PyTorch on its current stream. nda's ops on one device share its stream (its queue):
   each op is enqueued at once, a dependent op right behind its producer, and the host
-  waits only at the two reads; target nda/CuPy one stream <= 1.05x.
+  waits only at the two reads; target nda/CuPy one stream <= 1.05x;
+* element-wise ops (issue 28, :func:`elementwise`): add, multiply, exp, where, a comparison and a
+  cast at float32 and float64 on 64M elements against CuPy and PyTorch, with the floor from the
+  measured bandwidth of a device-to-device copy; target nda <= 1.10x PyTorch.
+* random numbers (:func:`random_section`, also alone: ``python -m benchmarks.gpu --random``):
+  ``nda.random`` (its own Philox4x32-10 CUDA kernel, bit-identical to cpu) against
+  ``cupy.random`` (cuRAND) for ``random`` and ``standard_normal``, float32 and float64, at
+  1M and 64M values, each timed to completion; target nda/CuPy <= 1.2x.
 
 Without a GPU (or without nda-cuda) every case is skipped with the probe's reason.
 """
@@ -195,6 +202,118 @@ def overlap(rounds: int) -> dict[str, float]:
     return alternate(fns, rounds, 1)
 
 
+def copy_bandwidth(nbytes: int = 1 << 30, reps: int = 20) -> float:
+    """Bytes per second a device-to-device copy moves (read plus written), median of ``reps``, CUDA events."""
+    import statistics
+
+    import cupy
+
+    src = cupy.ones(nbytes // 4, dtype=cupy.float32)
+    dst = cupy.empty_like(src)
+    times = []
+    for i in range(reps + 3):
+        start, end = cupy.cuda.Event(), cupy.cuda.Event()
+        start.record()
+        cupy.copyto(dst, src)
+        end.record()
+        end.synchronize()
+        if i >= 3:
+            times.append(cupy.cuda.get_elapsed_time(start, end) * 1e-3)
+    return 2.0 * src.nbytes / statistics.median(times)
+
+
+#: Issue 28's element-wise cases: name -> (nda, CuPy/NumPy-style, torch) callables over (a, b, c), and
+#: the bytes moved per element as (arrays read of the dtype, arrays written of it, bool arrays).
+ELEMENTWISE_CASES: dict[str, tuple[Callable[..., Any], Callable[..., Any], Callable[..., Any], tuple[int, int, int]]] = {
+    "add": (lambda a, b, c: a + b, lambda cp, a, b, c: a + b, lambda t, a, b, c: a + b, (2, 1, 0)),
+    "multiply": (lambda a, b, c: a * b, lambda cp, a, b, c: a * b, lambda t, a, b, c: a * b, (2, 1, 0)),
+    "exp": (lambda a, b, c: nda.exp(a), lambda cp, a, b, c: cp.exp(a), lambda t, a, b, c: t.exp(a), (1, 1, 0)),
+    "where": (lambda a, b, c: nda.where(c, a, b), lambda cp, a, b, c: cp.where(c, a, b), lambda t, a, b, c: t.where(c, a, b), (2, 1, 1)),
+    "less": (lambda a, b, c: a < b, lambda cp, a, b, c: a < b, lambda t, a, b, c: a < b, (2, 0, 1)),
+}
+
+
+def elementwise(rounds: int, n: int = 64 * 1024 * 1024) -> dict[str, Any]:
+    """Issue 28's table: add, multiply, exp, where, a comparison and a cast at float32 and float64 on
+    ``n`` elements, to completion, nda against CuPy and PyTorch in this process (the same memory:
+    nda and PyTorch see CuPy's arrays through DLPack), and the floor: the bytes the op must move
+    at the bandwidth of a device-to-device copy (measured here). Target: nda <= 1.10x PyTorch."""
+    import cupy
+
+    torch = _torch()
+    bandwidth = copy_bandwidth()
+    stream = cupy.cuda.get_current_stream()
+    results: dict[str, Any] = {"bandwidth": bandwidth, "n": n, "cases": {}}
+    for dtype in ("float32", "float64"):
+        rng = cupy.random.default_rng(0)
+        a_cp = rng.random(n, dtype=dtype) * 4 - 2
+        b_cp = rng.random(n, dtype=dtype) * 4 - 2
+        c_cp = rng.random(n, dtype="float32") < 0.5
+        arrays = [nda.from_dlpack(x) for x in (a_cp, b_cp, c_cp)]
+        tensors = [torch.as_tensor(x, device="cuda") for x in (a_cp, b_cp, c_cp)] if torch is not None else []
+        size = a_cp.itemsize
+        other = "float64" if dtype == "float32" else "float32"
+        cases = dict(ELEMENTWISE_CASES)
+        cases[f"astype {other}"] = (
+            lambda a, b, c, o=other: nda.astype(a, getattr(nda, o)), lambda cp, a, b, c, o=other: a.astype(o),
+            lambda t, a, b, c, o=other: a.to(getattr(t, o)), (1, 0, 0),
+        )
+        nda.waitall()
+        for name, (fn_nda, fn_cp, fn_t, (reads, writes, bools)) in cases.items():
+            moved = n * (size * (reads + writes) + bools)
+            if name.startswith("astype"):
+                moved += n * (12 - size)  # the other float dtype written
+            fns: dict[str, Callable[[], Any]] = {
+                "cupy": lambda f=fn_cp: (f(cupy, a_cp, b_cp, c_cp), stream.synchronize()),
+                "nda": lambda f=fn_nda: f(*arrays).wait_to_read(),
+            }
+            if torch is not None:
+                fns["torch"] = lambda f=fn_t: (f(torch, *tensors), torch.cuda.synchronize())
+            timed = alternate(fns, rounds, 5)
+            timed["floor"] = moved / bandwidth
+            results["cases"][f"{dtype} {name}"] = timed
+        del arrays, tensors, a_cp, b_cp, c_cp
+        cupy.get_default_memory_pool().free_all_blocks()
+    return results
+
+
+def elementwise_table(result: dict[str, Any]) -> str:
+    out = [f"element-wise ops, {result['n'] // (1024 * 1024)}M elements, to completion; copy bandwidth "
+           f"{result['bandwidth'] / 1e12:.2f} TB/s (read + written): target nda <= 1.10x torch"]
+    for name, r in result["cases"].items():
+        torch = f"   torch {r['torch'] * 1e3:7.3f} ms   nda/torch {r['nda'] / r['torch']:.2f}x" if "torch" in r else ""
+        out.append(f"  {name:<17} cupy {r['cupy'] * 1e3:7.3f} ms   nda {r['nda'] * 1e3:7.3f} ms{torch}   "
+                   f"floor {r['floor'] * 1e3:7.3f} ms   nda/floor {r['nda'] / r['floor']:.2f}x")
+def random_section(rounds: int) -> dict[str, dict[str, float]]:
+    """``nda.random`` on cuda against ``cupy.random``: seconds per call, to completion (both synchronised)."""
+    import cupy
+
+    rng = nda.random.default_rng(0, device="cuda")
+    cp_rng = cupy.random.default_rng(0)
+    sync = cupy.cuda.get_current_stream().synchronize
+    cases: dict[str, dict[str, Callable[[], Any]]] = {}
+    for n in (1_000_000, 64 * 1024 * 1024):
+        for dtype, cp_dtype in ((nda.float32, cupy.float32), (nda.float64, cupy.float64)):
+            label = f"{n:,} {dtype.name}"
+
+            def pair(nda_fn: Callable[[], Any], cupy_fn: Callable[[], Any]) -> dict[str, Callable[[], Any]]:
+                return {"cupy": lambda: (cupy_fn(), sync()), "nda": lambda: nda_fn().wait_to_read()}
+
+            cases[f"random {label}"] = pair(lambda n=n, d=dtype: rng.random(n, dtype=d), lambda n=n, d=cp_dtype: cupy.random.random(n, dtype=d))
+            cases[f"standard_normal {label}"] = pair(lambda n=n, d=dtype: rng.standard_normal(n, dtype=d),
+                                                     lambda n=n, d=cp_dtype: cupy.random.standard_normal(n, dtype=d))
+            cases[f"standard_normal {label} (cupy Generator)"] = pair(lambda n=n, d=dtype: rng.standard_normal(n, dtype=d),
+                                                                      lambda n=n, d=cp_dtype: cp_rng.standard_normal(n, dtype=d))
+    return {name: alternate(fns, rounds, 1) for name, fns in cases.items()}
+
+
+def random_table(report: dict[str, dict[str, float]]) -> str:
+    out = ["random numbers, to completion: target nda/cupy.random <= 1.2x"]
+    for name, r in report.items():
+        out.append(f"  {name:<48} cupy {r['cupy'] * 1e3:8.3f} ms   nda {r['nda'] * 1e3:8.3f} ms   nda/cupy {r['nda'] / r['cupy']:.2f}x")
+    return "\n".join(out)
+
+
 def run(rounds: int, quick: bool) -> dict[str, Any]:
     reason = unavailable()
     if reason is not None:
@@ -209,6 +328,8 @@ def run(rounds: int, quick: bool) -> dict[str, Any]:
         "tiny": tiny(rounds, 2_000 if quick else 10_000),
         "host_read": host_read(rounds, 500 if quick else 2_000),
         "overlap": overlap(3 if quick else 7),
+        "elementwise": elementwise(3 if quick else 7),
+        "random": random_section(3 if quick else 9),
     }
 
 
@@ -237,6 +358,10 @@ def table(report: dict[str, Any]) -> str:
     out.append("two independent chains of 8 exp/sin on 16M float32: target nda/cupy one stream <= 1.05x")
     for name, s in o.items():
         out.append(f"  {name:<17} {s * 1e3:8.3f} ms   {s / base:.3f}x cupy one stream")
+    if "elementwise" in report:
+        out.append(elementwise_table(report["elementwise"]))
+    if "random" in report:
+        out.append(random_table(report["random"]))
     return "\n".join(out)
 
 
@@ -248,9 +373,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.gpu", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--json", metavar="PATH")
+    parser.add_argument("--random", action="store_true", help="only nda.random against cupy.random")
     args = parser.parse_args(argv)
-    report = run(5 if args.quick else 15, args.quick)
-    print(table(report))
+    if args.random:
+        reason = unavailable()
+        report: dict[str, Any] = {"skipped": reason} if reason else {"random": random_section(3 if args.quick else 9)}
+        print(f"skipped: {reason}" if reason else random_table(report["random"]))
+    else:
+        report = run(5 if args.quick else 15, args.quick)
+        print(table(report))
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(report, fh, indent=2)

@@ -10,7 +10,8 @@ CuPy when present, (7) memory per array and RSS over many tiny ops, (8) a csr ma
 (100000 x 100000, 1M non-zeros) times a strided block against SciPy, with peak RSS, (9) the
 engine on a device with an in-order queue (nda-sim: a dependent chain threaded vs inline, two
 devices vs one), (10) fused chains (``nda.hybridize``: ``a * b + c`` and a GELU on 16M float32
-against eager nda, NumPy and numexpr on cpu; CuPy, PyTorch eager and torch.compile on a GPU).
+against eager nda, NumPy and numexpr on cpu; CuPy, PyTorch eager and torch.compile on a GPU),
+(11) ``nda.random`` on cpu against NumPy's ``Generator`` (1M values; ``cupy.random`` is in (6)).
 Every comparison
 alternates the libraries inside each round and reports the median of the rounds, because
 these machines are noisy. Nothing here asserts a time: targets are printed next to the
@@ -38,6 +39,7 @@ from . import engine as engine_bench
 from . import fusion as fusion_bench
 from ._timing import alternate
 from . import gpu as gpu_bench
+from . import rng as rng_bench
 from . import sim as sim_bench
 from . import sparse as sparse_bench
 from . import tiny_ops
@@ -66,13 +68,13 @@ def overhead(rounds: int, number: int) -> dict[str, float]:
     previous = nda.engine.current()
 
     def uncached() -> Any:
-        table.cache.clear()
+        nda.dispatch.invalidate()
         return x + y
 
     results = alternate(
         {
             "null kernel called directly": lambda: null_add(host, host),
-            "dispatch lookup (cached)": lambda: table.cache.get(key),
+            "dispatch lookup (cached)": lambda: table.resolved.get(x._meta.key),
             "x + y, null kernel (front end + dispatch + inline engine)": lambda: x + y,
             "x + y, numpy kernel on cpu": lambda: cx + cy,
         },
@@ -198,27 +200,29 @@ def main(argv: list[str] | None = None) -> int:
     }
     print(f"nda benchmarks ({'quick' if quick else 'full'}) on {report['machine']['platform']}, {os.cpu_count()} cores", file=sys.stderr)
 
-    _progress("[1/10] tiny-op latency")
+    _progress("[1/11] tiny-op latency")
     report["tiny"] = tiny_ops.run(rounds, 5_000 if quick else 20_000)
-    _progress("[2/10] where the time of a tiny op goes")
+    _progress("[2/11] where the time of a tiny op goes")
     report["overhead"] = overhead(rounds, 5_000 if quick else 20_000)
-    _progress("[3/10] large arrays (16M float32)")
+    _progress("[3/11] large arrays (16M float32)")
     report["large"] = large(3 if quick else 7)
-    _progress("[4/10] engine concurrency (two chains of 8 ops on 8M float64)")
+    _progress("[4/11] engine concurrency (two chains of 8 ops on 8M float64)")
     report["concurrency"] = engine_bench.concurrency(2 if quick else 5)
     report["engine_tiny"] = engine_bench.tiny_latency(rounds, 5_000 if quick else 20_000)
-    _progress("[5/10] import time")
+    _progress("[5/11] import time")
     report["import"] = import_time(5 if quick else 15)
-    _progress("[6/10] GPU")
+    _progress("[6/11] GPU")
     report["gpu"] = gpu(rounds, quick)
-    _progress("[7/10] memory")
+    _progress("[7/11] memory")
     report["memory"] = memory(200_000 if quick else 1_000_000)
-    _progress("[8/10] sparse: csr @ strided against scipy (child processes)")
+    _progress("[8/11] sparse: csr @ strided against scipy (child processes)")
     report["sparse"] = sparse_bench.run(7 if quick else 21)
-    _progress("[9/10] a device with an in-order queue (nda-sim)")
+    _progress("[9/11] a device with an in-order queue (nda-sim)")
     report["sim"] = sim_bench.run(3 if quick else 9)
-    _progress("[10/10] fused chains: nda.hybridize on 16M float32 (a * b + c, GELU)")
+    _progress("[10/11] fused chains: nda.hybridize on 16M float32 (a * b + c, GELU)")
     report["fusion"] = fusion_bench.run(3 if quick else 9)
+    _progress("[11/11] random numbers: nda.random against NumPy's Generator (1M values)")
+    report["random"] = rng_bench.run(5 if quick else 15)
     report["seconds"] = time.perf_counter() - started
 
     print(_format(report))
@@ -261,6 +265,8 @@ def _format(report: dict[str, Any]) -> str:
     out.append(sim_bench.table(report["sim"]))
     out.append("\n== (10) fused chains, 16M float32, waited for: nda.hybridize against eager nda and the peers (ratios to numpy/cupy)")
     out.append(fusion_bench.table(report["fusion"]))
+    out.append("\n== (11) random numbers: nda.random (Philox4x32-10, bit-identical on every device) against NumPy's Generator")
+    out.append(rng_bench.table(report["random"]))
     out.append(f"\n(total {report['seconds']:.0f} s)")
     return "\n".join(out)
 

@@ -110,6 +110,10 @@ def main(argv: list[str] | None = None) -> int:
     rounds, number = (5, 5_000) if args.quick else (15, 20_000)
     print(f"tiny-op latency, {rounds} rounds x {number} calls, median per call", file=sys.stderr)
     report = run(rounds, number)
+    from nda import _execute
+
+    report["fast paths"] = "C (nda._native)" if _execute.native is not None else "Python"
+    print(f"operator fast paths: {report['fast paths']}")
     print(table(report))
     if args.json:
         with open(args.json, "w") as fh:

@@ -13,11 +13,12 @@ the conformance run on a real GPU is for (``tests/test_cuda.py``).
 
 It builds nda-cuda's csr layer (:mod:`nda_cuda._sparse`) the same way, over the model of
 ``cupyx.scipy.sparse`` (``_cupy_sparse``: cuSPARSE's complex ``csr + csr`` and its zero-size
-limits modelled), with the same dtype limits. Like the cuda backend it declares
-``flushes_subnormals``, and it imports DLPack producers that say they are on a CUDA device
-(``dlpack_device_types``) through the model's ``from_dlpack``, which checks the capsule's device
-as CuPy does (the model's arrays export capsules of device type kDLCUDA), so
-``nda.from_dlpack``'s routing is tested without a GPU.
+limits modelled), with the same dtype limits, and registers nda-cuda's Philox kernels
+(``nda.random``) compiled from their CUDA source by the host C compiler (``_philox_host``).
+Like the cuda backend it declares ``flushes_subnormals``, and it imports DLPack producers that
+say they are on a CUDA device (``dlpack_device_types``) through the model's ``from_dlpack``,
+which checks the capsule's device as CuPy does (the model's arrays export capsules of device
+type kDLCUDA), so ``nda.from_dlpack``'s routing is tested without a GPU.
 
 Buffers are the model's device arrays (``_cupy_device.DeviceArray``: not NumPy arrays, no
 implicit host conversion); every method here does what the cuda backend does with CuPy. Load
@@ -34,7 +35,8 @@ from _cupy_quirks import FLUSHED, DeviceArray, compat_model, cupy_model, sparse_
 from nda import Device
 from nda.backends import DeviceInfo, cpu_sparse
 from nda.ops import CATALOG
-from nda_cuda import _kernels, _sparse
+import _philox_host
+from nda_cuda import _einsum, _kernels, _philox, _sparse
 from nda_cuda._workarounds import import_dlpack, to_device
 
 DEVICE = Device("cudamirror", 0)
@@ -87,7 +89,8 @@ class NumpyMirrorBackend:
         return [DeviceInfo(DEVICE, "nda-cuda kernel table over NumPy")]
 
     def register(self, register_kernel: Callable[..., None]) -> None:
-        kernels, self.unmapped = _kernels.build(cupy_model, compat_model)
+        own = {*_philox.OPS, *_einsum.OPS}  # as nda-cuda: these ops have kernels of their own
+        kernels, self.unmapped = _kernels.build(cupy_model, compat_model, {n: d for n, d in CATALOG.items() if n not in own})
         for spec in kernels:
             register_kernel(spec.op, CATALOG[spec.op].supported_dtypes, spec.fn)
             self.sources[spec.op] = spec.source
@@ -101,6 +104,14 @@ class NumpyMirrorBackend:
             return layer.csr(*(self.from_host(a, device) for a in (host.data, host.indices, host.indptr)), tuple(host.shape))
 
         self.csr_sources = _sparse.register(register_kernel, layer, to_host=to_host, from_host=from_host, wrap=lambda fn, source: fn)
+        _einsum.register(register_kernel, cupy_model, lambda fn, source: fn)
+        self.sources["einsum"] = "cupy_model.einsum (nda_cuda._einsum)"
+        # nda-cuda's Philox kernels (nda.random): its CUDA source compiled by the host C compiler
+        # and launched by its own launch code (tests/_philox_host.py); without a C compiler the
+        # random ops take the host fallback here.
+        if _philox_host.compiler() is not None:
+            kernels_ = _philox.PhiloxKernels(cupy_model, _philox_host.HostModule())  # outputs in the model's memory
+            _philox.register(register_kernel, kernels_, lambda fn, source: fn)
 
     def ensure_buffer(self, result: Any) -> DeviceArray:
         return result if isinstance(result, DeviceArray) else to_device(cupy_model, result)
@@ -130,3 +141,49 @@ class NumpyMirrorBackend:
 
 
 backend = NumpyMirrorBackend()
+
+
+class CodegenMirrorBackend(NumpyMirrorBackend):
+    """The same table with nda-cuda's generated element-wise kernels in front (``cudagen``).
+
+    The kernels of the element-wise ops, ``where`` and ``astype`` are wrapped by
+    :class:`nda_cuda._elementwise.Generator` exactly as the cuda backend wraps them, with
+    the generated CUDA source compiled as host C++ (``tests/_cuda_host_kernels.py``): the
+    calls a generated kernel takes run it (thread by thread, a small grid so that the
+    grid-stride loops and the tails are exercised), the others run the model of CuPy.
+    The generated kernels keep float32 subnormals; the declaration of the model stays, as
+    on the GPU, because the ops they do not serve flush.
+    """
+
+    name = "cudagen"
+    device_types = ("cudagen",)
+    dlpack_device_types = {}
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.generator: Any = None
+
+    def devices(self) -> list[DeviceInfo]:
+        return [DeviceInfo(GEN_DEVICE, "nda-cuda generated kernels as host C++, over NumPy")]
+
+    def device_of(self, buf: Any) -> Device:
+        return GEN_DEVICE
+
+    def partitioner(self, device: Device) -> Any:
+        from nda_cuda._fusion import CudaPartitioner
+
+        return CudaPartitioner(cupy_model, generator=self.generator)
+
+    def register(self, register_kernel: Callable[..., None]) -> None:
+        from _cuda_host_kernels import HostCompiler
+        from nda_cuda._elementwise import Generator, Settings
+
+        self.generator = Generator(cupy_model, HostCompiler(), Settings(threads=8, blocks_per_sm=2))
+        kernels, self.unmapped = _kernels.build(cupy_model, compat_model, generator=self.generator)
+        for spec in kernels:
+            register_kernel(spec.op, CATALOG[spec.op].supported_dtypes, spec.fn)
+            self.sources[spec.op] = spec.source
+
+
+GEN_DEVICE = Device("cudagen", 0)
+codegen_backend = CodegenMirrorBackend()

@@ -158,6 +158,15 @@ def _arrays(sources: Any) -> list[DeviceArray]:
     return found
 
 
+class _Pointer:
+    """``cupy.cuda.MemoryPointer``'s address (``x.data.ptr``): the model's memory, for host-compiled kernels."""
+
+    __slots__ = ("ptr",)
+
+    def __init__(self, ptr: int) -> None:
+        self.ptr = ptr
+
+
 class _Device:
     __slots__ = ("id",)
 
@@ -199,6 +208,11 @@ class DeviceArray:
     flags = property(lambda self: self._a.flags)
     base = property(lambda self: self._base)
     device = property(lambda self: _DEVICE0)
+    #: ``x.data.ptr``, as CuPy's: the address of the model's memory (host memory), which the test
+    #: suite's host-compiled kernels (stand-ins for CUDA modules) read and write.
+    data = property(lambda self: _Pointer(self._a.__array_interface__["data"][0]))
+    #: NumPy's ``ctypes`` of that memory (not CuPy's API: for the host-compiled kernels' launchers only).
+    ctypes = property(lambda self: self._a.ctypes)
 
     @property
     def T(self) -> DeviceArray:  # noqa: N802

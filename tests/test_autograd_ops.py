@@ -76,7 +76,7 @@ def test_every_catalog_op_declares_its_gradient():
     missing = [name for name, decl in CATALOG.items() if decl.vjp is None]
     assert not missing, f"ops without a vjp= declaration (a VJP, constant(...) or not_differentiable(...)): {missing}"
     table = nda.autograd.differentiable_ops()
-    differentiable = {name for name, what in table.items() if what == "vjp"}
+    differentiable = {name for name, what in table.items() if what == "vjp" and name in CATALOG}  # loaded op libraries are not the catalog's
     assert differentiable == set(GRADIENT_OPS), "every differentiable op has a gradient check, and only those"
     for name, decl in CATALOG.items():
         if isinstance(decl.vjp, NoVJP):

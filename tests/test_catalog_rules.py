@@ -102,6 +102,7 @@ CALLS = {
     "astype": [lambda x: nda.astype(x, nda.complex128)],
     "getitem": [lambda x: x[1], lambda x: x[:, ::2], lambda x: x[None, ..., 0], lambda x: x[nda.asarray([0, 1, 0])]],
     "zeros_like": [lambda x: nda.zeros_like(x)],
+    "einsum": [lambda x: nda.einsum("ij->ji", x), lambda x: nda.einsum("ij,kj", x, x), lambda x: nda.einsum("ij->", x)],
     "ones_like": [lambda x: nda.ones_like(x, dtype=nda.int8)],
     "empty_like": [lambda x: nda.empty_like(x)],
     "full_like": [lambda x: nda.full_like(x, 1)],
@@ -166,11 +167,17 @@ CREATION = [
     lambda: nda.arange(0.0, 1.0, 0.1), lambda: nda.arange(10, 0, -3), lambda: nda.linspace(0, 1, 7),
     lambda: nda.linspace(0, 1, 4, endpoint=False, dtype=nda.float32), lambda: nda.eye(3, 4, k=-1),
     lambda: nda.asarray([[1, 2], [3, 4]]), lambda: nda.asarray(1.5), lambda: nda.asarray([True]),
+    lambda: nda.random.philox_uniform((2, 3), key=(1, 2)), lambda: nda.random.philox_uniform((), key=(1, 2), dtype=nda.float32),
+    lambda: nda.random.philox_normal((5,), key=(1, 2), counter=7), lambda: nda.random.philox_normal((3, 0), key=(1, 2), dtype=nda.float32),
+    lambda: nda.random.philox_exponential((1, 3), key=(1, 2), dtype=nda.float32),
+    lambda: nda.random.philox_integers((7,), key=(1, 2), low=-3, high=3, dtype=nda.int8),
+    lambda: nda.random.philox_integers((2, 2), key=(1, 2), low=0, high=2**64, dtype=nda.uint64),
 ]
 
 
 def test_every_catalog_op_is_covered_here():
     covered = set(CALLS) | {"zeros", "ones", "empty", "full", "arange", "linspace", "eye", "asarray", "setitem"}
+    covered |= {"random.philox_uniform", "random.philox_normal", "random.philox_exponential", "random.philox_integers"}  # CREATION
     covered |= {n for n, d in CATALOG.items() if d.family in ("unary", "binary")}
     assert covered == set(CATALOG), f"ops without a metadata check: {sorted(set(CATALOG) - covered)}"
 

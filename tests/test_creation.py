@@ -392,6 +392,10 @@ CREATORS = {
     "arange": lambda device: nda.arange(3, device=device),
     "linspace": lambda device: nda.linspace(0, 1, 3, device=device),
     "eye": lambda device: nda.eye(2, device=device),
+    "random.philox_uniform": lambda device: nda.random.philox_uniform(2, key=(1, 2), device=device),
+    "random.philox_normal": lambda device: nda.random.philox_normal(2, key=(1, 2), device=device),
+    "random.philox_exponential": lambda device: nda.random.philox_exponential(2, key=(1, 2), device=device),
+    "random.philox_integers": lambda device: nda.random.philox_integers(2, key=(1, 2), low=0, high=5, device=device),
 }
 
 

@@ -18,6 +18,11 @@ def toy():
     return nda.Device("toy", 0)
 
 
+#: Public functions in NumPy's calling convention over a catalog op whose own signature differs
+#: (nda.einsum(subscripts, *operands) over einsum(subscripts, operands)): they name the declaration.
+CALLING_CONVENTIONS = {"einsum"}
+
+
 def test_every_catalog_op_is_public_with_real_metadata():
     for name, decl in CATALOG.items():
         namespace = nda
@@ -28,6 +33,11 @@ def test_every_catalog_op_is_public_with_real_metadata():
         fn = getattr(namespace, short)
         assert fn.__name__ == short
         assert fn.__module__ == namespace.__name__
+        if name in CALLING_CONVENTIONS:  # the generated function is nda._api's, and the wrapper calls it
+            from nda import _api
+
+            assert _api.__dict__[name].__wrapped_decl__ is decl and fn.__doc__ and fn is not _api.__dict__[name]
+            continue
         assert fn.__doc__ and fn.__doc__ == decl.doc
         assert inspect.signature(fn) == decl.signature
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import textwrap
 import sys
 import threading
 import types
@@ -112,14 +114,54 @@ def test_mimebundle_sees_pending_before_its_plain_text_waits(all_tasks, gated_si
     assert bundle["text/plain"].startswith("array([[0.84147098")
 
 
-def test_displaying_a_failed_array_raises_its_error(all_tasks, failing_sin):
+def test_repr_and_str_of_a_failed_array_raise_its_error(all_tasks, failing_sin):
     bad = nda.sin(nda.ones((3, 5))) + 1
     ok = nda.ones(2) * 3
-    for display in (bad._repr_html_, bad._repr_mimebundle_, bad.__repr__, bad.__str__):
+    for display in (bad.__repr__, bad.__str__):
         with pytest.raises(ZeroDivisionError, match="kernel exploded") as info:
             display()
         assert any("op 'sin' issued at" in note and "test_display.py" in note for note in info.value.__notes__)
     assert "[3., 3.]" in ok._repr_html_()  # unrelated arrays display fine
+
+
+def test_the_notebook_view_of_a_failed_array_shows_its_error_once_and_short(all_tasks, failing_sin):
+    """In a notebook a failed array is displayed, not raised three times: the error, the op,
+    file:line and device, once; the full traceback folded in the HTML and kept by the array."""
+    bad = nda.sin(nda.ones((3, 5))) + 1
+    bundle = bad._repr_mimebundle_()
+    text, page = bundle["text/plain"], bundle["text/html"]
+    assert text.count("kernel exploded") == 1 and len(text.splitlines()) <= 5
+    assert "ZeroDivisionError: kernel exploded" in text and "op 'sin' issued at" in text and "test_display.py:" in text and "cpu:0" in text
+    assert "failed" in text.splitlines()[0] and "float64(3, 5)" in text.splitlines()[0]
+    assert "<details" in page and "full traceback" in page and "exploding_sin" in page  # the kernel's traceback, folded
+    assert page.split("<details")[0].count("kernel exploded") == 1  # once, before the folded traceback
+    assert bad._repr_html_() == page
+    with pytest.raises(ZeroDivisionError, match="kernel exploded"):  # and the array keeps it
+        bad.wait_to_read()
+
+
+@needs_sim
+def test_ipython_shows_a_failed_array_once():
+    """What a notebook cell shows, through IPython's own display machinery (sim: the index is
+    checked on the device, so the error surfaces when the array is displayed)."""
+    script = textwrap.dedent(
+        """
+        import nda
+        from IPython.core.interactiveshell import InteractiveShell
+        shell = InteractiveShell.instance(colors="NoColor")
+        shell.run_cell("import nda")
+        shell.run_cell("import warnings; warnings.simplefilter('ignore')")
+        shell.run_cell("x = nda.arange(10.0, device='sim')\\ny = x[nda.asarray([50], device='sim')]")
+        shell.run_cell("y")
+        """
+    )
+    # the threaded engine: the error must surface at the display (the naive one raises at the call)
+    env = {**os.environ, "NDA_ENGINE": "threaded"}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env)
+    shown = done.stdout + done.stderr
+    assert shown.count("index 50 is out of bounds") == 1, shown
+    assert "op 'take'" in shown or "op 'getitem'" in shown, shown
+    assert "<ipython-input-" in shown and len(shown.strip().splitlines()) <= 6, shown
 
 
 def test_a_sparse_layout_shows_nnz_and_density():
@@ -195,6 +237,28 @@ def test_timeline_draws_lanes_ops_and_marks_and_writes_a_png(tmp_path):
     assert any(t.get_text() == "phase 2" for t in ax.texts)
 
 
+@pytest.mark.parametrize("marks", [
+    [0.0, 0.0001, 0.0002, 0.0003, 0.0004, 0.0005],  # many marks at almost one time
+    [0.0, 0.004, 0.014, 0.024],  # the demo's: a short cpu run, then the others
+    [0.0, 0.05, 0.0501, 0.09],
+], ids=["bunched", "demo", "spread"])
+def test_timeline_mark_labels_never_overlap(marks):
+    pytest.importorskip("matplotlib")
+    prof = _profile(("matmul", "cpu:0", "MainThread", 0.0, 0.1), ("matmul", "sim:0", "nda-sim0-stream", 0.0, 0.1))
+    prof.marks = [(t, label) for t, label in zip(marks, ["cpu:0 alone", "sim:0 alone", "sim:1 alone", "all at once", "mark five", "mark six"])]
+    ax = prof.timeline()
+    ax.figure.canvas.draw()
+    renderer = ax.figure.canvas.get_renderer()
+    boxes = [t.get_window_extent(renderer) for t in ax.texts]
+    assert len(boxes) == len(marks)
+    for i in range(len(boxes)):
+        for j in range(i + 1, len(boxes)):
+            assert not boxes[i].overlaps(boxes[j]), (ax.texts[i].get_text(), ax.texts[j].get_text())
+    import matplotlib.pyplot as plt
+
+    plt.close(ax.figure)
+
+
 def test_timeline_into_a_given_axes_and_with_nothing_recorded():
     pytest.importorskip("matplotlib")
     from matplotlib.figure import Figure
@@ -249,3 +313,49 @@ def test_stop_leaves_recording_off_even_when_the_wait_raises(all_tasks, failing_
         nda.profiler.stop()
     assert not nda.profiler.active
     assert (nda.ones(2) + 1).tolist() == [2.0, 2.0]
+
+
+# ---------------------------------------------------------------------- large device arrays: only what is printed
+LARGE_SHAPES = [(10_000,), (100, 100), (5, 300, 7), (2000, 3), (3, 2000), (6, 6, 6, 6, 6), (1001,), (2, 2, 600)]
+
+
+@needs_sim
+@pytest.mark.parametrize("shape", LARGE_SHAPES, ids=str)
+def test_repr_str_and_html_of_a_large_device_array_are_numpys(shape):
+    for dtype, seed in (("float64", 0), ("float32", 1), ("int8", 2), ("complex128", 3), ("bool", 4)):
+        host = (np.random.default_rng(seed).standard_normal(shape) * 1000).astype(dtype)
+        x = nda.asarray(host, device="sim")
+        assert repr(x) == np.array_repr(host)[:-1] + ", device='sim:0')"
+        assert str(x) == np.array_str(host)
+        assert np.array2string(host, separator=", ") in x._repr_html_().replace("&#x27;", "'")
+        with np.printoptions(edgeitems=1, threshold=20, precision=3):
+            assert repr(x) == np.array_repr(host)[:-1] + ", device='sim:0')"
+
+
+@needs_sim
+def test_repr_of_a_large_device_array_copies_only_its_corners(monkeypatch):
+    import nda_sim
+
+    copied = []
+    original = nda_sim.backend.to_host
+
+    def counting(buf):
+        out = original(buf)
+        copied.append(out.size)
+        return out
+
+    monkeypatch.setattr(nda_sim.backend, "to_host", counting)
+    x = nda.reshape(nda.arange(1_000_000.0, device="sim"), (1000, 1000))
+    text = repr(x)
+    assert text == np.array_repr(np.arange(1_000_000.0).reshape(1000, 1000))[:-1] + ", device='sim:0')"
+    assert sum(copied) <= 4 * 9, copied  # four 3x3 corner blocks, not a million elements
+    copied.clear()
+    assert str(x).startswith("[[0.00000e+00") and sum(copied) <= 36
+
+
+@needs_sim
+def test_repr_waits_for_the_writes_pending_on_a_large_device_array(all_tasks):
+    x = nda.zeros(5000, device="sim")
+    for _ in range(4):
+        x += 1.0
+    assert repr(x) == "array([4., 4., 4., ..., 4., 4., 4.], shape=(5000,), device='sim:0')"

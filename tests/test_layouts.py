@@ -334,7 +334,7 @@ def test_sparse_calls_are_memoised_and_a_fallback_setting_still_applies():
         x = nda.asarray(host).to_layout("csr")
         np.testing.assert_allclose((x @ block).asnumpy(), host @ block.asnumpy())
         np.testing.assert_allclose(nda.sum(x, axis=0).asnumpy(), host.sum(axis=0))
-    memo = [k for k in nda.dispatch.table("matmul").cache if isinstance(k, tuple) and k and isinstance(k[0], tuple)
+    memo = [k for k in nda.matmul._nda_memo if isinstance(k, tuple) and k and isinstance(k[0], tuple)
             and any(isinstance(p, tuple) and p and getattr(p[0], "layout", None) is nda.layouts.csr for p in k[0])]
     assert memo, "the native csr @ strided plan is memoised"
     try:

@@ -209,7 +209,7 @@ def test_numpy_calls_nda_cannot_run_are_numpys_on_host_copies(device):
         (lambda: np.subtract.reduce(x), np.subtract.reduce(data)),
         (lambda: np.add(x, 1, casting="unsafe"), data + 1),
         (lambda: np.median(x), np.median(data)),
-        (lambda: np.einsum("i,i", x, x), data @ data),
+        (lambda: np.convolve(x, x), np.convolve(data, data)),  # (np.einsum runs on the device: tests/test_einsum.py)
         (lambda: np.allclose(x, x), True),
         (lambda: np.reshape(x, (3, 1), order="F"), data.reshape(3, 1)),
         (lambda: np.round(x / 3, 2), np.round(data / 3, 2)),

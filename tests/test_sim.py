@@ -150,7 +150,7 @@ def test_fallback_warns_once_per_route_and_config_controls_it():
     x = nda.asarray([3.0, 1.0, 2.0], device=SIM)
     nda.dispatch._warned_routes.clear()
     for op in ("sort", "argsort"):
-        nda.dispatch.table(op).cache.clear()  # forget earlier resolutions: routes are announced when resolved
+        nda.dispatch.invalidate()  # forget earlier resolutions: routes are announced when resolved
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         nda.sort(x)

@@ -17,7 +17,7 @@ def test_a_view_of_a_large_idle_array_is_not_an_engine_task(threaded):
     # SciPy's minimum_phase calls Python's max() on a 2**19-element array: one x[i] per
     # element. A view costs nothing, so it runs inline when the engine is idle; it used to
     # be queued for a worker (the size of its base decided), a thread hop per element.
-    from nda._frontend import work_size
+    from nda._execute import work_size
     from nda.ops import CATALOG
 
     x = nda.zeros(2**20)

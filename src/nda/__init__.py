@@ -18,10 +18,12 @@ from ._config import config
 from .engine import profiler
 from ._api import *  # noqa: F403
 from ._api import __all__ as _api_all
+from . import _interop  # NumPy's protocols (__array_ufunc__, __array_function__) on NDArray
 from ._composite import *  # noqa: F403
 from ._composite import __all__ as _composite_all
 from ._info import __array_namespace_info__, finfo, iinfo
-from . import fft, linalg
+from . import fft, linalg, random
+from ._io import load, save, savez, savez_compressed
 from . import autograd
 from . import ext
 from .hybrid import HybridizeWarning, hybridize
@@ -49,7 +51,7 @@ from ._dtypes import (
 from .backends import BackendError, BackendValidationError
 from .dispatch import DeviceUnavailableError, DispatchError, FallbackError, FallbackWarning
 
-_array.namespace[0] = _sys.modules[__name__]  # NDArray.__array_namespace__ (nothing inside nda imports nda)
+_array.up.namespace = _sys.modules[__name__]  # NDArray.__array_namespace__ (nothing inside nda imports nda)
 
 __version__ = "0.1.0"
 __array_api_version__ = "2025.12"
@@ -63,7 +65,7 @@ newaxis = None
 __all__ = sorted(
     set(_api_all)
     | (set(_composite_all) - {"fftfreq", "rfftfreq", "fftshift", "ifftshift"})
-    | {"__array_namespace_info__", "finfo", "iinfo", "fft", "linalg"}
+    | {"__array_namespace_info__", "finfo", "iinfo", "fft", "linalg", "random", "save", "savez", "savez_compressed", "load"}
     | {
         "NDArray", "Device", "Layout", "KernelKey", "ArrayMeta", "DType", "default_device",
         "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",

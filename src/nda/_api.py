@@ -5,7 +5,7 @@ wrapper here because the Array API asks them to return their input unchanged in 
 cases, without running any kernel: ``asarray`` of an NDArray, ``astype(copy=False)`` to
 the same dtype and ``to_device`` to the same device.
 
-Layer: arrays and front end (README, "Architecture").
+Layer: arrays and front end, public API (README, "Architecture").
 """
 
 from __future__ import annotations
@@ -14,15 +14,16 @@ from typing import Any
 
 import numpy as np
 
-from . import _dtypes, _frontend, backends, layouts, ops
-from ._array import NDArray, new_array
+from . import _dtypes, _namespace, backends, layouts, ops
+from ._array import NDArray, new_array, up
+from ._execute import NOT_INTERCEPTED, TO_DEVICE, TO_LAYOUT, inline, intercepted
 from ._devices import ArrayMeta, Device, as_device, as_layout, strided
 from .engine import state as _state
 from ._dtypes import DType
 from .ops import _spec
 from .ops._spec import host_scalar
 
-_all_generated = _frontend.build_namespace("nda")
+_all_generated = _namespace.build_namespace("nda")
 _generated = {name: fn for name, fn in _all_generated.items() if "." not in name}
 globals().update(_generated)
 
@@ -97,8 +98,6 @@ _copy_signature(asarray, _catalog_asarray)
 _spec.upcalls.asarray = asarray  # the catalog's planners turn list/NumPy indices into arrays with it
 _copy_signature(astype, _catalog_astype)
 _copy_signature(linspace, _catalog_linspace)
-NDArray.astype = lambda self, dtype, /, *, copy=True, device=None: astype(self, dtype, copy=copy, device=device)  # type: ignore[attr-defined]
-NDArray.astype.__doc__ = astype.__doc__  # type: ignore[attr-defined]
 
 
 def to_device(x: NDArray, device: Device | str, /, *, stream: Any = None) -> NDArray:
@@ -108,6 +107,9 @@ def to_device(x: NDArray, device: Device | str, /, *, stream: Any = None) -> NDA
     when one backend serves both devices and offers it, else through host memory) and
     through the engine, so it is ordered like any op: after pending writes to ``x``.
     """
+    found = intercepted(TO_DEVICE, (x, device), {} if stream is None else {"stream": stream}, to_device)
+    if found is not NOT_INTERCEPTED:
+        return found  # type: ignore[no-any-return]
     target = as_device(device)
     if target is x.device:
         return x
@@ -122,7 +124,7 @@ def to_device(x: NDArray, device: Device | str, /, *, stream: Any = None) -> NDA
     def run() -> None:
         out._buf = backends.copy_buffer(x.device, x._buf, target)
 
-    if x._size < _state.limit:
+    if inline(x._size):
         run()
     else:
         route = f"{x.device} -> {target} ({'direct' if direct else 'through host memory'})"
@@ -139,6 +141,9 @@ def _to_layout(x: Any, layout: Any, /) -> Any:
     """
     if not isinstance(x, NDArray):
         raise TypeError(f"to_layout() expects an nda array, got {type(x).__name__}")
+    found = intercepted(TO_LAYOUT, (x, layout), {}, _to_layout)
+    if found is not NOT_INTERCEPTED:
+        return found
     lay = as_layout(layout)
     if lay is x._meta.layout:
         return x
@@ -153,7 +158,7 @@ def _to_layout(x: Any, layout: Any, /) -> Any:
             buf = conv.fn(buf)
         out._buf = buf
 
-    if x._size < _state.limit:
+    if inline(x._size):
         run()
     else:
         path = " -> ".join([chain[0].src.name] + [c.dst.name for c in chain])
@@ -172,7 +177,7 @@ def _layout_to_device(x: Any, target: Device) -> Any:
     def run() -> None:
         out._buf = dst.from_host(src.to_host(x._buf), target)
 
-    if x._size < _state.limit:
+    if inline(x._size):
         run()
     else:
         _state.push(run, (x,), (out,), target, "to_device", cost=x._size, route=f"{x._meta.device} -> {target} ({layout.name}, through host memory)")
@@ -192,9 +197,6 @@ def copyto(x: NDArray, y: NDArray, /) -> NDArray:
     setitem(y, ..., to_device(x, y.device))
     return y
 
-
-NDArray.copyto = lambda self, other, /: copyto(self, other)  # type: ignore[attr-defined]
-NDArray.copyto.__doc__ = copyto.__doc__  # type: ignore[attr-defined]
 
 
 def copy(x: NDArray, /) -> NDArray:
@@ -266,4 +268,11 @@ def waitall() -> None:
 __all__ = sorted(set(_generated) | {"asarray", "astype", "linspace", "to_device", "copyto", "copy", "from_dlpack", "waitall"})
 del ops
 
-from . import _interop  # noqa: E402,F401  (attaches NumPy's protocols to NDArray; needs the functions above)
+# NDArray's methods that are not op methods reach these functions through nda._array.up.
+up.permute_dims = _generated["permute_dims"]
+up.to_device = to_device
+up.to_layout = _to_layout
+up.astype = astype
+up.copy = copy
+up.copyto = copyto
+up.from_pickle = _from_pickle

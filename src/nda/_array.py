@@ -10,15 +10,20 @@ writes through views; ``None`` otherwise). It is slotted, and the hot path build
 
 This module defines the parts of NDArray that are not ops: attributes, conversions to
 Python and NumPy, DLPack, ``repr`` and the notebook view (``_repr_html_``, which like
-every display is a sync point), indexing entry points and sync points. Arrays of a
-non-strided layout (``csr``, ``row_sparse``) report their logical ``shape``/``size``;
-``asnumpy()``/``tolist()`` densify them (explicit conversions), ``np.asarray`` refuses
-(a library calling it must not densify a huge sparse matrix behind the user's back),
-and ``repr`` shows the stored components. Operators and
-methods that *are* ops (``+``, ``.sum()``…) are attached by ``nda._frontend`` from the op
-catalog, so they exist exactly once.
+every display is a sync point) and sync points. Arrays of a non-strided layout (``csr``,
+``row_sparse``) report their logical ``shape``/``size``; ``asnumpy()``/``tolist()``
+densify them (explicit conversions), ``np.asarray`` refuses (a library calling it must not
+densify a huge sparse matrix behind the user's back), and ``repr`` shows the stored
+components.
 
-Layer: arrays and front end (README, "Architecture").
+NDArray is defined here, once. Its operators and methods that *are* ops (``+``, ``x[i]``,
+``.sum()``, ``.reshape()``…) are attached by ``nda._namespace`` in one loop over the op
+catalog's fields, so they exist exactly once and no module rebinds them afterwards. The
+other methods that need a higher layer (``astype``, ``to_device``, NumPy's protocols,
+``attach_grad``…) are written here and call that layer through :data:`up`, which the layer
+fills when it is imported (a lower layer never imports a higher one).
+
+Layer: arrays and front end, array handle (README, "Architecture").
 """
 
 from __future__ import annotations
@@ -29,14 +34,47 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from . import backends, layouts
+from . import _display, _intercept, backends, layouts
 from ._devices import ArrayMeta, Device, Layout
 from ._dtypes import DType
 from .ops._spec import Array
 from .engine import queued_pending
 from .engine import state as _engine_state
 
-__all__ = ["NDArray"]
+__all__ = ["NDArray", "up", "HOST_READS", "new_array"]
+
+
+def _unset(name: str) -> Any:
+    def missing(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError(f"NDArray.{name} needs the nda namespace: import nda (not nda._array alone)")
+
+    return missing
+
+
+class _Up:
+    """What NDArray's methods need from the layers above it, registered by them at import.
+
+    ``nda._api`` registers the public functions (``permute_dims``, ``to_device``, ``astype``…),
+    ``nda._interop`` NumPy's protocols, ``nda.autograd`` the gradient methods, ``nda.sparse``
+    the pickling of sparse arrays; the ``nda`` package registers itself as ``namespace``.
+    """
+
+    __slots__ = (
+        "namespace", "permute_dims", "to_device", "to_layout", "astype", "copy", "copyto",
+        "from_pickle", "sparse_reduce", "array_ufunc", "array_function", "attach_grad", "grad", "detach", "backward",
+    )
+
+    def __init__(self) -> None:
+        for name in self.__slots__:
+            setattr(self, name, _unset(name))
+
+
+#: Filled in by the layers above (see :class:`_Up`).
+up = _Up()
+
+#: ``[n]``: host reads of arrays so far (any thread). A generated function compares it before
+#: and after planning: a plan during which a value was read is not memoised (nda._planned).
+HOST_READS = [0]
 
 
 class NDArray(Array):
@@ -99,19 +137,15 @@ class NDArray(Array):
     @property
     def T(self) -> NDArray:
         """The transpose: axes reversed (for a 2-D array, the matrix transpose)."""
-        from . import _api
-
-        return _api.permute_dims(self, tuple(range(self.ndim - 1, -1, -1)))
+        return up.permute_dims(self, tuple(range(self.ndim - 1, -1, -1)))  # type: ignore[no-any-return]
 
     @property
     def mT(self) -> NDArray:
         """Transpose of the last two axes (a stack of matrices transposed)."""
-        from . import _api
-
         if self.ndim < 2:
             raise ValueError(f"mT needs an array of at least 2 dimensions, got shape {self._shape}")
         axes = tuple(range(self.ndim - 2)) + (self.ndim - 1, self.ndim - 2)
-        return _api.permute_dims(self, axes)
+        return up.permute_dims(self, axes)  # type: ignore[no-any-return]
 
     # ------------------------------------------------------------------ sync points
     def wait_to_read(self) -> NDArray:
@@ -128,7 +162,12 @@ class NDArray(Array):
         """The data as a NumPy array (no copy on cpu), after waiting for pending writes.
 
         For a non-strided layout this is a dense copy: only explicit conversions call it.
+        A host read is announced to the calling thread's interceptors (hybridize ends its
+        graph there: what follows may depend on the data).
         """
+        HOST_READS[0] += 1
+        if _intercept.ACTIVE[0]:
+            _intercept.reading(self, "asnumpy, float(x), repr, tolist, np.asarray")
         if self._meta.layout.name != "strided":
             return layouts.dense_host(self)  # type: ignore[no-any-return]
         return backends.to_host(self)  # a sync point: waits for the writes, raises their error
@@ -138,9 +177,7 @@ class NDArray(Array):
 
         Converting to strided is the explicit way to densify a sparse array.
         """
-        from . import _api
-
-        return _api._to_layout(self, layout)  # type: ignore[no-any-return]
+        return up.to_layout(self, layout)  # type: ignore[no-any-return]
 
     # ------------------------------------------------------------------ conversions
     def asnumpy(self) -> np.ndarray:
@@ -217,53 +254,78 @@ class NDArray(Array):
 
     def __iter__(self) -> Iterator[NDArray]:
         if not self._shape:
-            raise TypeError("iteration over a 0-d array")
-        for i in range(self._shape[0]):
-            yield self[i]
+            raise TypeError("iteration over a 0-d array")  # at iter(), as NumPy: np.iterable(x) is False
+        return (self[i] for i in range(self._shape[0]))
 
     def __dlpack__(self, *, stream: Any = None, max_version: Any = None, dl_device: Any = None, copy: bool | None = None) -> Any:
         if self._meta.layout.name != "strided":
             raise BufferError(f"DLPack exports strided arrays only; this array is {self._meta.layout.name} (use x.to_layout('strided'))")
+        if _intercept.ACTIVE[0]:
+            _intercept.reading(self, "__dlpack__")
         self.wait_to_read()
         return backends.for_device(self._meta.device).dlpack(self._buf, stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
 
     def __dlpack_device__(self) -> tuple[int, int]:
         return backends.for_device(self._meta.device).dlpack_device(self._meta.device)  # type: ignore[no-any-return]
 
-    # ------------------------------------------------------------------ indexing
-    def __getitem__(self, key: Any) -> NDArray:
-        from . import _api
-
-        return _api.getitem(self, key)
-
-    def __setitem__(self, key: Any, value: Any) -> None:
-        from . import _api
-
-        _api.setitem(self, key, value)
-
-    # ------------------------------------------------------------------ devices
+    # ------------------------------------------------------------------ devices, dtypes, copies
     def to_device(self, device: Device | str, /, *, stream: Any = None) -> NDArray:
         """This array on ``device`` (``self`` when it is already there)."""
-        from . import _api
+        return up.to_device(self, device, stream=stream)  # type: ignore[no-any-return]
 
-        return _api.to_device(self, device, stream=stream)
+    def astype(self, dtype: Any, /, *, copy: bool = True, device: Any = None) -> NDArray:
+        """This array cast to ``dtype`` (``self`` when ``copy=False`` and nothing changes); see ``nda.astype``."""
+        return up.astype(self, dtype, copy=copy, device=device)  # type: ignore[no-any-return]
+
+    def copy(self) -> NDArray:
+        """A copy of this array on the same device."""
+        return up.copy(self)  # type: ignore[no-any-return]
+
+    def copyto(self, other: NDArray, /) -> NDArray:
+        """Copy this array's data into the existing array ``other`` (any device, same shape); returns ``other``."""
+        return up.copyto(self, other)  # type: ignore[no-any-return]
 
     def __array_namespace__(self, *, api_version: str | None = None) -> Any:
         if api_version is not None and api_version not in ("2022.12", "2023.12", "2024.12", "2025.12"):
             raise ValueError(f"unsupported Array API version {api_version!r}; nda implements 2025.12 (and accepts 2022.12, 2023.12, 2024.12)")
-        return namespace[0]
+        return up.namespace
+
+    # ------------------------------------------------------------------ NumPy's protocols (nda._interop)
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        return up.array_ufunc(self, ufunc, method, *inputs, **kwargs)
+
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        return up.array_function(self, func, types, args, kwargs)
+
+    # ------------------------------------------------------------------ gradients (nda.autograd)
+    def attach_grad(self, grad_req: str = "write") -> None:
+        """Give this array a gradient buffer ``self.grad`` that ``backward()`` fills (see ``nda.autograd``)."""
+        up.attach_grad(self, grad_req)
+
+    @property
+    def grad(self) -> NDArray | None:
+        """The gradient buffer given by ``attach_grad()`` (None for an array without one)."""
+        return up.grad(self)  # type: ignore[no-any-return]
+
+    def detach(self) -> NDArray:
+        """The same data without gradient history: a view (strided) or a copy (sparse arrays have no views)."""
+        return up.detach(self)  # type: ignore[no-any-return]
+
+    def backward(self, head_grad: NDArray | None = None, retain_graph: bool = False) -> None:
+        """Compute the gradients of this array with respect to the leaves (``attach_grad``); see ``nda.autograd.backward``."""
+        up.backward(self, head_grad, retain_graph)
 
     # ------------------------------------------------------------------ display
     def __repr__(self) -> str:
         if self._meta.layout.name != "strided":
             return layouts.sparse_repr(self)
-        return self._repr_of(self._host())
+        return self._repr_of(_display.host_for_display(self))  # a large device array: only its corners
 
     def _repr_of(self, host: np.ndarray) -> str:
         """NumPy's repr of the data, plus ``device=``/``layout=`` when they are not the defaults."""
         if self._meta.layout.name != "strided":
             return layouts.sparse_repr(self)
-        body = np.array_repr(host)
+        body = _display.array_repr(host)
         dev = self._meta.device
         extras = []
         if dev.type != "cpu" or dev.index != 0:
@@ -277,20 +339,25 @@ class NDArray(Array):
     def __str__(self) -> str:
         if self._meta.layout.name != "strided":
             return repr(self)
-        return np.array_str(self._host())
+        return _display.array_str(_display.host_for_display(self))
 
     def _repr_html_(self) -> str:
         """The notebook view: shape, dtype, device, layout, readiness, nbytes and values.
 
-        Displaying is a sync point like ``repr``: it waits for pending writes and raises the
-        error of a failed op (with its note naming the op and the line that issued it)
-        instead of rendering something that hides it. Whether the array was still being
+        Displaying is a sync point like ``repr``: it waits for pending writes. The array of a
+        failed op shows that op's error, once and short (its type and message, the op, the
+        line that issued it, the device; the full traceback folded: ``nda._display``) where
+        ``repr`` raises it. Only what is printed is copied from a device. Whether the array was still being
         computed when it was displayed is recorded before waiting, so the header says
         ``ready`` or ``pending → ready`` with the time the display waited. Values are
         truncated the way NumPy truncates them (``np.get_printoptions()``); a non-strided
         (sparse) layout also shows its number of stored non-zeros and the density.
         """
-        return _html(self, *_fetch_for_display(self))
+        try:
+            fetched = _fetch_for_display(self)
+        except Exception as err:  # noqa: BLE001 - a failed op: its error, once and short (nda._display)
+            return _display.failure_bundle(self, err)["text/html"]
+        return _html(self, *fetched)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         """``text/plain`` and ``text/html`` from one wait.
@@ -299,7 +366,10 @@ class NDArray(Array):
         it, IPython renders ``text/plain`` (``repr``, which waits) before ``text/html``, and
         the HTML view could never see that the array was still pending.
         """
-        host, pending, waited = _fetch_for_display(self)
+        try:
+            host, pending, waited = _fetch_for_display(self)
+        except Exception as err:  # noqa: BLE001 - a failed op: its error, once and short (nda._display)
+            return _display.failure_bundle(self, err)
         return {"text/plain": self._repr_of(host), "text/html": _html(self, host, pending, waited)}
 
     def __format__(self, spec: str) -> str:
@@ -308,18 +378,12 @@ class NDArray(Array):
         return format(str(self), spec)
 
     def __reduce__(self) -> Any:
-        from . import _api
-
         if self._meta.layout.name != "strided":
-            from . import sparse
-
-            return sparse._reduce(self)
-        return (_api._from_pickle, (self.asnumpy(), str(self._meta.device)))
+            return up.sparse_reduce(self)
+        return (up.from_pickle, (self.asnumpy(), str(self._meta.device)))
 
     def __copy__(self) -> NDArray:
-        from . import _api
-
-        return _api.copy(self)
+        return up.copy(self)  # type: ignore[no-any-return]
 
     def __deepcopy__(self, memo: Any) -> NDArray:
         return self.__copy__()
@@ -351,7 +415,7 @@ def _fetch_for_display(array: NDArray) -> tuple[np.ndarray, bool, float]:
     if array._meta.layout.name != "strided":
         host = layouts.host_buffer(array)  # the stored parts: a display never densifies
     else:
-        host = array._host()  # raises a failed op's error, with its note
+        host = _display.host_for_display(array)  # raises a failed op's error, with its note
     return host, pending, perf_counter() - start
 
 
@@ -380,8 +444,7 @@ def _html(array: NDArray, host: np.ndarray, pending: bool, waited: float) -> str
     if meta.layout.name != "strided" and isinstance(array, NDArray):
         values = layouts.sparse_repr(array)
     else:
-        data = np.asarray(host)
-        values = np.array2string(data, separator=", ") if data.ndim else repr(data.item())
+        values = _display.array2string(host, separator=", ") if host.ndim else repr(np.asarray(host).item())
     return (
         '<div class="nda-ndarray" style="font-family:var(--jp-code-font-family, monospace);font-size:var(--jp-code-font-size, 13px)">'
         f"<div><b>nda.NDArray</b> {header}</div>"
@@ -396,10 +459,6 @@ def _format_bytes(n: int) -> str:
         n /= 1024  # type: ignore[assignment]
     return f"{n} B"  # pragma: no cover
 
-
-#: The ``nda`` namespace (``__array_namespace__``): the package registers itself here when it
-#: is imported, so that no module inside it imports the package.
-namespace: list[Any] = [None]
 
 _new = object.__new__
 

@@ -5,9 +5,11 @@ slicing and ``subtract``, ``fftshift`` a ``roll``, and so on. Each goes through 
 by way of the ops it calls, so every backend runs them with its own kernels of those ops
 (natively on sim, for example), and the engine orders them like the ops they are made of.
 ``broadcast_shapes`` works on shapes only; ``fftfreq``/``rfftfreq`` compute their few
-values on the host and ``asarray`` them onto the device.
+values on the host and ``asarray`` them onto the device. ``einsum`` is NumPy's calling
+convention (operands as separate arguments, or interleaved with sublists) for the catalog
+op ``einsum``, and ``einsum_path`` NumPy's path finder run on shapes alone.
 
-Layer: arrays and front end (README, "Architecture").
+Layer: arrays and front end, extensions (README, "Architecture").
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from .ops._spec import check_array, int_arg, normalize_axes, normalize_axis
 
 __all__ = [
     "broadcast_arrays", "broadcast_shapes", "diff", "matrix_transpose", "meshgrid", "moveaxis", "unstack",
-    "fftfreq", "rfftfreq", "fftshift", "ifftshift",
+    "fftfreq", "rfftfreq", "fftshift", "ifftshift", "isclose", "allclose", "einsum", "einsum_path",
 ]
 
 
@@ -205,3 +207,119 @@ def fftshift(x: NDArray, /, *, axes: int | tuple[int, ...] | None = None) -> NDA
 def ifftshift(x: NDArray, /, *, axes: int | tuple[int, ...] | None = None) -> NDArray:
     """Inverse of :func:`fftshift` (they differ for odd lengths)."""
     return _shift("ifftshift", x, axes, -1)
+
+
+def isclose(a: NDArray | bool | int | float | complex, b: NDArray | bool | int | float | complex, /, *, rtol: float = 1e-05,
+            atol: float = 1e-08, equal_nan: bool = False) -> NDArray:
+    """Element-wise ``|a - b| <= atol + rtol * |b|``, NumPy's rule (an nda extra, not in the Array API).
+
+    Infinities are close only to themselves (same sign); NaN is close to NaN only with
+    ``equal_nan=True``. Integer and bool inputs are compared as floating values, as NumPy does.
+    Made of element-wise ops, so every backend runs it with its own kernels.
+    """
+    api = _api()
+    for name, value in (("rtol", rtol), ("atol", atol)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            raise ValueError(f"isclose(): {name} must be a non-negative real number, got {value!r}")
+    if not isinstance(a, NDArray) and not isinstance(b, NDArray):
+        raise TypeError("isclose(): at least one of a and b must be an nda array (convert with nda.asarray)")
+    x, y = (v if isinstance(v, NDArray) else None for v in (a, b))
+    device = (x if x is not None else y).device  # type: ignore[union-attr]
+    floating = _dtypes.CATEGORIES["floating"]
+
+    def floats(v: Any) -> Any:
+        if isinstance(v, NDArray):
+            return v if v.dtype in floating else api.astype(v, _dtypes.float64)
+        return api.asarray(complex(v) if isinstance(v, complex) else float(v), device=device)
+
+    fa, fb = floats(a), floats(b)
+    finite = api.logical_and(api.isfinite(fa), api.isfinite(fb))
+    ca, cb = api.where(finite, fa, 0.0), api.where(finite, fb, 0.0)  # no inf - inf (NumPy's warning-free rule)
+    near = api.less_equal(api.abs(api.subtract(ca, cb)), api.add(float(atol), api.multiply(float(rtol), api.abs(cb))))
+    result = api.where(finite, near, api.equal(fa, fb))
+    if equal_nan:
+        result = api.logical_or(result, api.logical_and(api.isnan(fa), api.isnan(fb)))
+    return result  # type: ignore[no-any-return]
+
+
+def allclose(a: NDArray | bool | int | float | complex, b: NDArray | bool | int | float | complex, /, *, rtol: float = 1e-05,
+             atol: float = 1e-08, equal_nan: bool = False) -> bool:
+    """Whether every element of ``a`` is close to ``b`` (:func:`isclose`), as a Python bool (a sync point)."""
+    return bool(_api().all(isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)))
+# --------------------------------------------------------------------------- einsum
+
+def _einsum_args(op: str, args: tuple[Any, ...]) -> tuple[str, list[Any]]:
+    """``(subscripts, operands)`` from NumPy's two forms: ``("ij,jk", x, y)`` or ``(x, [0, 1], y, [1, 2], [0, 2])``."""
+    if not args:
+        raise TypeError(f"{op}() needs subscripts and at least one operand")
+    if isinstance(args[0], str):
+        if len(args) == 2 and isinstance(args[1], (list, tuple)) and args[1] and all(isinstance(a, NDArray) for a in args[1]):
+            return args[0], list(args[1])  # the catalog op's form: the operands as one sequence
+        return args[0], list(args[1:])
+    operands, terms = list(args[0::2]), list(args[1::2])
+    out = None
+    if len(operands) > len(terms):  # odd count: the last item is the output's sublist
+        *operands, out = operands
+    from .ops.einsum import _LETTERS
+
+    def letters(sub: Any, where: str) -> str:
+        text = []
+        for item in sub:
+            if item is Ellipsis:
+                text.append("...")
+                continue
+            try:
+                index = operator.index(item)
+            except TypeError:
+                raise TypeError(f"{op}(): {where} must hold ints (and Ellipsis), got {item!r}") from None
+            if not 0 <= index < len(_LETTERS):
+                raise ValueError(f"{op}(): subscript {index} in {where} is out of range (0..{len(_LETTERS) - 1})")
+            text.append(_LETTERS[index])
+        return "".join(text)
+
+    spec = ",".join(letters(t, f"the sublist of operand {i}") for i, t in enumerate(terms))
+    if out is not None:
+        spec += "->" + letters(out, "the output sublist")
+    return spec, operands
+
+
+def einsum(*operands: Any, optimize: bool | str | list[Any] = False) -> NDArray:
+    """Einstein summation, as ``numpy.einsum``: ``einsum("ij,jk->ik", x, y)`` or ``einsum(x, [0, 1], y, [1, 2])``
+    (or the catalog op's form, ``einsum("ij,jk->ik", [x, y])``).
+
+    Subscripts, broadcasting with ``...``, the implicit output, repeated labels (diagonals)
+    and ``optimize`` (False, True, ``"greedy"``, ``"optimal"``, an ``einsum_path`` list) follow
+    NumPy; operands are nda arrays on one device, promoted with ``nda.result_type``. It is
+    the catalog op ``einsum``: native on cpu (NumPy), sim and cuda (CuPy), differentiable.
+    """
+    subscripts, arrays = _einsum_args("einsum", operands)
+    return _api().einsum(subscripts, arrays, optimize=optimize)  # type: ignore[no-any-return]
+
+
+def _einsum_metadata() -> None:
+    """``nda.einsum`` is the catalog op ``einsum`` in NumPy's calling convention. Autograd and
+    hybridize see the op itself (this function calls it through ``nda._api``);
+    ``nda.dispatch.explain("einsum", subscripts, [x, y])`` takes the catalog's form."""
+    import inspect
+
+    P = inspect.Parameter
+    einsum.__signature__ = inspect.Signature([  # type: ignore[attr-defined]
+        P("subscripts", P.POSITIONAL_ONLY), P("operands", P.VAR_POSITIONAL), P("optimize", P.KEYWORD_ONLY, default=False),
+    ])
+    einsum.__module__ = "nda"
+
+
+_einsum_metadata()
+
+
+def einsum_path(*operands: Any, optimize: bool | str | list[Any] = "greedy") -> tuple[list[Any], str]:
+    """``numpy.einsum_path`` for these operands: the contraction order and its report (from shapes and dtypes only)."""
+    from .ops.einsum import check_optimize, parse
+
+    subscripts, arrays = _einsum_args("einsum_path", operands)
+    for i, a in enumerate(arrays):
+        check_array(a, "einsum_path", f"operands[{i}]")
+    parse(subscripts, [a.shape for a in arrays])  # nda's validation and messages first
+    opt = check_optimize(optimize)
+    dummies = [np.broadcast_to(np.zeros((), dtype=a.dtype.numpy), a.shape) for a in arrays]  # no data, no copy
+    return np.einsum_path(subscripts, *dummies, optimize=list(opt) if isinstance(opt, tuple) else opt)  # type: ignore[no-any-return]

@@ -38,11 +38,13 @@ Cost: nothing on devices with native view kernels (the front end's fast paths ch
 to a family that has any costs a host round trip of the source plus one ``from_host``
 per live host view of the family.
 
-This module is part of the front end: :mod:`nda._frontend` calls :func:`attach` when a
-view op's kernel is a host fallback (or its input is a host view) and wraps the write
-kernels of families that have host views with :func:`writing`.
+This module is part of the front end: the execution layer (:mod:`nda._execute`) calls
+:func:`attach` when a view op's kernel is a host fallback (or its input is a host view), and
+the write paths wrap the write kernels of families that have host views with
+:func:`writing`. Only the slow paths look: a device whose backend may make host views (its
+handle says so, ``fallback_to_host``) never gets a fast-path cache entry.
 
-Layer: arrays and front end (README, "Architecture").
+Layer: arrays and front end, array handle (README, "Architecture").
 """
 
 from __future__ import annotations

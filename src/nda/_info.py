@@ -8,7 +8,7 @@ the device has them and the widest it has otherwise (a backend without float64 g
 float32 defaults). ``capabilities()`` reports boolean indexing and data-dependent shapes
 only where the device can run ``getitem`` and ``nonzero`` (natively or through a fallback).
 
-Layer: arrays and front end (README, "Architecture").
+Layer: arrays and front end, extensions (README, "Architecture").
 """
 
 from __future__ import annotations

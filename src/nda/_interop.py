@@ -57,7 +57,7 @@ This module holds the ufunc side, the entry point of the function side (its hand
 hand-over (``nda.dask``); it sits above the namespace's generated functions and attaches the
 protocol methods to NDArray when ``nda._api`` is imported.
 
-Layer: arrays and front end (README, "Architecture").
+Layer: arrays and front end, NumPy protocols (README, "Architecture").
 """
 
 from __future__ import annotations
@@ -67,11 +67,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import _api, _dtypes, _frontend
-from . import _numpy_functions  # noqa: F401  (fills FUNCTIONS)
+from . import _api, _dtypes, _execute
+from . import _numpy_functions, _numpy_linalg  # noqa: F401  (fill FUNCTIONS)
 from . import dask as _dask
 from . import linalg as _linalg
-from ._array import NDArray
+from ._array import NDArray, up
 from ._interop_args import (
     FUNCTIONS, _Call, _Fallback, _check_defaults, _device_of, _leftover, _no_equivalent, _NoValue, _reduction, _refuse,
     _on_host, _store, _written_by,
@@ -312,11 +312,6 @@ def _check_dtype(name: str, dtype: Any) -> None:
 
 # ---------------------------------------------------------------------------- Dask
 
-def _rmatmul(self: NDArray, other: Any) -> Any:
-    """``other @ self`` for an ``other`` that declined (a Dask array that did not know nda yet)."""
-    return _foreign_operand(other, "__matmul__", self)
-
-
 def _foreign_operand(other: Any, method: str, self: NDArray) -> Any:
     """An operator met an operand it does not know: a Dask array takes over once it knows nda arrays."""
     if method and _dask.is_dask_collection(other) and not _dask_knows_nda() and _dask.adopt():
@@ -339,8 +334,7 @@ def _dask_among(values: Any) -> str | None:
     return "redo" if _dask.adopt() else None
 
 
-NDArray.__array_ufunc__ = array_ufunc  # type: ignore[assignment]
-NDArray.__array_function__ = array_function  # type: ignore[attr-defined]
-NDArray.__rmatmul__ = _rmatmul  # type: ignore[attr-defined]
-_frontend.foreign_operand = _foreign_operand
+up.array_ufunc = array_ufunc  # NDArray.__array_ufunc__ and __array_function__ call these
+up.array_function = array_function
+_execute.hooks.foreign_operand = _foreign_operand
 _dask.adopt()  # a Dask imported before nda learns about nda arrays now

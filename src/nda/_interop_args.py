@@ -8,7 +8,7 @@ cannot run raises ``_Fallback``, which ``nda._interop`` turns into the host fall
 ``_on_host`` runs NumPy on read-only host copies and writes back, through nda's setitem,
 the arrays NumPy writes by contract (``_written_by`` finds them).
 
-Layer: arrays and front end (README, "Architecture").
+Layer: arrays and front end, NumPy protocols (README, "Architecture").
 """
 
 from __future__ import annotations

@@ -1,51 +1,67 @@
-"""Public functions of the ops that plan (everything but element-wise ops).
+"""Generated functions of the ops that plan (everything but element-wise ops), and ``x[i]``.
 
 Planning (validation, promotion, output shape) is pure Python and costs microseconds, but a
-plan depends only on the metadata of the array arguments and the values of the others. So
-each op memoises its plan per such key and, on a hit, calls the kernel directly:
+plan usually depends only on the metadata of the array arguments and the values of the
+others. So each op memoises its plan per such key and, on a hit, calls the kernel directly:
 
 * an arrays-only fast path for ``op(x)`` / ``op(x1, x2)`` without keywords (``sum(x)``,
   ``x @ y``): one dict lookup keyed by the arrays' metadata, shapes and aliasing;
 * a general memo keyed by :func:`_memo_key`, with a *recipe* that rebuilds the kernel
   arguments from a later call's arguments (array, cast array or constant per position).
 
-Calls whose arguments are not hashable (index arrays, lists, slices before Python 3.12)
-plan every time. Registering a kernel clears the op's table cache and, with it, both memos.
+**A plan that read a value is never memoised.** Some planners read the *value* of an
+argument that may be a 0-d array (``linspace``'s ``start``, ``roll``'s ``shift``,
+``matrix_power``'s ``n``) and bake it into the kernel's arguments; a memo keyed by metadata
+would give every later call the first call's answer. The catalog declares such parameters
+(``host_values``): a call passing an array there is not memoised. As a net for planners
+that read values undeclared, a plan during which any array was read on the host
+(``nda._array.HOST_READS`` moved) is not memoised either.
 
-Layer: arrays and front end (README, "Architecture").
+Calls whose arguments are not hashable (index arrays, lists, slices before Python 3.12)
+plan every time, as do calls on a device whose backend may make host views (their views
+are made by :func:`nda._execute.execute`). Both caches belong to the generated function and
+are cleared whenever dispatch changes (``dispatch.dependents``).
+
+Layer: arrays and front end, generators (README, "Architecture").
 """
 
 from __future__ import annotations
 
+from collections import namedtuple
+from functools import partial
 from math import prod
 from typing import Any, Callable
 
-from ._array import NDArray, new_array
+from . import _intercept
+from . import backends as _backends
+from ._array import HOST_READS, NDArray
 from ._devices import ArrayMeta
 from ._devices import strided as _STRIDED
-from ._frontend import base_of, execute, execute_mutation, _HOST_VIEWS, _META, _new, unwrap, work_size, zero_d_buffer
+from ._execute import native as _native
+from ._execute import NOT_INTERCEPTED, _ACTIVE, _META, EntryCache, _local, hooks, inline, base_of, execute, execute_multi, execute_mutation, intercepted, notify_write, work_size, zero_d_buffer
 from .dispatch import resolve, resolve_plan
-from .dispatch import table as _dispatch_table
-from . import backends
-from .engine import Completion
 from .engine import state as _state
 from .ops._spec import Cast, OpDecl, Plan
 
-__all__ = ["make_generic"]
+__all__ = ["make_generic", "make_multi", "make_getitem"]
 
-
+_new = object.__new__
 _MEMO_LIMIT = 512  # memoised plans per op; past it the op's cache starts over
+_WRITES = _intercept.WRITES
 
 
-def _memo_key(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...] | None:
+def _memo_key(args: tuple[Any, ...], kwargs: dict[str, Any], host_positions: frozenset[int], host_names: frozenset[str]) -> tuple[Any, ...] | None:
     """What a plan of these arguments depends on: metadata of the arrays, values of the rest.
 
-    None when an argument is not hashable (an NDArray inside an index, a list, a slice
-    before Python 3.12): such calls plan every time.
+    None when the plan may not be memoised: an array passed for a parameter the catalog
+    declares as read on the host, or an argument that is not hashable (an NDArray inside an
+    index, a list, a slice before Python 3.12).
     """
     parts = []
     for i, a in enumerate(args):
         if a.__class__ is NDArray:
+            if i in host_positions:
+                return None
             # Which earlier argument is this very array (vecdot(v, v) vs vecdot(v, w)): the
             # recipe maps kernel arguments to call arguments by position, so aliasing is
             # part of what the plan depends on.
@@ -57,7 +73,14 @@ def _memo_key(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...] 
             parts.append((a._meta, a._shape, alias))
         else:
             parts.append(_typed(a))
-    key = (tuple(parts), tuple((k, _typed(v)) for k, v in kwargs.items()) if kwargs else ())
+    if kwargs:
+        for k, v in kwargs.items():
+            if k in host_names and v.__class__ is NDArray:
+                return None
+        kw = tuple((k, _typed(v)) for k, v in kwargs.items())
+    else:
+        kw = ()
+    key = (tuple(parts), kw)
     try:
         hash(key)
     except TypeError:
@@ -100,63 +123,55 @@ def _recipe(plan: Plan, args: tuple[Any, ...]) -> tuple[Any, ...] | None:
     return tuple(steps)
 
 
-class _FastCache(dict):  # type: ignore[type-arg]
-    """Entries of the arrays-only fast path; valid only while the op's table cache is.
-
-    Registering a kernel clears the table's cache (``OpTable.cache``); this dict notices
-    through a sentinel entry it keeps in that cache, so resolution changes reach it too.
-    """
-
-    __slots__ = ("_table_cache", "_sentinel")
-
-    def __init__(self, table_cache: dict[Any, Any]) -> None:
-        super().__init__()
-        self._table_cache = table_cache
-        self._sentinel = ("fast-path-valid", id(self))
-        table_cache[self._sentinel] = True
-
-    def get(self, key: Any, default: Any = None) -> Any:  # type: ignore[override]
-        if self._sentinel not in self._table_cache:
-            self.clear()
-            self._table_cache[self._sentinel] = True
-            return default
-        return dict.get(self, key, default)
+def _host_value_params(decl: OpDecl) -> tuple[frozenset[int], frozenset[str]]:
+    names = frozenset(getattr(decl, "host_values", ()))
+    positions = frozenset(i for i, p in enumerate(decl.signature.parameters.values()) if p.name in names and p.kind is not p.KEYWORD_ONLY)
+    return positions, names
 
 
 def make_generic(decl: OpDecl) -> Callable[..., Any]:
     """Ops that plan: the plan is memoised per argument metadata, so a repeated call skips it."""
     plan_fn = decl.plan
     name = decl.name
-    cache = _dispatch_table(decl.name).cache
     view = decl.view
+    host_positions, host_names = _host_value_params(decl)
+    fast_allowed = not (host_positions & {0, 1})
 
     if decl.mutates:
         def mutating(*args: Any, **kwargs: Any) -> Any:
+            found = intercepted(decl, args, kwargs, mutating)
+            if found is not NOT_INTERCEPTED:
+                return found
+            if _WRITES and args:
+                notify_write(args[0], args[-1] if len(args) > 1 else None, f"{name}()" if name != "setitem" else "x[...] = value")
             plan = plan_fn(*args, **kwargs)
             execute_mutation(name, plan, args[0])
             return None
 
         return mutating
 
+    memo = EntryCache()
+    fast = EntryCache()
+
     def fn(*args: Any, **kwargs: Any) -> Any:
         # Fastest path: ``op(x)`` or ``op(x1, x2)`` with arrays only and no keywords (``sum(x)``,
         # ``x @ y``), whose kernel takes exactly those buffers. Keyed by the arrays' metadata
         # and shapes (and whether the two are the same array).
-        n = len(args)
-        if view and _HOST_VIEWS and n and id(args[0]) in _HOST_VIEWS:
-            return execute(name, plan_fn(*args, **kwargs))  # a view of a host view is one too (nda._hostviews)
-        if not kwargs and (n == 1 or n == 2):
-            x1 = args[0]
+        if not kwargs:
+            n = len(args)
+            x1 = args[0] if n else None
             if n == 1:
                 fast_key = (x1._meta, x1._shape) if x1.__class__ is NDArray else None
-            else:
+            elif n == 2:
                 x2 = args[1]
                 fast_key = (x1._meta, x1._shape, x2._meta, x2._shape, x1 is x2) if x1.__class__ is NDArray and x2.__class__ is NDArray else None
+            else:
+                fast_key = None
             if fast_key is not None:
                 entry = fast.get(fast_key)
-                if entry is not None and entry[4] < _state.limit:
-                    kernel, meta, shape, kernel_kwargs, work, size = entry
-                    result = kernel(x1._buf, **kernel_kwargs) if n == 1 else kernel(x1._buf, x2._buf, **kernel_kwargs)
+                if entry is not None and entry[3] < _state.limit:
+                    kernel, meta, shape, work, size = entry
+                    result = kernel(x1._buf) if n == 1 else kernel(x1._buf, x2._buf)
                     out = _new(NDArray)
                     out._buf = result if shape else zero_d_buffer(result, meta)
                     out._meta = meta
@@ -166,10 +181,15 @@ def make_generic(decl: OpDecl) -> Callable[..., Any]:
                     return out
         else:
             fast_key = None
-        key = _memo_key(args, kwargs) if args and args[0].__class__ is NDArray else None
-        if key is not None:
-            entry = cache.get(key)
-            if entry is not None and entry[5] < _state.limit:
+        key = _memo_key(args, kwargs, host_positions, host_names) if args and args[0].__class__ is NDArray else None
+        entry = memo.get(key) if key is not None else None
+        if entry is not None:
+            if not entry[5] < _state.limit:  # an interceptor is installed somewhere, or the engine is busy
+                if _ACTIVE[0] and _local.stack:
+                    return _intercept.call(decl, args, kwargs, fn)
+                if not inline(entry[5]):
+                    entry = None  # planned again, and ordered by the engine
+            if entry is not None:
                 kernel, meta, shape, steps, kernel_kwargs, work, size = entry
                 kernel_args = [
                     args[s[1]]._buf if s[0] == 0 else s[1] if s[0] == 2 else s[2](args[s[1]]._buf, s[3], copy=False)
@@ -183,12 +203,18 @@ def make_generic(decl: OpDecl) -> Callable[..., Any]:
                 out._size = size
                 out._base = base_of(args[0]) if view else None
                 return out
+        found = intercepted(decl, args, kwargs, fn)
+        if found is not NOT_INTERCEPTED:
+            return found
+        reads = HOST_READS[0]
         plan = plan_fn(*args, **kwargs)
-        if key is not None and not getattr(plan, "values_decide_shape", False):
-            memoise(plan, args, key, fast_key)
+        if key is not None and HOST_READS[0] == reads and not getattr(plan, "values_decide_shape", False):
+            memoise(plan, args, key, fast_key if fast_allowed else None)
         return execute(name, plan)
 
     def memoise(plan: Plan, args: tuple[Any, ...], key: Any, fast_key: Any) -> None:
+        if _backends.handle(plan.device).host_views:
+            return  # a device whose views may be host views: execute() decides per call
         if plan.key.layout is _STRIDED:
             if not (plan.view_of is None or plan.view_of is args[0]):
                 return
@@ -211,17 +237,42 @@ def make_generic(decl: OpDecl) -> Callable[..., Any]:
             if steps is None or any(st[0] == 1 for st in steps):
                 return
             kernel, layout = resolve_plan(name, plan)
-        if len(cache) > _MEMO_LIMIT:
-            cache.clear()
+        if len(memo) > _MEMO_LIMIT:
+            memo.clear()
             fast.clear()
         meta = _META.get((plan.device, plan.out_dtype, layout)) or ArrayMeta(plan.device, plan.out_dtype, layout)
-        cache[key] = (kernel, meta, plan.out_shape, steps, plan.kwargs, work_size(plan, name), prod(plan.out_shape))
+        work = work_size(plan, name)
+        size = prod(plan.out_shape)
+        memo[key] = (kernel, meta, plan.out_shape, steps, plan.kwargs, work, size)
         n = len(args)
         if fast_key is not None and len(steps) == n and all(st[0] == 0 and args[st[1]] is args[i] for i, st in enumerate(steps)):
-            fast[fast_key] = (kernel, meta, plan.out_shape, plan.kwargs, work_size(plan, name), prod(plan.out_shape))
+            fast[fast_key] = (partial(kernel, **plan.kwargs) if plan.kwargs else kernel, meta, plan.out_shape, work, size)
 
-    # A second dict beside the table's cache, cleared together with it (see _FastCache).
-    fast = _FastCache(cache)
+    reflected_name = "__r" + decl.operators[0][2:] if decl.operators else ""
+
+    def operator(self: NDArray, other: Any) -> Any:
+        """``x @ y``: the arrays-only fast path of ``fn`` in the operator's own frame; another
+        operand type gets NotImplemented (or a foreign operand's answer), so Python asks it."""
+        if other.__class__ is not NDArray:  # a NumPy or Dask array answers through its reflected operator
+            hook = hooks.foreign_operand
+            return NotImplemented if hook is None else hook(other, reflected_name, self)
+        entry = fast.get((self._meta, self._shape, other._meta, other._shape, self is other))
+        if entry is not None and entry[3] < _state.limit:
+            kernel, meta, shape, work, size = entry
+            result = kernel(self._buf, other._buf)
+            out = _new(NDArray)
+            out._buf = result if shape else zero_d_buffer(result, meta)
+            out._meta = meta
+            out._shape = shape
+            out._size = size
+            out._base = base_of(self) if view else None
+            return out
+        return fn(self, other)
+
+    fn._nda_memo = memo  # type: ignore[attr-defined]  # for introspection and tests
+    # The forward operator of a binary op (nda._namespace), behind nda._native's C fast path when
+    # there is one (the same entries: (kernel, meta, shape, work, size); views are left to Python).
+    fn._nda_operator = operator if _native is None or view else _native.PlannedOp(fast, operator)  # type: ignore[attr-defined]
     return fn
 
 
@@ -230,11 +281,8 @@ def make_multi(decl: OpDecl) -> Callable[..., Any]:
 
     They plan on every call (they are not the hot path). An op with several outputs makes
     one array per output, all written by one kernel call that the engine orders like any
-    other. A data-dependent op is a sync point for its inputs: it waits for them, runs the
-    kernel on the caller's thread and reads the output shapes from the buffers.
+    other; a data-dependent op is a sync point for its inputs (:func:`nda._execute.execute_multi`).
     """
-    from collections import namedtuple
-
     plan_fn = decl.plan
     name = decl.name
     outputs = decl.outputs
@@ -242,6 +290,9 @@ def make_multi(decl: OpDecl) -> Callable[..., Any]:
     result_type = namedtuple(_result_name(name), outputs) if named else None  # type: ignore[misc]
 
     def fn(*args: Any, **kwargs: Any) -> Any:
+        found = intercepted(decl, args, kwargs, fn)
+        if found is not NOT_INTERCEPTED:
+            return found
         plan = plan_fn(*args, **kwargs)
         arrays = execute_multi(name, plan, outputs is not None, decl.data_dependent)
         if outputs is None:
@@ -260,49 +311,54 @@ def _result_name(op_name: str) -> str:
     return special.get(short, "".join(part.capitalize() for part in short.split("_"))) + "Result"
 
 
-def execute_multi(name: str, plan: Plan, multi: bool, data_dependent: bool) -> list[NDArray]:
-    """Run a planned call with one or several outputs; returns the (possibly pending) outputs."""
-    kernel, layout = resolve_plan(name, plan)  # a sparse operand: native route or layout fallback
-    dtypes = plan.out_dtype if multi else (plan.out_dtype,)
-    metas = [_META.get((plan.device, d, layout)) or ArrayMeta(plan.device, d, layout) for d in dtypes]
-    if data_dependent:
-        for a in plan.reads:
-            a.wait_to_read()  # the output shapes come from the data: a sync point, as for masks
-        result = kernel(*unwrap(plan.args), **plan.kwargs)
-        buffers = tuple(result) if multi else (result,)
-        if len(buffers) != len(metas):
-            metas = [metas[0]] * len(buffers)  # ("*",) outputs: one dtype for all
-        outs = []
-        for buf, meta in zip(buffers, metas):
-            shape = _shape_of(buf, meta)
-            outs.append(new_array(buf if shape else zero_d_buffer(buf, meta), meta, shape))
-        return outs
-    shapes = plan.out_shape if multi else (plan.out_shape,)
-    outs = [new_array(None, meta, shape) for meta, shape in zip(metas, shapes)]
-    size = max([prod(s) for s in shapes] + [a._size for a in plan.reads])
-    args, kwargs = plan.args, plan.kwargs
+def make_getitem(generic: Callable[..., NDArray]) -> Callable[..., NDArray]:
+    """``x[i]`` and ``x[a:b]`` on the first axis skip planning; everything else plans.
 
-    def fill(result: Any) -> None:
-        for out, buf in zip(outs, tuple(result) if multi else (result,)):
-            out._buf = buf if out._shape else zero_d_buffer(buf, out._meta)
+    The kernels it calls directly are its own cache's: the strided ``getitem`` kernel per
+    array metadata, for devices whose views are never host views (nda._native's C version
+    reads the same cache).
+    """
+    kernels = EntryCache()
 
-    def run() -> Any:
-        result = kernel(*unwrap(args), **kwargs)
-        if result.__class__ is Completion:  # asynchronous work: the engine waits for the signal
-            fill(result.value)
-            return result
-        fill(result)
-        return None
+    def __getitem__(self: NDArray, key: Any) -> NDArray:
+        kc = key.__class__
+        if (kc is slice or kc is int) and 0 < _state.limit and self._shape:  # a view: O(1), inline when idle
+            kernel = kernels.get(self._meta)
+            if kernel is None:
+                return _miss(self, key)
+            shape = self._shape
+            n = shape[0]
+            if kc is int:
+                if not -n <= key < n:
+                    return generic(self, key)  # raises the IndexError
+                new_shape = shape[1:]
+                size = self._size // n
+            else:
+                if key.stop.__class__ is NDArray or key.start.__class__ is NDArray or key.step.__class__ is NDArray:
+                    return generic(self, key)  # the planner reads 0-d array bounds now, never the kernel
+                try:
+                    length = len(range(*key.indices(n)))
+                except (TypeError, ValueError):
+                    return generic(self, key)  # raises the right error
+                new_shape = (length,) + shape[1:]
+                size = length * (self._size // n) if n else 0
+            out = _new(NDArray)
+            buf = kernel(self._buf, (key,))
+            out._buf = buf if new_shape else zero_d_buffer(buf, self._meta)
+            out._meta = self._meta
+            out._shape = new_shape
+            out._size = size
+            base = self._base
+            out._base = self if base is None else base
+            return out
+        return generic(self, key)
 
-    if size < _state.limit:
-        run()
-    else:
-        _state.push(run, plan.reads, tuple(outs), plan.device, name, cost=size, route=kernel)
-    return outs
+    def _miss(self: NDArray, key: Any) -> NDArray:
+        meta = self._meta
+        if meta.layout is _STRIDED and not _backends.handle(meta.device).host_views:
+            kernel = resolve("getitem", meta.key)
+            if not getattr(kernel, "_nda_host_view", False):
+                kernels[meta] = kernel
+        return generic(self, key)
 
-
-def _shape_of(buf: Any, meta: ArrayMeta) -> tuple[int, ...]:
-    shape = getattr(buf, "shape", None)
-    if shape is None:  # a backend whose buffers do not say: ask the host copy
-        shape = backends.read_buffer(meta.device, buf).shape
-    return tuple(shape)
+    return __getitem__ if _native is None else _native.GetitemOp(kernels, __getitem__)

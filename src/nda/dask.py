@@ -18,7 +18,7 @@ slicing and ``dask.array.linalg`` reach nda through NumPy's protocols and nda's 
 
 Importing this module imports nothing of Dask (Dask loads it while it is importing).
 
-Layer: arrays and front end (README, "Architecture").
+Layer: arrays and front end, extensions (README, "Architecture").
 """
 
 from __future__ import annotations

@@ -6,10 +6,14 @@ holds, per key, the kernels sorted by priority (highest first, later registratio
 ties). A kernel may carry a ``supports(*args, **kwargs)`` predicate: the kernel is used
 only for calls it accepts, and the next kernel of the key gets the others.
 
-Resolution is cached. The cache of a table (``OpTable.cache``) is shared with the front
-end, which stores its own hot-path entries there (for example "float32 + float32 on
-cpu:0 -> this kernel, this output metadata"); registering a kernel clears it. So the hot
-path of an op is one dict lookup, and the slow path below runs once per key.
+Resolution is cached: ``OpTable.resolved`` maps a key to the callable that runs it, and it
+belongs to this layer alone. The layers above keep caches of their own built from
+resolutions (the front end's hot-path entries, "float32 + float32 on cpu:0 -> this kernel,
+this output metadata"; the layouts' routes); each registers its ``clear`` in
+:data:`dependents`, and every change of what resolution would answer (a registration, a
+backend unregistered, ``nda.config.fallback`` changed) clears them all with this layer's
+own (:func:`invalidate`). So the hot path of an op is one dict lookup, and the slow path
+below runs once per key.
 
 Keys whose layout is not ``strided`` (csr, row_sparse, a backend's own) resolve per
 call *signature* (the layouts of the operands) through :func:`resolve_plan` and
@@ -27,6 +31,7 @@ Layer: dispatch (README, "Architecture").
 
 from __future__ import annotations
 
+import threading
 from typing import Any, Callable, Iterable
 
 import numpy as np
@@ -39,7 +44,8 @@ from .ops import DECLARED as _DECLARED
 from .ops import _spec
 from .ops._spec import CATALOG as _CATALOG
 
-__all__ = ["DispatchError", "DeviceUnavailableError", "FallbackWarning", "FallbackError", "coverage", "Coverage", "KernelEntry", "OpTable", "register", "resolve", "resolve_plan", "table", "explain", "kernels",
+__all__ = ["DispatchError", "DeviceUnavailableError", "FallbackWarning", "FallbackError", "coverage", "Coverage", "KernelEntry", "OpTable", "register",
+           "prepare", "publish", "invalidate", "dependents", "resolve", "resolve_plan", "table", "explain", "kernels",
            "declare_subnormal_flush", "subnormal_flush"]
 
 
@@ -98,10 +104,10 @@ upper = _Upper()
 class KernelEntry:
     """A registered kernel: the function and how it was registered."""
 
-    __slots__ = ("fn", "key", "priority", "supports", "backend", "order", "signatures", "out_layout")
+    __slots__ = ("fn", "key", "priority", "supports", "backend", "order", "signatures", "out_layout", "route", "op")
 
     def __init__(self, fn: Callable[..., Any], key: KernelKey, priority: int, supports: Callable[..., bool] | None, backend: str, order: int,
-                 signatures: frozenset[tuple[str, ...]] | None = None, out_layout: Layout | None = None) -> None:
+                 signatures: frozenset[tuple[str, ...]] | None = None, out_layout: Layout | None = None, route: str = "native") -> None:
         self.fn = fn
         self.key = key
         self.priority = priority
@@ -110,6 +116,8 @@ class KernelEntry:
         self.order = order
         self.signatures = signatures  # operand layouts accepted (non-strided keys); None: all in the key's layout
         self.out_layout = out_layout  # layout of the result; None: the key's layout
+        self.route = route  # "native", or "host fallback" for the kernel the host fallback makes
+        self.op = ""  # the op's name (set by prepare())
 
     @property
     def qualname(self) -> str:
@@ -123,14 +131,14 @@ class KernelEntry:
 
 
 class OpTable:
-    """The kernels of one op, by key, plus the resolution cache shared with the front end."""
+    """The kernels of one op, by key, and the resolutions made from them (``resolved``)."""
 
-    __slots__ = ("op_name", "kernels", "cache")
+    __slots__ = ("op_name", "kernels", "resolved")
 
     def __init__(self, op_name: str) -> None:
         self.op_name = op_name
         self.kernels: dict[KernelKey, list[KernelEntry]] = {}
-        self.cache: dict[Any, Any] = {}
+        self.resolved: dict[KernelKey, Callable[..., Any]] = {}
 
     def __repr__(self) -> str:
         return f"<OpTable {self.op_name!r}: {len(self.kernels)} keys>"
@@ -138,6 +146,19 @@ class OpTable:
 
 _TABLES: dict[str, OpTable] = {}
 _registration_counter = 0
+_lock = threading.RLock()  # changes of the tables (registration, unregistration)
+
+#: ``clear`` callables of the caches that higher layers build from resolutions: called, with
+#: every table's own ``resolved`` cleared, whenever what resolution answers may change.
+dependents: list[Callable[[], None]] = []
+
+
+def invalidate() -> None:
+    """Forget every resolution, and every cache built from one (see :data:`dependents`)."""
+    for tbl in _TABLES.values():
+        tbl.resolved.clear()
+    for clear in list(dependents):
+        clear()
 
 
 def table(op_name: str) -> OpTable:
@@ -192,8 +213,27 @@ def register(
     operand in ``layout``, Python scalars anywhere); ``out_layout`` is the layout of the
     result (default: ``layout``).
     """
+    publish(prepare(op_name, device_type, dtypes, fn, layout=layout, priority=priority, supports=supports, backend=backend,
+                    signatures=signatures, out_layout=out_layout))
+
+
+def prepare(
+    op_name: str,
+    device_type: str,
+    dtypes: Iterable[DType | str] | DType | str,
+    fn: Callable[..., Any],
+    *,
+    layout: Layout | str = strided,
+    priority: int = 0,
+    supports: Callable[..., bool] | None = None,
+    backend: str = "<runtime>",
+    signatures: Iterable[tuple[str, ...]] | None = None,
+    out_layout: Layout | str | None = None,
+) -> list[KernelEntry]:
+    """The entries :func:`register` would add, validated, without adding them (a backend's
+    activation stages its kernels this way and publishes them all once they are valid)."""
     global _registration_counter
-    tbl = table(op_name)
+    table(op_name)
     if not isinstance(device_type, str) or not device_type:
         raise TypeError(f"device_type must be a non-empty string such as 'cpu', got {device_type!r}")
     if not callable(fn):
@@ -207,14 +247,26 @@ def register(
         raise ValueError(f"{op_name}: signatures= and out_layout= apply to kernels of non-strided layouts only")
     if isinstance(dtypes, (DType, str)):
         dtypes = (dtypes,)
+    entries = []
     for dt in dtypes:
         key = KernelKey(device_type, as_dtype(dt), lay)
-        _registration_counter += 1
-        entry = KernelEntry(fn, key, int(priority), supports, backend, _registration_counter, sigs, out_lay)
-        entries = tbl.kernels.setdefault(key, [])
-        entries.append(entry)
-        entries.sort(key=lambda e: (-e.priority, -e.order))
-    tbl.cache.clear()
+        with _lock:
+            _registration_counter += 1
+            order = _registration_counter
+        entries.append(KernelEntry(fn, key, int(priority), supports, backend, order, sigs, out_lay))
+        entries[-1].op = op_name
+    return entries
+
+
+def publish(entries: Iterable[KernelEntry]) -> None:
+    """Add prepared entries to their tables, then forget every resolution once."""
+    with _lock:
+        for entry in entries:
+            tbl = _TABLES[entry.op]
+            key = entry.key
+            # The list is replaced, never changed in place: a reader never sees it half sorted.
+            tbl.kernels[key] = sorted(tbl.kernels.get(key, []) + [entry], key=lambda e: (-e.priority, -e.order))
+    invalidate()
 
 
 def _check_signatures(op_name: str, signatures: Iterable[tuple[str, ...]] | None) -> frozenset[tuple[str, ...]] | None:
@@ -233,12 +285,19 @@ def _check_signatures(op_name: str, signatures: Iterable[tuple[str, ...]] | None
 
 def clear_caches() -> None:
     """Forget every resolution (and memoised plan); the next call of each op resolves again."""
-    for tbl in _TABLES.values():
-        tbl.cache.clear()
+    invalidate()
 
 
 def unregister_backend(backend: str) -> None:
-    """Remove every kernel a backend registered (used when a backend fails validation)."""
+    """Remove every kernel a backend registered (an op library whose backend failed; tests)."""
+    with _lock:
+        _remove_backend(backend)
+    invalidate()
+    for device_type in [d for d, (name, _) in _FLUSHING.items() if name == backend]:
+        del _FLUSHING[device_type]
+
+
+def _remove_backend(backend: str) -> None:
     for tbl in _TABLES.values():
         for key in list(tbl.kernels):
             kept = [e for e in tbl.kernels[key] if e.backend != backend]
@@ -246,9 +305,6 @@ def unregister_backend(backend: str) -> None:
                 tbl.kernels[key] = kept
             else:
                 del tbl.kernels[key]
-        tbl.cache.clear()
-    for device_type in [d for d, (name, _) in _FLUSHING.items() if name == backend]:
-        del _FLUSHING[device_type]
 
 
 #: device type -> (backend, dtypes whose subnormals its kernels flush): the backends' declarations.
@@ -270,7 +326,7 @@ def subnormal_flush(device_type: str) -> frozenset[DType]:
 def _flush_note(key: KernelKey, kernel: KernelEntry, out_dtype: DType, conversions: list[str]) -> str | None:
     """explain()'s line about flushed subnormals, when the route runs the declaring backend's kernels."""
     found = _FLUSHING.get(key.device_type)
-    if not found or "(host fallback)" in kernel.backend or any("host fallback" in c or "copies the inputs to cpu" in c for c in conversions):
+    if not found or kernel.route == "host fallback" or any("host fallback" in c or "copies the inputs to cpu" in c for c in conversions):
         return None
     backend, dtypes = found
     hit = sorted({d.name for d in (key.dtype, out_dtype) if d in dtypes})
@@ -334,23 +390,16 @@ def lookup(op_name: str, key: KernelKey) -> list[KernelEntry]:
 def resolve(op_name: str, key: KernelKey) -> Callable[..., Any]:
     """The callable that runs ``op_name`` at ``key`` (cached; raises DispatchError when missing)."""
     tbl = table(op_name)
-    cached = tbl.cache.get(key)
+    cached = tbl.resolved.get(key)
     if cached is not None:
-        return cached  # type: ignore[no-any-return]
-    cached = tbl.cache.get(("host-view", key))
-    if cached is not None:
-        return cached  # type: ignore[no-any-return]
+        return cached
     entries = lookup(op_name, key)
     route = getattr(entries[0].fn, "_nda_route", None)
     if route is not None and not getattr(entries[0].fn, "_nda_quiet", False):
         _announce_fallback(op_name, route)
     fn = entries[0].fn if entries[0].supports is None else _chooser(entries, op_name, key)
-    if key.layout is strided:
-        # Front-end fast paths (x[i]) look kernels up by key in this cache and give the result
-        # the input's metadata; for other layouts the output layout depends on the route. The
-        # host fallback of a view op makes a copy that nda._hostviews keeps in step with its
-        # base, so the fast paths must not find it: it is cached under another key.
-        tbl.cache[("host-view", key) if getattr(fn, "_nda_host_view", False) else key] = fn
+    if key.layout is strided:  # for other layouts the route depends on the operands (nda.layouts)
+        tbl.resolved[key] = fn
     return fn
 
 
@@ -439,7 +488,7 @@ def coverage(device: Any, layout: Layout | str = strided) -> Coverage:
     upper.ensure_device_type(device_type)
     upper.ensure_device_type("cpu")  # "fallback" means "cpu has a kernel for it"
     backend = upper.backend_for(device_type)
-    opts_in = bool(getattr(backend, "fallback_to_host", False)) and device_type != "cpu"
+    opts_in = backend.fallback_to_host  # the backend's handle: resolved when it activated
     lay = as_layout(layout)
     rows: dict[str, dict[str, str]] = {}
     for name, decl in sorted(_DECLARED.items()):  # the catalog, and the ops of loaded op libraries
@@ -535,7 +584,7 @@ def explain(op: str | Callable[..., Any], *args: Any, **kwargs: Any) -> Explanat
 
 # ---------------------------------------------------------------------------- registrations (at import)
 
-_config.on_change.append(clear_caches)  # a memoised route was announced under the old setting
+_config.on_change.append(invalidate)  # a memoised route was announced under the old setting
 for _decl in _CATALOG.values():  # ops declared before dispatch loaded
     _declare_table(_decl.name)
 _spec.declared.append(_on_declare)  # and those declared later (an extension library's)

@@ -4,14 +4,14 @@ An op library (:mod:`nda.ops.extension`) is found through the entry-point group
 ``nda.extensions`` or loaded with ``nda.backends.load("package.module")``. The first access
 of ``nda.ext.<library>`` loads it if needed (importing nda imports no library) and builds
 its namespace: one function per op, generated from the op's declaration by the same code
-as the catalog's functions (``nda._frontend.make_function``), so an extension op plans,
+as the catalog's functions (``nda._namespace.make_function``), so an extension op plans,
 dispatches, runs through the engine and device queues, records under
 ``nda.autograd.record()`` and is traced by ``nda.hybridize`` exactly like ``nda.add``.
 
 ``dir(nda.ext)`` lists the installed and loaded libraries; ``nda.backends.libraries()``
 says which loaded and why one did not.
 
-Layer: arrays and front end (README, "Architecture").
+Layer: arrays and front end, extensions (README, "Architecture").
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import threading
 import types
 from typing import Any, Callable
 
-from . import _frontend, backends
+from . import _namespace, backends
 from .backends import _libraries
 from .ops import extension as _extension
 
@@ -44,7 +44,7 @@ def namespace(library: str) -> types.ModuleType:
         module = types.ModuleType(f"nda.ext.{library}", lib.doc or f"Ops of the op library {library!r} (version {lib.version}).")
         functions: dict[str, Callable[..., Any]] = {}
         for decl in _extension.ops_of(library):
-            fn = _frontend.make_function(decl, module.__name__)
+            fn = _namespace.make_function(decl, module.__name__)
             setattr(module, decl.short, fn)
             functions[decl.name] = fn
         module.__all__ = sorted(d.short for d in _extension.ops_of(library))  # type: ignore[attr-defined]

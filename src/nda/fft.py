@@ -4,7 +4,7 @@ The transforms are generated from the ``"fft.*"`` ops of the catalog (``nda.ops.
 ``fftfreq``, ``rfftfreq``, ``fftshift`` and ``ifftshift`` are built from other ops
 (``nda._composite``).
 
-Layer: arrays and front end (README, "Architecture").
+Layer: arrays and front end, extensions (README, "Architecture").
 """
 
 from __future__ import annotations

@@ -197,7 +197,7 @@ def unregister_backend(backend: str) -> None:
 
 
 def _clear_routes() -> None:
-    dispatch.clear_caches()
+    dispatch.invalidate()
 
 
 def converters(device_type: str | None = None) -> list[_Registered]:
@@ -329,10 +329,9 @@ def _matches(entry: Any, operands: tuple[str, ...], key_layout: Layout) -> bool:
 def route(op: str, plan: Any) -> tuple[Callable[..., Any], Layout]:
     """(kernel, output layout) of a planned call whose key is not strided (cached per signature)."""
     key = plan.key
-    tbl = dispatch.table(op)
     sig = signature(plan.args, plan.kwargs)
-    cache_key = ("layout-route", key, sig, plan.out_dtype)
-    hit = tbl.cache.get(cache_key)
+    cache_key = (op, key, sig, plan.out_dtype)
+    hit = _ROUTES.get(cache_key)
     if hit is not None:
         return hit  # type: ignore[no-any-return]
     found = _native(op, plan, key, sig)
@@ -342,8 +341,14 @@ def route(op: str, plan: Any) -> tuple[Callable[..., Any], Layout]:
         fn = _fallback(op, plan, key, sig)
         dispatch._announce_fallback(op, fn._nda_route)  # type: ignore[attr-defined]
         result = (fn, strided)
-    tbl.cache[cache_key] = result
+    _ROUTES[cache_key] = result
     return result
+
+
+#: Routes by (op, key, operand signature, output dtype): this layer's cache, cleared with
+#: dispatch's resolutions (a registration, a converter, ``nda.config.fallback``).
+_ROUTES: dict[Any, tuple[Callable[..., Any], Layout]] = {}
+dispatch.dependents.append(_ROUTES.clear)
 
 
 def out_layout(op: str, plan: Any) -> Layout:

@@ -4,7 +4,7 @@ The functions are generated from the ``"linalg.*"`` ops of the catalog
 (``nda.ops.linalg_extension``); ``matmul``, ``tensordot``, ``vecdot`` and
 ``matrix_transpose`` are the top-level functions themselves, as the standard allows.
 
-Layer: arrays and front end (README, "Architecture").
+Layer: arrays and front end, extensions (README, "Architecture").
 """
 
 from __future__ import annotations

@@ -13,7 +13,11 @@ row_sparse array given in any order, are sorted (with their values): nda keeps s
 arrays in canonical form. The check reads the components, so nda arrays given as
 components are waited for (like ``nonzero``, whose result depends on data).
 
-Layer: arrays and front end (README, "Architecture").
+``save_npz``/``load_npz`` write and read SciPy's sparse ``.npz`` format for csr arrays
+(``scipy.sparse.load_npz`` and ``scipy.sparse.save_npz`` read and write the same files);
+row_sparse has no SciPy format, so ``save_npz`` refuses it and says how to store it.
+
+Layer: arrays and front end, extensions (README, "Architecture").
 """
 
 from __future__ import annotations
@@ -24,12 +28,13 @@ import numpy as np
 
 from . import _dtypes
 from ._array import NDArray, new_array
+from ._array import up as _array_up
 from ._devices import ArrayMeta, Device, as_device
 from .layouts import csr, info, row_sparse
 from .ops._spec import check_shape, dtype_arg
 from .ops.creation import cast_host, host_data, nda_dtype
 
-__all__ = ["csr_array", "row_sparse_array", "components", "nnz"]
+__all__ = ["csr_array", "row_sparse_array", "components", "nnz", "save_npz", "load_npz"]
 
 
 def _host(value: Any, what: str, op: str) -> np.ndarray:
@@ -190,3 +195,44 @@ def _from_pickle(layout: str, parts: dict[str, np.ndarray], shape: tuple[int, ..
     if layout == "row_sparse":
         return row_sparse_array((parts["values"], parts["row_indices"]), shape=shape, dtype=dtype, device=device)
     raise ValueError(f"cannot unpickle an array of layout {layout!r}")
+
+
+def save_npz(file: Any, x: NDArray, /, *, compressed: bool = True) -> None:
+    """Write a csr array in SciPy's sparse ``.npz`` format (``scipy.sparse.load_npz`` reads it).
+
+    ``.npz`` is appended to a path without it, as SciPy does. A row_sparse array is refused
+    (SciPy has no such format): convert it with ``x.to_layout("csr")``, or keep its parts
+    with ``nda.savez(file, **nda.sparse.components(x))``. Reading the array is a sync point.
+    """
+    import scipy.sparse
+
+    from . import layouts
+
+    if not isinstance(x, NDArray):
+        raise TypeError(f"save_npz() expects an nda array, got {type(x).__name__}")
+    if x.layout.name != "csr":
+        how = ("convert it with x.to_layout('csr'), or keep its parts with nda.savez(file, **nda.sparse.components(x))"
+               if x.layout.name == "row_sparse" else "save a dense array with nda.save(file, x), or convert it with x.to_layout('csr')")
+        raise ValueError(f"save_npz(): SciPy's sparse format holds csr arrays; x is {x.layout.name}: {how}")
+    parts = layouts.host_components(x)
+    matrix = scipy.sparse.csr_array((parts["data"], parts["indices"], parts["indptr"]), shape=x.shape)
+    scipy.sparse.save_npz(file, matrix, compressed=compressed)
+
+
+def load_npz(file: Any, /, *, device: Device | str | None = None) -> NDArray:
+    """Read SciPy's sparse ``.npz`` format (``scipy.sparse.save_npz``) as a csr array on ``device``.
+
+    Other SciPy formats (csc, coo, bsr, dia) are converted to csr as SciPy converts them
+    (coo duplicates are summed). SciPy reads the file without unpickling.
+    """
+    import scipy.sparse
+
+    matrix = scipy.sparse.load_npz(file)
+    if matrix.ndim != 2:
+        raise ValueError(f"load_npz(): csr arrays are 2-D; the file holds a {matrix.ndim}-D {matrix.format} array")
+    csr_m = matrix.tocsr()
+    csr_m.sum_duplicates()
+    return csr_array((csr_m.data, csr_m.indices, csr_m.indptr), shape=csr_m.shape, device=device)
+
+
+_array_up.sparse_reduce = _reduce  # NDArray.__reduce__ of a sparse array

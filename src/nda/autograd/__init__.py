@@ -11,13 +11,13 @@
 
 How it works, and what it costs:
 
-* **Recording.** Outside ``record()`` nda runs the functions its front end generated,
-  unchanged: nothing is recorded and nothing is checked per op. While some thread
-  records, recording versions of the functions, operators and methods are swapped in
-  (``_swap``); a call whose arguments need a gradient adds a node to the graph
-  (``_graph``). Recording is per thread: ``record()`` and ``pause()`` set a thread-local
-  flag, and other threads keep running unrecorded (through the recording versions,
-  which cost them one extra call while a thread records).
+* **Recording.** ``record()`` puts autograd's interceptor on the calling thread's stack at
+  the invocation point every op call goes through (``nda._intercept``, ``_record``); a
+  call whose arguments need a gradient adds a node to the graph (``_graph``). Nothing in
+  NDArray or in a namespace changes: a function bound anywhere records. Recording is per
+  thread: ``record()`` and ``pause()`` set a thread-local flag, and other threads keep
+  running unrecorded (while any thread records, every op takes the slow path of its
+  function, where the calling thread's interceptors are looked up).
 * **Gradients are ops.** Each op's declaration in the catalog carries its
   vector-Jacobian product written with nda ops (``nda.ops._spec``), so the backward
   pass (``_backward``) dispatches, runs on the arrays' device (cpu, sim, cuda, a
@@ -32,12 +32,9 @@ How it works, and what it costs:
   Outside, writes are allowed, but backward refuses to use an array that a recorded call
   saved and that was overwritten since (PyTorch's rule); ``retain_graph`` graphs and
   graphs not yet used are checked this way.
-* **What records.** Calls through the namespaces (``nda.exp``, ``nda.linalg.inv``), NDArray
-  operators and methods, indexing, ``to_device`` and ``to_layout``. A function object
-  bound before recording started (``from nda import exp``) is the fast version and
-  records nothing; called on an array needing a gradient inside ``record()`` it raises
-  :class:`AutogradError` (the engine reports every op issued while a thread records),
-  never a gradient silently missing its terms. ``asnumpy()``, ``from_dlpack`` and the constructors of
+* **What records.** Every op call: functions however they were bound (``nda.exp``,
+  ``from nda import exp``, ``nda.linalg.inv``, ``nda.ext.<library>.<op>``), NDArray
+  operators and methods, indexing, ``to_device`` and ``to_layout``. ``asnumpy()``, ``from_dlpack`` and the constructors of
   ``nda.sparse`` leave the graph, as does :meth:`NDArray.detach`. Ops whose results are
   constant in their inputs (comparisons, integer results, ``floor``, ``round``) give no
   gradient; ops without a derivative raise when a gradient reaches them
@@ -48,7 +45,7 @@ gradient is ``dL/da + i dL/db``. Gradients of a ``csr`` array are taken with res
 its stored values (its sparsity pattern is fixed), so its ``grad`` is csr with the same
 pattern.
 
-Layer: arrays and front end (README, "Architecture").
+Layer: autograd (README, "Architecture").
 """
 
 from __future__ import annotations
@@ -60,7 +57,8 @@ from ..ops import DECLARED
 from ..ops._spec import NoVJP
 from . import _backward
 from ._graph import ENTRIES, FLAGS, AutogradError, Entry
-from ._swap import SWAP, fast
+from .._array import up as _array_up
+from ._record import fast, scope_enter, scope_exit
 
 __all__ = ["record", "pause", "is_recording", "backward", "grad", "AutogradError", "differentiable_ops"]
 
@@ -78,14 +76,14 @@ class _Scope:
 
     def __enter__(self) -> None:
         if self._on:
-            SWAP.enter()
+            scope_enter()
         self._previous = FLAGS.recording
         FLAGS.recording = self._on
 
     def __exit__(self, *exc: Any) -> None:
         FLAGS.recording = self._previous
         if self._on:
-            SWAP.exit()
+            scope_exit()
 
 
 def record() -> _Scope:
@@ -204,13 +202,9 @@ def _grad(self: NDArray) -> NDArray | None:
 
 def _detach(self: NDArray) -> NDArray:
     """The same data without gradient history: a view (strided) or a copy (sparse arrays have no views)."""
-    FLAGS.depth += 1  # deliberately unrecorded
-    try:
-        if self.layout.name == "strided":
-            return fast("getitem")(self, ...)  # type: ignore[no-any-return]
-        return fast("astype")(self, self.dtype, copy=True)  # type: ignore[no-any-return]
-    finally:
-        FLAGS.depth -= 1
+    if self.layout.name == "strided":
+        return fast("getitem")(self, ...)  # type: ignore[no-any-return]  # deliberately unrecorded
+    return fast("astype")(self, self.dtype, copy=True)  # type: ignore[no-any-return]
 
 
 def _ndarray_backward(self: NDArray, head_grad: NDArray | None = None, retain_graph: bool = False) -> None:
@@ -218,10 +212,8 @@ def _ndarray_backward(self: NDArray, head_grad: NDArray | None = None, retain_gr
     _backward.run([self], None if head_grad is None else [head_grad], None, retain_graph, False, "backward()")
 
 
-_attach_grad.__name__ = _attach_grad.__qualname__ = "attach_grad"
-_detach.__name__ = _detach.__qualname__ = "detach"
-_ndarray_backward.__name__ = _ndarray_backward.__qualname__ = "backward"
-NDArray.attach_grad = _attach_grad  # type: ignore[attr-defined]
-NDArray.grad = property(_grad, doc=_grad.__doc__)  # type: ignore[attr-defined]
-NDArray.detach = _detach  # type: ignore[attr-defined]
-NDArray.backward = _ndarray_backward  # type: ignore[attr-defined]
+# NDArray.attach_grad, .grad, .detach and .backward (defined in nda._array) call these.
+_array_up.attach_grad = _attach_grad
+_array_up.grad = _grad
+_array_up.detach = _detach
+_array_up.backward = _ndarray_backward

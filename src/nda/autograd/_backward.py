@@ -19,7 +19,7 @@
 With ``create_graph`` the whole pass runs as if inside ``record()``, so the gradients
 are themselves recorded and can be differentiated again.
 
-Layer: arrays and front end (README, "Architecture").
+Layer: autograd (README, "Architecture").
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from .._array import NDArray
 from ..ops._spec import NoVJP
 from ..ops._vjp import project_to_pattern
 from ._graph import FLAGS, AutogradError, Entry, Node, bump, entry_of
-from ._swap import SWAP, fast
+from ._record import fast, maybe_release_checks, scope_enter, scope_exit
 
 __all__ = ["run"]
 
@@ -89,7 +89,7 @@ def run(
     relevant = _relevant(nodes, targets)
     previous = FLAGS.recording
     if create_graph:
-        SWAP.enter()
+        scope_enter()
     FLAGS.recording = create_graph
     try:
         cots: dict[Any, Any] = {}
@@ -116,11 +116,11 @@ def run(
     finally:
         FLAGS.recording = previous
         if create_graph:
-            SWAP.exit()
+            scope_exit()
     if not retain_graph:
         for node in used:
             node.release()
-        SWAP.maybe_release_checks()
+        maybe_release_checks()
     return result
 
 

@@ -15,9 +15,9 @@ Nothing here lives on NDArray itself (no slot, so arrays and the hot path pay no
 * ``VERSIONS`` counts in-place writes per storage (an array's base): a node remembers the
   version of every array it saved, and backward refuses to use an array written in place
   since (PyTorch's rule), naming the write. The counters are only bumped while a graph
-  is alive (``nda.autograd._swap`` installs the checking in-place operators then).
+  is alive (``nda.autograd._record`` installs its write hook then).
 
-Layer: arrays and front end (README, "Architecture").
+Layer: autograd (README, "Architecture").
 """
 
 from __future__ import annotations
@@ -39,7 +39,8 @@ class AutogradError(RuntimeError):
 
 class _Flags(threading.local):
     recording = False  # this thread records the calls it makes
-    depth = 0  # > 0 inside a recording function (the ops it issues are its own)
+    scopes = 0  # recording scopes this thread is in (its recorder is installed while > 0)
+    internal = 0  # > 0 while autograd itself calls ops (never recorded, writes not checked)
 
 
 FLAGS = _Flags()

@@ -26,10 +26,10 @@ __all__ = ["host_fallback"]
 
 def host_fallback(tbl: OpTable, key: KernelKey) -> KernelEntry | None:
     """A kernel that runs ``key``'s op on cpu with copies in and out, if the backend opts in."""
-    from . import for_device_type, read_buffer, upload, write_buffer
+    from . import handle, read_buffer, upload, write_buffer
 
-    backend = for_device_type(key.device_type)
-    if not getattr(backend, "fallback_to_host", False) or key.device_type == "cpu":
+    backend = handle(Device(key.device_type, 0))
+    if not backend.fallback_to_host:
         return None
     cpu_key = KernelKey("cpu", key.dtype, key.layout)
     try:
@@ -82,4 +82,4 @@ def host_fallback(tbl: OpTable, key: KernelKey) -> KernelEntry | None:
     fallback._nda_route = route  # type: ignore[attr-defined]
     fallback._nda_host_view = bool(decl.view)  # type: ignore[attr-defined]  # see nda._hostviews
     fallback._nda_quiet = tbl.op_name == "asarray"  # type: ignore[attr-defined]
-    return KernelEntry(fallback, key, -1, None, f"{backend.name} (host fallback)", 0)
+    return KernelEntry(fallback, key, -1, None, f"{backend.name} (host fallback)", 0, route="host fallback")

@@ -104,6 +104,10 @@ class Engine:
     def push(self, run: Callable[[], Any], reads: Sequence[Any], writes: Sequence[Any], device: Any, name: str, cost: int = 0, route: Any = None) -> None:
         raise NotImplementedError(f"engine {self.name!r} does not implement push")
 
+    def current_limit(self) -> int:
+        """The ``state.limit`` this engine wants now (its idle limit unless it says otherwise)."""
+        return self.idle_limit
+
     def wait_for(self, array: Any, for_write: bool = False) -> None:
         raise NotImplementedError(f"engine {self.name!r} does not implement wait_for")
 
@@ -155,7 +159,7 @@ def device_completion(device: Any) -> Completion | None:
     hook = _completion_hooks.get(device, _NO_HOOK)
     if hook is _NO_HOOK:
         try:
-            hook = getattr(upper.backend_for(device), "record_completion", None)
+            hook = upper.backend_for(device).record_completion  # the backend's handle: None when it has none
         except Exception:  # noqa: BLE001 - no backend, no asynchronous completion
             hook = None
         _completion_hooks[device] = hook
@@ -174,7 +178,7 @@ def device_sync(device: Any) -> None:
     hook = _sync_hooks.get(device, _NO_HOOK)
     if hook is _NO_HOOK:
         try:
-            hook = getattr(upper.backend_for(device), "synchronize", None)
+            hook = upper.backend_for(device).synchronize
         except Exception:  # noqa: BLE001
             hook = None
         _sync_hooks[device] = hook
@@ -395,11 +399,14 @@ class _State:
         engine = self.engine
         if profiler.active or self.watchers:
             self.limit = 0
-        elif hasattr(engine, "current_limit"):
-            self.limit = engine.current_limit()
         else:
-            self.limit = engine.idle_limit
+            self.limit = engine.current_limit()
 
+
+    def inline_limit(self) -> int:
+        """What ``limit`` would be without watchers: an op a watcher let through runs inline under it
+        (the front end's slow paths ask while an interceptor is installed somewhere)."""
+        return 0 if profiler.active else self.engine.current_limit()
 
     def watch(self, hook: Callable[[str, Sequence[Any]], None]) -> None:
         """Call ``hook(name, reads)`` on the issuing thread for every op issued until :meth:`unwatch`.
@@ -425,7 +432,7 @@ class _State:
         for hook in self.watchers:
             hook(name, reads)
         engine = self.engine
-        if not profiler.active and cost < (engine.current_limit() if hasattr(engine, "current_limit") else engine.idle_limit):
+        if not profiler.active and cost < engine.current_limit():
             result = run()  # what the front end's inline path would have done without the watcher
             if isinstance(result, Completion):
                 _run_now(lambda: result)

@@ -287,11 +287,11 @@ class Profiler:
                 [(sp.start_ms, sp.end_ms - sp.start_ms) for sp in spans], (row - bar_height / 2, bar_height),
                 facecolors=[colours.get(sp.event.name, other) for sp in spans], linewidth=0, zorder=2,
             )
-        last_x, level = float("-inf"), 0
-        for t, label in sorted(self.marks):
-            x = (t - self._origin) * 1e3
-            level = (level + 1) % 3 if x - last_x < 0.15 * max(end, 1e-9) else 0  # stagger close labels
-            last_x = x
+        marks = sorted(((t - self._origin) * 1e3, label) for t, label in self.marks)
+        span = end * 1.01 if end > 0 else 1.0
+        points = max(ax.get_position().width * ax.figure.get_figwidth() * 72.0, 1.0)  # the axes' width in points
+        widths = [(_label_points(label) + 6.0) * span / points for _, label in marks]  # in ms, with a margin
+        for (x, label), level in zip(marks, _label_rows([x for x, _ in marks], widths)):
             ax.axvline(x, color="black", linewidth=0.8, linestyle="--", zorder=3)
             ax.annotate(label, (x, -0.5), xytext=(3, -3 - 12 * level), textcoords="offset points", va="top", ha="left", fontsize="small", zorder=4,
                         bbox={"boxstyle": "round,pad=0.15", "facecolor": "white", "edgecolor": "none", "alpha": 0.8})
@@ -310,6 +310,25 @@ class Profiler:
             rest = sum(totals[name] for name in ranked[max_legend:])
             handles.append(Patch(facecolor=other, label=f"{len(ranked) - max_legend} other ops ({rest:.1f} ms)"))
         ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", title="op (busy time)", frameon=False)
+
+
+def _label_points(label: str) -> float:
+    """A generous estimate of a mark label's width in points (matplotlib's "small" font: 8.33 pt)."""
+    return 0.62 * 8.33 * len(label)
+
+
+def _label_rows(xs: list[float], widths: list[float]) -> list[int]:
+    """The row of each mark's label (``xs`` sorted): the first row whose last label ends left of it,
+    so no two labels overlap, however close their marks are."""
+    ends: list[float] = []
+    rows = []
+    for x, width in zip(xs, widths):
+        row = next((i for i, right in enumerate(ends) if right < x), len(ends))
+        if row == len(ends):
+            ends.append(0.0)
+        ends[row] = x + width
+        rows.append(row)
+    return rows
 
 
 profiler = Profiler()

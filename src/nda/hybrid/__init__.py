@@ -26,11 +26,11 @@ exact). Later calls with that signature run the graph: claimed subgraphs as one 
 each, every other node op by op through the op's public function (planning, dispatch, the
 engine, device queues: what the eager call does).
 
-**Never another result than eager.** An op that runs while tracing but outside the
-recorded functions (a name bound before tracing, ``from nda import exp``) would make its
-result a frozen constant: the engine reports every op issued while tracing, and such an op
-ends the graph (the signature runs eagerly). An ``nda.ext.<library>`` namespace first
-touched while tracing is traced. Arrays ``fn`` uses without receiving them (closures,
+**Never another result than eager.** The tracer is an interceptor at the invocation point
+every op call goes through (:mod:`nda._intercept`), so every op the function issues is
+recorded however it was bound (``nda.exp``, ``from nda import exp``, operators, methods,
+``nda.ext.<library>.<op>``); nothing is rebound and nothing is locked while the function
+runs. Arrays ``fn`` uses without receiving them (closures,
 globals, attributes and items of its non-array arguments: Gluon's parameters) are found
 *by name* after tracing and read under that name at every run: a rebound global runs with
 the new array, or traces again when its metadata changed; a captured array that shares
@@ -59,7 +59,7 @@ function that enters ``record()`` itself is not hybridized (it runs eagerly).
 In-place writes into captured arrays or into the arguments happen at every run, in
 program order.
 
-Layer: arrays and front end (README, "Architecture").
+Layer: hybridize (README, "Architecture").
 """
 
 from __future__ import annotations
@@ -119,7 +119,7 @@ class HybridFunction:
 
     # ------------------------------------------------------------------ calling
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if _trace.STATE.graph is not None:  # inside another hybridized function's trace: inline
+        if _trace.tracing_now():  # inside another hybridized function's trace: inline
             return self.fn(*args, **kwargs)
         arrays: list[NDArray] = []
         key = _signature(args, kwargs, arrays)
@@ -147,11 +147,8 @@ class HybridFunction:
         graph = _graph.Graph()
         for a in arrays:
             graph.add_input(a)
-        tracer = _trace.tracing(graph)
-        with tracer:
+        with _trace.tracing(graph):
             result = self.fn(*args, **kwargs)
-        if not tracer.intact:
-            graph.end("the function entered autograd.record() while it was being recorded")
         caller = "{}:{}".format(*_trace.user_site())
         entry = self._build(graph, result, args, kwargs, arrays, caller)
         keep = not entry.reason or not entry.reason.startswith(AMBIGUOUS)

@@ -10,7 +10,7 @@ the signature runs eagerly; so does an argument that is also captured (``f(w)`` 
 ``x + w``: the graph could not tell which reads mean which), and a run where a captured
 array shares memory with an argument when the recorded graph assumed not.
 
-Layer: arrays and front end (README, "Architecture").
+Layer: hybridize (README, "Architecture").
 """
 
 from __future__ import annotations

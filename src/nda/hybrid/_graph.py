@@ -21,7 +21,7 @@ notes and tracebacks then point at the line of the hybridized function that issu
 op. A claimed subgraph is one op: its output arrays are made pending, and its compiled
 kernel runs through the engine (recorded on the device queue for a queue backend).
 
-Layer: arrays and front end (README, "Architecture").
+Layer: hybridize (README, "Architecture").
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
-from .. import _frontend, backends
+from .. import backends
 from .._array import NDArray, new_array
 from .._devices import ArrayMeta, strided
 from ..backends import fusion
@@ -242,7 +242,7 @@ class Group:
                  backend: Any, device: Any, partitioner: str) -> None:
         self.nodes, self.inputs, self.outputs, self.program, self.compiled = nodes, inputs, outputs, program, compiled
         self.backend, self.device, self.partitioner = backend, device, partitioner
-        self.queued = bool(getattr(backend, "in_order_queues", False))
+        self.queued = backends.handle(device).queued
 
     @property
     def name(self) -> str:
@@ -325,8 +325,7 @@ def partition(graph: Graph, external_reads: set[int], enabled: bool = True) -> t
                 continue
             part = partitioners.get(info.device, False)
             if part is False:
-                backend = backends.for_device(info.device)
-                make = getattr(backend, "partitioner", None)
+                make = backends.handle(info.device).partitioner
                 part = partitioners[info.device] = make(info.device) if make is not None else None
             if part is None or not part.select(info):
                 continue
@@ -572,5 +571,3 @@ def _run_fused(group: Group, kernel: Callable[..., Any], inputs: list[NDArray]) 
         _state.push(run, tuple(inputs), tuple(outs), device, group.name, cost=size, route=kernel)
     return outs
 
-
-_ = _frontend  # the front end's machinery is what every node runs (through the public functions)

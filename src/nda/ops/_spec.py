@@ -16,7 +16,7 @@ The planning function *is* the op's shape/dtype rule and its argument validation
 never touches data, so it runs at the caller's line (errors there have the Array API's
 exception types) and it is what ``nda.dispatch.explain`` uses. The public function
 ``nda.flip`` is generated from it (same name, signature and docstring) by
-``nda._frontend``: it plans, resolves the kernel for ``plan.key``, and hands the work to
+``nda._namespace``: it plans, resolves the kernel for ``plan.key``, and hands the work to
 the engine.
 
 Kernels use the "kernel convention": the plan's ``args``/``kwargs`` with every NDArray
@@ -64,7 +64,7 @@ from .._dtypes import CATEGORIES, DType
 
 
 __all__ = [
-    "OpDecl", "Plan", "Cast", "declare", "CATALOG", "broadcast_shapes", "normalize_axis", "normalize_axes", "int_arg",
+    "OpDecl", "Plan", "Cast", "Method", "declare", "CATALOG", "broadcast_shapes", "normalize_axis", "normalize_axes", "int_arg",
     "NoVJP", "constant", "not_differentiable", "scalar_arg", "host_scalar",
 ]
 
@@ -234,14 +234,45 @@ def not_differentiable(reason: str) -> NoVJP:
     return NoVJP(reason, zero=False)
 
 
+#: Parameters that give the structure of the result: their values are always read on the host
+#: (a host value of every op that has one, without saying so in its declaration).
+_STRUCTURAL = ("axis", "axes", "shape")
+
+
+class Method:
+    """An NDArray method that calls its op: ``x.<name>(*args, **kwargs)`` is ``op(x, ...)``.
+
+    ``varargs`` names the parameter that collects the method's positional arguments, as
+    NumPy's methods do (``x.reshape(2, 3)`` and ``x.reshape((2, 3))`` both pass
+    ``shape=(2, 3)``); with no positional argument, ``empty(x)`` gives its value when set
+    (``x.transpose()`` reverses the axes). ``fixed`` are keyword arguments the method always
+    passes (``x.ravel()`` is ``reshape(x, shape=(-1,))``).
+    """
+
+    __slots__ = ("name", "varargs", "fixed", "empty", "doc")
+
+    def __init__(self, name: str, *, varargs: str | None = None, fixed: dict[str, Any] | None = None,
+                 empty: Callable[[Any], Any] | None = None, doc: str | None = None) -> None:
+        self.name = name
+        self.varargs = varargs
+        self.fixed = dict(fixed or {})
+        self.empty = empty
+        self.doc = doc
+
+    def __repr__(self) -> str:
+        return f"Method({self.name!r})"
+
+
 class OpDecl:
     """The declaration of one op: the single source its public function is generated from."""
 
     __slots__ = (
         "name", "family", "signature", "dtypes", "plan", "reference", "mutates",
-        "method", "operators", "doc", "view", "result", "ufunc_name", "outputs", "data_dependent",
-        "vjp",
+        "method", "methods", "operators", "doc", "view", "result", "ufunc_name", "outputs", "data_dependent",
+        "vjp", "host_values",
     )
+    #: What an interceptor is told an op call is (nda._intercept.EntryPoint has other kinds).
+    kind = "op"
 
     def __init__(
         self,
@@ -261,6 +292,8 @@ class OpDecl:
         outputs: tuple[str, ...] | None = None,
         data_dependent: bool = False,
         vjp: Callable[..., tuple[Any, ...]] | NoVJP | None = None,
+        methods: tuple[Method, ...] = (),
+        host_values: tuple[str, ...] = (),
     ) -> None:
         if dtypes not in CATEGORIES:
             raise ValueError(f"op {name!r}: unknown dtype category {dtypes!r}; known: {', '.join(CATEGORIES)}")
@@ -273,12 +306,18 @@ class OpDecl:
         self.doc = doc
         self.mutates = mutates
         self.method = method
+        self.methods = ((Method(method),) if method else ()) + tuple(methods)
         self.operators = operators
         self.view = view
         self.result = result
         self.outputs = outputs
         self.data_dependent = data_dependent
         self.vjp = vjp
+        unknown = [p for p in host_values if p not in signature.parameters]
+        if unknown:
+            raise ValueError(f"op {name!r}: host_values names {unknown}, which are not parameters of its signature {signature}")
+        structural = tuple(p for p in _STRUCTURAL if p in signature.parameters and p not in host_values)
+        self.host_values = tuple(host_values) + structural
         for listener in declared:
             listener(self)  # dispatch creates the op's table
 
@@ -304,6 +343,8 @@ def declare(
     outputs: tuple[str, ...] | None = None,
     data_dependent: bool = False,
     vjp: Callable[..., tuple[Any, ...]] | NoVJP | None = None,
+    methods: tuple[Method, ...] = (),
+    host_values: tuple[str, ...] = (),
 ) -> Callable[[Callable[..., Plan]], OpDecl]:
     """Declare an op from its planning function (see the module docstring).
 
@@ -315,6 +356,12 @@ def declare(
     ``nonzero``): their plans give ``out_shape=None``, the call is a sync point for the
     inputs and the shapes are read from the buffers the kernel returns.
     ``vjp`` is the op's vector-Jacobian product, or :func:`constant`/:func:`not_differentiable`.
+    ``method`` names the NDArray method that calls the op with the array first (``x.sum()``);
+    ``methods`` adds :class:`Method` specs (``x.reshape(2, 3)``, ``x.ravel()``).
+    ``host_values`` names the parameters whose *values* the planner reads on the host when
+    they are 0-d arrays (``linspace``'s ``start``): a call passing an array there is planned
+    every time, never answered from a plan memoised for other values. ``axis``, ``axes`` and
+    ``shape`` are host values of every op that has them.
     """
 
     def wrap(plan: Callable[..., Plan]) -> OpDecl:
@@ -335,6 +382,8 @@ def declare(
             outputs=outputs,
             data_dependent=data_dependent,
             vjp=vjp,
+            methods=methods,
+            host_values=host_values,
         )
         CATALOG[name] = decl
         return decl

@@ -281,7 +281,7 @@ def _fill_dtype(fill_value: Any, dtype: DType | None, op: str) -> DType:
     return dt
 
 
-@declare("full", dtypes="any", reference=_ref_full, family="creation", vjp=_NO_ARRAY_INPUT)
+@declare("full", dtypes="any", reference=_ref_full, family="creation", vjp=_NO_ARRAY_INPUT, host_values=("fill_value",))
 def full(shape: int | tuple[int, ...], fill_value: bool | int | float | complex, *, dtype: DType | None = None, device: Device | str | None = None) -> Plan:
     """An array filled with ``fill_value``; the dtype defaults to the default dtype of the value's kind."""
     dims = check_shape(shape, "full")
@@ -317,7 +317,7 @@ def empty_like(x: _ARRAY, /, *, dtype: DType | None = None, device: Device | str
     return _creation_plan("empty_like", shape, dt, dev, (shape,), {"dtype": dt})
 
 
-@declare("full_like", dtypes="any", reference=_ref_full, family="creation", vjp=_VALUES_IGNORED)
+@declare("full_like", dtypes="any", reference=_ref_full, family="creation", vjp=_VALUES_IGNORED, host_values=("fill_value",))
 def full_like(x: _ARRAY, /, fill_value: bool | int | float | complex, *, dtype: DType | None = None, device: Device | str | None = None) -> Plan:
     """``fill_value`` with the shape (and by default the dtype and device) of ``x``."""
     fill_value, _ = _fill_arg(fill_value, None, "full_like")
@@ -342,7 +342,7 @@ def _real_scalar(value: Any, name: str, op: str) -> int | float:
     return value
 
 
-@declare("arange", dtypes="real numeric", reference=_ref_arange, family="creation", vjp=_NO_ARRAY_INPUT)
+@declare("arange", dtypes="real numeric", reference=_ref_arange, family="creation", vjp=_NO_ARRAY_INPUT, host_values=("start", "stop", "step"))
 def arange(start: int | float, /, stop: int | float | None = None, step: int | float = 1, *, dtype: DType | None = None, device: Device | str | None = None) -> Plan:
     """Evenly spaced values in ``[start, stop)``; ``arange(n)`` counts from 0 to n-1.
 
@@ -382,7 +382,7 @@ def _ref_linspace(start: Any, stop: Any, num: int, dtype: DType, device: Device,
     return np.linspace(start, stop, num, endpoint=endpoint, dtype=dtype.numpy)
 
 
-@declare("linspace", dtypes="floating", reference=_ref_linspace, family="creation", vjp=_NO_ARRAY_INPUT)
+@declare("linspace", dtypes="floating", reference=_ref_linspace, family="creation", vjp=_NO_ARRAY_INPUT, host_values=("start", "stop", "num"))
 def linspace(start: int | float | complex, stop: int | float | complex, /, num: int, *, dtype: DType | None = None, device: Device | str | None = None, endpoint: bool = True) -> Plan:
     """``num`` evenly spaced samples from ``start`` to ``stop`` (included unless ``endpoint=False``).
 
@@ -414,7 +414,7 @@ def _ref_eye(n_rows: int, n_cols: int, k: int, dtype: DType, device: Device) -> 
     return np.eye(n_rows, n_cols, k=k, dtype=dtype.numpy)
 
 
-@declare("eye", dtypes="any", reference=_ref_eye, family="creation", vjp=_NO_ARRAY_INPUT)
+@declare("eye", dtypes="any", reference=_ref_eye, family="creation", vjp=_NO_ARRAY_INPUT, host_values=("n_rows", "n_cols", "k"))
 def eye(n_rows: int, n_cols: int | None = None, /, *, k: int = 0, dtype: DType | None = None, device: Device | str | None = None) -> Plan:
     """A 2-D array with ones on the ``k``-th diagonal and zeros elsewhere."""
     rows = int_arg(n_rows, "eye", "n_rows", minimum=0)

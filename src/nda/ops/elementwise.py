@@ -3,7 +3,7 @@
 A row gives the name, the arity, the dtype category, the result rule, the NumPy reference
 and the NDArray operators the op backs. Rows become :class:`OpDecl` objects with the
 ``unary``/``binary`` family; their public functions get a specialised fast path in
-``nda._frontend``.
+``nda._elementwise``.
 
 Dtype rules (decided here, documented in the README):
 

@@ -139,7 +139,8 @@ def _declare_one(name: str, kind: str, out_length: Any, out_kind: str, doc: str)
 
     plan.__doc__ = doc
     plan.__name__ = plan.__qualname__ = name
-    declare(f"fft.{name}", dtypes="real floating" if kind == "real" else "complex floating", reference=_reference(fn, out=out_kind), vjp=_VJPS[name])(plan)
+    declare(f"fft.{name}", dtypes="real floating" if kind == "real" else "complex floating", reference=_reference(fn, out=out_kind), vjp=_VJPS[name],
+            host_values=("n",))(plan)
 
 
 def _declare_many(name: str, kind: str, out_kind: str, last: Any, doc: str) -> None:
@@ -150,7 +151,8 @@ def _declare_many(name: str, kind: str, out_kind: str, last: Any, doc: str) -> N
 
     plan.__doc__ = doc
     plan.__name__ = plan.__qualname__ = name
-    declare(f"fft.{name}", dtypes="real floating" if kind == "real" else "complex floating", reference=_reference(fn, out=out_kind), vjp=_VJPS[name])(plan)
+    declare(f"fft.{name}", dtypes="real floating" if kind == "real" else "complex floating", reference=_reference(fn, out=out_kind), vjp=_VJPS[name],
+            host_values=("s",))(plan)
 
 
 # ----------------------------------------------------------------------------- vector-Jacobian products

@@ -191,7 +191,7 @@ def _vjp_getitem(nd: Any, need: Any, g: Any, y: Any, x: Any, key: Any, /) -> tup
     flat = scatter_flat(nd, nd.reshape(g, (-1,)), nd.reshape(positions, (-1,)), x.size, unique=unique)
     return (nd.reshape(flat, x.shape),)
 
-@declare("getitem", dtypes="any", reference=_ref_getitem, view=True, vjp=_vjp_getitem)
+@declare("getitem", dtypes="any", reference=_ref_getitem, view=True, operators=("__getitem__",), vjp=_vjp_getitem, host_values=("key",))
 def getitem(x: _ARRAY, key: Any, /) -> Plan:
     """``x[key]``: basic indexing returns a view; integer arrays and masks return a copy."""
     x = check_array(x, "getitem")
@@ -228,7 +228,7 @@ def _check_value(x: Any, value: Any, shape: tuple[int, ...]) -> Any:
     return _check_scalar(value, target, "x[...] = value")
 
 
-@declare("setitem", dtypes="any", reference=_ref_setitem, mutates=("x",),
+@declare("setitem", dtypes="any", reference=_ref_setitem, mutates=("x",), operators=("__setitem__",), host_values=("key", "value"),
          vjp=not_differentiable("an in-place write, not recorded (refused inside record() on arrays of the graph)"))
 def setitem(x: _ARRAY, key: Any, value: Any, /) -> Plan:
     """``x[key] = value``: write ``value`` (broadcast to the selection, cast to ``x``'s dtype) into ``x``."""

@@ -72,7 +72,7 @@ def _sampled_product(nd: Any, g: Any, b: Any, like: Any) -> Any:
     data = nd.sum(rows * conj(nd, nd.take(b, cols, axis=0)), axis=-1)
     return nd.sparse.csr_array((data, parts["indices"], parts["indptr"]), shape=like.shape, device=like.device)
 
-@declare("matmul", dtypes="numeric", reference=_ref_matmul, operators=("__matmul__",), vjp=_vjp_matmul)
+@declare("matmul", dtypes="numeric", reference=_ref_matmul, operators=("__matmul__", "__rmatmul__"), vjp=_vjp_matmul)
 def matmul(x1: _ARRAY, x2: _ARRAY, /) -> Plan:
     """Matrix product ``x1 @ x2``, broadcasting over leading (batch) dimensions.
 
@@ -279,7 +279,7 @@ def _vjp_clip(nd: Any, need: Any, g: Any, y: Any, x: Any, /, min: Any = None, ma
     gmax = nd.where(raised > max, g, 0) if need[2] and max is not None else None
     return gx, gmin, gmax
 
-@declare("clip", dtypes="real numeric", reference=_ref_clip, vjp=_vjp_clip)
+@declare("clip", dtypes="real numeric", reference=_ref_clip, method="clip", vjp=_vjp_clip)
 def clip(x: _ARRAY, /, min: _ARRAY | int | float | None = None, max: _ARRAY | int | float | None = None) -> Plan:  # noqa: A002
     """Limit the values of ``x`` to ``[min, max]`` element-wise; the result has ``x``'s dtype.
 

@@ -136,7 +136,7 @@ def _vjp_matrix_power(nd: Any, need: Any, g: Any, y: Any, x: Any, n: int, /) -> 
     ih = matrix_t(nd, inverse)
     return (-(ih @ gi @ ih),)
 
-@declare("linalg.matrix_power", dtypes="numeric", reference=_ref_matrix_power, vjp=_vjp_matrix_power)
+@declare("linalg.matrix_power", dtypes="numeric", reference=_ref_matrix_power, vjp=_vjp_matrix_power, host_values=("n",))
 def matrix_power(x: _ARRAY, n: int, /) -> Plan:
     """Each square matrix raised to the integer power ``n`` (``n = 0`` gives identities, negative ``n`` inverts)."""
     x = _matrices("matrix_power", x, square=True, category="numeric")
@@ -236,7 +236,7 @@ def _vjp_trace(nd: Any, need: Any, g: Any, y: Any, x: Any, /, *, offset: int = 0
     eye = nd.eye(x.shape[-2], x.shape[-1], k=offset, dtype=g.dtype, device=g.device)
     return (g[..., None, None] * eye,)
 
-@declare("linalg.trace", dtypes="numeric", reference=_ref_trace, vjp=_vjp_trace)
+@declare("linalg.trace", dtypes="numeric", reference=_ref_trace, vjp=_vjp_trace, host_values=("offset",))
 def trace(x: _ARRAY, /, *, offset: int = 0, dtype: DType | None = None) -> Plan:
     """Sum along diagonal ``offset`` of each matrix; accumulation dtype as for :func:`nda.sum`."""
     from ._spec import dtype_arg
@@ -262,7 +262,7 @@ def _vjp_diagonal(nd: Any, need: Any, g: Any, y: Any, x: Any, /, *, offset: int 
         g = nd.concat([g, nd.zeros(g.shape[:-1] + (missing,), dtype=g.dtype, device=g.device)], axis=-1)
     return ((g[..., :, None] if offset >= 0 else g[..., None, :]) * eye,)
 
-@declare("linalg.diagonal", dtypes="any", reference=_ref_diagonal, vjp=_vjp_diagonal)
+@declare("linalg.diagonal", dtypes="any", reference=_ref_diagonal, vjp=_vjp_diagonal, host_values=("offset",))
 def diagonal(x: _ARRAY, /, *, offset: int = 0) -> Plan:
     """Diagonal ``offset`` of each matrix (positive: above the main diagonal), as a new array."""
     x = _matrices("diagonal", x, category="any")
@@ -322,7 +322,7 @@ def _vjp_matrix_norm(nd: Any, need: Any, g: Any, y: Any, x: Any, /, *, keepdims:
     hit = nd.astype(sums == y, y.dtype)
     return (g * _share(nd, hit, -1 if axis == -2 else -2) * nd.sign(x),)
 
-@declare("linalg.matrix_norm", dtypes="floating", reference=_ref_matrix_norm, vjp=_vjp_matrix_norm)
+@declare("linalg.matrix_norm", dtypes="floating", reference=_ref_matrix_norm, vjp=_vjp_matrix_norm, host_values=("ord",))
 def matrix_norm(x: _ARRAY, /, *, keepdims: bool = False, ord: int | float | str = "fro") -> Plan:  # noqa: A002
     """Norm of each matrix: ``'fro'`` (default), ``'nuc'``, ``1``, ``-1``, ``2``, ``-2``, ``inf`` or ``-inf``; real dtype."""
     x = _matrices("matrix_norm", x)
@@ -357,7 +357,7 @@ def _vjp_vector_norm(nd: Any, need: Any, g: Any, y: Any, x: Any, /, *, axis: Any
         return (g * nd.sign(x),)
     return (g * nd.sign(x) * (magnitude / y) ** (ord - 1),)
 
-@declare("linalg.vector_norm", dtypes="floating", reference=_ref_vector_norm, vjp=_vjp_vector_norm)
+@declare("linalg.vector_norm", dtypes="floating", reference=_ref_vector_norm, vjp=_vjp_vector_norm, host_values=("ord",))
 def vector_norm(x: _ARRAY, /, *, axis: int | tuple[int, ...] | None = None, keepdims: bool = False, ord: int | float = 2) -> Plan:  # noqa: A002
     """p-norm over ``axis`` (all axes by default): ``ord`` any real number, ``inf``, ``-inf`` or 0 (count of non-zeros)."""
     from .reductions import _check_keepdims, _reduced_shape

@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import _dtypes
 from ._spec import (
-    Array, broadcast_shapes, Cast, check_array, check_shape, declare, int_arg, normalize_axes, normalize_axis, Plan, prod, same_device,
+    Array, broadcast_shapes, Cast, check_array, check_shape, declare, int_arg, Method, normalize_axes, normalize_axis, Plan, prod, same_device,
 )
 from ._vjp import gather_positions, scatter_flat
 
@@ -40,7 +40,14 @@ def _ref_reshape(x: np.ndarray, shape: tuple[int, ...], copy: bool | None = None
 def _vjp_reshape(nd: Any, need: Any, g: Any, y: Any, x: Any, /, shape: Any, *, copy: Any = None) -> tuple[Any, ...]:
     return (nd.reshape(g, x.shape),)
 
-@declare("reshape", dtypes="any", reference=_ref_reshape, view=True, method="reshape", vjp=_vjp_reshape)
+_RESHAPE_METHODS = (
+    Method("reshape", varargs="shape", doc="This array with a new shape: ``x.reshape(2, 3)`` or ``x.reshape((2, 3))`` (see ``nda.reshape``)."),
+    Method("ravel", fixed={"shape": (-1,)}, doc="The elements as a 1-D array in row-major order: a view when the memory layout allows, as NumPy's."),
+    Method("flatten", fixed={"shape": (-1,), "copy": True}, doc="A 1-D copy of the elements in row-major order."),
+)
+
+
+@declare("reshape", dtypes="any", reference=_ref_reshape, view=True, methods=_RESHAPE_METHODS, vjp=_vjp_reshape)
 def reshape(x: _ARRAY, /, shape: tuple[int, ...], *, copy: bool | None = None) -> Plan:
     """Give ``x`` a new ``shape`` with the same number of elements; one dimension may be -1.
 
@@ -78,7 +85,15 @@ def _vjp_permute_dims(nd: Any, need: Any, g: Any, y: Any, x: Any, /, axes: Any) 
     order = [normalize_axis(a, x.ndim, "permute_dims") for a in axes]
     return (nd.permute_dims(g, tuple(sorted(range(x.ndim), key=lambda i: order[i]))),)
 
-@declare("permute_dims", dtypes="any", reference=_ref_permute_dims, view=True, vjp=_vjp_permute_dims)
+def _reversed_axes(x: Any) -> tuple[int, ...]:
+    return tuple(range(x.ndim - 1, -1, -1))
+
+
+_TRANSPOSE = Method("transpose", varargs="axes", empty=_reversed_axes,
+                    doc="The axes permuted: reversed without arguments, else ``x.transpose(1, 0)`` or ``x.transpose((1, 0))`` (a view).")
+
+
+@declare("permute_dims", dtypes="any", reference=_ref_permute_dims, view=True, methods=(_TRANSPOSE,), vjp=_vjp_permute_dims)
 def permute_dims(x: _ARRAY, /, axes: tuple[int, ...]) -> Plan:
     """Permute the axes of ``x``: output axis ``i`` is input axis ``axes[i]`` (a view)."""
     x = check_array(x, "permute_dims")
@@ -174,7 +189,7 @@ def _vjp_same_elements(nd: Any, need: Any, g: Any, y: Any, x: Any, /, *args: Any
     """expand_dims, squeeze: the same elements in the same order."""
     return (nd.reshape(g, x.shape),)
 
-@declare("expand_dims", dtypes="any", reference=_ref_expand_dims, view=True, vjp=_vjp_same_elements)
+@declare("expand_dims", dtypes="any", reference=_ref_expand_dims, view=True, vjp=_vjp_same_elements, host_values=("axis",))
 def expand_dims(x: _ARRAY, /, axis: int | tuple[int, ...] = 0) -> Plan:
     """Insert dimensions of size one at ``axis`` (an int or a tuple of ints; ``-1`` appends; a view).
 
@@ -196,7 +211,7 @@ def _ref_squeeze(x: np.ndarray, axis: tuple[int, ...]) -> np.ndarray:
     return np.squeeze(x, axis=axis)
 
 
-@declare("squeeze", dtypes="any", reference=_ref_squeeze, view=True, method="squeeze", vjp=_vjp_same_elements)
+@declare("squeeze", dtypes="any", reference=_ref_squeeze, view=True, method="squeeze", vjp=_vjp_same_elements, host_values=("axis",))
 def squeeze(x: _ARRAY, /, axis: int | tuple[int, ...]) -> Plan:
     """Remove the size-one dimensions named by ``axis`` (a view)."""
     x = check_array(x, "squeeze")
@@ -231,7 +246,7 @@ def _vjp_roll(nd: Any, need: Any, g: Any, y: Any, x: Any, /, shift: Any, *, axis
     back = tuple(-operator.index(s) for s in shift) if isinstance(shift, tuple) else -operator.index(shift)
     return (nd.roll(g, back, axis=axis),)
 
-@declare("roll", dtypes="any", reference=_ref_roll, vjp=_vjp_roll)
+@declare("roll", dtypes="any", reference=_ref_roll, vjp=_vjp_roll, host_values=("shift",))
 def roll(x: _ARRAY, /, shift: int | tuple[int, ...], *, axis: int | tuple[int, ...] | None = None) -> Plan:
     """Shift elements along ``axis`` cyclically (over the flattened array when ``axis`` is None)."""
     x = check_array(x, "roll")
@@ -311,7 +326,7 @@ def _vjp_repeat(nd: Any, need: Any, g: Any, y: Any, x: Any, repeats: Any, /, *, 
     flat = scatter_flat(nd, nd.reshape(g, (-1,)), nd.reshape(positions, (-1,)), x.size, unique=False)
     return (nd.reshape(flat, x.shape),)
 
-@declare("repeat", dtypes="any", reference=_ref_repeat, vjp=_vjp_repeat)
+@declare("repeat", dtypes="any", reference=_ref_repeat, vjp=_vjp_repeat, host_values=("repeats",))
 def repeat(x: _ARRAY, repeats: int | _ARRAY, /, *, axis: int | None = None) -> Plan:
     """Repeat each element of ``x`` along ``axis`` (of the flattened array when ``axis`` is None).
 
@@ -382,13 +397,13 @@ def _vjp_tril(nd: Any, need: Any, g: Any, y: Any, x: Any, /, *, k: int = 0) -> t
 def _vjp_triu(nd: Any, need: Any, g: Any, y: Any, x: Any, /, *, k: int = 0) -> tuple[Any, ...]:
     return (nd.triu(g, k=k),)
 
-@declare("tril", dtypes="any", reference=_ref_tril, vjp=_vjp_tril)
+@declare("tril", dtypes="any", reference=_ref_tril, vjp=_vjp_tril, host_values=("k",))
 def tril(x: _ARRAY, /, *, k: int = 0) -> Plan:
     """The lower triangle of each matrix in ``x`` (elements above diagonal ``k`` set to zero)."""
     return _triangle("tril", x, k)
 
 
-@declare("triu", dtypes="any", reference=_ref_triu, vjp=_vjp_triu)
+@declare("triu", dtypes="any", reference=_ref_triu, vjp=_vjp_triu, host_values=("k",))
 def triu(x: _ARRAY, /, *, k: int = 0) -> Plan:
     """The upper triangle of each matrix in ``x`` (elements below diagonal ``k`` set to zero)."""
     return _triangle("triu", x, k)

@@ -177,13 +177,13 @@ def _check_correction(correction: Any, op: str) -> float:
     return correction
 
 
-@declare("std", dtypes="real floating", reference=_ref_std, method="std", vjp=_vjp_std)
+@declare("std", dtypes="real floating", reference=_ref_std, method="std", vjp=_vjp_std, host_values=("correction",))
 def std(x: _ARRAY, /, *, axis: int | tuple[int, ...] | None = None, correction: int | float = 0.0, keepdims: bool = False) -> Plan:
     """Standard deviation over ``axis`` with ``correction`` degrees of freedom removed (1 for the sample std)."""
     return _plan_float_reduction("std", x, axis, keepdims, "real floating", {"correction": _check_correction(correction, "std")})
 
 
-@declare("var", dtypes="real floating", reference=_ref_var, method="var", vjp=_vjp_var)
+@declare("var", dtypes="real floating", reference=_ref_var, method="var", vjp=_vjp_var, host_values=("correction",))
 def var(x: _ARRAY, /, *, axis: int | tuple[int, ...] | None = None, correction: int | float = 0.0, keepdims: bool = False) -> Plan:
     """Variance over ``axis`` with ``correction`` degrees of freedom removed (1 for the sample variance)."""
     return _plan_float_reduction("var", x, axis, keepdims, "real floating", {"correction": _check_correction(correction, "var")})

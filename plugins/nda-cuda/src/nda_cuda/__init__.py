@@ -15,6 +15,8 @@ The contract (``nda.backends.contract``, API 1.2), member by member:
 * kernels: derived from the op catalog by name (:mod:`nda_cuda._kernels`, over
   array-api-compat's cupy namespace), each run on the device's stream with the device
   current; ``fallback_to_host = True`` covers every op CuPy has no fitting function for;
+  ``nda.random``'s Philox ops run as a CUDA kernel of their own (:mod:`nda_cuda._philox`),
+  bit-identical to the cpu kernels;
 * layouts: csr on ``cupyx.scipy.sparse`` (:mod:`nda_cuda._sparse`): storage, converters and
   cuSPARSE kernels; other ops on csr arrays take nda's layout fallback on the GPU;
 * memory: CuPy's memory pool (``memory_stats``, ``release_all`` -> ``free_all_blocks``);
@@ -25,6 +27,11 @@ The contract (``nda.backends.contract``, API 1.2), member by member:
   ``nda.from_dlpack`` takes CUDA arrays of CuPy, PyTorch and JAX without a copy;
 * numerics: ``flushes_subnormals = ("float32", "complex64")`` (CuPy compiles with ``-ftz=true``),
   and :mod:`nda_cuda._workarounds` where CuPy 14.2 differs from NumPy;
+* element-wise kernels of its own (:mod:`nda_cuda._elementwise`, :mod:`nda_cuda._codegen`):
+  the element-wise ops, ``where`` and ``astype`` on bool, int32, int64, float32, float64 and
+  complex64 arrays that are contiguous or broadcast from contiguous ones run generated
+  kernels with 16-byte vector accesses (they keep float32 subnormals; the declaration stays
+  while the ops they do not serve flush); everything else runs CuPy's kernels;
 * execution (backend API 1.3, in-order queues): one non-blocking stream per device is its
   queue, CUDA events are the markers (:mod:`nda_cuda._streams`): ``record_marker``,
   ``wait_marker`` (``cudaStreamWaitEvent``), ``synchronize_marker``, ``marker_reached``;
@@ -83,6 +90,8 @@ class CudaBackend:
         self.csr_sources: dict[str, str] = {}
         #: why csr is not registered, when it is not.
         self.csr_unavailable = ""
+        #: nda-cuda's generated element-wise kernels (:mod:`nda_cuda._elementwise`), None when off.
+        self.elementwise: Any = None
 
     # ------------------------------------------------------------------ processor info
     def _import_cupy(self) -> Any:
@@ -146,11 +155,21 @@ class CudaBackend:
             import array_api_compat.cupy as namespace
         except ImportError:
             namespace = None  # CuPy's own names only; ops named differently fall back to the host
-        kernels, self.unmapped = _kernels.build(cupy, namespace)
+        from . import _einsum, _philox  # kernels of their own (_philox: nda.random's CUDA kernel, NVRTC)
+        from ._elementwise import Generator, NvrtcCompiler, from_environment
+
+        settings = from_environment()
+        self.elementwise = Generator(cupy, NvrtcCompiler(cupy, settings.ftz), settings) if settings.enabled else None
+        own = {*_philox.OPS, *_einsum.OPS}  # ops with kernels of their own, not derived from CuPy by name
+        kernels, self.unmapped = _kernels.build(cupy, namespace, {n: d for n, d in CATALOG.items() if n not in own}, generator=self.elementwise)
         for spec in kernels:
             register_kernel(spec.op, CATALOG[spec.op].supported_dtypes, self._on_device(spec.fn, spec.source))
             self.sources[spec.op] = spec.source
         self._register_csr(register_kernel, {spec.op: spec.fn for spec in kernels})
+        _philox.register(register_kernel, _philox.PhiloxKernels(cupy, _philox.cupy_module(cupy)), self._on_device)
+        self.sources.update({op: "nda_cuda._philox (CUDA)" for op in _philox.OPS})
+        _einsum.register(register_kernel, cupy, self._on_device)
+        self.sources["einsum"] = "cupy.einsum (nda_cuda._einsum)"
 
     def _register_csr(self, register_kernel: Callable[..., None], strided: dict[str, Callable[..., Any]]) -> None:
         """The csr layout on cupyx.scipy.sparse (:mod:`nda_cuda._sparse`)."""
@@ -346,11 +365,12 @@ class CudaBackend:
         return bool(marker.event.done)
 
     def partitioner(self, device: Device) -> Any:
-        """Element-wise chains of a hybridized function as one ``cupy.ElementwiseKernel`` each,
-        run on the device's stream (backend API 1.4, :mod:`nda_cuda._fusion`)."""
+        """Element-wise chains of a hybridized function as one generated kernel each (or one
+        ``cupy.ElementwiseKernel`` where the generator does not take the inputs), run on the
+        device's stream (backend API 1.4, :mod:`nda_cuda._fusion`)."""
         from ._fusion import CudaPartitioner
 
-        return CudaPartitioner(self._cupy, lambda fn: self._on_device(fn, "fused"))
+        return CudaPartitioner(self._cupy, lambda fn: self._on_device(fn, "fused"), generator=self.elementwise)
 
     def buffer_owner(self, buf: Any) -> Any:
         base = getattr(buf, "base", None)  # csr buffers have none: they are never views

@@ -14,6 +14,12 @@ call, and the kernel is compiled with ``--fmad=false`` so ``a * b + c`` is not c
 into a fused multiply-add (which rounds once where the eager ops round twice). Python
 scalars are kernel arguments of the key dtype (weakly typed, as in the eager ops).
 
+With nda-cuda's element-wise generator (:mod:`nda_cuda._elementwise`, issue 28) the claimed
+program runs as one generated kernel instead (:func:`generated_program`): each instruction
+calls the very function the eager op's generated kernel calls, so the fused results are the
+eager ones bit for bit, with 16-byte vector accesses; ``cupy.ElementwiseKernel`` remains for
+inputs the generator does not take (strided views).
+
 Everything here takes the array module as a parameter. :func:`python_source` generates,
 from the same program, the equivalent array-module code (``t0 = xp.multiply(in0, in1)``),
 which the test suite runs over its model of CuPy (``tests/_cuda_numpy_mirror.py``) without
@@ -99,6 +105,38 @@ def python_source(program: fusion.Program) -> str:
     return f"def fused(xp, {', '.join(names + consts)}):\n" + "\n".join(lines) + "\n"
 
 
+def generated_program(program: fusion.Program) -> tuple[Any, list[Any]]:
+    """The program for nda-cuda's kernel generator, and its scalar arguments: each instruction
+    calls the function the eager op's generated kernel calls (:mod:`nda_cuda._codegen`), in its
+    key dtype, with C casts at the border (the eager ``astype`` kernels' conversions), so
+    fused results equal the eager ones bit for bit."""
+    from . import _codegen as cg
+
+    operands = [(dtype.name, False) for dtype, _ in program.inputs]
+    scalars: list[Any] = []
+    helpers: dict[str, str] = {}
+    lines = []
+    for k, instr in enumerate(program.instrs):
+        ctype = cg.CTYPE[instr.key.name]
+        args = []
+        for kind, ref in instr.args:
+            if kind == "in":
+                source = program.inputs[ref][0]
+                args.append(f"v{ref}" if source is instr.key else f"(({ctype})v{ref})")
+            elif kind == "tmp":
+                args.append(f"t{ref}" if program.instrs[ref].out is instr.key else f"(({ctype})t{ref})")
+            else:
+                args.append(f"v{len(operands)}")
+                operands.append((instr.key.name, True))
+                scalars.append(instr.key.numpy.type(ref))
+        name, definition = cg.op_function(instr.op, instr.key.name)
+        helpers[name] = definition
+        lines.append(f"const {cg.CTYPE[instr.out.name]} t{k} = {name}({', '.join(args)});")
+    lines += [f"r{j} = t{o};" for j, o in enumerate(program.outputs)]
+    outputs = tuple(program.instrs[o].out.name for o in program.outputs)
+    return cg.Program("fused", tuple(operands), outputs, "\n".join(lines), tuple(helpers.items())), scalars
+
+
 class CudaPartitioner(fusion.ElementwisePartitioner):
     """Claims chains of :data:`TEMPLATES` ops in float32/float64 on one GPU.
 
@@ -107,12 +145,15 @@ class CudaPartitioner(fusion.ElementwisePartitioner):
     generated from the same instructions.
     """
 
-    def __init__(self, xp: Any, run_on_stream: Callable[[Callable[..., Any]], Callable[..., Any]] | None = None) -> None:
+    def __init__(self, xp: Any, run_on_stream: Callable[[Callable[..., Any]], Callable[..., Any]] | None = None, generator: Any = None) -> None:
         from nda import float32, float64
 
         super().__init__(list(TEMPLATES), dtypes=[float32, float64])
         self.xp = xp
         self.run_on_stream = run_on_stream or (lambda fn: fn)
+        #: nda-cuda's kernel generator (:mod:`nda_cuda._elementwise`): it runs the programs whose
+        #: inputs it takes, with the eager kernels' own functions; None: ElementwiseKernel only.
+        self.generator = generator
 
     def select(self, node: fusion.NodeInfo) -> bool:
         if node.op not in self.ops or node.family not in ("unary", "binary") or not node.shape or node.layout.name != "strided":
@@ -123,6 +164,21 @@ class CudaPartitioner(fusion.ElementwisePartitioner):
         return all((kind == "scalar" and not isinstance(v, complex)) or (kind == "array" and v.kind in real) for kind, v in node.operands)
 
     def compile(self, program: fusion.Program) -> fusion.Compiled:
+        compiled = self._compile(program)
+        if self.generator is None:
+            return compiled
+        generated, scalars = generated_program(program)
+        run_generated = self.generator.run
+        other = compiled.fn
+
+        def run(*inputs: Any) -> tuple[Any, ...]:
+            outs = run_generated(generated, (*inputs, *scalars))
+            return other(*inputs) if outs is None else outs
+
+        source = f"{generated.code} (else {compiled.name}: {compiled.source})"
+        return fusion.Compiled(self.run_on_stream(run), "nda_cuda generated kernel", source, exact=True)
+
+    def _compile(self, program: fusion.Program) -> fusion.Compiled:
         in_params, out_params, operation, scalars = cuda_source(program)
         source = f"in: {in_params} | out: {out_params} | {operation.replace(chr(10), ' ')}"
         kernel_class = getattr(self.xp, "ElementwiseKernel", None)

@@ -468,12 +468,24 @@ HOST_FALLBACK: dict[str, str] = {
 
 # --------------------------------------------------------------------------- the table
 
-def build(xp: ModuleType, namespace: Any = None, catalog: dict[str, Any] | None = None) -> tuple[list[KernelSpec], dict[str, str]]:
+def build(xp: ModuleType, namespace: Any = None, catalog: dict[str, Any] | None = None, generator: Any = None) -> tuple[list[KernelSpec], dict[str, str]]:
     """Kernels for the catalog over array module ``xp`` (and its Array-API ``namespace``).
 
     Returns the kernels and, for every op without one, why (those run through nda's host
-    fallback). ``namespace`` defaults to ``xp``.
+    fallback). ``namespace`` defaults to ``xp``. With a ``generator``
+    (:class:`nda_cuda._elementwise.Generator`), the kernels of the element-wise ops, ``where``
+    and ``astype`` run nda-cuda's generated kernels for the calls those take, and the kernel
+    found here for the others.
     """
+    kernels, missing = _build(xp, namespace, catalog)
+    if generator is not None:
+        catalog = CATALOG if catalog is None else catalog
+        kernels = [KernelSpec(k.op, generator.wrap(k.op, catalog[k.op].family, k.fn), k.source)
+                   if catalog[k.op].family in ("unary", "binary") or k.op in ("where", "astype") else k for k in kernels]
+    return kernels, missing
+
+
+def _build(xp: ModuleType, namespace: Any, catalog: dict[str, Any] | None) -> tuple[list[KernelSpec], dict[str, str]]:
     catalog = CATALOG if catalog is None else catalog
     kernels: list[KernelSpec] = []
     missing: dict[str, str] = {}

@@ -44,7 +44,9 @@ __all__ = ["SimBackend", "SimBuffer", "backend", "NATIVE_OPS"]
 _PREALLOCATED = {"zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like"}
 _OTHER_NATIVE = {
     "sum", "prod", "mean", "max", "min", "arange", "asarray", "astype", "reshape", "permute_dims",
-    "expand_dims", "squeeze", "flip", "broadcast_to", "getitem", "setitem", "matmul", "where",
+    "expand_dims", "squeeze", "flip", "broadcast_to", "getitem", "setitem", "matmul", "vecdot", "einsum", "where",
+    # nda.random: the Philox stream, computed on the device (its values do not depend on the device)
+    "random.philox_uniform", "random.philox_normal", "random.philox_exponential", "random.philox_integers",
 }
 #: The ops with a native sim kernel; everything else runs through nda's host fallback.
 NATIVE_OPS = sorted(_PREALLOCATED | _OTHER_NATIVE | {n for n, d in CATALOG.items() if d.family in ("unary", "binary")})

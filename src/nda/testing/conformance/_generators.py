@@ -400,6 +400,10 @@ from ._generators_std import STANDARD  # noqa: E402  (the rest of the standard; 
 
 _GENERIC.update(STANDARD)
 
+from ._generators_more import MORE  # noqa: E402  (nda's additions: random ops, einsum)
+
+_GENERIC.update(MORE)
+
 #: Ops the kit can generate inputs for (every element-wise op, plus the tables above).
 GENERATED_OPS = frozenset(_GENERIC) | {n for n, d in CATALOG.items() if d.family in ("unary", "binary")}
 

@@ -65,6 +65,22 @@ def _vecdot(draw: Any, rng: np.random.Generator, cplx: bool) -> GradCase:
     return GradCase("vecdot", lambda xp, x, y: xp.vecdot(x, y, axis=axis), [a, b], (0, 1), f"vecdot(x1, x2, axis={axis})")
 
 
+_EINSUM_FORMS = [
+    ("ij,jk->ik", ((2, 3), (3, 2))), ("ii->", ((3, 3),)), ("ii->i", ((3, 3),)), ("ij->", ((2, 3),)),
+    ("...ij,...jk", ((2, 2, 3), (1, 3, 2))), ("ij,jk,kl->il", ((2, 3), (3, 2), (2, 2))), ("ij,ij->i", ((2, 3), (2, 1))),
+    ("iij->ji", ((2, 2, 3),)), ("i,j->ij", ((3,), (2,))), ("bij,bjk->bik", ((2, 2, 3), (2, 3, 2))),
+]
+
+
+@_case("einsum")
+def _einsum(draw: Any, rng: np.random.Generator, cplx: bool) -> GradCase:
+    spec, shapes = draw(st.sampled_from(_EINSUM_FORMS))
+    optimize = draw(st.sampled_from([False, "greedy"]))
+    values = [_uniform(rng, sh, -2, 2, cplx) for sh in shapes]
+    return GradCase("einsum", lambda xp, *ops: xp.einsum(spec, *ops, optimize=optimize), values, tuple(range(len(values))),
+                    f"einsum({spec!r}, optimize={optimize!r})", torch=False)
+
+
 def _outer(draw: Any, rng: np.random.Generator, cplx: bool) -> GradCase:
     a, b = _uniform(rng, (draw(st.integers(1, 3)),), -2, 2, cplx), _uniform(rng, (draw(st.integers(1, 3)),), -2, 2, cplx)
     return GradCase("linalg.outer", lambda xp, x, y: xp.linalg.outer(x, y), [a, b], (0, 1), "linalg.outer(x1, x2)")

@@ -213,7 +213,7 @@ def gradient_cells(device: Device | str, *, ops: Iterable[str] | None = None, dt
     if not nda.backends.serves(device_type):
         raise ValueError(f"cannot test device type {device_type!r}: it is not available.{nda.backends.explain_missing(device_type)}")
     backend = nda.backends.for_device_type(device_type)
-    opts_in = bool(getattr(backend, "fallback_to_host", False)) and device_type != "cpu"
+    opts_in = nda.backends.handle(nda.Device(device_type, 0)).fallback_to_host
     wanted_ops = None if ops is None else set(ops)
     checked = GRADIENT_OPS | extension_ops()
     if wanted_ops is not None and wanted_ops - checked:

@@ -96,7 +96,7 @@ def cells(device: Device | str, *, ops: Iterable[str] | None = None, dtypes: Ite
     if not nda.backends.serves(device_type):
         raise ValueError(f"cannot test device type {device_type!r}: it is not available.{nda.backends.explain_missing(device_type)}")
     backend = nda.backends.for_device_type(device_type)
-    opts_in = bool(getattr(backend, "fallback_to_host", False)) and device_type != "cpu"
+    opts_in = nda.backends.handle(nda.Device(device_type, 0)).fallback_to_host
     if opts_in:
         nda.backends.ensure_device_type("cpu")  # the fallback runs cpu's kernels: they must be registered
     from nda.backends import _libraries
@@ -286,7 +286,7 @@ class Runner:
         If the kernel alone agrees with the catalog's reference, the difference came from
         nda's front end or engine (plan memos, casts, scheduling), not from the backend.
         """
-        from nda._frontend import unwrap
+        from nda._execute import unwrap
 
         try:
             with warnings.catch_warnings(), np.errstate(all="ignore"):

@@ -1,0 +1,312 @@
+"""Execution: the invocation point's lower half, where a planned call becomes work.
+
+The generated functions (:mod:`nda._elementwise`, :mod:`nda._planned`) keep their fast
+paths to themselves; everything else about running an op lives here, once:
+
+* :func:`intercepted`: the invocation point's check for the calling thread's interceptors
+  (:mod:`nda._intercept`). Every slow path of every generated function calls it first,
+  with the op's declaration, the call's arguments and the public function to proceed with.
+* :func:`execute` (one output), :func:`execute_multi` (several, or data-dependent shapes)
+  and :func:`execute_mutation` (a kernel that writes its first argument): resolve the
+  plan's kernel (:mod:`nda.dispatch`, with :mod:`nda.layouts` for non-strided operands),
+  make the output arrays, and run the kernel inline when ``size < engine.state.limit`` or
+  hand it to the engine (``engine.state.push``), which orders it after what it depends on.
+* Host views (:mod:`nda._hostviews`): a view op whose kernel is a host fallback, or whose
+  input is a host view, makes a host view here; a write into a family with host views keeps
+  them in step. Only these slow paths look: the fast paths never cache an entry for a
+  device whose backend may make host views (its handle says so, resolved at activation).
+
+Layer: arrays and front end, execution (README, "Architecture").
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from math import prod
+from typing import Any, Callable
+
+from . import _hostviews, _intercept
+from . import backends as _backends
+from . import dispatch as _dispatch
+from ._array import NDArray, new_array
+from ._devices import ArrayMeta
+from ._devices import strided as _STRIDED
+from .dispatch import resolve, resolve_plan
+from .engine import Completion
+from .engine import state as _state
+from .engine._queues import local as _writing
+from .ops._spec import Cast, Plan
+
+__all__ = [
+    "EntryCache", "NOT_INTERCEPTED", "hooks", "intercepted", "native", "native_operator", "unwrap", "cast_buffer", "base_of", "execute", "execute_multi", "execute_mutation",
+    "run_elementwise", "work_size", "zero_d_buffer", "notify_write", "inline", "TO_DEVICE", "TO_LAYOUT", "inplace_entry",
+]
+
+_new = object.__new__
+_META = ArrayMeta._registry
+_ACTIVE = _intercept.ACTIVE
+_WRITES = _intercept.WRITES
+_local = _intercept._local
+_HOST_VIEWS = _hostviews.VIEWS  # host views alive (views made through the host fallback)
+_HOST_FAMILIES = _hostviews.FAMILIES  # their bases
+
+class EntryCache(dict):  # type: ignore[type-arg]
+    """A generated function's cache of entries built from resolutions: it belongs to that
+    function, and is cleared whenever what dispatch resolves may change (``dispatch.dependents``)."""
+
+    __slots__ = ()
+
+    def __init__(self) -> None:
+        super().__init__()
+        _dispatch.dependents.append(self.clear)
+
+
+class _Hooks:
+    """What an operator does with an operand it does not know, registered by ``nda._interop``:
+    ``foreign_operand(other, other's operator method name, array)`` returns the result or
+    NotImplemented (a Dask array that did not know nda arrays yet takes the operation back)."""
+
+    __slots__ = ("foreign_operand",)
+
+    def __init__(self) -> None:
+        self.foreign_operand: Callable[[Any, str, NDArray], Any] | None = None
+
+
+hooks = _Hooks()
+
+#: Returned by :func:`intercepted` when the calling thread has no interceptor: run the op.
+NOT_INTERCEPTED: Any = object()
+
+#: The entry points that are intercepted like ops without being catalog ops.
+TO_DEVICE = _intercept.EntryPoint("to_device", "to_device")
+TO_LAYOUT = _intercept.EntryPoint("to_layout", "to_layout")
+_INPLACE: dict[str, _intercept.EntryPoint] = {}
+
+
+def inplace_entry(decl: Any, attr: str) -> _intercept.EntryPoint:
+    """The entry point of the in-place operator ``attr`` (``"__iadd__"``) of binary op ``decl``."""
+    found = _INPLACE.get(attr)
+    if found is None:
+        found = _INPLACE[attr] = _intercept.EntryPoint(decl.name, "inplace", attr, decl, ("x1",))
+    return found
+
+
+def intercepted(op: Any, args: tuple[Any, ...], kwargs: dict[str, Any], proceed: Callable[..., Any]) -> Any:
+    """The call through the calling thread's interceptors, or :data:`NOT_INTERCEPTED` if it has none."""
+    if _ACTIVE[0] and _local.stack:
+        return _intercept.call(op, args, kwargs, proceed)
+    return NOT_INTERCEPTED
+
+
+def inline(size: int) -> bool:
+    """Whether an op touching ``size`` elements runs right here, on a slow path.
+
+    ``size < engine.state.limit``, as on the fast paths; while an interceptor is installed
+    somewhere ``limit`` is 0 (every call leaves its fast path to be looked at), and an op the
+    calling thread's interceptors let through runs inline under the engine's own limit.
+    """
+    return size < _state.limit or (bool(_state.watchers) and size < _state.inline_limit())
+
+
+def notify_write(target: Any, value: Any, what: str) -> None:
+    """Tell the write hooks (autograd's checks) of a write into ``target``."""
+    for hook in tuple(_WRITES):
+        hook(target, value, what)
+
+
+def _load_native() -> Any:
+    """nda._native (the C fast paths of the operators), configured; None without it or with NDA_NATIVE=0."""
+    if os.environ.get("NDA_NATIVE", "1") == "0":
+        return None
+    try:  # a C module that imports nothing (by name: the import-linter sees no Python module there)
+        _native = importlib.import_module(f"{__package__}._native")
+    except ImportError:  # not compiled (no C compiler at install): the Python fast paths
+        return None
+    slots = vars(NDArray)
+    _native.configure(NDArray, slots["_buf"], slots["_meta"], slots["_shape"], slots["_size"], slots["_base"], _state,
+                      vars(type(_state))["limit"])
+    return _native
+
+
+#: The C fast paths of NDArray's element-wise operators, or None (see nda/_native.c).
+native = _load_native()
+
+
+def native_operator(python: Callable[..., Any], cache: dict[Any, Any], unary: bool) -> Any:
+    """The operator NDArray gets: ``python`` behind the C fast path when nda._native is there.
+
+    The C path does exactly what the Python fast path does (same cache, same entries, the same
+    ``size < engine.state.limit`` check) and calls ``python`` for everything else.
+    """
+    if native is None:
+        return python
+    return (native.UnaryOp if unary else native.BinaryOp)(cache, python)
+
+
+# ---------------------------------------------------------------------------- buffers
+
+def unwrap(value: Any) -> Any:
+    """Replace NDArrays (also inside tuples/lists) by their buffers, applying casts."""
+    cls = value.__class__
+    if cls is NDArray:
+        return value._buf
+    if cls is tuple or cls is list:
+        return cls([v._buf if v.__class__ is NDArray else unwrap(v) for v in value])
+    if cls is Cast:
+        return cast_buffer(value.array, value.dtype)
+    return value
+
+
+def cast_buffer(x: NDArray, dtype: Any) -> Any:
+    """Cast ``x``'s buffer to ``dtype`` with its device's ``astype`` kernel."""
+    kernel = resolve("astype", x._meta.key)
+    return kernel(x._buf, dtype, copy=False)
+
+
+def base_of(x: NDArray) -> NDArray:
+    """The array that owns ``x``'s storage (``x`` itself unless it is a view)."""
+    base = x._base
+    return x if base is None else base
+
+
+def zero_d_buffer(result: Any, meta: ArrayMeta) -> Any:
+    """A kernel may return a scalar for a 0-d result (NumPy does); the backend makes it a buffer."""
+    return _backends.handle(meta.device).ensure_buffer(result)
+
+
+#: View ops whose strided kernels never touch the data (O(1) whatever the size): they count
+#: as one element, so they run inline whenever the engine is idle. Without this, ``x[i]`` on
+#: a large idle array was an engine task and a thread hop (iterating over 2**19 elements
+#: took minutes). ``reshape`` is not one: with ``copy=None`` it copies when it must.
+_O1_VIEWS = frozenset({"getitem", "permute_dims", "expand_dims", "squeeze", "flip", "broadcast_to"})
+
+
+def work_size(plan: Plan, name: str = "") -> int:
+    """Elements an op touches: the largest of its output and its inputs (1 for an O(1) view)."""
+    if name in _O1_VIEWS and plan.view_of is not None and plan.key.layout is _STRIDED:
+        return 1
+    size = prod(plan.out_shape)
+    for a in plan.reads:
+        if a._size > size:
+            size = a._size
+    return size
+
+
+# ---------------------------------------------------------------------------- running
+
+def execute(name: str, plan: Plan) -> NDArray:
+    """Run a planned call through the engine and return its (possibly pending) output."""
+    kernel, layout = resolve_plan(name, plan)
+    meta = _META.get((plan.device, plan.out_dtype, layout)) or ArrayMeta(plan.device, plan.out_dtype, layout)
+    out = new_array(None, meta, plan.out_shape)
+    if plan.view_of is not None and plan.key.layout is _STRIDED:  # non-strided routes never return views
+        out._base = base_of(plan.view_of)
+        if getattr(kernel, "_nda_host_view", False) or (_HOST_VIEWS and id(plan.view_of) in _HOST_VIEWS):
+            kernel = _hostviews.attach(name, plan, out)  # a copy kept in step with its base (nda._hostviews)
+    args, kwargs = plan.args, plan.kwargs
+    size = work_size(plan, name)
+    zero_d = not plan.out_shape
+    if inline(size):
+        result = kernel(*unwrap(args), **kwargs)
+        out._buf = zero_d_buffer(result, meta) if zero_d else result
+        return out
+
+    def run() -> Any:
+        result = kernel(*unwrap(args), **kwargs)
+        if result.__class__ is Completion:  # asynchronous work: the engine waits for the signal
+            out._buf = result.value
+            return result
+        out._buf = zero_d_buffer(result, meta) if zero_d else result
+        return None
+
+    _state.push(run, plan.reads, (out,), plan.device, name, cost=size, route=kernel)
+    return out
+
+
+def execute_mutation(name: str, plan: Plan, target: NDArray) -> None:
+    """Run a planned call whose kernel mutates ``target``'s buffer in place."""
+    kernel = resolve_plan(name, plan)[0]
+    base = base_of(target)
+    if _HOST_FAMILIES and id(base) in _HOST_FAMILIES:
+        kernel = _hostviews.writing(name, kernel, target, base)  # keeps host views in step
+    args, kwargs = plan.args, plan.kwargs
+    size = work_size(plan)
+
+    def run() -> Any:
+        outer = _writing.base
+        _writing.base = base._buf  # the memory written: a device queue records the write as the base's
+        try:
+            return kernel(*unwrap(args), **kwargs)  # a Completion when the work finishes later
+        finally:
+            _writing.base = outer
+
+    if inline(size):
+        run()
+        return
+    _state.push(run, plan.reads, (base,), plan.device, name, cost=size, route=kernel)
+
+
+def run_elementwise(name: str, kernel: Callable[..., Any], args: tuple[Any, ...], meta: ArrayMeta, shape: tuple[int, ...]) -> NDArray:
+    """The engine path of an element-wise op whose kernel is known (taken when it does not run inline)."""
+    out = new_array(None, meta, shape)
+    reads = tuple(a for a in args if a.__class__ is NDArray)
+
+    def run() -> None:
+        buf = kernel(*[a._buf if a.__class__ is NDArray else a for a in args])
+        out._buf = buf if shape else zero_d_buffer(buf, meta)
+
+    _state.push(run, reads, (out,), meta.device, name, cost=out._size, route=kernel)
+    return out
+
+
+def execute_multi(name: str, plan: Plan, multi: bool, data_dependent: bool) -> list[NDArray]:
+    """Run a planned call with one or several outputs; returns the (possibly pending) outputs.
+
+    A data-dependent op is a sync point for its inputs: it waits for them, runs the kernel
+    on the caller's thread and reads the output shapes from the buffers.
+    """
+    kernel, layout = resolve_plan(name, plan)  # a sparse operand: native route or layout fallback
+    dtypes = plan.out_dtype if multi else (plan.out_dtype,)
+    metas = [_META.get((plan.device, d, layout)) or ArrayMeta(plan.device, d, layout) for d in dtypes]
+    if data_dependent:
+        for a in plan.reads:
+            a.wait_to_read()  # the output shapes come from the data: a sync point, as for masks
+        result = kernel(*unwrap(plan.args), **plan.kwargs)
+        buffers = tuple(result) if multi else (result,)
+        if len(buffers) != len(metas):
+            metas = [metas[0]] * len(buffers)  # ("*",) outputs: one dtype for all
+        outs = []
+        for buf, meta in zip(buffers, metas):
+            shape = _shape_of(buf, meta)
+            outs.append(new_array(buf if shape else zero_d_buffer(buf, meta), meta, shape))
+        return outs
+    shapes = plan.out_shape if multi else (plan.out_shape,)
+    outs = [new_array(None, meta, shape) for meta, shape in zip(metas, shapes)]
+    size = max([prod(s) for s in shapes] + [a._size for a in plan.reads])
+    args, kwargs = plan.args, plan.kwargs
+
+    def fill(result: Any) -> None:
+        for out, buf in zip(outs, tuple(result) if multi else (result,)):
+            out._buf = buf if out._shape else zero_d_buffer(buf, out._meta)
+
+    def run() -> Any:
+        result = kernel(*unwrap(args), **kwargs)
+        if result.__class__ is Completion:  # asynchronous work: the engine waits for the signal
+            fill(result.value)
+            return result
+        fill(result)
+        return None
+
+    if inline(size):
+        run()
+    else:
+        _state.push(run, plan.reads, tuple(outs), plan.device, name, cost=size, route=kernel)
+    return outs
+
+
+def _shape_of(buf: Any, meta: ArrayMeta) -> tuple[int, ...]:
+    shape = getattr(buf, "shape", None)
+    if shape is None:  # a backend whose buffers do not say: ask the host copy
+        shape = _backends.read_buffer(meta.device, buf).shape
+    return tuple(shape)

@@ -1,0 +1,174 @@
+"""Interceptors: who sees an op call at the invocation point, per thread, and how.
+
+Every generated function, operator and method reaches its kernel through one invocation
+point (:mod:`nda._execute`). Autograd's recording and hybridize's tracing do not rebind
+anything: each is an :class:`Interceptor` pushed on a per-thread stack while it is active
+(``autograd.record()``, the first call of a hybridized function), as JAX's ``bind`` consults
+its trace stack and MXNet's ``Imperative::Invoke`` its ``is_recording()`` flag. A function
+bound anywhere (``from nda import exp``) therefore records and traces, and nothing is
+locked while user code runs.
+
+**One check.** While no interceptor is installed on any thread, the generated functions'
+fast paths are exactly what they were: the single comparison ``size < engine.state.limit``
+decides whether a ready op runs inline. Installing the first interceptor anywhere asks the
+engine to route every op through ``push`` (``engine.state.watch``, which makes ``limit`` 0),
+so every call leaves its fast path; every slow path starts by asking this module whether
+the *calling thread* has interceptors (:data:`ACTIVE` first, a list read, then the thread's
+stack). Threads without interceptors meanwhile run their small ops inline all the same
+(``engine.state``'s watched push does what the inline path would have done).
+
+**The chain.** :func:`call` hands the call to the thread's top interceptor with that
+interceptor *taken off* the stack; its ``proceed(*args, **kwargs)`` calls the op's public
+function again, which finds the rest of the stack: the next interceptor, and at the bottom
+the op itself. Calls nda makes inside an intercepted call (a composite's inner ops, a
+kernel's own nda calls) therefore reach only the interceptors below: the outermost call is
+the one that is recorded, as autograd and hybridize want. An interceptor pushed above
+others is announced to them (:meth:`Interceptor.pushed_above`): a traced function that
+enters ``autograd.record()`` is noticed that way.
+
+**Reads and writes.** Host reads (``asnumpy``, ``float(x)``, ``repr``, ``np.asarray``,
+``__dlpack__``) are announced to the thread's interceptors (:func:`reading`; hybridize
+ends its graph there). Writes into existing arrays (in-place operators, ``setitem`` and
+the ops that mutate) call the global :data:`WRITES` hooks first, from any thread:
+autograd counts writes into arrays a live graph saved, and refuses writes into the graph
+inside ``record()``; the list is empty unless a graph is alive, and the in-place fast path
+tests it once.
+
+Layer: arrays and front end, lowest (README, "Architecture").
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable, Iterator
+from contextlib import contextmanager
+
+from .engine import state as _engine_state
+
+__all__ = ["Interceptor", "EntryPoint", "ACTIVE", "WRITES", "push", "pop", "stack", "call", "reading", "suspended", "installed"]
+
+
+class Interceptor:
+    """Sees the calls a thread makes while it is on that thread's stack (see the module docstring).
+
+    Subclasses override what they need; the defaults pass everything on unchanged.
+    """
+
+    __slots__ = ()
+
+    def call(self, op: Any, args: tuple[Any, ...], kwargs: dict[str, Any], proceed: Callable[..., Any]) -> Any:
+        """Handle one call of ``op`` (an ``OpDecl`` or an :class:`EntryPoint`); ``proceed`` runs it."""
+        return proceed(*args, **kwargs)
+
+    def read(self, array: Any, what: str) -> None:
+        """The thread reads ``array``'s data on the host (``what``: how)."""
+
+    def pushed_above(self, other: Interceptor) -> None:
+        """``other`` was pushed above this interceptor on its thread."""
+
+
+class EntryPoint:
+    """A call that is intercepted like an op but is not a catalog op of its own.
+
+    ``kind`` is ``"inplace"`` (``x += y``: ``decl`` is the binary op, ``attr`` the operator
+    method), ``"to_device"`` or ``"to_layout"``. A catalog op (``OpDecl``) has ``kind == "op"``.
+    """
+
+    __slots__ = ("name", "kind", "attr", "decl", "mutates", "data_dependent", "vjp")
+
+    def __init__(self, name: str, kind: str, attr: str | None = None, decl: Any = None, mutates: tuple[str, ...] = ()) -> None:
+        self.name = name
+        self.kind = kind
+        self.attr = attr
+        self.decl = decl
+        self.mutates = mutates
+        self.data_dependent = False
+        self.vjp = None
+
+    def __repr__(self) -> str:
+        return f"<entry point {self.name} ({self.kind})>"
+
+
+class _Local(threading.local):
+    def __init__(self) -> None:
+        self.stack: list[Interceptor] = []
+
+
+_local = _Local()
+_lock = threading.Lock()
+
+#: ``[n]``: interceptors installed over all threads. The slow paths test ``ACTIVE[0]`` before
+#: they look at the calling thread's stack.
+ACTIVE = [0]
+
+#: Hooks ``hook(target, value, what)`` called before every write into an existing array, from
+#: any thread (autograd's version counting and its refusal of in-place writes into the graph).
+WRITES: list[Callable[[Any, Any, str], None]] = []
+
+
+def _route_all(name: str, reads: Any) -> None:
+    """The engine watcher installed while any interceptor is: it only makes every op leave its fast path."""
+
+
+def push(interceptor: Interceptor) -> None:
+    """Install ``interceptor`` on top of the calling thread's stack."""
+    stack = _local.stack
+    for below in stack:
+        below.pushed_above(interceptor)
+    stack.append(interceptor)
+    with _lock:
+        ACTIVE[0] += 1
+        if ACTIVE[0] == 1:
+            _engine_state.watch(_route_all)
+
+
+def pop(interceptor: Interceptor) -> None:
+    """Remove ``interceptor`` (the top of the calling thread's stack, as pushes nest)."""
+    stack = _local.stack
+    if not stack or stack[-1] is not interceptor:
+        raise RuntimeError(f"interceptor {interceptor!r} is not the top of this thread's stack (pushes and pops must nest)")
+    stack.pop()
+    with _lock:
+        ACTIVE[0] -= 1
+        if ACTIVE[0] == 0:
+            _engine_state.unwatch(_route_all)
+
+
+def stack() -> list[Interceptor]:
+    """The calling thread's interceptors, bottom first (the list itself: do not modify it)."""
+    return _local.stack
+
+
+def installed(kind: type) -> bool:
+    """Whether an interceptor of class ``kind`` is on the calling thread's stack."""
+    return any(isinstance(i, kind) for i in _local.stack)
+
+
+def call(op: Any, args: tuple[Any, ...], kwargs: dict[str, Any], proceed: Callable[..., Any]) -> Any:
+    """Run a call through the thread's top interceptor, which is off the stack meanwhile.
+
+    Callers check first that the stack is not empty (``ACTIVE[0] and stack()``).
+    """
+    local_stack = _local.stack
+    top = local_stack.pop()
+    try:
+        return top.call(op, args, kwargs, proceed)
+    finally:
+        local_stack.append(top)
+
+
+def reading(array: Any, what: str) -> None:
+    """Announce a host read of ``array`` to the calling thread's interceptors (top first)."""
+    for interceptor in reversed(_local.stack):
+        interceptor.read(array, what)
+
+
+@contextmanager
+def suspended() -> Iterator[None]:
+    """Calls made inside reach no interceptor of this thread (nda's own bookkeeping calls)."""
+    saved = _local.stack
+    _local.stack = []
+    try:
+        yield
+    finally:
+        _local.stack = saved

@@ -1,0 +1,472 @@
+/* nda._native: the element-wise fast paths of nda._elementwise, in C (optional).
+ *
+ * An operator of NDArray (``x + y``, ``x * 0.5``, ``-x``) is, in Python, a function that the
+ * interpreter reaches through the type's number slot: a frame, a dozen attribute loads, a
+ * dict lookup, an object created and five slots stored around the kernel call. This module
+ * gives nda._elementwise two callable types, BinaryOp and UnaryOp, that do exactly what the
+ * Python fast path does, and call the Python operator for everything else:
+ *
+ *   - both operands NDArrays (or the array and a Python float), an entry in the op's cache
+ *     for their metadata, equal shapes, not 0-d, and ``size < engine.state.limit``: the
+ *     kernel runs right here on the buffers, and the result is an NDArray with the entry's
+ *     metadata (the slots are written at the offsets of NDArray's member descriptors);
+ *   - anything else (broadcasting, Python ints, 0-d results, a cache miss, a busy engine,
+ *     an interceptor installed somewhere: limit 0): the Python operator, unchanged.
+ *
+ * The types are method descriptors (Py_TPFLAGS_METHOD_DESCRIPTOR), so the interpreter calls
+ * them with the array first, without binding, like a Python function in the class dict.
+ * Nothing here keeps state beyond what configure() is given once at import: NDArray, the
+ * offsets of its slots, the engine state object and the offset of its ``limit`` slot.
+ * NDA_NATIVE=0 makes nda use the Python fast paths (the suite runs both).
+ *
+ * Layer: arrays and front end, generators (README, "Architecture").
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+
+static PyTypeObject *ndarray_type = NULL;
+static Py_ssize_t off_buf, off_meta, off_shape, off_size, off_base, off_limit;
+static PyObject *engine_state = NULL;
+
+#define SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))
+
+static Py_ssize_t member_offset(PyObject *descr) {
+    if (!PyObject_TypeCheck(descr, &PyMemberDescr_Type)) {
+        PyErr_SetString(PyExc_TypeError, "nda._native.configure: expected slot member descriptors");
+        return -1;
+    }
+    return ((PyMemberDescrObject *)descr)->d_member->offset;
+}
+
+static PyObject *configure(PyObject *module, PyObject *args) {
+    PyObject *type, *d_buf, *d_meta, *d_shape, *d_size, *d_base, *state, *d_limit;
+    if (!PyArg_ParseTuple(args, "O!OOOOOOO", &PyType_Type, &type, &d_buf, &d_meta, &d_shape, &d_size, &d_base, &state, &d_limit))
+        return NULL;
+    Py_ssize_t offs[6];
+    PyObject *descrs[6] = {d_buf, d_meta, d_shape, d_size, d_base, d_limit};
+    for (int i = 0; i < 6; i++) {
+        offs[i] = member_offset(descrs[i]);
+        if (offs[i] < 0) return NULL;
+    }
+    Py_XSETREF(ndarray_type, (PyTypeObject *)Py_NewRef(type));
+    Py_XSETREF(engine_state, Py_NewRef(state));
+    off_buf = offs[0]; off_meta = offs[1]; off_shape = offs[2]; off_size = offs[3]; off_base = offs[4]; off_limit = offs[5];
+    Py_RETURN_NONE;
+}
+
+/* ``size < engine.state.limit``: 1, 0, or -1 with an exception. */
+static int runs_inline(PyObject *size) {
+    PyObject *limit = SLOT(engine_state, off_limit);
+    if (limit == NULL || size == NULL || !PyLong_CheckExact(size) || !PyLong_CheckExact(limit)) return 0;
+    Py_ssize_t n = PyLong_AsSsize_t(size), most = PyLong_AsSsize_t(limit);
+    if ((n == -1 || most == -1) && PyErr_Occurred()) {
+        PyErr_Clear();
+        return 0;  /* does not fit: the Python operator decides */
+    }
+    return n < most;
+}
+
+/* A new NDArray around ``buf`` (a new reference, stolen), with ``meta``, ``shape`` and ``size``. */
+static PyObject *new_array(PyObject *buf, PyObject *meta, PyObject *shape, PyObject *size) {
+    PyObject *out = ndarray_type->tp_alloc(ndarray_type, 0);
+    if (out == NULL) {
+        Py_DECREF(buf);
+        return NULL;
+    }
+    SLOT(out, off_buf) = buf;
+    SLOT(out, off_meta) = Py_NewRef(meta);
+    SLOT(out, off_shape) = Py_NewRef(shape);
+    SLOT(out, off_size) = Py_NewRef(size);
+    SLOT(out, off_base) = Py_NewRef(Py_None);
+    return out;
+}
+
+/* ------------------------------------------------------------------------- BinaryOp */
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *cache;     /* the op's entry cache: (meta1, meta2) or (meta1, float) -> (kernel, meta) */
+    PyObject *fallback;  /* the Python operator: everything the fast path does not take */
+} OpObject;
+
+static PyObject *binary_vectorcall(OpObject *op, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs != 2 || kwnames != NULL || ndarray_type == NULL) goto fallback;
+    PyObject *x1 = args[0], *x2 = args[1];
+    if (Py_TYPE(x1) != ndarray_type) goto fallback;
+    PyObject *meta1 = SLOT(x1, off_meta), *shape = SLOT(x1, off_shape), *size = SLOT(x1, off_size);
+    if (meta1 == NULL || shape == NULL || size == NULL || !PyTuple_Check(shape) || PyTuple_GET_SIZE(shape) == 0) goto fallback;
+    PyObject *second, *key;
+    if (Py_TYPE(x2) == ndarray_type) {
+        PyObject *meta2 = SLOT(x2, off_meta), *shape2 = SLOT(x2, off_shape);
+        if (meta2 == NULL || shape2 == NULL) goto fallback;
+        if (shape2 != shape) {
+            int same = PyObject_RichCompareBool(shape, shape2, Py_EQ);
+            if (same < 0) return NULL;
+            if (!same) goto fallback;  /* broadcasting: the Python operator */
+        }
+        second = SLOT(x2, off_buf);
+        key = PyTuple_Pack(2, meta1, meta2);
+    } else if (Py_TYPE(x2) == &PyFloat_Type) {
+        second = x2;
+        key = PyTuple_Pack(2, meta1, (PyObject *)&PyFloat_Type);
+    } else {
+        goto fallback;
+    }
+    if (key == NULL) return NULL;
+    PyObject *entry = PyDict_GetItemWithError(op->cache, key);  /* borrowed */
+    Py_DECREF(key);
+    if (entry == NULL) {
+        if (PyErr_Occurred()) return NULL;
+        goto fallback;
+    }
+    if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 2) goto fallback;
+    int inline_ok = runs_inline(size);
+    if (inline_ok < 0) return NULL;
+    if (!inline_ok) goto fallback;
+    PyObject *first = SLOT(x1, off_buf);
+    if (first == NULL || second == NULL) goto fallback;
+    Py_INCREF(entry);
+    PyObject *kargs[2] = {first, second};
+    PyObject *buf = PyObject_Vectorcall(PyTuple_GET_ITEM(entry, 0), kargs, 2, NULL);
+    PyObject *out = buf == NULL ? NULL : new_array(buf, PyTuple_GET_ITEM(entry, 1), shape, size);
+    Py_DECREF(entry);
+    return out;
+fallback:
+    return PyObject_Vectorcall(op->fallback, args, nargsf, kwnames);
+}
+
+static PyObject *unary_vectorcall(OpObject *op, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs != 1 || kwnames != NULL || ndarray_type == NULL) goto fallback;
+    PyObject *x = args[0];
+    if (Py_TYPE(x) != ndarray_type) goto fallback;
+    PyObject *meta = SLOT(x, off_meta), *shape = SLOT(x, off_shape), *size = SLOT(x, off_size), *xbuf = SLOT(x, off_buf);
+    if (meta == NULL || shape == NULL || size == NULL || xbuf == NULL || !PyTuple_Check(shape) || PyTuple_GET_SIZE(shape) == 0) goto fallback;
+    PyObject *entry = PyDict_GetItemWithError(op->cache, meta);
+    if (entry == NULL) {
+        if (PyErr_Occurred()) return NULL;
+        goto fallback;
+    }
+    if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 2) goto fallback;
+    int inline_ok = runs_inline(size);
+    if (inline_ok < 0) return NULL;
+    if (!inline_ok) goto fallback;
+    Py_INCREF(entry);
+    PyObject *buf = PyObject_Vectorcall(PyTuple_GET_ITEM(entry, 0), &xbuf, 1, NULL);
+    PyObject *out = buf == NULL ? NULL : new_array(buf, PyTuple_GET_ITEM(entry, 1), shape, size);
+    Py_DECREF(entry);
+    return out;
+fallback:
+    return PyObject_Vectorcall(op->fallback, args, nargsf, kwnames);
+}
+
+/* ``x @ y`` (an op that plans): the arrays-only fast path of nda._planned.make_generic. The
+ * cache holds (meta1, shape1, meta2, shape2, x1 is x2) -> (kernel, meta, shape, work, size)
+ * for calls whose kernel takes exactly the two buffers; a view op's results are not taken. */
+static PyObject *planned_vectorcall(OpObject *op, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs != 2 || kwnames != NULL || ndarray_type == NULL) goto fallback;
+    PyObject *x1 = args[0], *x2 = args[1];
+    if (Py_TYPE(x1) != ndarray_type || Py_TYPE(x2) != ndarray_type) goto fallback;
+    PyObject *m1 = SLOT(x1, off_meta), *s1 = SLOT(x1, off_shape), *m2 = SLOT(x2, off_meta), *s2 = SLOT(x2, off_shape);
+    if (m1 == NULL || s1 == NULL || m2 == NULL || s2 == NULL) goto fallback;
+    PyObject *key = PyTuple_Pack(5, m1, s1, m2, s2, x1 == x2 ? Py_True : Py_False);
+    if (key == NULL) return NULL;
+    PyObject *entry = PyDict_GetItemWithError(op->cache, key);
+    Py_DECREF(key);
+    if (entry == NULL) {
+        if (PyErr_Occurred()) return NULL;
+        goto fallback;
+    }
+    if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 5) goto fallback;
+    PyObject *shape = PyTuple_GET_ITEM(entry, 2);
+    if (!PyTuple_Check(shape) || PyTuple_GET_SIZE(shape) == 0) goto fallback;  /* 0-d: the Python path */
+    int inline_ok = runs_inline(PyTuple_GET_ITEM(entry, 3));
+    if (inline_ok < 0) return NULL;
+    if (!inline_ok) goto fallback;
+    PyObject *b1 = SLOT(x1, off_buf), *b2 = SLOT(x2, off_buf);
+    if (b1 == NULL || b2 == NULL) goto fallback;
+    Py_INCREF(entry);
+    PyObject *kargs[2] = {b1, b2};
+    PyObject *buf = PyObject_Vectorcall(PyTuple_GET_ITEM(entry, 0), kargs, 2, NULL);
+    PyObject *out = buf == NULL ? NULL : new_array(buf, PyTuple_GET_ITEM(entry, 1), shape, PyTuple_GET_ITEM(entry, 4));
+    Py_DECREF(entry);
+    return out;
+fallback:
+    return PyObject_Vectorcall(op->fallback, args, nargsf, kwnames);
+}
+
+/* ``x[i]`` and ``x[a:b:c]`` on the first axis (nda._planned.make_getitem): a view, O(1). The
+ * cache maps an array's metadata to its device's getitem kernel (devices whose views are
+ * never host views); the kernel gets the key as a 1-tuple, as every getitem kernel does. */
+static PyObject *getitem_vectorcall(OpObject *op, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs != 2 || kwnames != NULL || ndarray_type == NULL) goto fallback;
+    PyObject *x = args[0], *key = args[1];
+    if (Py_TYPE(x) != ndarray_type) goto fallback;
+    int is_slice = PySlice_Check(key);
+    if (!is_slice && !PyLong_CheckExact(key)) goto fallback;
+    PyObject *meta = SLOT(x, off_meta), *shape = SLOT(x, off_shape), *size_obj = SLOT(x, off_size), *xbuf = SLOT(x, off_buf);
+    if (meta == NULL || shape == NULL || size_obj == NULL || xbuf == NULL || !PyTuple_Check(shape) || PyTuple_GET_SIZE(shape) == 0)
+        goto fallback;
+    PyObject *limit = SLOT(engine_state, off_limit);
+    if (limit == NULL || !PyLong_CheckExact(limit) || PyLong_AsSsize_t(limit) <= 0) {
+        if (PyErr_Occurred()) PyErr_Clear();
+        goto fallback;  /* an interceptor somewhere, or a busy engine */
+    }
+    PyObject *kernel = PyDict_GetItemWithError(op->cache, meta);
+    if (kernel == NULL) {
+        if (PyErr_Occurred()) return NULL;
+        goto fallback;
+    }
+    Py_ssize_t n = PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, 0)), size = PyLong_AsSsize_t(size_obj);
+    if ((n == -1 || size == -1) && PyErr_Occurred()) return NULL;
+    Py_ssize_t inner = n ? size / n : 0, length;
+    PyObject *rest = PyTuple_GetSlice(shape, 1, PyTuple_GET_SIZE(shape));
+    if (rest == NULL) return NULL;
+    PyObject *new_shape;
+    if (is_slice) {
+        PySliceObject *sl = (PySliceObject *)key;
+        if ((sl->start != Py_None && !PyLong_CheckExact(sl->start)) || (sl->stop != Py_None && !PyLong_CheckExact(sl->stop)) ||
+            (sl->step != Py_None && !PyLong_CheckExact(sl->step))) {
+            Py_DECREF(rest);
+            goto fallback;  /* 0-d array bounds are read by the planner; anything else gets its error there */
+        }
+        Py_ssize_t start, stop, step;
+        if (PySlice_Unpack(key, &start, &stop, &step) < 0) {
+            Py_DECREF(rest);
+            PyErr_Clear();
+            goto fallback;
+        }
+        length = PySlice_AdjustIndices(n, &start, &stop, step);
+        PyObject *first = PyLong_FromSsize_t(length);
+        if (first == NULL) {
+            Py_DECREF(rest);
+            return NULL;
+        }
+        PyObject *head = PyTuple_Pack(1, first);
+        Py_DECREF(first);
+        new_shape = head == NULL ? NULL : PySequence_Concat(head, rest);
+        Py_XDECREF(head);
+        Py_DECREF(rest);
+        if (new_shape == NULL) return NULL;
+        size = length * inner;
+    } else {
+        Py_ssize_t i = PyLong_AsSsize_t(key);
+        if (i == -1 && PyErr_Occurred()) {
+            PyErr_Clear();
+            Py_DECREF(rest);
+            goto fallback;
+        }
+        if (i < -n || i >= n || PyTuple_GET_SIZE(rest) == 0) {  /* out of range (the planner raises), or a 0-d result */
+            Py_DECREF(rest);
+            goto fallback;
+        }
+        new_shape = rest;
+        size = inner;
+    }
+    PyObject *size_out = PyLong_FromSsize_t(size);
+    PyObject *key_tuple = size_out == NULL ? NULL : PyTuple_Pack(1, key);
+    if (key_tuple == NULL) {
+        Py_XDECREF(size_out);
+        Py_DECREF(new_shape);
+        return NULL;
+    }
+    PyObject *kargs[2] = {xbuf, key_tuple};
+    Py_INCREF(kernel);
+    PyObject *buf = PyObject_Vectorcall(kernel, kargs, 2, NULL);
+    Py_DECREF(kernel);
+    Py_DECREF(key_tuple);
+    PyObject *out = buf == NULL ? NULL : new_array(buf, meta, new_shape, size_out);
+    Py_DECREF(new_shape);
+    Py_DECREF(size_out);
+    if (out != NULL) {
+        PyObject *base = SLOT(x, off_base);
+        Py_SETREF(SLOT(out, off_base), Py_NewRef(base == NULL || base == Py_None ? x : base));
+    }
+    return out;
+fallback:
+    return PyObject_Vectorcall(op->fallback, args, nargsf, kwnames);
+}
+
+static int op_traverse(OpObject *self, visitproc visit, void *arg) {
+    Py_VISIT(self->cache);
+    Py_VISIT(self->fallback);
+    return 0;
+}
+
+static int op_clear(OpObject *self) {
+    Py_CLEAR(self->cache);
+    Py_CLEAR(self->fallback);
+    return 0;
+}
+
+static void op_dealloc(OpObject *self) {
+    PyObject_GC_UnTrack(self);
+    op_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *op_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    PyObject *cache, *fallback;
+    if (!PyArg_ParseTuple(args, "O!O", &PyDict_Type, &cache, &fallback)) return NULL;
+    if (!PyCallable_Check(fallback)) {
+        PyErr_SetString(PyExc_TypeError, "the fallback must be callable");
+        return NULL;
+    }
+    OpObject *self = (OpObject *)type->tp_alloc(type, 0);
+    if (self == NULL) return NULL;
+    self->cache = Py_NewRef(cache);
+    self->fallback = Py_NewRef(fallback);
+    return (PyObject *)self;
+}
+
+/* Looked up on an instance (``x.__add__``), the op binds like a function. */
+static PyObject *op_descr_get(PyObject *self, PyObject *obj, PyObject *type) {
+    if (obj == NULL || obj == Py_None) return Py_NewRef(self);
+    return PyMethod_New(self, obj);
+}
+
+static PyObject *op_call(PyObject *self, PyObject *args, PyObject *kwargs) {
+    return PyVectorcall_Call(self, args, kwargs);
+}
+
+static PyObject *op_getattro(PyObject *self, PyObject *name) {
+    /* __name__, __doc__, __wrapped__...: those of the Python operator it stands for */
+    PyObject *found = PyObject_GenericGetAttr(self, name);
+    if (found != NULL || !PyErr_ExceptionMatches(PyExc_AttributeError)) return found;
+    PyErr_Clear();
+    return PyObject_GetAttr(((OpObject *)self)->fallback, name);
+}
+
+static PyMemberDef op_members[] = {
+    {"cache", T_OBJECT, offsetof(OpObject, cache), READONLY, "the op's entry cache"},
+    {"fallback", T_OBJECT, offsetof(OpObject, fallback), READONLY, "the Python operator"},
+    {NULL},
+};
+
+static PyTypeObject BinaryOpType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "nda._native.BinaryOp",
+    .tp_basicsize = sizeof(OpObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR,
+    .tp_doc = "A binary operator of NDArray with its fast path in C (see nda._native).",
+    .tp_new = op_new,
+    .tp_dealloc = (destructor)op_dealloc,
+    .tp_traverse = (traverseproc)op_traverse,
+    .tp_clear = (inquiry)op_clear,
+    .tp_vectorcall_offset = offsetof(OpObject, vectorcall),
+    .tp_call = op_call,
+    .tp_descr_get = op_descr_get,
+    .tp_getattro = op_getattro,
+    .tp_members = op_members,
+};
+
+static PyTypeObject UnaryOpType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "nda._native.UnaryOp",
+    .tp_basicsize = sizeof(OpObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR,
+    .tp_doc = "A unary operator of NDArray with its fast path in C (see nda._native).",
+    .tp_new = op_new,
+    .tp_dealloc = (destructor)op_dealloc,
+    .tp_traverse = (traverseproc)op_traverse,
+    .tp_clear = (inquiry)op_clear,
+    .tp_vectorcall_offset = offsetof(OpObject, vectorcall),
+    .tp_call = op_call,
+    .tp_descr_get = op_descr_get,
+    .tp_getattro = op_getattro,
+    .tp_members = op_members,
+};
+
+static PyTypeObject PlannedOpType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "nda._native.PlannedOp",
+    .tp_basicsize = sizeof(OpObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR,
+    .tp_doc = "The operator of a planned binary op (x @ y) with its arrays-only fast path in C (see nda._native).",
+    .tp_new = op_new,
+    .tp_dealloc = (destructor)op_dealloc,
+    .tp_traverse = (traverseproc)op_traverse,
+    .tp_clear = (inquiry)op_clear,
+    .tp_vectorcall_offset = offsetof(OpObject, vectorcall),
+    .tp_call = op_call,
+    .tp_descr_get = op_descr_get,
+    .tp_getattro = op_getattro,
+    .tp_members = op_members,
+};
+
+static PyTypeObject GetitemOpType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "nda._native.GetitemOp",
+    .tp_basicsize = sizeof(OpObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR,
+    .tp_doc = "NDArray.__getitem__ with the first-axis int/slice fast path in C (see nda._native).",
+    .tp_new = op_new,
+    .tp_dealloc = (destructor)op_dealloc,
+    .tp_traverse = (traverseproc)op_traverse,
+    .tp_clear = (inquiry)op_clear,
+    .tp_vectorcall_offset = offsetof(OpObject, vectorcall),
+    .tp_call = op_call,
+    .tp_descr_get = op_descr_get,
+    .tp_getattro = op_getattro,
+    .tp_members = op_members,
+};
+
+static PyObject *getitem_type_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    OpObject *self = (OpObject *)op_new(type, args, kwds);
+    if (self != NULL) self->vectorcall = (vectorcallfunc)getitem_vectorcall;
+    return (PyObject *)self;
+}
+
+static PyObject *planned_type_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    OpObject *self = (OpObject *)op_new(type, args, kwds);
+    if (self != NULL) self->vectorcall = (vectorcallfunc)planned_vectorcall;
+    return (PyObject *)self;
+}
+
+static PyObject *binary_type_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    OpObject *self = (OpObject *)op_new(type, args, kwds);
+    if (self != NULL) self->vectorcall = (vectorcallfunc)binary_vectorcall;
+    return (PyObject *)self;
+}
+
+static PyObject *unary_type_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    OpObject *self = (OpObject *)op_new(type, args, kwds);
+    if (self != NULL) self->vectorcall = (vectorcallfunc)unary_vectorcall;
+    return (PyObject *)self;
+}
+
+static PyMethodDef module_methods[] = {
+    {"configure", configure, METH_VARARGS,
+     "configure(NDArray, d_buf, d_meta, d_shape, d_size, d_base, engine_state, d_limit): the array type, the member "
+     "descriptors of its slots, the engine state object and the descriptor of its limit slot."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef native_module = {
+    PyModuleDef_HEAD_INIT, "nda._native", "The element-wise fast paths of nda._elementwise, in C (optional).", -1, module_methods,
+};
+
+PyMODINIT_FUNC PyInit__native(void) {
+    BinaryOpType.tp_new = binary_type_new;
+    UnaryOpType.tp_new = unary_type_new;
+    PlannedOpType.tp_new = planned_type_new;
+    GetitemOpType.tp_new = getitem_type_new;
+    if (PyType_Ready(&BinaryOpType) < 0 || PyType_Ready(&UnaryOpType) < 0 || PyType_Ready(&PlannedOpType) < 0 ||
+        PyType_Ready(&GetitemOpType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&native_module);
+    if (m == NULL) return NULL;
+    if (PyModule_AddObjectRef(m, "BinaryOp", (PyObject *)&BinaryOpType) < 0 ||
+        PyModule_AddObjectRef(m, "UnaryOp", (PyObject *)&UnaryOpType) < 0 ||
+        PyModule_AddObjectRef(m, "PlannedOp", (PyObject *)&PlannedOpType) < 0 ||
+        PyModule_AddObjectRef(m, "GetitemOp", (PyObject *)&GetitemOpType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -1,0 +1,463 @@
+"""``nda.random``: random numbers shaped like NumPy's ``Generator``, bit-identical on every device.
+
+::
+
+    rng = nda.random.default_rng(42)
+    x = rng.standard_normal((1000, 3), device="sim")      # the same bits on cpu, sim, cuda, ...
+    i = rng.integers(0, 10, size=5, dtype=nda.int8)
+    rng.shuffle(x)                                        # in place, ordered by the engine
+
+The generator is counter-based: Philox4x32-10 (the generator of cuRAND's
+``curandStatePhilox4_32_10``), whose state is a 64-bit key and a 128-bit counter. Every
+method is one or a few catalog ops (``random.philox_*``, :mod:`nda.ops.random`) that compute
+their values from ``(key, counter)`` alone, so the values do not depend on the device that
+computes them, on the order in which devices run, or on how the work is split: cpu computes
+them in vectorised NumPy, nda-cuda in a CUDA kernel, other backends through the host
+fallback, and all produce the same bits. A call consumes a number of Philox blocks fixed by
+its size and dtype (never by the data), and the counter advances by exactly that, on the
+caller's thread when the call is issued: the state after a call is the same whatever the
+device. :mod:`nda.ops.random` states the stream (how values are made from words).
+
+What is not NumPy's: the numbers (NumPy's default generator is PCG64 with other
+transforms), ``size=None`` gives a 0-d array rather than a Python scalar (the value stays
+on its device), every method takes ``dtype=`` and ``device=`` (and ``shape=`` as another
+name for ``size``), and ``integers`` takes scalar bounds only. ``permutation``, ``shuffle``
+and ``choice`` sort random 64-bit keys (``argsort``, stable), so they are the same on every
+device too; ``choice(p=...)`` reads ``p`` on the host (to check it, as NumPy does).
+
+State: ``rng.bit_generator.state`` (a dict of plain ints; assignable), ``advance(n)``,
+``spawn(n)`` (independent generators, from ``numpy.random.SeedSequence``); generators
+pickle as their state.
+
+Layer: arrays and front end (README, "Architecture").
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import threading
+from typing import Any, Callable
+
+import numpy as np
+
+from . import _api, _composite, _dtypes
+from ._api import extension as _extension
+from ._array import NDArray
+from ._devices import Device, as_device
+from .ops import random as _spec
+
+__all__ = ["Generator", "Philox", "default_rng", "philox_uniform", "philox_normal", "philox_exponential", "philox_integers"]
+
+_ops = _extension("random")
+philox_uniform = _ops["philox_uniform"]
+philox_normal = _ops["philox_normal"]
+philox_exponential = _ops["philox_exponential"]
+philox_integers = _ops["philox_integers"]
+
+_TWO128 = 1 << 128
+
+
+class Philox:
+    """The state of a Philox4x32-10 stream: a key (two 32-bit words) and a 128-bit counter.
+
+    ``Philox(seed)`` takes its key from ``numpy.random.SeedSequence(seed)`` (any non-negative
+    int, a sequence of them, a ``SeedSequence``, or None for fresh entropy) and starts the
+    counter at 0; ``Philox(key=(k0, k1), counter=c)`` sets both directly. Drawing is
+    thread-safe: a call reserves its blocks under a lock.
+    """
+
+    __slots__ = ("_key", "_counter", "_lock", "_seed_seq")
+    name = "Philox4x32-10"
+
+    def __init__(self, seed: Any = None, *, key: Any = None, counter: int = 0) -> None:
+        self._lock = threading.Lock()
+        if key is not None:
+            if seed is not None:
+                raise TypeError("Philox(): give a seed or a key, not both")
+            self._seed_seq = None
+            self._key = _spec.check_key(key, "Philox")
+        else:
+            seq = seed if isinstance(seed, np.random.SeedSequence) else _seed_sequence(seed)
+            self._seed_seq = seq
+            k0, k1 = (int(w) for w in seq.generate_state(2, np.uint32))
+            self._key = (k0, k1)
+        self._counter = _spec.check_counter(counter, "Philox")
+
+    @property
+    def key(self) -> tuple[int, int]:
+        return self._key
+
+    @property
+    def counter(self) -> int:
+        return self._counter
+
+    @property
+    def state(self) -> dict[str, Any]:
+        """``{"bit_generator": "Philox4x32-10", "key": (k0, k1), "counter": c}`` (assignable)."""
+        with self._lock:
+            return {"bit_generator": self.name, "key": self._key, "counter": self._counter}
+
+    @state.setter
+    def state(self, value: dict[str, Any]) -> None:
+        if not isinstance(value, dict) or value.get("bit_generator") != self.name:
+            raise ValueError(f"state must be a dict with bit_generator={self.name!r}, key and counter, got {value!r}")
+        key = _spec.check_key(value.get("key"), "Philox.state")
+        counter = _spec.check_counter(value.get("counter"), "Philox.state")
+        with self._lock:
+            self._key, self._counter = key, counter
+
+    def advance(self, delta: int) -> Philox:
+        """Skip ``delta`` blocks (the counter moves by ``delta``, modulo 2**128); returns self."""
+        step = operator.index(delta)
+        if step < 0:
+            raise ValueError(f"advance(): delta must be non-negative, got {step}")
+        with self._lock:
+            self._counter = (self._counter + step) % _TWO128
+        return self
+
+    def spawn(self, n_children: int) -> list[Philox]:
+        """``n_children`` independent streams (keys from ``SeedSequence.spawn``)."""
+        if self._seed_seq is None:
+            raise TypeError("spawn(): this Philox was made from a key, not a seed; make it with Philox(seed) to spawn")
+        return [Philox(child) for child in self._seed_seq.spawn(n_children)]
+
+    def _draw(self, blocks: int, issue: Callable[[int], Any]) -> Any:
+        """Run ``issue(counter)`` and advance the counter by ``blocks`` if it did not raise."""
+        with self._lock:
+            result = issue(self._counter)
+            self._counter = (self._counter + blocks) % _TWO128
+            return result
+
+    def __reduce__(self) -> Any:
+        seq = self._seed_seq
+        seed = None if seq is None else (seq.entropy, tuple(seq.spawn_key), seq.pool_size, seq.n_children_spawned)
+        return (_restore_philox, (self._key, self._counter, seed))
+
+    def __repr__(self) -> str:
+        return f"Philox(key=({self._key[0]:#010x}, {self._key[1]:#010x}), counter={self._counter})"
+
+
+def _seed_sequence(seed: Any) -> np.random.SeedSequence:
+    if isinstance(seed, (bool, np.bool_)) or isinstance(seed, float):
+        raise TypeError(f"seed must be None, a non-negative int or a sequence of them, got {seed!r}")
+    try:
+        return np.random.SeedSequence(seed)
+    except (TypeError, ValueError) as err:
+        raise type(err)(f"seed must be None, a non-negative int or a sequence of them: {err}") from None
+
+
+def _restore_philox(key: tuple[int, int], counter: int, seed: Any) -> Philox:
+    bg = Philox(key=key, counter=counter)
+    if seed is not None:
+        entropy, spawn_key, pool_size, spawned = seed
+        bg._seed_seq = np.random.SeedSequence(entropy, spawn_key=spawn_key, pool_size=pool_size, n_children_spawned=spawned)
+    return bg
+
+
+class Generator:
+    """NumPy's ``Generator`` API over a :class:`Philox` stream (see the module docstring).
+
+    ``device`` is where the methods put their results unless a call says otherwise (default:
+    nda's default device at the call).
+    """
+
+    __slots__ = ("_bit_generator", "_device")
+
+    def __init__(self, bit_generator: Philox, *, device: Device | str | None = None) -> None:
+        if not isinstance(bit_generator, Philox):
+            raise TypeError(f"Generator() takes an nda.random.Philox, got {type(bit_generator).__name__}; use nda.random.default_rng(seed)")
+        self._bit_generator = bit_generator
+        self._device = None if device is None else as_device(device)
+
+    @property
+    def bit_generator(self) -> Philox:
+        return self._bit_generator
+
+    @property
+    def device(self) -> Device | None:
+        return self._device
+
+    def spawn(self, n_children: int) -> list[Generator]:
+        """``n_children`` independent generators on the same device."""
+        return [Generator(bg, device=self._device) for bg in self._bit_generator.spawn(n_children)]
+
+    def __reduce__(self) -> Any:
+        return (_restore_generator, (self._bit_generator, None if self._device is None else str(self._device)))
+
+    def __repr__(self) -> str:
+        where = "" if self._device is None else f", device='{self._device}'"
+        return f"Generator({self._bit_generator!r}{where})"
+
+    # ------------------------------------------------------------------ helpers
+    def _where(self, device: Any) -> Device:
+        return as_device(device if device is not None else self._device)
+
+    def _float(self, op: str, shape: tuple[int, ...], dtype: Any, device: Any, **params: Any) -> NDArray:
+        dt = _float_dtype(dtype, op)
+        fn = {"uniform": philox_uniform, "normal": philox_normal, "exponential": philox_exponential}[op]
+        blocks = _spec.consumed(op, math.prod(shape), dt)
+        where = self._where(device)
+        return self._bit_generator._draw(
+            blocks, lambda c: fn(shape, key=self._bit_generator.key, counter=c, dtype=dt, device=where, **params)
+        )
+
+    # ------------------------------------------------------------------ floats
+    def random(self, size: Any = None, dtype: Any = None, *, shape: Any = None, device: Any = None) -> NDArray:
+        """Floats in [0, 1) (float64 from 53 random bits, float32 from 24)."""
+        return self._float("uniform", _size(size, shape, "random"), dtype, device, low=0.0, high=1.0)
+
+    def uniform(self, low: Any = 0.0, high: Any = 1.0, size: Any = None, *, dtype: Any = None, shape: Any = None, device: Any = None) -> NDArray:
+        """Floats in ``[low, high)``: ``low + (high - low) * u``. ``low``/``high`` may be arrays (broadcast)."""
+        dims = _size(size, shape, "uniform", allow_none=True)
+        if _is_scalar(low) and _is_scalar(high):
+            return self._float("uniform", dims or (), dtype, device, low=low, high=high)
+        dt = _float_dtype(dtype, "uniform")
+        lo, hi, where = self._params("uniform", (low, high), dt, device)
+        u = self._float("uniform", dims if dims is not None else _composite.broadcast_shapes(lo.shape, hi.shape), dt, where, low=0.0, high=1.0)
+        return _api.add(lo, _api.multiply(_api.subtract(hi, lo), u))
+
+    def standard_normal(self, size: Any = None, dtype: Any = None, *, shape: Any = None, device: Any = None) -> NDArray:
+        """Normal floats, mean 0, standard deviation 1 (Box-Muller; see nda.ops.random)."""
+        return self._float("normal", _size(size, shape, "standard_normal"), dtype, device, loc=0.0, scale=1.0)
+
+    def normal(self, loc: Any = 0.0, scale: Any = 1.0, size: Any = None, *, dtype: Any = None, shape: Any = None, device: Any = None) -> NDArray:
+        """Normal floats ``loc + scale * z``. ``loc``/``scale`` may be arrays (broadcast; a negative
+        scale in an array is found by reading it, a sync point)."""
+        dims = _size(size, shape, "normal", allow_none=True)
+        if _is_scalar(loc) and _is_scalar(scale):
+            return self._float("normal", dims or (), dtype, device, loc=loc, scale=scale)
+        dt = _float_dtype(dtype, "normal")
+        mu, sigma, where = self._params("normal", (loc, scale), dt, device)
+        _non_negative(sigma, "normal", "scale")
+        z = self._float("normal", dims if dims is not None else _composite.broadcast_shapes(mu.shape, sigma.shape), dt, where, loc=0.0, scale=1.0)
+        return _api.add(mu, _api.multiply(sigma, z))
+
+    def standard_exponential(self, size: Any = None, dtype: Any = None, *, shape: Any = None, device: Any = None) -> NDArray:
+        """Exponential floats with scale 1: ``-log(u)``."""
+        return self._float("exponential", _size(size, shape, "standard_exponential"), dtype, device, scale=1.0)
+
+    def exponential(self, scale: Any = 1.0, size: Any = None, *, dtype: Any = None, shape: Any = None, device: Any = None) -> NDArray:
+        """Exponential floats ``scale * E``. ``scale`` may be an array (broadcast)."""
+        dims = _size(size, shape, "exponential", allow_none=True)
+        if _is_scalar(scale):
+            return self._float("exponential", dims or (), dtype, device, scale=scale)
+        dt = _float_dtype(dtype, "exponential")
+        beta, where = self._params("exponential", (scale,), dt, device)
+        _non_negative(beta, "exponential", "scale")
+        e = self._float("exponential", dims if dims is not None else beta.shape, dt, where, scale=1.0)
+        return _api.multiply(beta, e)
+
+    def _params(self, op: str, values: tuple[Any, ...], dt: Any, device: Any) -> Any:
+        """Array parameters on one device, cast to ``dt`` (and the device)."""
+        devices = {v.device for v in values if isinstance(v, NDArray)}
+        if len(devices) > 1:
+            raise ValueError(f"{op}(): parameters on different devices ({', '.join(map(str, devices))})")
+        where = next(iter(devices)) if devices else self._where(device)
+        if device is not None and as_device(device) is not where:
+            raise ValueError(f"{op}(): parameters are on {where} but device={device!r} was asked for")
+        arrays = []
+        for v in values:
+            a = v if isinstance(v, NDArray) else _api.asarray(v, device=where)
+            if a.dtype.kind not in ("signed integer", "unsigned integer", "real floating", "bool"):
+                raise TypeError(f"{op}(): parameters must be real numbers, got dtype {a.dtype.name}")
+            arrays.append(_api.astype(a, dt, copy=False))
+        return (*arrays, where)
+
+    # ------------------------------------------------------------------ integers
+    def integers(self, low: Any, high: Any = None, size: Any = None, dtype: Any = None, endpoint: bool = False, *,
+                 shape: Any = None, device: Any = None) -> NDArray:
+        """Integers in ``[low, high)`` (``[low, high]`` with ``endpoint=True``; ``[0, low)`` without ``high``).
+
+        Unbiased (a widening multiply, no modulo); bounds are ints (arrays of bounds are not
+        supported). ``dtype`` defaults to int64.
+        """
+        dims = _size(size, shape, "integers")
+        if high is None:
+            low, high = 0, low
+        for value, name in ((low, "low"), (high, "high")):
+            if not _is_scalar(value) or isinstance(value, (float, np.floating)):
+                raise TypeError(f"integers(): {name} must be an int (arrays of bounds are not supported), got {type(value).__name__}")
+        if not isinstance(endpoint, (bool, np.bool_)):
+            raise TypeError(f"integers(): endpoint must be a bool, got {endpoint!r}")
+        lo, hi = _int(low, "low"), _int(high, "high") + bool(endpoint)
+        dt = _dtypes.default_int if dtype is None else _dtypes.as_dtype(dtype)
+        blocks = _spec.consumed("integers", math.prod(dims), dt, span=max(hi - lo, 0))
+        where = self._where(device)
+        bg = self._bit_generator
+        return bg._draw(blocks, lambda c: philox_integers(dims, key=bg.key, counter=c, low=lo, high=hi, dtype=dt, device=where))
+
+    # ------------------------------------------------------------------ permutations
+    def _order(self, n: int, device: Device) -> NDArray:
+        """A random permutation of ``0..n-1`` (int64): the stable argsort of random 64-bit keys."""
+        keys = self.integers(0, 1 << 64, size=(n,), dtype=_dtypes.uint64, device=device)
+        return _api.argsort(keys, stable=True)
+
+    def permutation(self, x: Any, axis: int = 0, *, device: Any = None) -> NDArray:
+        """A permuted copy of ``x`` along ``axis``, or of ``arange(x)`` for an int ``x``."""
+        if _is_int(x):
+            n = _int(x, "x")
+            if n < 0:
+                raise ValueError(f"permutation(): x must be a non-negative int, got {n}")
+            return self._order(n, self._where(device))
+        arr = self._array(x, device, "permutation")
+        if arr.ndim == 0:
+            raise ValueError("permutation(): x must be an int or an array of at least 1 dimension, got a 0-d array")
+        ax = _axis(axis, arr.ndim, "permutation")
+        return _api.take(arr, self._order(arr.shape[ax], arr.device), axis=ax)
+
+    def shuffle(self, x: NDArray, axis: int = 0) -> None:
+        """Permute ``x`` in place along ``axis`` (a write, ordered by the engine like ``x[...] = v``)."""
+        if not isinstance(x, NDArray):
+            raise TypeError(f"shuffle() works in place on an nda array, got {type(x).__name__}; use permutation() for a shuffled copy")
+        if x.ndim == 0:
+            raise ValueError("shuffle(): x must have at least 1 dimension, got a 0-d array")
+        if x.layout.name != "strided":
+            raise ValueError(f"shuffle(): x is stored as {x.layout.name}; shuffle a strided array (x.to_layout('strided'))")
+        ax = _axis(axis, x.ndim, "shuffle")
+        x[...] = _api.take(x, self._order(x.shape[ax], x.device), axis=ax)
+
+    def choice(self, a: Any, size: Any = None, replace: bool = True, p: Any = None, axis: int = 0, shuffle: bool = True, *,
+               shape: Any = None, device: Any = None) -> NDArray:
+        """Samples from ``a`` (an array, along ``axis``) or from ``arange(a)``; ``p`` gives probabilities.
+
+        With replacement and ``p``: inverse CDF (``searchsorted`` of uniforms in the cumulative
+        sum of ``p``). Without replacement: the first ``k`` of a random permutation, or with
+        ``p`` the ``k`` smallest of ``E_i / p_i`` (``E`` exponential: weighted sampling without
+        replacement). ``shuffle`` is accepted for NumPy's signature: samples come out in
+        random order either way.
+        """
+        dims = _size(size, shape, "choice", allow_none=True)
+        for value, name in ((replace, "replace"), (shuffle, "shuffle")):
+            if not isinstance(value, (bool, np.bool_)):
+                raise TypeError(f"choice(): {name} must be a bool, got {value!r}")
+        if _is_int(a):
+            n, arr = _int(a, "a"), None
+            where = self._where(device)
+            if n < 0:
+                raise ValueError(f"choice(): a must be a non-negative int, got {n}")
+        else:
+            arr = self._array(a, device, "choice")
+            if arr.ndim == 0:
+                raise ValueError("choice(): a must be an int or an array of at least 1 dimension, got a 0-d array")
+            ax = _axis(axis, arr.ndim, "choice")
+            n, where = arr.shape[ax], arr.device
+        k = 1 if dims is None else math.prod(dims)
+        if n == 0 and k:
+            raise ValueError("choice(): a is empty, so no sample can be taken")
+        if not replace and k > n:
+            raise ValueError(f"choice(): cannot take {k} samples from a population of {n} without replacement")
+        weights = None if p is None else _probabilities(p, n)
+        if replace and weights is None:
+            index = self.integers(0, max(n, 1), size=(k,), device=where)
+        elif replace:
+            cdf = np.cumsum(weights)
+            cdf /= cdf[-1]
+            u = self._float("uniform", (k,), _dtypes.float64, where, low=0.0, high=1.0)
+            index = _api.searchsorted(_api.asarray(cdf, device=where), u, side="right")
+        elif weights is None:
+            index = self._order(n, where)[:k]
+        else:
+            if np.count_nonzero(weights) < k:
+                raise ValueError(f"choice(): p has fewer than {k} non-zero entries, so {k} samples cannot be taken without replacement")
+            e = self._float("exponential", (n,), _dtypes.float64, where, scale=1.0)
+            keys = _api.divide(e, _api.asarray(weights, device=where))
+            index = _api.argsort(keys, stable=True)[:k]
+        out_dims = () if dims is None else dims
+        if arr is None:
+            return _api.reshape(index, out_dims)
+        picked = _api.take(arr, index, axis=ax)
+        return _api.reshape(picked, arr.shape[:ax] + out_dims + arr.shape[ax + 1:])
+
+    def _array(self, x: Any, device: Any, op: str) -> NDArray:
+        if isinstance(x, NDArray):
+            if device is not None and as_device(device) is not x.device:
+                raise ValueError(f"{op}(): x is on {x.device} but device={device!r} was asked for")
+            return x
+        return _api.asarray(x, device=self._where(device))
+
+
+def default_rng(seed: Any = None, *, device: Device | str | None = None) -> Generator:
+    """A :class:`Generator` over ``Philox(seed)``; a Generator is returned as it is, a Philox wrapped."""
+    if isinstance(seed, Generator):
+        return seed
+    if isinstance(seed, Philox):
+        return Generator(seed, device=device)
+    return Generator(Philox(seed), device=device)
+
+
+def _restore_generator(bit_generator: Philox, device: str | None) -> Generator:
+    return Generator(bit_generator, device=device)
+
+
+# --------------------------------------------------------------------------- argument helpers
+
+def _size(size: Any, shape: Any, op: str, allow_none: bool = False) -> Any:
+    if size is not None and shape is not None:
+        raise TypeError(f"{op}(): give size or shape, not both")
+    value = size if size is not None else shape
+    if value is None:
+        return None if allow_none else ()
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{op}(): size must be an int or a tuple of ints, got {value!r}")
+    if _is_int(value):
+        value = (value,)
+    try:
+        dims = tuple(operator.index(v) for v in value)
+    except TypeError:
+        raise TypeError(f"{op}(): size must be an int or a tuple of ints, got {value!r}") from None
+    if any(d < 0 for d in dims):
+        raise ValueError(f"{op}(): negative dimension in size {dims}")
+    return dims
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def _int(value: Any, name: str) -> int:
+    if not _is_int(value):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    return operator.index(value)
+
+
+def _is_scalar(value: Any) -> bool:
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+
+
+def _float_dtype(dtype: Any, op: str) -> Any:
+    dt = _dtypes.default_float if dtype is None else _dtypes.as_dtype(dtype)
+    if dt.kind != "real floating":
+        raise TypeError(f"{op}(): dtype must be float32 or float64, got {dt.name}")
+    return dt
+
+
+def _axis(axis: Any, ndim: int, op: str) -> int:
+    try:
+        ax = operator.index(axis)
+    except TypeError:
+        raise TypeError(f"{op}(): axis must be an int, got {type(axis).__name__}") from None
+    if not -ndim <= ax < ndim:
+        raise np.exceptions.AxisError(f"{op}(): axis {ax} is out of bounds for an array of {ndim} dimensions")
+    return ax % ndim
+
+
+def _non_negative(x: NDArray, op: str, name: str) -> None:
+    if bool(_api.any(_api.less(x, 0))):
+        raise ValueError(f"{op}(): {name} must be non-negative")
+
+
+def _probabilities(p: Any, n: int) -> np.ndarray:
+    """``p`` read on the host as float64 and checked as NumPy checks it."""
+    host = p._host() if isinstance(p, NDArray) else np.asarray(p)
+    if host.dtype.kind not in "biuf":
+        raise TypeError(f"choice(): p must hold real numbers, got dtype {host.dtype}")
+    if host.ndim != 1 or host.shape[0] != n:
+        raise ValueError(f"choice(): p must be 1-D with one probability per element of a ({n}), got shape {host.shape}")
+    weights = host.astype(np.float64)
+    if not np.all(np.isfinite(weights)) or np.any(weights < 0):
+        raise ValueError("choice(): probabilities must be finite and non-negative")
+    atol = max(np.sqrt(np.finfo(np.float64).eps), np.sqrt(np.finfo(host.dtype).eps) if host.dtype.kind == "f" else 0.0)
+    if n and abs(math.fsum(weights) - 1.0) > atol:
+        raise ValueError(f"choice(): probabilities do not sum to 1 (sum {math.fsum(weights)!r})")
+    return weights

@@ -1,0 +1,77 @@
+"""Concurrent first use of a backend, many times in one process (run by tests/test_invocation.py).
+
+``python tests/_first_use.py NAME RUNS [THREADS]``: unloads backend NAME (its kernels, handle,
+devices and queues), then lets THREADS threads use its device at the same instant, RUNS
+times. Each run must leave the backend loaded with exactly the kernels one activation
+registers (no duplicate), and every thread must compute the right answer. Prints one line
+``ok NAME RUNS`` or the first problem, and exits 1 on a problem.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+
+import nda
+from nda import dispatch
+from nda.backends import _activation as activation
+
+
+def kernel_count(name: str) -> int:
+    return sum(1 for tbl in dispatch._TABLES.values() for entries in tbl.kernels.values() for e in entries if e.backend == name)
+
+
+def unload(name: str) -> None:
+    nda.waitall()
+    rec = activation._discover()[name]
+    with activation.LOCK:
+        activation._unregister(name, rec.backend, True)
+        rec.state, rec.backend, rec.reason = "installed", None, ""
+    if name == "slowimp":
+        sys.modules.pop(rec.source, None)  # imported again, slowly, by the next first use
+
+
+def main(name: str, runs: int, threads: int) -> int:
+    records = activation._discover()
+    if name not in records:
+        records[name] = activation._Record(name, f"_{name}_backend" if name != "slowimp" else "_slow_import_backend")
+    device = nda.Device(name, 0)
+    nda.asarray([1.0], device=device)  # the first activation: what one activation registers
+    expected = kernel_count(name)
+    for run in range(runs):
+        unload(name)
+        barrier = threading.Barrier(threads)
+        problems: list[str] = []
+
+        def use() -> None:
+            barrier.wait()
+            try:
+                x = nda.asarray([1.0, 2.0], device=device)
+                got = (x + 1.0).tolist()
+                if got != [2.0, 3.0]:
+                    problems.append(f"wrong result {got}")
+            except BaseException as err:  # noqa: BLE001 - reported below
+                problems.append(f"{type(err).__name__}: {err}")
+
+        workers = [threading.Thread(target=use) for _ in range(threads)]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join(60)
+        rec = activation._discover()[name]
+        count = kernel_count(name)
+        if any(w.is_alive() for w in workers):
+            problems.append("a thread did not finish within 60 s")
+        if rec.state != "loaded":
+            problems.append(f"backend state {rec.state!r}: {rec.reason.splitlines()[0] if rec.reason else ''}")
+        if count != expected:
+            problems.append(f"{count} kernels registered, one activation registers {expected}")
+        if problems:
+            print(f"run {run} of {name}: {'; '.join(sorted(set(problems)))}")
+            return 1
+    print(f"ok {name} {runs}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]) if len(sys.argv) > 3 else 4))
