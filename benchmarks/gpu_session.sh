@@ -18,6 +18,8 @@
 #   gradients  (with deep) the gradient kit on cuda
 #   bench      python -m benchmarks.gpu (every table other work adds there), then the fused
 #              chains (python -m benchmarks.fusion)
+#   elementwise (not in the default STEPS) nda-cuda's generated kernels checked on the GPU, without
+#              the timing steps (python -m benchmarks.gpu_elementwise_check --skip-timing)
 # Output: the last part of stdout is the summary (speed tables, failing cells and tests, one
 # line per step: python -m benchmarks.gpu_session_summary); under $OUT (at most 8 files come
 # back): summary.txt and logs.tar.gz (every log and JSON report of the session).
@@ -93,6 +95,10 @@ if has deep || has gradients; then
       --jobs "$JOBS" --worker-timeout 150 --deadline $(( DEEP - 30 )) --quiet --json "$LOGS/kit-deep.json"
   fi
   [ -n "${GRADIENTS:-}" ] && wait "$GRADIENTS"
+fi
+if has elementwise; then
+  step elementwise 240 elementwise-check.txt python3 -m benchmarks.gpu_elementwise_check --skip-timing \
+    --json "$LOGS/elementwise-check.json"
 fi
 if has bench; then
   step bench-gpu 150 bench-gpu.txt python3 -m benchmarks.gpu --json "$LOGS/bench-gpu.json"

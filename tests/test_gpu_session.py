@@ -28,7 +28,8 @@ def test_the_script_is_valid_bash_and_runs_each_step_under_its_own_limit():
                    "python3 -m benchmarks.gpu_session_summary", 'tar -czf "$OUT/logs.tar.gz"'):
         assert needed in text, needed
     assert re.search(r"^JOBS=\$\{JOBS:-14\}$", text, re.M)
-    assert len(re.findall(r"^\s*\(? ?step \S+ ", text, re.M)) == 6  # every command runs through step (timeout, budget, record)
+    assert len(re.findall(r"^\s*\(? ?step \S+ ", text, re.M)) == 7  # every command runs through step (timeout, budget, record)
+    assert re.search(r"^STEPS=\$\{STEPS:-\"tests kit deep gradients bench\"\}$", text, re.M)  # elementwise: on request
     assert "timeout -k 10" in text
 
 
