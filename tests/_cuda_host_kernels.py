@@ -49,7 +49,7 @@ _CTYPES = {
 
 
 def _arg(value: Any) -> Any:
-    if isinstance(value, np.ndarray):
+    if isinstance(value, np.ndarray) or hasattr(getattr(value, "data", None), "ptr"):  # a NumPy array or a CuPy model array
         return ctypes.c_void_p(value.ctypes.data)
     if value.__class__ is np.complex64:
         return _C64(float(value.real), float(value.imag))

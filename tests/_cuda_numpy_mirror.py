@@ -11,16 +11,18 @@ function mapping, the calling conventions and every workaround in
 ``nda_cuda._workarounds`` on any machine. What it cannot check is CuPy itself: that is what
 the conformance run on a real GPU is for (``tests/test_cuda.py``).
 
-It builds nda-cuda's csr layer (:mod:`nda_cuda._sparse`) the same way, over ``scipy.sparse``
-(with cuSPARSE's complex ``csr + csr`` modelled) instead of ``cupyx.scipy.sparse``, with the
-same dtype limits, and registers nda-cuda's Philox kernels (``nda.random``) compiled from their
-CUDA source by the host C compiler (``_philox_host``). Like the cuda backend it declares ``flushes_subnormals``, and it imports
-DLPack producers that say they are on a CUDA device (``dlpack_device_types``), taking the
-memory they hand over (host memory here) without a copy, so ``nda.from_dlpack``'s routing is
-tested without a GPU.
+It builds nda-cuda's csr layer (:mod:`nda_cuda._sparse`) the same way, over the model of
+``cupyx.scipy.sparse`` (``_cupy_sparse``: cuSPARSE's complex ``csr + csr`` and its zero-size
+limits modelled), with the same dtype limits, and registers nda-cuda's Philox kernels
+(``nda.random``) compiled from their CUDA source by the host C compiler (``_philox_host``).
+Like the cuda backend it declares ``flushes_subnormals``, and it imports DLPack producers that
+say they are on a CUDA device (``dlpack_device_types``) through the model's ``from_dlpack``,
+which checks the capsule's device as CuPy does (the model's arrays export capsules of device
+type kDLCUDA), so ``nda.from_dlpack``'s routing is tested without a GPU.
 
-Buffers are plain ``numpy.ndarray`` copies owned by the device; load with
-``nda.backends.load("_cuda_numpy_mirror:backend")``.
+Buffers are the model's device arrays (``_cupy_device.DeviceArray``: not NumPy arrays, no
+implicit host conversion); every method here does what the cuda backend does with CuPy. Load
+with ``nda.backends.load("_cuda_numpy_mirror:backend")``.
 """
 
 from __future__ import annotations
@@ -28,14 +30,14 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import numpy as np
-from _cupy_quirks import FLUSHED, compat_model, cupy_model, sparse_model
+from _cupy_quirks import FLUSHED, DeviceArray, compat_model, cupy_model, sparse_model
 
 from nda import Device
 from nda.backends import DeviceInfo, cpu_sparse
 from nda.ops import CATALOG
 import _philox_host
 from nda_cuda import _einsum, _kernels, _philox, _sparse
-from nda_cuda._workarounds import to_device
+from nda_cuda._workarounds import import_dlpack, to_device
 
 DEVICE = Device("cudamirror", 0)
 KDLCUDA = 2
@@ -46,7 +48,7 @@ class NumpyMirrorBackend:
     api_version = "1.4"
     device_types = ("cudamirror",)
     fallback_to_host = True
-    buffer_type = np.ndarray
+    buffer_type = DeviceArray
     flushes_subnormals = FLUSHED
     dlpack_device_types = {KDLCUDA: "cudamirror"}
     # Like nda-cuda, a backend with in-order queues (API 1.3), so that its kernels'
@@ -75,7 +77,9 @@ class NumpyMirrorBackend:
 
     def buffer_owner(self, buf: Any) -> Any:
         base = getattr(buf, "base", None)  # csr buffers have none: they are never views
-        return base if isinstance(base, np.ndarray) else buf
+        while base is not None and getattr(base, "base", None) is not None:
+            base = base.base
+        return buf if base is None else base
 
     def __init__(self) -> None:
         self.unmapped: dict[str, str] = {}
@@ -94,10 +98,10 @@ class NumpyMirrorBackend:
         layer = _sparse.CsrLayer(cupy_model, sparse_model, {spec.op: spec.fn for spec in kernels})
 
         def to_host(buf: Any) -> Any:
-            return cpu_sparse.csr(buf.data.copy(), buf.indices.copy(), buf.indptr.copy(), tuple(buf.shape))
+            return cpu_sparse.csr(self.to_host(buf.data), self.to_host(buf.indices), self.to_host(buf.indptr), tuple(buf.shape))
 
         def from_host(host: Any, device: Device) -> Any:
-            return layer.csr(host.data.copy(), host.indices.copy(), host.indptr.copy(), tuple(host.shape))
+            return layer.csr(*(self.from_host(a, device) for a in (host.data, host.indices, host.indptr)), tuple(host.shape))
 
         self.csr_sources = _sparse.register(register_kernel, layer, to_host=to_host, from_host=from_host, wrap=lambda fn, source: fn)
         _einsum.register(register_kernel, cupy_model, lambda fn, source: fn)
@@ -106,41 +110,34 @@ class NumpyMirrorBackend:
         # and launched by its own launch code (tests/_philox_host.py); without a C compiler the
         # random ops take the host fallback here.
         if _philox_host.compiler() is not None:
-            kernels_ = _philox.PhiloxKernels(np, _philox_host.HostModule())
+            kernels_ = _philox.PhiloxKernels(cupy_model, _philox_host.HostModule())  # outputs in the model's memory
             _philox.register(register_kernel, kernels_, lambda fn, source: fn)
 
-    def ensure_buffer(self, result: Any) -> np.ndarray:
-        return result if isinstance(result, np.ndarray) else to_device(cupy_model, result)
+    def ensure_buffer(self, result: Any) -> DeviceArray:
+        return result if isinstance(result, DeviceArray) else to_device(cupy_model, result)
 
-    def to_host(self, buf: np.ndarray) -> np.ndarray:
-        return np.array(buf, copy=True)
+    def to_host(self, buf: DeviceArray) -> np.ndarray:
+        return buf.get()  # type: ignore[no-any-return]
 
-    def from_host(self, host: Any, device: Device, out: np.ndarray | None = None) -> np.ndarray:
-        if out is not None:
-            out[...] = host
-            return out
-        return to_device(cupy_model, host)  # as the cuda backend copies (cupy.array(host) would drop -0.0)
+    def from_host(self, host: Any, device: Device, out: DeviceArray | None = None) -> DeviceArray:
+        data = to_device(cupy_model, np.asarray(host))  # as the cuda backend copies (cupy.array(host) would drop -0.0)
+        if out is None:
+            return data
+        out[...] = data
+        return out
 
-    def import_dlpack(self, obj: Any, device: Device) -> np.ndarray:
-        """The producer's memory without a copy (it is host memory here; the cuda backend takes
-        device memory with ``cupy.from_dlpack``)."""
-        return np.from_dlpack(_AsHost(obj))
+    def import_dlpack(self, obj: Any, device: Device) -> DeviceArray:
+        """``obj``'s memory without a copy, as the cuda backend imports it (``cupy.from_dlpack``, the model's)."""
+        return import_dlpack(cupy_model, obj)
 
-    def device_of(self, buf: np.ndarray) -> Device:
+    def dlpack(self, buf: Any, **kwargs: Any) -> Any:
+        return buf.__dlpack__(**{k: v for k, v in kwargs.items() if v is not None})
+
+    def dlpack_device(self, device: Device) -> tuple[int, int]:
+        return (KDLCUDA, device.index)
+
+    def device_of(self, buf: DeviceArray) -> Device:
         return DEVICE
-
-
-class _AsHost:
-    """A producer that says it is on a CUDA device but hands over host memory, presented as host data."""
-
-    def __init__(self, producer: Any) -> None:
-        self.producer = producer
-
-    def __dlpack_device__(self) -> tuple[int, int]:
-        return (1, 0)
-
-    def __dlpack__(self, **kwargs: Any) -> Any:
-        return self.producer.__dlpack__(**{k: v for k, v in kwargs.items() if k != "dl_device"})
 
 
 backend = NumpyMirrorBackend()

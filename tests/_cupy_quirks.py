@@ -1,38 +1,51 @@
-"""A model of CuPy 14.2 over NumPy: NumPy with the behaviours nda's conformance kit found on an H100.
+"""A model of CuPy 14.2 over NumPy: its arrays, its refusals and the behaviours nda's conformance kit measured on GPUs.
 
 ``tests/_cuda_numpy_mirror.py`` builds nda-cuda's kernel table over :data:`cupy_model` (the
-array module) and :data:`compat_model` (its Array-API namespace, built the way
-``array_api_compat.cupy`` is built over CuPy), so that every workaround in
-``nda_cuda._workarounds`` runs, in CI, against the behaviour it works around. Each quirk
-here reproduces a fact measured on the GPU (``../shared/gpu/h100-2026-11-22``) and follows
-CuPy's source where that says how it comes about:
+array module) and :data:`compat_model` (``array_api_compat.cupy`` rebuilt over the model), so
+that every workaround in ``nda_cuda._workarounds`` runs, in CI, against the behaviour it works
+around, and nda-cuda's code meets CuPy's rules. The parts:
 
-* 0-d host data through ``array``/``asarray`` loses the sign of a zero: CuPy builds a 0-d
-  array with ``ndarray.fill``, whose memset path writes ``+0`` for a value equal to zero;
-  ``full`` fills the same way;
-* float32 and complex64 subnormals are flushed to (signed) zero on the way into and out of
-  every arithmetic kernel, comparison and reduction (CuPy compiles with ``-ftz=true``):
-  the model's arrays are :class:`DeviceArray`, on which every ufunc (operators included)
-  flushes, and the model's other computing functions flush too; copies, views, ``where``
-  and sorting are left alone;
-* float64 ``hypot`` rounds a result within two ulps of the largest finite value up to ``inf`` (the
-  measured ``hypot(1.0, 1.797e308) == inf``; how far below the top CUDA's ``hypot`` can do
-  that is not known, two ulps is the documented error bound); complex ``abs``, ``log``,
-  ``log10`` and ``log1p`` take ``hypot`` of the parts;
-* complex division scales by ``|c| + |d|`` (thrust's formula, written out below);
-  ``reciprocal`` and ``log2`` divide that way, ``sign`` is ``z / abs(z)``, ``expm1`` is
-  ``exp(z) - 1``;
+* ``tests/_cupy_device.py``: the arrays (:class:`DeviceArray`, which is not a NumPy array and
+  refuses implicit host conversion, host arrays as kernel operands and host arrays assigned into
+  it, as CuPy does), flush-to-zero arithmetic (``-ftz=true``), CuPy's DLPack checks;
+* ``tests/_cupy_thrust.py``: CuPy's complex functions (its vendored thrust/FreeBSD headers);
+* ``tests/_cupy_sparse.py``: ``cupyx.scipy.sparse``'s csr matrix and cuSPARSE's limits;
+* this module: the array module and the Array-API namespace, with the quirks below.
+
+Each quirk reproduces a fact measured on a GPU (``../shared/gpu/h100-2026-11-22`` and
+``h200-2026-11-26``) and follows CuPy's source where that says how it comes about:
+
+* 0-d host data through ``array``/``asarray`` loses the sign of a zero (``ndarray.fill``'s
+  memset path writes ``+0`` for a value equal to zero); ``full`` fills the same way;
+* float64 ``hypot`` rounds a result within two ulps of the largest finite value up to ``inf``;
+  complex ``abs``, ``log``, ``log10`` and ``log1p`` take ``hypot`` of the parts;
+* complex division scales by ``|c| + |d|`` (thrust); ``reciprocal`` and ``log2`` divide that
+  way, ``sign`` is ``z / abs(z)``; complex ``exp``, ``expm1``, ``log1p``, ``pow``, multiplication
+  (fused multiply-adds) and complex64 ``sin``/``cos``/``sinh``/``cosh`` as ``_cupy_thrust`` says;
+* float64 ``log``, ``log2`` and ``log10`` of a negative subnormal are ``-inf`` (the H200:
+  ``log(-5e-324)``; CUDA's double ``log`` takes a negative subnormal for a zero);
+* real ``pow`` is C's ``pow`` everywhere (NumPy computes ``x ** 0.5`` with a scalar exponent as
+  ``sqrt(x)``, so ``(-0.0) ** 0.5`` is ``-0.0`` there and ``+0.0`` on CUDA);
 * float ``floor_divide`` is ``floor(a / b)`` and ``remainder`` ``a - floor(a / b) * b``;
+* ``argmax``/``argmin`` of floats with several NaNs return the NaN CuPy's reduction keeps,
+  modelled as the last one (the H200: ``argmin`` of ``[0, nan, nan]`` is ``2``; CuPy's
+  ``my_argmin_float`` keeps ``a`` when both values are NaN, without the smaller index);
+* ``matmul`` with broadcast batch dimensions builds pointer arrays of dtype ``uintp`` from the
+  strides: a negative stride (``x[::-1]`` of a size-1 batch axis, which ``ascontiguousarray``
+  keeps) raises ``OverflowError: Python integer -16 out of bounds for uint64``;
+* ``linalg.solve`` does not broadcast (``ValueError``), and with a batch of matrices and no
+  right-hand-side columns ``cublas.batched_gesv`` calls ``arange`` with step 0:
+  ``ZeroDivisionError``; ``linalg.norm`` reduces with ``max``/``min`` (CUB): an empty reduction
+  raises ``ValueError`` (NumPy returns 0 for ``ord=inf``); ``array_api_compat.cupy``'s
+  ``vector_norm`` calls it;
+* singular values: ``linalg.svd`` gives rank-deficient matrices singular values of
+  ``eps * sigma_max`` size where LAPACK gives about ``1e-17`` or 0 (the H200: ``svdvals`` of
+  ``[[1, 1], [1, 1]]`` in float32 is ``[2, 1.35e-08]``); ``linalg.pinv`` is off by about
+  ``eps * sigma_max * |pinv|^2``, a stack of matrices (batched Jacobi SVD) by ``eps * |x|``;
 * ``arange`` converts ``start``/``step`` to the dtype first; ``linspace`` takes ``float()``
-  of scalar bounds; ``isin`` needs an array ``x2``; ``linalg.eigvals`` of an empty matrix
-  has the input's real dtype; ``linalg.pinv`` of a stack of matrices is off by about
-  ``eps * |x|`` everywhere (batched Jacobi SVD; here a deterministic shift of that size);
-* cuSPARSE's ``csrgeam2`` behind ``csr + csr`` multiplies complex values by ``alpha = 1``
-  (:class:`CsrMatrix`). That one is inferred from the measured results (``(1+infj) + (1+infj)``
-  gives ``nan+infj``), not from CuPy's source.
-
-* ``x[key] = -0.0`` (a Python scalar) assigns through ``fill``: the memset writes ``+0``
-  (:meth:`DeviceArray.__setitem__`).
+  of scalar bounds; ``isin`` needs an array ``x2``; ``linalg.eigvals`` of an empty matrix has
+  the input's real dtype;
+* ``x[key] = -0.0`` (a Python scalar) assigns through ``fill``: the memset writes ``+0``.
 """
 
 from __future__ import annotations
@@ -42,160 +55,101 @@ import math
 import types
 from typing import Any, Callable
 
-import array_api_compat.numpy as compat_numpy
 import numpy as np
-import scipy.sparse
-from array_api_compat._internal import get_xp
 
-__all__ = ["cupy_model", "compat_model", "sparse_model", "CsrMatrix", "DeviceArray", "flush", "FLUSHED"]
+import _cupy_device
+import _cupy_thrust as thrust
+from _cupy_device import FLUSHED, DeviceArray, device, flush, flush_scalar, plain, refuse_host, single, ufunc_call
 
-#: dtypes whose subnormals CuPy's kernels flush to zero.
-FLUSHED = ("float32", "complex64")
-_TINY = float(np.finfo(np.float32).smallest_normal)
+__all__ = ["cupy_model", "compat_model", "sparse_model", "DeviceArray", "flush", "FLUSHED"]
 
-
-# --------------------------------------------------------------------------- flush to zero
-
-def _flush_real(a: np.ndarray) -> np.ndarray:
-    sub = (a != 0) & (np.abs(a) < _TINY)
-    return np.where(sub, np.copysign(np.zeros((), a.dtype), a), a) if sub.any() else a
+_TINY64 = float(np.finfo(np.float64).smallest_normal)
 
 
-def flush(value: Any) -> Any:
-    """``value`` with float32/complex64 subnormals replaced by signed zeros (a copy only if there are any)."""
-    if isinstance(value, np.ndarray):
-        if value.dtype == np.float32:
-            return _flush_real(value)
-        if value.dtype == np.complex64:
-            re, im = _flush_real(value.real), _flush_real(value.imag)
-            if re is value.real and im is value.imag:
-                return value
-            out = np.empty_like(value)
-            out.real, out.imag = re, im
-            return out
-        return value
-    if isinstance(value, (tuple, list)):
-        return type(value)(flush(v) for v in value)
-    return value
-
-
-def _flush_scalar(value: Any) -> Any:
-    if value.__class__ is float:
-        return math.copysign(0.0, value) if 0 < abs(value) < _TINY else value
-    if value.__class__ is complex:
-        return complex(_flush_scalar(value.real), _flush_scalar(value.imag))
-    return value
-
-
-def _single(args: tuple[Any, ...]) -> bool:
-    """Whether the call computes in single precision: a float32/complex64 array and no wider float."""
-    found = False
-    for a in args:
-        dtype = getattr(a, "dtype", None)
-        if dtype is None or not isinstance(a, np.ndarray):
-            continue
-        if dtype in (np.float32, np.complex64):
-            found = True
-        elif dtype.kind in "fc":
-            return False
-    return found
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, DeviceArray):
-        return value.view(np.ndarray)
-    if isinstance(value, (tuple, list)):
-        return type(value)(_plain(v) for v in value)
-    return value
-
-
-def _device(value: Any) -> Any:
-    """Results as device arrays (views, no copy)."""
-    if isinstance(value, np.ndarray) and not isinstance(value, DeviceArray):
-        return value.view(DeviceArray)
-    if isinstance(value, tuple) and not hasattr(value, "_fields"):
-        return tuple(_device(v) for v in value)
-    return value
-
-
-class DeviceArray(np.ndarray):
-    """An array in the model's device memory: ufuncs on it (operators included) run as kernels compiled
-    with ``-ftz=true``, and a Python zero assigned to it is written by a memset (``+0``)."""
-
-    def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
-        args = tuple(flush(_plain(a)) for a in inputs)
-        if _single(args):
-            args = tuple(_flush_scalar(a) for a in args)
-        out = kwargs.get("out")
-        if out is not None:
-            kwargs["out"] = tuple(_plain(o) for o in out)
-        result = getattr(ufunc, method)(*args, **kwargs)
-        if method == "at":
-            return None
-        if out is not None:
-            for o in kwargs["out"]:
-                o[...] = flush(o)
-            return out[0] if len(out) == 1 else out
-        if isinstance(result, np.generic):
-            result = np.asarray(result)  # CuPy returns 0-d arrays, never scalars
-        return _device(flush(result))
-
-    def astype(self, dtype: Any, *args: Any, **kwargs: Any) -> Any:
-        """A conversion kernel flushes (``cvt.ftz``) when the dtype changes; a copy does not."""
-        source = self.view(np.ndarray)
-        if np.dtype(dtype) != self.dtype:
-            source = flush(source)
-            return _device(flush(source.astype(dtype, *args, **kwargs)))
-        result = source.astype(dtype, *args, **kwargs)
-        return self if result is source else _device(result)
-
-    def __setitem__(self, key: Any, value: Any) -> None:
-        if value.__class__ in (float, complex) and value == 0 and self.dtype.kind in "fc":
-            value = 0  # cupy: ndarray.fill -> memset for a value equal to zero
-        super().__setitem__(key, value)
-
+# --------------------------------------------------------------------------- kernels of the model
 
 def flushing(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """``fn`` as a kernel compiled with ``-ftz=true``: subnormal inputs and results become zeros."""
+    """``fn`` as a CuPy kernel compiled with ``-ftz=true``: host arrays refused, subnormals flushed in and out."""
 
     @functools.wraps(fn)
     def kernel(*args: Any, **kwargs: Any) -> Any:
-        args = tuple(flush(_plain(a)) for a in args)
-        if _single(args):
-            args = tuple(_flush_scalar(a) for a in args)
-        kwargs = {k: flush(_plain(v)) for k, v in kwargs.items()}
-        return _device(flush(fn(*args, **kwargs)))
+        refuse_host(args, kwargs)
+        host = tuple(flush(plain(a)) for a in args)
+        if single(host):
+            host = tuple(flush_scalar(a) for a in host)
+        return device(flush(fn(*host, **{k: flush(plain(v)) for k, v in kwargs.items()})), args)
 
     return kernel
 
 
-def _on_device(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """``fn`` (moving data, not computing) with its results as device arrays."""
+def on_bits(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` as a flushing kernel that tests the raw bits of its input first: ``fn`` gets the input
+    unflushed and models the flushing itself (thrust's complex64 functions); its result is flushed."""
 
     @functools.wraps(fn)
     def kernel(*args: Any, **kwargs: Any) -> Any:
-        return _device(fn(*args, **kwargs))
+        refuse_host(args, kwargs)
+        return device(flush(fn(*plain(args), **plain(kwargs))), args)
 
     return kernel
 
 
-# Functions that only move data (no arithmetic instruction touches the values): not flushed.
-_MOVES = {
-    "array", "asarray", "asanyarray", "ascontiguousarray", "copy", "empty", "empty_like", "zeros", "zeros_like", "ones",
-    "ones_like", "full", "full_like", "eye", "identity", "reshape", "ravel", "transpose", "permute_dims", "moveaxis",
-    "swapaxes", "broadcast_to", "broadcast_arrays", "expand_dims", "squeeze", "flip", "roll", "concatenate", "concat",
-    "stack", "unstack", "tile", "repeat", "take", "take_along_axis", "where", "sort", "argsort", "tril", "triu", "diagonal",
-    "diag", "meshgrid", "matrix_transpose", "real", "imag", "conj", "conjugate", "positive", "copysign", "signbit",
-    "may_share_memory", "shares_memory", "result_type", "can_cast", "isdtype", "finfo", "iinfo", "unique",
-}
-_REDUCING = {
-    "sum", "prod", "mean", "std", "var", "max", "min", "amax", "amin", "argmax", "argmin", "any", "all", "nonzero",
-    "count_nonzero", "cumsum", "cumprod", "cumulative_sum", "cumulative_prod", "clip", "matmul", "dot", "vdot", "inner",
-    "outer", "tensordot", "vecdot", "einsum", "trace", "searchsorted", "isin", "round", "around", "linspace",
-}
+def moving(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` moving data (no arithmetic): host arrays refused, results on the device (views kept)."""
+
+    @functools.wraps(fn)
+    def kernel(*args: Any, **kwargs: Any) -> Any:
+        refuse_host(args, kwargs)
+        return device(fn(*plain(args), **plain(kwargs)), args)
+
+    return kernel
 
 
-# --------------------------------------------------------------------------- quirks of the array module
+def transfer(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` taking host data to the device (``array``, ``asarray``): results on the device."""
+
+    @functools.wraps(fn)
+    def kernel(*args: Any, **kwargs: Any) -> Any:
+        return device(fn(*plain(args), **plain(kwargs)), args)
+
+    return kernel
+
+
+class Ufunc:
+    """A CuPy ufunc of the model: a NumPy ufunc run as a flushing kernel on device arrays.
+
+    Like ``cupy._core._kernel.ufunc`` it has no Python signature (``inspect.signature`` raises).
+    """
+
+    __slots__ = ("ufunc", "__name__", "__qualname__")
+
+    def __init__(self, ufunc: np.ufunc) -> None:
+        self.ufunc = ufunc
+        self.__name__ = self.__qualname__ = ufunc.__name__
+
+    @property
+    def __signature__(self) -> Any:
+        raise ValueError(f"no signature found for ufunc {self.__name__}")
+
+    nin = property(lambda self: self.ufunc.nin)
+    nout = property(lambda self: self.ufunc.nout)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return ufunc_call(self.ufunc, "__call__", args, kwargs)
+
+    def _method(self, method: str) -> Callable[..., Any]:
+        return lambda *args, **kwargs: ufunc_call(self.ufunc, method, args, kwargs)
+
+    reduce = property(lambda self: self._method("reduce"))
+    accumulate = property(lambda self: self._method("accumulate"))
+    outer = property(lambda self: self._method("outer"))
+    at = property(lambda self: self._method("at"))
+
+    def __repr__(self) -> str:
+        return f"<ufunc 'cupy_{self.__name__}' (model)>"
+
+
+# --------------------------------------------------------------------------- transfers
 
 def _zero_0d(result: np.ndarray) -> np.ndarray:
     """CuPy's ``fill`` memset: a 0-d value equal to zero becomes +0."""
@@ -204,26 +158,42 @@ def _zero_0d(result: np.ndarray) -> np.ndarray:
     return result
 
 
-def _array(obj: Any, dtype: Any = None, copy: Any = True, **kwargs: Any) -> np.ndarray:
-    return _device(_zero_0d(np.array(obj, dtype=dtype, copy=copy, **kwargs)))
+def _array(obj: Any, dtype: Any = None, copy: Any = True, order: str = "K", subok: bool = False, ndmin: int = 0) -> np.ndarray:
+    result = np.array(obj, dtype=dtype, copy=True if copy is not False else None, order=order, ndmin=ndmin)
+    return _zero_0d(result) if not isinstance(obj, np.ndarray) or obj.ndim == 0 else result
 
 
-def _asarray(obj: Any, dtype: Any = None, **kwargs: Any) -> np.ndarray:
-    result = np.asarray(obj, dtype=dtype, **kwargs)
-    # Host scalars only: asarray of an existing device array is the array itself in CuPy.
-    return _device(result if isinstance(obj, np.ndarray) else _zero_0d(result))
+def _asarray(obj: Any, dtype: Any = None, order: Any = None) -> np.ndarray:
+    result = np.array(obj, dtype=dtype, order=order or "K", copy=True)  # a private copy: the device's memory
+    return _zero_0d(result) if result.ndim == 0 else result
 
 
-def _full(shape: Any, fill_value: Any, dtype: Any = None, **kwargs: Any) -> np.ndarray:
-    out = np.full(shape, fill_value, dtype=dtype, **kwargs)
-    if out.dtype.kind in "fc" and fill_value == 0:
+def _cupy_asarray(obj: Any, dtype: Any = None, order: Any = None, **kwargs: Any) -> Any:
+    """``cupy.asarray``: a device array stays itself (or is cast); host data is copied to the device."""
+    if obj.__class__ is DeviceArray:
+        return obj if dtype is None or np.dtype(dtype) == obj.dtype else obj.astype(dtype)
+    return device(_asarray(plain(obj), dtype=dtype, order=order))
+
+
+def _cupy_array(obj: Any, dtype: Any = None, copy: Any = True, order: str = "K", subok: bool = False, ndmin: int = 0) -> Any:
+    if obj.__class__ is DeviceArray:
+        if copy is False and (dtype is None or np.dtype(dtype) == obj.dtype):
+            return obj
+        return DeviceArray(np.array(obj._a, dtype=dtype, copy=True, order=order, ndmin=ndmin))
+    return device(_array(plain(obj), dtype=dtype, copy=copy, order=order, ndmin=ndmin))
+
+
+def _full(shape: Any, fill_value: Any, dtype: Any = None, order: str = "C") -> np.ndarray:
+    out = np.full(shape, plain(fill_value), dtype=dtype, order=order)
+    if out.dtype.kind in "fc" and np.all(plain(fill_value) == 0):
         out[...] = 0  # memset
-    return _device(out)
+    return out
 
+
+# --------------------------------------------------------------------------- element-wise quirks
 
 def _top_overflow(result: np.ndarray) -> np.ndarray:
-    """CUDA's hypot: within two ulps of the largest finite double, the result rounds up to inf
-    (measured in float64 only; float32 ``hypotf`` showed nothing of the kind)."""
+    """CUDA's hypot: within two ulps of the largest finite double, the result rounds up to inf."""
     if result.dtype != np.float64 or not result.size:
         return result
     limit = np.nextafter(np.nextafter(np.finfo(result.dtype).max, 0, dtype=result.dtype), 0, dtype=result.dtype)
@@ -281,16 +251,69 @@ def _unary_complex(real_fn: Callable[..., Any], complex_fn: Callable[[np.ndarray
     return fn
 
 
+def _negative_subnormal_log(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """CUDA's double ``log``/``log2``/``log10``: a negative subnormal gives ``-inf`` (a zero's result), not NaN."""
+
+    def log(x: Any) -> Any:
+        result = np.asarray(fn(x))
+        x = np.asarray(x)
+        if x.dtype == np.float64:
+            result = np.where((x < 0) & (x > -_TINY64), -np.inf, result)
+        return result
+
+    return log
+
+
 def _divide(x1: Any, x2: Any, *args: Any, **kwargs: Any) -> Any:
     if np.result_type(x1, x2).kind == "c" and not args and not kwargs:
         return _thrust_divide(x1, x2)
     return np.divide(x1, x2, *args, **kwargs)
 
 
+def _multiply(x1: Any, x2: Any, *args: Any, **kwargs: Any) -> Any:
+    if np.result_type(x1, x2).kind == "c" and not args and not kwargs:
+        return thrust.multiply(x1, x2)  # Python scalars stay weak
+    return np.multiply(x1, x2, *args, **kwargs)
+
+
+def _square(x: Any, *args: Any, **kwargs: Any) -> Any:
+    x = np.asarray(x)
+    if x.dtype.kind == "c" and not args and not kwargs:
+        return thrust.multiply(x, x)
+    return np.square(x, *args, **kwargs)
+
+
+def _power(x1: Any, x2: Any, *args: Any, **kwargs: Any) -> Any:
+    kind = np.result_type(x1, x2).kind
+    if kind == "c" and not args and not kwargs:
+        return thrust.power(x1, x2, _clog)  # Python scalars stay weak
+    if kind == "f" and not args and not kwargs:
+        # C's pow for every element: no operand broadcast with stride 0 (NumPy's scalar fast paths)
+        a, b = np.broadcast_arrays(np.asarray(x1), np.asarray(x2))
+        dtype = np.result_type(x1, x2)
+        shape = a.shape
+        a, b = np.array(a, dtype=dtype, ndmin=1), np.array(b, dtype=dtype, ndmin=1)
+        return np.power(a, b).reshape(shape)
+    return np.power(x1, x2, *args, **kwargs)
+
+
 def _sign_complex(z: np.ndarray) -> np.ndarray:
     m = np.abs(z)
     unit = np.where(m == 0, 1, m)
     return _complex_parts(np.where(m == 0, 0, z.real / unit), np.where(m == 0, 0, z.imag / unit), z.dtype)
+
+
+def _trig(name: str) -> Callable[..., Any]:
+    fn = getattr(np, name)
+
+    def trig(x: Any, *args: Any, **kwargs: Any) -> Any:
+        x = np.asarray(x)
+        if x.dtype == np.complex64 and not args and not kwargs:
+            return thrust.trig32(name, x)
+        return fn(x, *args, **kwargs)
+
+    trig.__name__ = name
+    return trig
 
 
 def _floor_divide(x1: Any, x2: Any, *args: Any, **kwargs: Any) -> Any:
@@ -303,6 +326,29 @@ def _remainder(x1: Any, x2: Any, *args: Any, **kwargs: Any) -> Any:
     if np.result_type(x1, x2).kind == "f" and not args and not kwargs:
         return np.subtract(x1, np.multiply(np.floor(np.true_divide(x1, x2)), x2))
     return np.remainder(x1, x2, *args, **kwargs)
+
+
+# --------------------------------------------------------------------------- reductions, creation, sets
+
+def _arg_extreme(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``argmax``/``argmin``: with several NaNs along the axis, the last one (what CuPy's reduction kept)."""
+
+    def arg(a: np.ndarray, axis: Any = None, out: Any = None, *, keepdims: bool = False) -> np.ndarray:
+        a = np.asarray(a)
+        result = np.asarray(fn(a, axis=axis, keepdims=keepdims))
+        if a.dtype.kind not in "fc" or not a.size:
+            return result
+        flat = a.reshape(-1) if axis is None else np.moveaxis(a, axis, -1)
+        nan = np.isnan(flat)
+        last = flat.shape[-1] - 1 - np.argmax(nan[..., ::-1], axis=-1)
+        several = nan.sum(axis=-1) > 1
+        if keepdims:
+            last = last.reshape(result.shape)
+            several = several.reshape(result.shape)
+        return np.where(several, last, result).astype(result.dtype)
+
+    arg.__name__ = fn.__name__
+    return arg
 
 
 def _arange(start: Any, stop: Any = None, step: Any = 1, dtype: Any = None, **kwargs: Any) -> np.ndarray:
@@ -323,13 +369,106 @@ def _isin(element: Any, test_elements: Any, assume_unique: bool = False, invert:
     return np.isin(element, test_elements, assume_unique=assume_unique, invert=invert, **kwargs)
 
 
+def _matmul(a: np.ndarray, b: np.ndarray, **kwargs: Any) -> np.ndarray:
+    """CuPy's ``matmul``: with a broadcast batch dimension, pointer arrays from the strides (``uintp``)."""
+    a, b = np.asarray(a), np.asarray(b)
+    ndim = max(a.ndim, b.ndim)
+    if ndim > 2 and a.ndim and b.ndim:
+        x = a[None] if a.ndim == 1 else a
+        y = b[..., None] if b.ndim == 1 else b
+        x = np.ascontiguousarray(x.reshape((1,) * (ndim - x.ndim) + x.shape))
+        y = np.ascontiguousarray(y.reshape((1,) * (ndim - y.ndim) + y.shape))
+        broadcast = any(p != q and 1 in (p, q) and max(p, q) > 1 for p, q in zip(x.shape[:-2], y.shape[:-2]))
+        if broadcast and x.size and y.size:
+            for m in (x, y):
+                for i in range(ndim - 2):
+                    if m.strides[i] < 0:
+                        raise OverflowError(f"Python integer {m.strides[i]} out of bounds for uint64")
+    return np.matmul(a, b, **kwargs)
+
+
+# --------------------------------------------------------------------------- linalg
+
+class LinAlgError(np.linalg.LinAlgError):
+    pass
+
+
+def _solve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``cupy.linalg.solve``: no broadcasting; ``batched_gesv`` for stacks, whose ``arange`` step is 0 for K = 0."""
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+        raise LinAlgError("Last 2 dimensions of the array must be square")
+    if b.ndim == 0:
+        raise ValueError("b must have at least one dimension")
+    if b.ndim == 1:
+        if a.shape[-1] != b.size:
+            raise ValueError("a must have (..., M, M) shape and b must have (M,) for one-dimensional b")
+        b = np.broadcast_to(b, a.shape[:-1])
+    elif a.shape[:-1] != b.shape[:-1]:
+        raise ValueError("a must have (..., M, M) shape and b must have (..., M, K) for multidimensional b")
+    if a.ndim > 2:
+        nrhs = b.shape[-1] if a.ndim == b.ndim else 1
+        if a.size and nrhs == 0:
+            raise ZeroDivisionError("division by zero")  # cupy.arange(ptr, ptr + 0, 0) in cublas.batched_gesv
+    dtype = np.result_type(a.dtype, b.dtype)
+    if dtype.kind not in "fc":
+        dtype = np.dtype(np.float64)
+    if a.size == 0:
+        return np.empty(b.shape, dtype)
+    if b.ndim == a.ndim - 1:
+        return np.linalg.solve(a, b[..., None])[..., 0].astype(dtype)
+    return np.linalg.solve(a, b).astype(dtype)
+
+
+def _noisy_singular_values(s: np.ndarray) -> np.ndarray:
+    """Singular values of rank-deficient matrices as cuSOLVER gives them: about ``eps * sigma_max`` where LAPACK has ~0."""
+    if not s.size:
+        return s
+    eps = np.finfo(s.dtype).eps
+    floor = 0.25 * eps * s.max(axis=-1, keepdims=True)
+    return np.where(s < floor, floor, s).astype(s.dtype)
+
+
+def _svd(a: np.ndarray, full_matrices: bool = True, compute_uv: bool = True, **kwargs: Any) -> Any:
+    result = np.linalg.svd(a, full_matrices=full_matrices, compute_uv=compute_uv, **kwargs)
+    if compute_uv:
+        u, s, vh = result
+        return u, _noisy_singular_values(s), vh
+    return _noisy_singular_values(result)
+
+
 def _pinv(a: np.ndarray, rcond: Any = None, **kwargs: Any) -> np.ndarray:
     result = np.linalg.pinv(a, rcond=rcond, **kwargs) if rcond is not None else np.linalg.pinv(a, **kwargs)
-    if a.ndim > 2 and result.size:
+    if result.size:
         eps = np.finfo(result.dtype).eps
-        scale = np.abs(result).max(axis=(-2, -1), keepdims=True)
-        result = (result - 0.8 * eps * scale).astype(result.dtype)  # batched gesvdj: off by ~eps * |x|
+        if a.ndim > 2:
+            scale = np.abs(result).max(axis=(-2, -1), keepdims=True)
+            return (result - 0.8 * eps * scale).astype(result.dtype)  # batched gesvdj: off by ~eps * |x|
+        sigma = np.linalg.norm(a, 2) if a.size else 0.0
+        size = np.linalg.norm(result, 2)
+        result = (result - 0.4 * eps * sigma * size * size).astype(result.dtype)  # gesvd: off by ~eps * sigma_max * |pinv|^2
     return result
+
+
+def _norm(x: np.ndarray, ord: Any = None, axis: Any = None, keepdims: bool = False) -> np.ndarray:
+    """``cupy.linalg.norm``'s reductions: ``max``/``min`` (CUB) of an empty axis raise; 2-norms from the model's svd."""
+    if x.dtype.kind not in "fc":
+        x = x.astype(float)
+    axes = tuple(range(x.ndim)) if axis is None else (axis if isinstance(axis, tuple) else (int(axis),))
+    extreme = ord in (np.inf, -np.inf) or (len(axes) == 2 and ord in (1, -1))
+    if extreme and any(x.shape[i] == 0 for i in axes):
+        name = "CUPY_CUB_MAX" if ord in (np.inf, 1) else "CUPY_CUB_MIN"
+        raise ValueError(f"zero-size array to reduction operation {name} which has no identity")
+    if len(axes) == 2 and ord in (2, -2, "nuc"):
+        moved = np.moveaxis(x, axes, (-2, -1))
+        s = _svd(moved, compute_uv=False)
+        ret = s[..., 0] if ord == 2 else s[..., -1] if ord == -2 else s.sum(axis=-1)
+        if keepdims:
+            shape = list(x.shape)
+            for i in axes:
+                shape[i] = 1
+            ret = ret.reshape(shape)
+        return ret
+    return np.linalg.norm(x, ord=ord, axis=axis, keepdims=keepdims)
 
 
 def _eigvals(a: np.ndarray) -> np.ndarray:
@@ -339,18 +478,39 @@ def _eigvals(a: np.ndarray) -> np.ndarray:
     return np.linalg.eigvals(a).astype(complex_dtype)
 
 
-def _module(name: str, source: Any, overrides: dict[str, Any], compute: bool = False) -> types.ModuleType:
-    """``source``'s names: ufuncs as they are (they flush on device arrays), functions that compute
-    (``_REDUCING``, or all with ``compute``) flushing, the other functions giving device arrays."""
+# --------------------------------------------------------------------------- the array module
+
+# Functions that only move data (no arithmetic instruction touches the values): not flushed.
+_MOVES = {
+    "empty", "empty_like", "zeros", "zeros_like", "ones", "ones_like", "full", "full_like", "eye", "identity", "reshape",
+    "ravel", "transpose", "permute_dims", "moveaxis", "swapaxes", "broadcast_to", "broadcast_arrays", "expand_dims", "squeeze",
+    "flip", "roll", "concatenate", "concat", "stack", "unstack", "tile", "repeat", "take", "take_along_axis", "where", "sort",
+    "argsort", "tril", "triu", "diagonal", "diag", "meshgrid", "matrix_transpose", "real", "imag", "conj", "conjugate",
+    "positive", "copysign", "signbit", "may_share_memory", "shares_memory", "result_type", "can_cast", "isdtype", "finfo",
+    "iinfo", "unique", "copy", "ascontiguousarray", "asfortranarray", "atleast_1d", "atleast_2d", "atleast_3d", "shape",
+    "ndim", "size", "broadcast_shapes", "flatnonzero",
+}
+#: Functions taking host data to the device.
+_TRANSFERS = {"array", "asarray", "asanyarray"}
+
+
+def _module(name: str, source: Any, overrides: dict[str, Any]) -> types.ModuleType:
+    """``source``'s names as the model's: ufuncs as :class:`Ufunc`, data movement :func:`moving`, the rest :func:`flushing`."""
     module = types.ModuleType(name)
     for attr in dir(source):
         if attr.startswith("__"):
             continue
         value = getattr(source, attr)
-        if attr in overrides:
-            value = overrides[attr]
-        elif isinstance(value, (types.FunctionType, types.BuiltinFunctionType)) or (callable(value) and hasattr(value, "__wrapped__") and not isinstance(value, type)):
-            value = flushing(value) if (compute or attr in _REDUCING) and attr not in _MOVES else _on_device(value)
+        if isinstance(value, np.ufunc):
+            value = Ufunc(value)
+        elif isinstance(value, type) or not callable(value):
+            pass
+        elif attr in _TRANSFERS:
+            value = transfer(value)
+        elif attr in _MOVES:
+            value = moving(value)
+        else:
+            value = flushing(value)
         setattr(module, attr, value)
     for attr, value in overrides.items():
         setattr(module, attr, value)
@@ -358,107 +518,55 @@ def _module(name: str, source: Any, overrides: dict[str, Any], compute: bool = F
 
 
 _QUIRKS: dict[str, Any] = {
-    "array": _array,
-    "asarray": _asarray,
-    "full": _full,
+    "ndarray": DeviceArray,
+    "array": _cupy_array,
+    "asarray": _cupy_asarray,
+    "asanyarray": _cupy_asarray,
+    "asnumpy": lambda a, stream=None, order="C", out=None, blocking=True: a.get(order=order, out=out) if a.__class__ is DeviceArray else np.asarray(a, order=order),
+    "from_dlpack": _cupy_device.from_dlpack,
+    "full": moving(_full),
     "hypot": flushing(_hypot),
     "absolute": flushing(_absolute),
     "abs": flushing(_absolute),
-    "log": flushing(_unary_complex(np.log, _clog)),
-    "log10": flushing(_unary_complex(np.log10, lambda z: _complex_parts(_clog(z).real / np.log(10), _clog(z).imag / np.log(10), z.dtype))),
-    "log1p": flushing(_unary_complex(np.log1p, lambda z: _clog(_complex_parts(z.real + 1, z.imag, z.dtype)))),  # x += 1: the real part
-    "log2": flushing(_unary_complex(np.log2, lambda z: _thrust_divide(_clog(z), np.asarray(complex(math.log(2)), dtype=z.dtype)))),
+    "exp": flushing(_unary_complex(np.exp, thrust.exp)),
+    "log": flushing(_unary_complex(_negative_subnormal_log(np.log), _clog)),
+    "log10": flushing(_unary_complex(_negative_subnormal_log(np.log10),
+                                     lambda z: _complex_parts(_clog(z).real / np.log(10), _clog(z).imag / np.log(10), z.dtype))),
+    "log1p": flushing(_unary_complex(np.log1p, lambda z: thrust.log1p(z, _clog))),
+    "log2": flushing(_unary_complex(_negative_subnormal_log(np.log2),
+                                    lambda z: _thrust_divide(_clog(z), np.asarray(complex(math.log(2)), dtype=z.dtype)))),
     "divide": flushing(_divide),
     "true_divide": flushing(_divide),
+    "multiply": flushing(_multiply),
+    "square": flushing(_square),
+    "power": flushing(_power),
+    "pow": flushing(_power),
+    "sin": on_bits(_trig("sin")),
+    "cos": on_bits(_trig("cos")),
+    "sinh": on_bits(_trig("sinh")),
+    "cosh": on_bits(_trig("cosh")),
     "reciprocal": flushing(_unary_complex(np.reciprocal, lambda z: _thrust_divide(np.ones((), z.dtype), z))),
     "sign": flushing(_unary_complex(np.sign, _sign_complex)),
-    "expm1": flushing(_unary_complex(np.expm1, lambda z: np.exp(z) - 1)),
+    "expm1": flushing(_unary_complex(np.expm1, thrust.expm1)),
     "floor_divide": flushing(_floor_divide),
     "remainder": flushing(_remainder),
     "mod": flushing(_remainder),
-    "arange": _arange,
+    "argmax": flushing(_arg_extreme(np.argmax)),
+    "argmin": flushing(_arg_extreme(np.argmin)),
+    "matmul": flushing(_matmul),
+    "arange": moving(_arange),
     "linspace": flushing(_linspace),
     "isin": flushing(_isin),
 }
 
-#: The array module: NumPy with CuPy 14.2's quirks.
+#: The array module: NumPy with CuPy 14.2's arrays, rules and quirks.
 cupy_model = _module("cupy_model", np, _QUIRKS)
-cupy_model.linalg = _module("cupy_model.linalg", np.linalg, {"pinv": flushing(_pinv), "eigvals": flushing(_eigvals)}, compute=True)
-cupy_model.fft = np.fft
-cupy_model.ndarray = DeviceArray
+cupy_model.linalg = _module("cupy_model.linalg", np.linalg, {
+    "pinv": flushing(_pinv), "eigvals": flushing(_eigvals), "solve": flushing(_solve), "svd": flushing(_svd),
+    "norm": flushing(_norm), "LinAlgError": np.linalg.LinAlgError,
+})
+cupy_model.fft = _module("cupy_model.fft", np.fft, {})
+_cupy_device.MODEL = cupy_model
 
-
-# --------------------------------------------------------------------------- the Array-API namespace
-
-def _over_model(source: Any, name: str, model: Any, quirks: dict[str, Any]) -> types.ModuleType:
-    """``array_api_compat.numpy`` (or its linalg) rebuilt over the model, as ``array_api_compat.cupy`` is over CuPy:
-    its generic wrappers get the model as ``xp``, NumPy's functions are replaced by the model's."""
-    module = types.ModuleType(name)
-    for attr in dir(source):
-        if attr.startswith("__"):
-            continue
-        value = getattr(source, attr)
-        wrapped = getattr(value, "__wrapped__", None)
-        if attr in quirks:
-            value = quirks[attr]
-        elif callable(value) and wrapped is not None and getattr(wrapped, "__module__", "").startswith("array_api_compat.common"):
-            value = get_xp(model)(wrapped)
-        elif value is getattr(np, attr, None) and hasattr(model, attr):
-            value = getattr(model, attr)
-        elif value is getattr(np.linalg, attr, None) and hasattr(model.linalg, attr):
-            value = getattr(model.linalg, attr)
-        elif callable(value) and attr in _REDUCING | {"ceil", "floor", "trunc", "solve", "eig", "eigvals"}:
-            value = flushing(value)
-        elif isinstance(value, types.FunctionType):
-            value = _on_device(value)
-        setattr(module, attr, value)
-    return module
-
-
-def _astype(x: np.ndarray, dtype: Any, /, *, copy: bool = True, device: Any = None) -> np.ndarray:
-    """A conversion kernel flushes when the dtype changes (a copy to the same dtype does not)."""
-    if np.dtype(dtype) == x.dtype:
-        return _device(compat_numpy.astype(x, dtype, copy=copy))
-    return _device(flush(compat_numpy.astype(flush(_plain(x)), dtype, copy=copy)))
-
-
-def _compat_isin(x1: Any, x2: Any, /, *, invert: bool = False, **kwargs: Any) -> np.ndarray:
-    # array_api_compat.cupy wraps int scalars only (cupy.isin does not take scalars).
-    x1 = _device(np.asarray(x1)) if isinstance(x1, int) else x1
-    x2 = _device(np.asarray(x2)) if isinstance(x2, int) else x2
-    return cupy_model.isin(x1, x2, invert=invert, **kwargs)
-
-
-#: The Array-API namespace over the model (``array_api_compat.cupy``'s counterpart).
-compat_model = _over_model(compat_numpy, "array_api_compat_model", cupy_model, {"astype": _astype, "isin": _compat_isin})
-compat_model.linalg = _over_model(compat_numpy.linalg, "array_api_compat_model.linalg", cupy_model, {"eigvals": cupy_model.linalg.eigvals})
-
-
-# --------------------------------------------------------------------------- cuSPARSE
-
-class CsrMatrix(scipy.sparse.csr_matrix):
-    """``scipy.sparse.csr_matrix`` whose ``+``/``-`` of complex matrices scale each side by ``alpha = ±1``
-    as a complex product first (cuSPARSE ``csrgeam2``, as CuPy 14.2 calls it)."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.data = _device(self.data)  # the values are device arrays: kernels on them flush
-
-    def _geam(self, other: Any, beta: complex) -> Any:
-        a = scipy.sparse.csr_matrix(self) * complex(1)
-        b = scipy.sparse.csr_matrix(other) * beta
-        return CsrMatrix(a + b)
-
-    def __add__(self, other: Any) -> Any:
-        if scipy.sparse.issparse(other) and self.dtype.kind == "c":
-            return self._geam(other, complex(1))
-        return super().__add__(other)
-
-    def __sub__(self, other: Any) -> Any:
-        if scipy.sparse.issparse(other) and self.dtype.kind == "c":
-            return self._geam(other, complex(-1))
-        return super().__sub__(other)
-
-
-#: ``scipy.sparse`` with :class:`CsrMatrix` as its ``csr_matrix``.
-sparse_model = types.SimpleNamespace(csr_matrix=CsrMatrix, issparse=scipy.sparse.issparse)
+from _cupy_compat import compat_model  # noqa: E402  (array_api_compat.cupy over the model)
+from _cupy_sparse import sparse_model  # noqa: E402

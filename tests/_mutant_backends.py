@@ -172,6 +172,71 @@ signed_zero = _make("signed_zero")
 nan_maximum = _make("nan_maximum")
 wrong_shape = _make("wrong_shape")
 device_error = _make("device_error")
+# ----------------------------------------------------------------------------- a process lost to one op
+# These misbehave only while NDA_MUTANT_ARMED=1 (a test sets it for its own run and the worker
+# processes it starts): loaded in a test process, they must not kill, hang or poison the other
+# tests that draw arrays on every loaded device.
+
+def _armed() -> bool:
+    import os
+
+    return os.environ.get("NDA_MUTANT_ARMED") == "1"
+
+
+def _exit_process(x: np.ndarray) -> np.ndarray:
+    """exp that kills its process (a segmentation fault, a driver abort): the worker dies mid-cell."""
+    import os
+
+    if _armed():
+        os._exit(86)
+    return np.exp(x)
+
+
+def _hang(x: np.ndarray) -> np.ndarray:
+    """exp that never returns (a kernel in an endless loop)."""
+    import time
+
+    if _armed():
+        time.sleep(3600)
+    return np.exp(x)
+
+
+class CorruptingMutant(MutantBackend):
+    """A device left unusable by one op, as a GPU after an illegal memory access: ``exp`` corrupts it,
+    and every later kernel call of the process then fails (``cudaErrorIllegalAddress`` on the H200)."""
+
+    lost = False
+
+    def register(self, register_kernel: Callable[..., None]) -> None:
+        backend = self
+
+        def guarded(op: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+            def kernel(*args: Any, **kwargs: Any) -> Any:
+                if not _armed():
+                    return fn(*args, **kwargs)
+                if backend.lost:
+                    raise RuntimeError("mutant cudaErrorIllegalAddress: an illegal memory access was encountered (by an earlier op)")
+                if op == "exp":
+                    backend.lost = True
+                    raise RuntimeError("mutant cudaErrorIllegalAddress: an illegal memory access was encountered")
+                return fn(*args, **kwargs)
+
+            return kernel
+
+        for op in dict.fromkeys(SUPPORT_OPS + self.ops):
+            decl = CATALOG[op]
+            register_kernel(op, decl.supported_dtypes, guarded(op, wrap(decl.reference, op)))
+
+    def from_host(self, host: np.ndarray, device: nda.Device, out: MutBuffer | None = None) -> MutBuffer:
+        if self.lost and _armed():
+            raise RuntimeError("mutant cudaErrorIllegalAddress: an illegal memory access was encountered (by an earlier op)")
+        return super().from_host(host, device, out)
+
+
+process_exit = MutantBackend("mut_process_exit", ("exp", "add"), ("exp", ["float64"], _exit_process))
+hang = MutantBackend("mut_hang", ("exp", "add"), ("exp", ["float64"], _hang))
+corrupting = CorruptingMutant("mut_corrupting", ("add", "exp", "negative"))
+
 # ----------------------------------------------------------------------------- flush to zero
 
 def flushing(fn: Callable[..., Any], dtypes: tuple[str, ...]) -> Callable[..., Any]:

@@ -81,7 +81,7 @@ class HostModule:
         def launch(grid: tuple[int, ...], block: tuple[int, ...], args: tuple[Any, ...]) -> None:
             converted, types = [], []
             for a in args:
-                if isinstance(a, np.ndarray):
+                if isinstance(a, np.ndarray) or hasattr(getattr(a, "data", None), "ptr"):  # a NumPy array or a CuPy model array
                     if not a.flags.c_contiguous:
                         raise ValueError(f"{name}: kernel arrays must be C-contiguous")
                     converted.append(ctypes.c_void_p(a.ctypes.data))

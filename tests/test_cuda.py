@@ -13,7 +13,7 @@ Three groups:
   ``NDA_KIT_JOBS=N`` to choose; the deep profile with ``NDA_CUDA_DEEP=1``), the H100's
   minimal examples, flush-to-zero as declared, the engine's stateful test on cuda, DLPack
   with CuPy, PyTorch and JAX (``nda.from_dlpack`` zero-copy), memory statistics and
-  out-of-memory, CUDA-event completion that does not block, copies.
+  out-of-memory, CUDA-event markers that do not block, copies.
 
 nda-cuda's workarounds for CuPy 14.2, over a model of CuPy on NumPy: ``tests/test_cuda_workarounds.py``.
 """
@@ -438,9 +438,9 @@ extern "C" __global__ void spin(long long cycles) {
 
 
 @needs_gpu
-def test_record_completion_signals_from_a_cuda_event_without_blocking():
-    from nda.engine import Completion
-
+def test_markers_are_cuda_events_recorded_and_polled_without_blocking():
+    """Backend API 1.3: ``record_marker`` returns at once behind pending GPU work, ``marker_reached``
+    polls it without waiting, ``synchronize_marker`` waits for exactly that work."""
     backend = nda.backends.load("cuda")
     device = nda.Device("cuda", 0)
     spin = cupy.RawKernel(_SPIN, "spin")
@@ -448,16 +448,13 @@ def test_record_completion_signals_from_a_cuda_event_without_blocking():
     with backend._stream(device).stream:
         spin((1,), (1,), (np.int64(rate // 2),))  # about half a second of GPU work
     issued = time.perf_counter()
-    done = backend.record_completion(device)
+    marker = backend.record_marker(device)
+    polled = backend.marker_reached(marker)
     returned = time.perf_counter() - issued
-    assert isinstance(done, Completion)
-    signals: list = []
-    done.add_done_callback(signals.append)
-    assert signals == [], f"the completion fired before the GPU work finished (record_completion took {returned:.3f} s)"
-    deadline = time.monotonic() + 30
-    while not signals and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert signals == [None]
+    assert not polled, f"the marker was reached before the GPU work finished (recording and polling took {returned:.3f} s)"
+    assert returned < 0.25, f"recording a marker blocked for {returned:.3f} s"
+    backend.synchronize_marker(marker)
+    assert backend.marker_reached(marker) and time.perf_counter() - issued > 0.2
 
 
 @needs_gpu

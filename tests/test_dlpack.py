@@ -25,7 +25,8 @@ KDLCUDA, KDLVULKAN, KDLEXTDEV = 2, 7, 12
 
 
 class Producer:
-    """A DLPack producer that reports ``kind`` but hands over the memory of a NumPy array."""
+    """A DLPack producer that reports ``kind`` but hands over the memory of a NumPy array (host memory:
+    for kDLCUDA a lie that CuPy, and the model of it, refuse)."""
 
     def __init__(self, array: np.ndarray, kind: int = KDLCUDA, index: int = 0) -> None:
         self.array, self.kind, self.index = array, kind, index
@@ -48,28 +49,56 @@ def mirror():
     return nda.Device("cudamirror", 0)
 
 
+@pytest.fixture(scope="module")
+def cuda_arrays(mirror):
+    """``(device, make, done)``: CUDA producers of this process's kDLCUDA backend and a wait for the
+    producer's own work. Real CuPy arrays where nda-cuda has a GPU (kDLCUDA goes to it); elsewhere
+    the mirror's (the model of CuPy's) arrays. The model's host memory is never handed to real
+    CuPy: its arrays refuse a real CUDA consumer."""
+    if nda.backends.serves("cuda"):
+        import cupy
+
+        # A write through the producer runs on CuPy's stream, which nda's queue knows nothing of.
+        return nda.Device("cuda", 0), cupy.asarray, lambda: cupy.cuda.get_current_stream().synchronize()
+    from _cupy_quirks import cupy_model
+
+    return mirror, cupy_model.asarray, lambda: None
+
+
 # ----------------------------------------------------------------------------- routing
 
-def test_a_device_producer_goes_to_the_backend_that_imports_its_device_type_without_a_copy(mirror):
-    host = np.arange(6.0).reshape(2, 3)
-    x = nda.from_dlpack(Producer(host), device=mirror)
-    assert x.device == mirror and x.dtype == nda.float64 and x.shape == (2, 3)
-    host[0, 0] = 42.0  # shared memory: the producer's write is visible
+def test_a_device_producer_goes_to_the_backend_that_imports_its_device_type_without_a_copy(cuda_arrays):
+    device, make, done = cuda_arrays
+    producer = make(np.arange(6.0).reshape(2, 3))
+    x = nda.from_dlpack(producer)
+    assert x.device == device and x.dtype == nda.float64 and x.shape == (2, 3)
+    producer[0, 0] = 42.0  # shared memory: the producer's write is visible
+    done()
     assert x.asnumpy()[0, 0] == 42.0
     assert (nda.sum(x) + 0).asnumpy() == 42.0 + 15.0
-    copied = nda.from_dlpack(Producer(host), device=mirror, copy=True)
-    host[0, 0] = -1.0
-    assert copied.asnumpy()[0, 0] == 42.0 and copied.device == mirror
+    copied = nda.from_dlpack(producer, copy=True)
+    copied.wait_to_read()
+    producer[0, 0] = -1.0
+    done()
+    assert copied.asnumpy()[0, 0] == 42.0 and copied.device == device
 
 
-def test_device_moves_and_refuses_to_move_without_copy(mirror):
-    host = np.arange(4, dtype=np.int32)
-    on_sim = nda.from_dlpack(Producer(host), device="sim:1")
+def test_device_moves_and_refuses_to_move_without_copy(cuda_arrays):
+    device, make, _ = cuda_arrays
+    producer = make(np.arange(4, dtype=np.int32))
+    on_sim = nda.from_dlpack(producer, device="sim:1")
     assert on_sim.device == nda.Device("sim", 1) and on_sim.tolist() == [0, 1, 2, 3] and on_sim.dtype == nda.int32
-    with pytest.raises(BufferError, match=r"copy=False.*cudamirror:0; device=sim:0 needs a copy"):
-        nda.from_dlpack(Producer(host), device="sim", copy=False)
-    on_cpu = nda.from_dlpack(Producer(host), device="cpu")  # the producer is asked for host data first
+    with pytest.raises(BufferError, match=rf"copy=False.*{device}; device=sim:0 needs a copy"):
+        nda.from_dlpack(producer, device="sim", copy=False)
+    on_cpu = nda.from_dlpack(producer, device="cpu")  # the producer is asked for host data first
     assert on_cpu.device == nda.Device("cpu", 0) and on_cpu.tolist() == [0, 1, 2, 3]
+
+
+def test_host_memory_claiming_to_be_cuda_memory_is_a_buffer_error(cuda_arrays):
+    """CuPy 14.2 checks the capsule's device type, not the producer's word: RuntimeError (the H200), here BufferError."""
+    device, _, _ = cuda_arrays
+    with pytest.raises(BufferError, match=r"says \(2, 0\) \(CUDA memory\), but the DLPack capsule .* holds memory of another device type"):
+        nda.from_dlpack(Producer(np.zeros(2)), device=device)
 
 
 def test_an_unknown_device_type_is_a_buffer_error_naming_it(mirror):
@@ -92,8 +121,10 @@ def test_cuda_producers_name_the_cuda_backend_when_it_is_unavailable():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
     assert out.returncode == 0, out.stderr
     status = {r["name"]: r for r in nda.backends.status()}
-    if status.get("cuda", {}).get("state") == "loaded":
-        pytest.skip("this machine has a GPU: the CUDA producer is imported (tests/test_cuda.py checks real ones)")
+    if status.get("cuda", {}).get("state") == "loaded":  # a GPU: CuPy looks into the capsule and refuses host memory
+        assert out.stdout.startswith("BufferError from_dlpack(): Producer.__dlpack_device__() says (2, 0) (CUDA memory)"), out.stdout
+        assert "CuPy refuses it" in out.stdout
+        return
     assert out.stdout.startswith("BufferError from_dlpack(): the data is on DLPack device type 2 (kDLCUDA); backend 'cuda' imports it but is")
     if "cuda" in status:
         assert "no usable NVIDIA GPU" in out.stdout or "no device found" in out.stdout or "CuPy" in out.stdout

@@ -63,6 +63,45 @@ def test_a_dying_worker_is_an_error_with_its_output(monkeypatch):
         conformance.run("sim", reference="cpu", ops=["add", "sum"], dtypes=["int8"], jobs=2)
 
 
+def _loaded(name: str) -> str:
+    if not nda.backends.serves(f"mut_{name}"):
+        nda.backends.load(f"_mutant_backends:{name}")
+    return f"mut_{name}"
+
+
+def test_isolated_workers_give_the_report_one_process_gives():
+    ops, dtypes = ["add", "sum", "negative"], ["int8", "float32"]
+    serial = conformance.run("sim", reference="cpu", ops=ops, dtypes=dtypes)
+    isolated = conformance.run("sim", reference="cpu", ops=ops, dtypes=dtypes, jobs=2, isolate=True)
+    assert isolated.environment["isolate"] is True and isolated.environment["jobs"] == 2
+    assert [(r.id, r.status, r.examples) for r in isolated.results] == [(r.id, r.status, r.examples) for r in serial.results]
+
+
+def test_an_op_that_leaves_the_device_unusable_fails_only_its_cells_when_isolated(monkeypatch):
+    """One process: every cell after the corrupting op fails too (the H200's 14-job deep run); one op per process: its own cells only."""
+    device = _loaded("corrupting")
+    monkeypatch.setenv("NDA_MUTANT_ARMED", "1")
+    try:
+        serial = conformance.run(device, ops=["add", "exp", "negative"], dtypes=["float64"])
+        assert [r.op for r in serial.failures] == ["exp", "negative"]  # negative runs after exp in the same process
+        isolated = conformance.run(device, ops=["add", "exp", "negative"], dtypes=["float64"], jobs=3, isolate=True)
+        assert [r.op for r in isolated.failures] == ["exp"]
+    finally:
+        _mutant_backends.corrupting.lost = False
+
+
+def test_an_isolated_worker_that_dies_or_hangs_fails_its_cells_and_the_run_goes_on(monkeypatch):
+    monkeypatch.setenv("NDA_MUTANT_ARMED", "1")
+    exits = conformance.run(_loaded("process_exit"), ops=["add", "exp"], dtypes=["float64", "int8"], jobs=2, isolate=True)
+    assert [r.id for r in exits.failures] == ["exp-float64-strided"]
+    assert "the worker process of op 'exp' exited with 86" in exits.failures[0].error
+    assert [r.status for r in exits.results if r.op == "add"] == ["passed", "passed"]
+    hangs = conformance.run(_loaded("hang"), ops=["exp"], dtypes=["float64"], isolate=True, worker_timeout=15)
+    assert [r.id for r in hangs.failures] == ["exp-float64-strided"] and "ran past 15 s and was killed" in hangs.failures[0].error
+    late = conformance.run(_loaded("hang"), ops=["add", "exp"], dtypes=["float64"], jobs=1, isolate=True, deadline=1)
+    assert [r.status for r in late.results] == ["not covered", "not covered"] and "deadline (1 s) passed" in late.results[0].reason
+
+
 def test_auto_jobs_stay_one_for_small_runs_and_follow_nda_kit_jobs(monkeypatch):
     few = conformance.cells("sim", ops=["add"])
     monkeypatch.delenv("NDA_KIT_JOBS", raising=False)

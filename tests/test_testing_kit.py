@@ -338,3 +338,21 @@ def test_cli_prints_json(tmp_path):
     assert data["reference"] == "cpu:0" and data["results"][0]["status"] == "passed" and "sim:0 against cpu" in out.stderr
     out = _run("-m", "nda.testing.conformance", "mut_signed_zero", "--load", "_mutant_backends:signed_zero", "--ops", "negative", "--quiet", cwd=tmp_path)
     assert out.returncode == 1 and "negative(asarray(0.0, dtype=float" in out.stdout
+
+
+def test_sparse_cells_run_the_degenerate_sweep():
+    """Zero-size matrices and matrices storing nothing are checked on every backend's sparse cells, whatever
+    Hypothesis draws (cuSPARSE corrupted device memory for a (1, 0) csr subtraction on an H200)."""
+    from hypothesis import settings
+
+    from nda.testing.conformance._cases import degenerate_sweep
+    from nda.testing.conformance._kit import Cell, Runner
+
+    cases = degenerate_sweep("subtract", nda.float64)
+    firsts = [c.arrays()[0].base for c in cases]
+    assert {(1, 0), (0, 3), (0, 0), (2, 3)} <= {a.shape for a in firsts} and any(a.size and not a.any() for a in firsts)
+    runner = Runner("cpu", "reference", settings=settings(max_examples=1, database=None, deadline=None))
+    result = runner.run_cell(Cell("subtract", nda.float64, nda.Layout("csr"), "native"))
+    assert result.status == "passed" and result.examples >= len(cases), result
+    assert degenerate_sweep("exp", nda.float64) and degenerate_sweep("take", nda.float64) == []
+

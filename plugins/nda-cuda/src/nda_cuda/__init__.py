@@ -336,9 +336,11 @@ class CudaBackend:
         Inside the device's stream context CuPy hands the producer that stream in the DLPack
         handshake, so the producer's pending work is ordered before anything nda enqueues.
         """
+        from ._workarounds import import_dlpack
+
         ds = self._stream(device)
         with ds.device, ds.stream:
-            return self._cupy.from_dlpack(obj)
+            return import_dlpack(self._cupy, obj)
 
     # ------------------------------------------------------------------ memory
     def memory_stats(self, device: Device) -> dict[str, int]:

@@ -45,8 +45,9 @@ from nda.ops import CATALOG, elementwise
 
 from . import _reductions
 from . import _workarounds as fix
+from ._workarounds_linalg import WRAPPERS, eigvals as _eigvals, pinv as _pinv
 
-__all__ = ["KernelSpec", "build", "adapt", "OVERRIDES"]
+__all__ = ["KernelSpec", "build", "adapt", "OVERRIDES", "FLUSHED_COMPLEX64"]
 
 _P = inspect.Parameter
 _POSITIONAL = (_P.POSITIONAL_ONLY, _P.POSITIONAL_OR_KEYWORD)
@@ -188,6 +189,8 @@ def _finish(decl: Any, call: Callable[..., Any], xp: ModuleType) -> Callable[...
         return finish(result, args)
 
     def finish(result: Any, args: tuple[Any, ...]) -> Any:
+        if result.__class__ is tuple:  # several outputs (nonzero): each one a device array
+            return tuple(finish(r, args) for r in result)
         if result.__class__ is not ndarray:
             # A scalar becomes a 0-d array through fix.to_device (CuPy 14.2 would drop the sign of -0.0).
             result = xp.asarray(result) if isinstance(result, ndarray) else fix.to_device(xp, result)
@@ -423,12 +426,13 @@ OVERRIDES: dict[str, Callable[[ModuleType], Callable[..., Any]]] = {
     "imag": _part("imag"),
     "bitwise_left_shift": _shift(True),
     "bitwise_right_shift": _shift(False),
-    "pow": _pow,
+    "pow": lambda xp: fix.power(xp, _pow(xp)),
     # The standard's special cases that NumPy's (and CuPy's) functions miss: nda's reference
     # implementations are written over any NumPy-like module, so they are reused as they are.
-    "tanh": lambda xp: elementwise.tanh_for(xp),
+    "tanh": lambda xp: fix.flushed_complex64(xp, elementwise.tanh_for(xp)),
     # Where CuPy 14.2 differs from NumPy (found on an H100; see nda_cuda._workarounds): NumPy's
     # algorithms, written over the array module, and nda's special cases on top where it has any.
+    "exp": fix.exp,
     "expm1": lambda xp: fix.expm1(xp, elementwise.expm1_for),
     "floor_divide": fix.floor_divide,
     "remainder": fix.remainder,
@@ -446,9 +450,13 @@ OVERRIDES: dict[str, Callable[[ModuleType], Callable[..., Any]]] = {
     "arange": fix.arange,
     "linspace": fix.linspace,
     "isin": fix.isin,
-    "linalg.pinv": fix.pinv,
-    "linalg.eigvals": fix.eigvals,
+    "linalg.pinv": _pinv,
+    "linalg.eigvals": _eigvals,
 }
+
+#: Element-wise ops whose CuPy 14.2 complex64 functions test the bits of subnormal parts
+#: (``nda_cuda._workarounds.flushed_complex64``): their derived kernels get flushed input.
+FLUSHED_COMPLEX64 = ("sin", "cos", "tan", "sinh", "cosh")
 
 
 #: Ops that run through nda's host fallback on purpose, with why. Their by-name CuPy
@@ -506,6 +514,10 @@ def _build(xp: ModuleType, namespace: Any, catalog: dict[str, Any] | None) -> tu
             if kernel is not None:
                 if name in ("take", "take_along_axis"):
                     kernel = _checked_take(kernel, xp)
+                if name in WRAPPERS:
+                    kernel = WRAPPERS[name](xp, kernel)
+                if name in FLUSHED_COMPLEX64:
+                    kernel = fix.flushed_complex64(xp, kernel)
                 kernels.append(KernelSpec(name, kernel, where))
                 break
         else:

@@ -16,6 +16,14 @@ column indices, no duplicates), built through nda's plugin API from the backend'
   ``matmul`` csr @ strided (``spmm``/``spmv``), ``astype`` and ``permute_dims``. Every other
   op takes nda's layout fallback (converted to strided on the GPU, then the strided route).
 
+**Zero-size and empty matrices never reach cuSPARSE.** On an H200 (CuPy 14.2), ``csr - csr`` of
+two ``(1, 0)`` matrices (``csrgeam2`` with a zero dimension and no stored element) corrupted
+device memory: every later CUDA call of the process failed with ``cudaErrorIllegalAddress``.
+So every route to a cuSPARSE routine (``csrgeam2`` for ``+``/``-``, ``spmm``/``spmv`` for
+``@``, ``denseToSparse`` for strided -> csr, ``csr2csc`` for the transpose) first checks the
+shape and the number of stored elements (``nnz`` is ``data.size``: no device sync) and builds
+the result itself when a dimension is zero or, except for ``denseToSparse``, nothing is stored.
+
 Semantics are those of nda's cpu csr kernels (:mod:`nda.backends.cpu_sparse`): results equal
 the dense results, NaN and infinity included, an unstored element being +0. So a product with a
 non-finite value is screened (one ``sum`` of the dense operand) and the NaNs the dense product
@@ -37,6 +45,7 @@ the device) is handled here and is exercised only on a GPU.
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable
 
 from nda.backends.cpu_sparse import ZERO_PRESERVING_UNARY, finite_scalar, is_scalar, poison_unstored, times_strided
@@ -47,6 +56,15 @@ __all__ = ["STORED", "ARITHMETIC", "CsrLayer", "register"]
 STORED = ("bool", "float32", "float64", "complex64", "complex128")
 #: dtypes cuSPARSE computes in (sums, products, csr + csr).
 ARITHMETIC = ("float32", "float64", "complex64", "complex128")
+#: dtypes whose subnormals CuPy's kernels flush (the backend's ``flushes_subnormals``).
+FLUSHED = ("float32", "complex64")
+_TINY32 = 2.0**-126
+
+
+def _flushed_zero(value: Any) -> bool:
+    """Whether a scalar is zero once float32's subnormals are flushed (what a float32 kernel divides by)."""
+    parts = (value.real, value.imag) if isinstance(value, complex) else (value,)
+    return all(abs(p) < _TINY32 for p in parts)
 
 
 class CsrLayer:
@@ -81,6 +99,17 @@ class CsrLayer:
         x.sum_duplicates()
         return x
 
+    def empty(self, shape: tuple[int, ...], dtype: Any, index: Any = None) -> Any:
+        """A canonical csr matrix of ``shape`` storing nothing, built without cuSPARSE."""
+        xp = self.xp
+        index = xp.int32 if index is None else index
+        return self.csr(xp.empty(0, dtype=dtype), xp.empty(0, dtype=index), xp.zeros(shape[0] + 1, dtype=index), tuple(shape))
+
+    @staticmethod
+    def degenerate(*matrices: Any) -> bool:
+        """Whether a matrix has a zero dimension or stores nothing (what cuSPARSE must not be given)."""
+        return any(0 in m.shape or m.data.size == 0 for m in matrices)
+
     def rows(self, x: Any) -> Any:
         """The row of each stored element."""
         xp = self.xp
@@ -88,6 +117,8 @@ class CsrLayer:
 
     # ------------------------------------------------------------------ converters
     def dense_to_csr(self, x: Any) -> Any:
+        if 0 in x.shape:  # nothing to convert: no denseToSparse call (see the module docstring)
+            return self.empty(x.shape, x.dtype)
         out = self.sparse.csr_matrix(x)
         # Canonical by construction (cuSPARSE's denseToSparse, CuPy's bool kernel and SciPy all
         # emit sorted, unique indices); saying so spares CuPy a checking kernel and a sync.
@@ -125,7 +156,7 @@ class CsrLayer:
     def divide(self, x1: Any, x2: Any) -> Any:
         # The strided kernel: complex division by NumPy's rules (CuPy 14.2's differs, nda_cuda._workarounds).
         divide = self.strided.get("divide", self.xp.true_divide)
-        if x2 == 0 or x2 != x2:
+        if x2 == 0 or x2 != x2 or (x1.dtype.name in FLUSHED and _flushed_zero(x2)):
             return self._through_dense(divide, x1, x2)  # 0 / 0 and 0 / nan are nan
         return self.with_data(x1, self.xp.asarray(divide(x1.data, x2)))
 
@@ -135,6 +166,8 @@ class CsrLayer:
         def kernel(x1: Any, x2: Any) -> Any:
             if x1.shape != x2.shape:
                 return self._through_dense(ufunc, x1, x2)  # broadcasting
+            if self.degenerate(x1, x2):  # no csrgeam2 call (see the module docstring): x1 - 0, 0 - x2, ...
+                return self._addsub_degenerate(x1, x2, op == "subtract")
             if x1.dtype.kind == "c":
                 return self._merge(x1, x2, negate=op == "subtract")
             result = x1 + x2 if op == "add" else x1 - x2
@@ -142,6 +175,12 @@ class CsrLayer:
 
         kernel.__name__ = kernel.__qualname__ = f"csr_{op}"
         return kernel
+
+    def _addsub_degenerate(self, x1: Any, x2: Any, negate: bool) -> Any:
+        """``x1 + x2`` (``x1 - x2``) when one side stores nothing: the other side (negated), as a new matrix."""
+        if x2.data.size == 0 or 0 in x2.shape:
+            return self.with_data(x1, x1.data.copy()) if x1.data.size else self.empty(x1.shape, x1.dtype, x1.indices.dtype)
+        return self.with_data(x2, -x2.data if negate else x2.data.copy())
 
     def _merge(self, x1: Any, x2: Any, negate: bool) -> Any:
         """``x1 + x2`` (``x1 - x2``) of same-shape csr arrays by adding stored values, part by part.
@@ -196,6 +235,13 @@ class CsrLayer:
     def _times_block(self, s: Any, b: Any) -> Any:
         """``s @ b`` for a 2-D block ``b``, C-ordered, with the dense result's NaNs."""
         xp = self.xp
+        if self.degenerate(s) or b.size == 0:  # no spmm call (see the module docstring)
+            out = xp.zeros((s.shape[0], b.shape[1]), dtype=s.dtype)
+            if b.size and b.dtype.kind in "fc" and s.shape[0]:
+                # every element of a column of b meets an unstored zero of s: 0 * inf and 0 * nan are nan
+                nan = complex(math.nan, math.nan) if out.dtype.kind == "c" else math.nan
+                out = xp.where(xp.isfinite(b).all(axis=0), out, nan).astype(out.dtype, copy=False)
+            return out
         out = xp.ascontiguousarray(xp.asarray(s @ b))  # cuSPARSE's spmm result is F-ordered
         if out.dtype != s.dtype:
             out = out.astype(s.dtype)
@@ -209,6 +255,8 @@ class CsrLayer:
 
     def permute_dims(self, x: Any, axes: tuple[int, ...]) -> Any:
         if tuple(axes) == (1, 0):
+            if self.degenerate(x):  # no csr2csc call (see the module docstring)
+                return self.empty(x.shape[::-1], x.dtype, x.indices.dtype)
             return self.canonical(x.T.tocsr())
         return x.copy()
 

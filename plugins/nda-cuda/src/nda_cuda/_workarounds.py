@@ -25,6 +25,22 @@ element, which costs a few extra kernel launches on the (rarely hot) ops concern
   The functions here use NumPy's own formulas; complex64 division runs in float64 with
   float32's range at each step, since Smith's algorithm has intermediates (``1 / 2**126``)
   that a flushing float32 kernel would zero where NumPy keeps them.
+* **Special values of complex functions (the H200, 2026-11-26).** CuPy's ``exp`` (thrust's
+  ``cexp``) gives ``0 + 0j`` for ``-inf`` real and an infinite or NaN imaginary part (NumPy:
+  ``0 + copysign(0, imag) j``), and ``expm1`` inherits it; ``log1p`` is ``log(z + complex(1, 0))``,
+  whose sum turns an imaginary ``-0`` into ``+0`` (``log1p(-2-0j)`` is ``+pi j``, NumPy
+  ``-pi j``): :func:`exp` and :func:`log1p` restore NumPy's signs. Complex ``pow`` is
+  ``exp(w log z)``: ``0j ** (inf+nanj)`` is NaN where NumPy gives ``0`` for a zero base and a
+  positive real exponent (:func:`power`). thrust's complex64 functions choose their branch on
+  the *bits* of the parts, then compute with flushed arithmetic, so a subnormal part is neither
+  zero nor itself (``sin(1.4e-45+193j)`` is ``nan+infj``): :func:`flushed_complex64` flushes the
+  input first, which gives the function of the flushed input, as ``flushes_subnormals`` declares.
+* **float64 logarithms of negative subnormals** are ``-inf`` (CUDA's ``log`` takes them for
+  zeros; NumPy: NaN); float64 is not declared as flushing, and must not flush: :func:`log`,
+  :func:`log2`, :func:`log10` give NaN for every negative input.
+* **NumPy's scalar fast path of ``pow``.** NumPy computes ``x ** 0.5`` with an exponent broadcast
+  from one value as ``sqrt(x)``: ``(-0.0) ** 0.5`` is ``-0.0`` and ``(-inf) ** 0.5`` NaN there,
+  ``+0.0`` and ``+inf`` with C's ``pow`` (CuPy); :func:`power` does as NumPy does.
 * **Floor division and remainder of floats.** CuPy computes ``floor(a / b)`` and
   ``a - floor(a / b) * b``: ``5e-324 // -1.797e308`` is ``-0.0`` (NumPy: ``-1.0``) and
   ``remainder(0.0, -1.0)`` is ``+0.0`` (NumPy: ``-0.0``). :func:`floor_divide` and
@@ -34,7 +50,8 @@ element, which costs a few extra kernel launches on the (rarely hot) ops concern
   complex bounds (``TypeError``); ``isin`` needs arrays on both sides; ``linalg.eigvals`` of an
   empty matrix has a real dtype; ``linalg.pinv`` of a stack of small matrices uses batched
   Jacobi SVD, whose results differ from LAPACK's by about ``eps * |x|`` even where LAPACK's are
-  exact (``pinv([[[0, 1]]])`` has ``-1.8e-16`` for ``0``); matrix by matrix it uses ``gesvd``.
+  exact (``pinv([[[0, 1]]])`` has ``-1.8e-16`` for ``0``); matrix by matrix it uses ``gesvd``
+  (linear algebra, products and reductions: :mod:`nda_cuda._workarounds_linalg`).
 
 float32 subnormals are not worked around: CuPy compiles every kernel with ``-ftz=true``. The
 backend declares that instead (``flushes_subnormals``; see ``nda.backends.contract``).
@@ -48,8 +65,8 @@ from typing import Any, Callable
 import numpy as np
 
 __all__ = [
-    "to_device", "full", "keep_zero_sign", "hypot", "absolute", "log", "log10", "log2", "log1p", "divide",
-    "reciprocal", "sign", "expm1", "floor_divide", "remainder", "arange", "linspace", "isin", "pinv", "eigvals",
+    "import_dlpack", "to_device", "full", "keep_zero_sign", "hypot", "absolute", "log", "log10", "log2", "log1p", "divide",
+    "reciprocal", "sign", "exp", "expm1", "power", "flushed_complex64", "floor_divide", "remainder", "arange", "linspace", "isin",
 ]
 
 Kernel = Callable[..., Any]
@@ -71,6 +88,27 @@ def to_device(xp: Any, host: Any) -> Any:
     if host.ndim == 0:
         return xp.array(host.reshape(1), copy=True).reshape(())
     return xp.array(host, copy=True)
+
+
+def import_dlpack(xp: Any, obj: Any) -> Any:
+    """``xp.from_dlpack(obj)``, zero-copy; a capsule whose memory is not CUDA memory is a ``BufferError``.
+
+    CuPy 14.2 checks the device type inside the DLPack capsule, not the producer's
+    ``__dlpack_device__``: a producer that says kDLCUDA but hands over host memory gets
+    ``RuntimeError: CuPy is built against CUDA, different from the backend that backs the
+    incoming DLPack tensor``. The standard's ``from_dlpack`` raises ``BufferError`` when the data
+    cannot be imported; the producer's word and CuPy's are both in the message.
+    """
+    try:
+        return xp.from_dlpack(obj)
+    except RuntimeError as err:
+        if "different from the backend" not in str(err):
+            raise
+        kind, index = obj.__dlpack_device__()
+        raise BufferError(
+            f"from_dlpack(): {type(obj).__name__}.__dlpack_device__() says ({int(kind)}, {int(index)}) (CUDA memory), but the "
+            f"DLPack capsule it hands over holds memory of another device type; CuPy refuses it ({err})"
+        ) from None
 
 
 def _signed_zero(value: Any) -> bool:
@@ -180,13 +218,23 @@ def _fix_log(xp: Any, result: Any, z: Any, scale: float) -> Any:
     return _complex(xp, real, result.imag, result.dtype)
 
 
+def _real_log(xp: Any, native: Kernel, x: Any) -> Any:
+    """``native(x)`` for real ``x``; float64 negative input gives NaN (CuPy 14.2: ``-inf`` for a negative subnormal)."""
+    result = native(x)
+    if x.dtype == np.float64:
+        return xp.where(x < 0, xp.nan, result)
+    return result
+
+
 def log(xp: Any) -> Kernel:
-    """CuPy 14.2: complex ``log`` of ``1.797e308 - 1j`` has an infinite real part (``log(hypot(...))``)."""
+    """CuPy 14.2: complex ``log`` of ``1.797e308 - 1j`` has an infinite real part (``log(hypot(...))``);
+    float64 ``log(-5e-324)`` is ``-inf``."""
     native = xp.log
 
     def log(x: Any) -> Any:
-        result = native(x)
-        return _fix_log(xp, result, x, 1.0) if x.dtype.kind == "c" else result
+        if x.dtype.kind != "c":
+            return _real_log(xp, native, x)
+        return _fix_log(xp, native(x), x, 1.0)
 
     return log
 
@@ -197,7 +245,7 @@ def _scaled_log(xp: Any, native: Kernel, factor: float) -> Kernel:
 
     def scaled(x: Any) -> Any:
         if x.dtype.kind != "c":
-            return native(x)
+            return _real_log(xp, native, x)
         natural = _fix_log(xp, xp.log(x), x, 1.0)
         return _complex(xp, natural.real * factor, natural.imag * factor, natural.dtype)
 
@@ -217,7 +265,9 @@ def log2(xp: Any) -> Kernel:
 
 
 def log1p(xp: Any) -> Kernel:
-    """CuPy 14.2: complex ``log1p`` is ``log(1 + z)``, overflowing like ``log`` (``log1p(1.797e308j)``)."""
+    """CuPy 14.2: complex ``log1p`` is ``log(z + complex(1, 0))``, overflowing like ``log`` (``log1p(1.797e308j)``)
+    and losing the sign of a zero imaginary part (``log1p(-2-0j)`` is ``+pi j``; NumPy's is
+    ``atan2(imag, 1 + real)``: the sign of ``imag``)."""
     native = xp.log1p
 
     def log1p(x: Any) -> Any:
@@ -229,7 +279,8 @@ def log1p(xp: Any) -> Kernel:
         w_real = x.real + 1
         early = xp.isinf(result.real) & xp.isfinite(w_real) & xp.isfinite(x.imag)
         real = xp.where(early, xp.log(_magnitude(xp, w_real, x.imag)), result.real)
-        return _complex(xp, real, result.imag, result.dtype)
+        imag = xp.where(x.imag == 0, xp.copysign(result.imag, x.imag), result.imag)
+        return _complex(xp, real, imag, result.dtype)
 
     return log1p
 
@@ -329,6 +380,22 @@ def sign(xp: Any) -> Kernel:
     return sign
 
 
+def exp(xp: Any) -> Kernel:
+    """Complex ``exp`` with NumPy's ``exp(-inf + i y) = 0 + copysign(0, y) j`` for an infinite or NaN ``y``
+    (CuPy 14.2, thrust's ``cexp``: ``0 + 0j``); complex64 input flushed first (:func:`flushed_complex64`)."""
+    native = xp.exp
+
+    def exp(x: Any) -> Any:
+        if x.dtype.kind != "c":
+            return native(x)
+        x = _flush_parts(xp, x)
+        result = native(x)
+        special = xp.isneginf(x.real) & ~xp.isfinite(x.imag)
+        return _complex(xp, xp.where(special, 0, result.real), xp.where(special, xp.copysign(0, x.imag), result.imag), result.dtype)
+
+    return exp
+
+
 def expm1(xp: Any, standard: Kernel) -> Kernel:
     """Complex ``expm1`` by NumPy's formula (``expm1(a) cos(b) - 2 sin(b/2)^2 + i exp(a) sin(b)``) where
     ``z`` is finite, then ``standard`` (nda's special cases for non-finite and zero input).
@@ -337,10 +404,11 @@ def expm1(xp: Any, standard: Kernel) -> Kernel:
     ``inf+nanj`` in NumPy (``inf * sin(0)``), which nda's reference is.
     """
     native = xp.expm1
+    fixed_exp = exp(xp)
 
-    class _Module:  # ``standard`` reads ``expm1`` from its module: give it NumPy's formula
+    class _Module:  # ``standard`` reads ``expm1`` and ``exp`` from its module: NumPy's formula, the fixed exp
         def __getattr__(self, name: str) -> Any:
-            return numpy_formula if name == "expm1" else getattr(xp, name)
+            return numpy_formula if name == "expm1" else fixed_exp if name == "exp" else getattr(xp, name)
 
     def numpy_formula(x: Any, out: Any = None) -> Any:
         if x.dtype.kind != "c":
@@ -354,6 +422,40 @@ def expm1(xp: Any, standard: Kernel) -> Kernel:
         return result
 
     return standard(_Module())
+
+
+def power(xp: Any, integer_pow: Kernel) -> Kernel:
+    """``pow`` with NumPy's results (:mod:`nda_cuda._power`): the ``sqrt`` fast path of real floats,
+    NumPy's ``nc_pow`` for complex numbers; integer operands go to ``integer_pow``."""
+    from ._power import power as numpy_power
+
+    return numpy_power(xp, integer_pow, _complex, _pair, exp(xp), log(xp), divide(xp), _rounding)
+
+
+def _flush_parts(xp: Any, x: Any) -> Any:
+    """A complex64 array with its subnormal parts flushed to signed zeros: ``* 1`` in a flushing
+    float32 kernel (exact for every other value, ``-0.0`` and NaN included; over NumPy, which
+    does not flush, the identity); other dtypes as they are."""
+    if x.dtype.char != "F":  # not complex64 (a character compare: this runs on every call of the op)
+        return x
+    return _complex(xp, x.real * 1, x.imag * 1, x.dtype)
+
+
+def flushed_complex64(xp: Any, kernel: Kernel) -> Kernel:
+    """``kernel`` of complex64 input applied to the input with its subnormal parts flushed.
+
+    CuPy 14.2's complex64 functions (thrust's ``csinhf``, ``ccoshf``, ``ctanhf``, ``cexpf``, from
+    FreeBSD's msun) test the bits of the parts to choose a branch, then compute with flushing
+    arithmetic: ``sin(1.4e-45+193j)`` takes the branch of a non-zero real part and computes
+    ``inf * sin(0)``, NaN (NumPy on the flushed input: ``0+infj``). Flushing first gives the
+    function of the flushed input, which is what the backend declares (``flushes_subnormals``).
+    """
+
+    def flushed(x: Any) -> Any:
+        return kernel(_flush_parts(xp, x))
+
+    flushed.__name__ = getattr(kernel, "__name__", "flushed")
+    return flushed
 
 
 # --------------------------------------------------------------------------- floor division
@@ -445,34 +547,3 @@ def isin(xp: Any) -> Kernel:
         return xp.isin(a, b, invert=invert)
 
     return isin
-
-
-def pinv(xp: Any) -> Kernel:
-    """Stacks of matrices one matrix at a time (see the module docstring: batched Jacobi SVD)."""
-
-    def pinv(x: Any, rtol: Any = None) -> Any:
-        m, n = x.shape[-2:]
-        if rtol is None:
-            rtol = max(m, n) * float(np.finfo(x.dtype).eps)
-        if x.ndim == 2 or x.size == 0:
-            return xp.linalg.pinv(x, rcond=rtol)
-        batch = x.shape[:-2]
-        flat = x.reshape((-1, m, n))
-        tols = [rtol] * flat.shape[0] if not hasattr(rtol, "shape") else list(xp.broadcast_to(rtol, batch).reshape(-1))
-        parts = [xp.linalg.pinv(flat[i], rcond=tols[i]) for i in range(flat.shape[0])]
-        return xp.stack(parts).reshape(batch + (n, m))
-
-    return pinv
-
-
-def eigvals(xp: Any) -> Kernel:
-    """CuPy 14.2 returns a real dtype for an empty matrix; nda's result is complex."""
-    complex_of = {"f": np.complex64, "d": np.complex128}
-
-    def eigvals(x: Any) -> Any:
-        result = xp.linalg.eigvals(x)
-        if result.dtype.kind != "c":
-            result = result.astype(complex_of.get(np.dtype(x.dtype).char, np.complex128))
-        return result
-
-    return eigvals

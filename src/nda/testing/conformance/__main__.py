@@ -3,7 +3,10 @@
 Exits with status 1 when a cell failed, 2 on a usage error. ``--json -`` prints the JSON
 report on stdout (the table then goes to stderr), ``--json PATH`` writes it to a file.
 ``--jobs N`` splits the cells (by op) among N worker processes (``auto``, the default: one
-per core, one per 100 native cells at most; see :mod:`._parallel`).
+per core, one per 100 native cells at most; see :mod:`._parallel`). ``--isolate`` runs one op
+per worker process, N at a time, so that a crash or a device left unusable by one op cannot
+fail another op's cells; ``--worker-timeout S`` then kills a worker after S seconds, and
+``--deadline S`` ends a run with worker processes after S seconds, with a report.
 
 Layer: clients (of the nda namespace) (README, "Architecture").
 """
@@ -29,6 +32,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gradients", action="store_true", help="check the device's gradients (nda.autograd) instead of its kernels")
     parser.add_argument("--jobs", default="auto", metavar="N|auto",
                         help="worker processes, cells split by op (default auto: one per core, one per 100 native cells at most; NDA_KIT_JOBS sets it)")
+    parser.add_argument("--isolate", action="store_true",
+                        help="one op per worker process, --jobs at a time: a crash or a corrupted device fails that op's cells only")
+    parser.add_argument("--worker-timeout", type=float, metavar="S", help="with --isolate: kill a worker after S seconds and fail its op's cells")
+    parser.add_argument("--deadline", type=float, metavar="S",
+                        help="with worker processes: end the run after S seconds, reporting unfinished ops as not covered")
     args = parser.parse_args(argv)
 
     import nda
@@ -49,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         jobs = None if args.jobs == "auto" else int(args.jobs)
         report = run(args.device, reference=args.reference, ops=split(args.ops), dtypes=split(args.dtypes), profile=args.profile, progress=progress,
-                     gradients=args.gradients, jobs=jobs)
+                     gradients=args.gradients, jobs=jobs, isolate=args.isolate, worker_timeout=args.worker_timeout, deadline=args.deadline)
     except (ValueError, TypeError, nda.BackendError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -34,7 +34,8 @@ from nda.ops import DECLARED as CATALOG  # the catalog and the ops of loaded op 
 
 from .. import strategies as nst
 
-__all__ = ["Arr", "Raw", "Case", "DEVICE", "ACCUMULATING", "sweep", "sub_cases", "fmt"]
+__all__ = ["Arr", "Raw", "Case", "DEVICE", "ACCUMULATING", "COMPLEX_PRODUCTS", "sweep", "degenerate_sweep", "sub_cases", "fmt",
+           "signed_zeros"]
 
 
 class _Device:
@@ -184,6 +185,8 @@ def compose(*repairs: Callable[[np.ndarray], np.ndarray] | None) -> Callable[[np
 
 def binary_repairs(op: str, dtype: DType) -> tuple[Callable[[np.ndarray], np.ndarray] | None, Callable[[np.ndarray], np.ndarray] | None]:
     """How to make (x1, x2) defined for integer inputs: (repair of x1, repair of x2)."""
+    if op in COMPLEX_PRODUCTS and dtype.kind == "complex floating":
+        return _product_parts, _product_parts
     if dtype.kind not in ("signed integer", "unsigned integer"):
         return None, None
     if op in ("floor_divide", "remainder"):
@@ -260,6 +263,39 @@ def accumulation_repair(op: str) -> Callable[[np.ndarray], np.ndarray] | None:
 #: Element-wise ops whose sign of a zero result the Array API leaves to the implementation
 #: (which zero ``maximum``/``minimum`` pick between -0 and +0; ``sign`` of ±0 is "0").
 ZERO_SIGN_FREE = {"maximum", "minimum", "sign"}
+#: ... and the same for complex input only. Complex ``pow`` is specified "as if ``exp(x2 *
+#: log(x1))``" and left underspecified: its zero results come from ``exp(-inf + NaN j)`` where the
+#: NaN is a ``0 * inf`` of the product, and the sign of such a NaN is the processor's (negative
+#: on x86, positive on NVIDIA GPUs), so ``infj ** (-inf+0j)`` is ``-0j`` with NumPy on x86 and
+#: ``+0j`` on a GPU that computes exactly the same formula.
+ZERO_SIGN_FREE_COMPLEX = {"pow"}
+
+
+def signed_zeros(op: str, dtype: DType) -> bool:
+    """Whether the kit compares the signs of zero results of element-wise ``op`` in ``dtype``."""
+    return op not in ZERO_SIGN_FREE and not (dtype.kind == "complex floating" and op in ZERO_SIGN_FREE_COMPLEX)
+
+
+#: Element-wise ops computing complex results as sums of products (``(a c - b d, a d + b c)``).
+#: Whether ``a c - b d`` is rounded once (a fused multiply-add) or twice is the implementation's
+#: choice, and NumPy itself makes both: its AVX2 loop fuses, its scalar loop does not (on one
+#: machine, ``(2**512 + 2**485 j)**2`` has real part ``1.797e308`` from an array and ``inf``
+#: from a scalar). So the kit keeps the products clear of the overflow threshold (finite parts
+#: at most ``2**510``, ``2**62`` in complex64) and compares with an absolute tolerance of a few
+#: ``eps * |x1| * |x2|`` (a cancellation in ``a c - b d`` is exact in one rounding, not the other).
+COMPLEX_PRODUCTS = {"multiply", "square"}
+
+
+def _product_parts(a: np.ndarray) -> np.ndarray:
+    if a.dtype.kind != "c":
+        return a
+    bound = 2.0**62 if a.dtype == np.complex64 else 2.0**510
+    return _clip_parts(a, 0.0, bound)
+
+
+def unary_repair(op: str, dtype: DType) -> Callable[[np.ndarray], np.ndarray] | None:
+    """How to make the input of element-wise ``op`` one the kit compares (None: any input)."""
+    return _product_parts if op in COMPLEX_PRODUCTS and dtype.kind == "complex floating" else None
 
 
 def cast_targets(dtype: DType) -> list[DType]:
@@ -277,9 +313,10 @@ def sweep(op: str, dtype: DType) -> list[Case]:
     decl = CATALOG[op]
     edges = np.array(nst.edge_values(dtype), dtype=dtype.numpy)
     n = edges.size
-    zeros = op not in ZERO_SIGN_FREE
+    zeros = signed_zeros(op, dtype)
     if decl.family == "unary":
-        return [Case(op, (Arr(edges),), signed_zeros=zeros, origin="edge sweep")]
+        repair = unary_repair(op, dtype)
+        return [Case(op, (Arr(repair(edges) if repair else edges),), signed_zeros=zeros, origin="edge sweep")]
     if decl.family == "binary":
         r1, r2 = binary_repairs(op, dtype)
         x1, x2 = np.repeat(edges, n), np.tile(edges, n)
@@ -295,6 +332,60 @@ def sweep(op: str, dtype: DType) -> list[Case]:
         cond = np.arange(n) % 2 == 0
         return [Case(op, (Arr(cond), Arr(edges), Arr(edges[::-1].copy())), signed_zeros=True, origin="edge sweep")]
     return []
+
+
+#: The matrices of :func:`degenerate_sweep`: empty in each way, storing nothing, storing everything, an empty row.
+_DEGENERATE = [((1, 0), None), ((0, 3), None), ((0, 0), None), ((2, 3), None), ((2, 3), "ones"), ((2, 3), "row")]
+
+
+def _degenerate(dtype: DType) -> list[np.ndarray]:
+    found = []
+    for shape, fill in _DEGENERATE:
+        a = np.zeros(shape, dtype=dtype.numpy)
+        if fill == "ones":
+            a[...] = 1
+        elif fill == "row":  # the first row stores nothing
+            a[1, 0], a[1, 2] = 1, (True if dtype is nda.bool else 2)
+        found.append(a)
+    return found
+
+
+def degenerate_sweep(op: str, dtype: DType) -> list[Case]:
+    """Deterministic cases of a sparse-layout cell: zero-size matrices, ones storing nothing, one storing
+    everything, one with an empty row (the kit converts them to the cell's layout).
+
+    A kernel that hands a vendor library a matrix with a zero dimension or no stored element
+    (cuSPARSE corrupted device memory for ``(1, 0) - (1, 0)`` on an H200) fails here, on every
+    backend, before a random case happens to draw one. Element-wise ops get each matrix, each
+    pair of same-shape matrices with a zero one and a scalar on either side; ``sum`` every axis;
+    ``matmul`` the matrices of matching inner sides; ``permute_dims`` and ``astype`` each matrix.
+    """
+    decl = CATALOG[op]
+    mats = _degenerate(dtype)
+    scalar = np.array(2, dtype=dtype.numpy).item()
+    found: list[Case] = []
+    if decl.family == "unary":
+        found = [Case(op, (Arr(m),), origin="degenerate sweep") for m in mats]
+    elif decl.family == "binary":
+        r1, r2 = binary_repairs(op, dtype)
+        for m in mats:
+            a, b = (r1(m) if r1 else m), (r2(m) if r2 else m)
+            zero = np.zeros_like(m)
+            found += [Case(op, (Arr(a), Arr(zero if r2 is None else b)), origin="degenerate sweep"),
+                      Case(op, (Arr(zero if r1 is None else a), Arr(b)), origin="degenerate sweep"),
+                      Case(op, (Arr(a), scalar), origin="degenerate sweep"), Case(op, (scalar, Arr(b)), origin="degenerate sweep")]
+    elif op == "sum":
+        found = [Case(op, (Arr(m),), {k: v for k, v in (("axis", axis), ("keepdims", keep)) if v is not None and v is not False}, origin="degenerate sweep")
+                 for m in mats for axis in (None, 0, 1) for keep in (False, True)]
+    elif op == "matmul":
+        found = [Case(op, (Arr(a), Arr(b.T.copy() if a.shape[1] != b.shape[0] else b)), origin="degenerate sweep")
+                 for a in mats for b in mats if a.shape[1] in b.shape]
+    elif op == "permute_dims":
+        found = [Case(op, (Arr(m), axes), origin="degenerate sweep") for m in mats for axes in ((1, 0), (0, 1))]
+    elif op == "astype":
+        targets = [t for t in cast_targets(dtype) if t in (dtype, nda.bool, nda.float64, nda.complex128)]
+        found = [Case(op, (Arr(m), t), origin="degenerate sweep") for m in mats for t in targets]
+    return found
 
 
 def sub_cases(case: Case, limit: int = 400) -> Iterator[Case]:

@@ -26,7 +26,7 @@ from nda.ops import DECLARED as CATALOG  # the catalog and the ops of loaded op 
 
 from .. import strategies as nst
 from ._cases import (
-    DEVICE, ZERO_SIGN_FREE, Arr, Case, Raw, accumulation_repair, binary_repairs, cast_safe, cast_targets, compose,
+    DEVICE, Arr, Case, Raw, accumulation_repair, binary_repairs, cast_safe, cast_targets, compose, signed_zeros, unary_repair,
 )
 
 __all__ = ["strategy", "for_layout", "GENERATED_OPS"]
@@ -104,13 +104,13 @@ def _kw(**items: Any) -> dict[str, Any]:
 
 @_composite
 def _unary(draw: Any, op: str, dtype: DType) -> Case:
-    return Case(op, (draw(_arr(dtype, draw(_SHAPES))),), signed_zeros=op not in ZERO_SIGN_FREE)
+    return Case(op, (draw(_arr(dtype, draw(_SHAPES), unary_repair(op, dtype))),), signed_zeros=signed_zeros(op, dtype))
 
 
 @_composite
 def _binary(draw: Any, op: str, dtype: DType) -> Case:
     r1, r2 = binary_repairs(op, dtype)
-    zeros = op not in ZERO_SIGN_FREE
+    zeros = signed_zeros(op, dtype)
     form = draw(st.sampled_from(["arrays", "scalar right", "scalar left", "same array"]))
     if form == "same array":
         both = compose(r1, r2)

@@ -22,7 +22,9 @@ zeros), that both raised the same exception type if either raised, and that no i
 array changed (a kernel must not write into its inputs; ``setitem`` writes only into
 its target). Hypothesis shrinks a failure to a minimal example. After a passing
 Hypothesis run, a deterministic edge sweep (:func:`._cases.sweep`) runs; a failing sweep
-is reduced to the one- or two-element case that still fails.
+is reduced to the one- or two-element case that still fails. Cells of a sparse layout then
+run the degenerate sweep (:func:`._cases.degenerate_sweep`): zero-size matrices, matrices
+storing nothing, everything, or nothing in a row.
 
 Layer: clients (of the nda namespace) (README, "Architecture").
 """
@@ -49,6 +51,7 @@ from .._compare import assert_allclose, default_tolerance, host_data
 from .._profiles import profile_settings
 from ..strategies import to_layout
 from . import _cases, _generators, _subnormals
+from ._tolerances import tolerance
 from ._cases import DEVICE, Arr, Case, Raw
 from ._report import CellResult, Report
 
@@ -257,6 +260,13 @@ class Runner:
                         break
                 error += self._diagnose(minimal, cell)
                 return CellResult(**base, status="failed", examples=state["examples"], example=repr(minimal), error=error, found_by="edge sweep", case=minimal)
+            for case in _cases.degenerate_sweep(cell.op, cell.dtype) if cell.layout is not strided else ():
+                failure = self._try(case, cell)
+                if failure is None:
+                    state["examples"] += 1
+                    continue
+                failure += self._diagnose(case, cell)
+                return CellResult(**base, status="failed", examples=state["examples"], example=repr(case), error=failure, found_by="degenerate sweep", case=case)
         return CellResult(**base, status="passed", examples=state["examples"])
 
     def _try(self, case: Case, cell: Cell) -> str | None:
@@ -297,7 +307,7 @@ class Runner:
                 if any(not _same_bits(x.asnumpy(), snapshot) for x, snapshot, _ in inputs if not (decl.mutates and x is args[0])):
                     return ""
                 if case.check_values:
-                    rtol, atol = self._tolerance(case, expected.dtype)
+                    rtol, atol = self._tolerance(case, expected.dtype, expected)
                     assert_allclose(value, expected, rtol=rtol, atol=atol, signed_zeros=case.signed_zeros and cell.layout is strided, check_dtype=False)
         except Exception:  # noqa: BLE001 - no verdict: the kernel alone fails too, or cannot be called
             return ""
@@ -360,7 +370,7 @@ class Runner:
                         if got.metadata_ok and expected.metadata_ok:
                             problems.append(f"{label}result is {a.dtype} of shape {a.shape}, {where} gives {d.dtype} of shape {d.shape}")
                     elif case.check_values:
-                        rtol, atol = self._tolerance(case, d.dtype)
+                        rtol, atol = self._tolerance(case, d.dtype, d)
                         # Sparse layouts store no signs of zeros: an unstored element is +0.
                         zeros = case.signed_zeros and cell.layout is strided
                         try:
@@ -369,21 +379,8 @@ class Runner:
                             problems.append(f"{label}values differ from {where}: {err}")
         return problems
 
-    def _tolerance(self, case: Case, dtype: np.dtype) -> tuple[float, float]:
-        rtol, atol = default_tolerance(dtype)
-        if case.op in _cases.ACCUMULATING and dtype.kind in "fc":
-            # Rounding depends on the order of accumulation: allow rtol times the size of what is summed.
-            sizes, largest = [], 1
-            for arr in case.arrays():
-                v = arr.base
-                finite = np.abs(v[np.isfinite(v)]) if v.size else v
-                sizes.append(float(finite.max()) if finite.size else 0.0)
-                largest = max(largest, v.size)
-            scale = largest * float(np.prod([max(s, 1.0) for s in sizes]))
-            if case.op == "prod":
-                rtol *= largest
-            atol = max(atol, rtol * scale)
-        return rtol, atol
+    def _tolerance(self, case: Case, dtype: np.dtype, expected: np.ndarray | None = None) -> tuple[float, float]:
+        return tolerance(case, dtype, expected)
 
     def _materialize(self, case: Case, device: Device, cell: Cell) -> tuple[list[Any], dict[str, Any], list[tuple[Any, np.ndarray, str]], dict[int, np.ndarray]]:
         made: dict[int, Any] = {}
@@ -554,6 +551,9 @@ def run(
     progress: Callable[[CellResult], None] | None = None,
     gradients: bool = False,
     jobs: int | None = 1,
+    isolate: bool = False,
+    worker_timeout: float | None = None,
+    deadline: float | None = None,
 ) -> Report:
     """Run the conformance kit on ``device`` (a type such as ``"sim"`` or a device ``"sim:1"``).
 
@@ -562,7 +562,11 @@ def run(
     or ``"deep"`` (or pass Hypothesis ``settings``). ``gradients=True`` checks the
     device's gradients instead (see :mod:`._gradients`). ``jobs`` > 1 splits the cells among
     that many worker processes (:mod:`._parallel`; not with ``settings``), ``None`` picks a
-    number from the cores and the size of the run (:func:`auto_jobs`). Returns a :class:`Report`.
+    number from the cores and the size of the run (:func:`auto_jobs`). ``isolate=True`` runs one
+    op per worker process, ``jobs`` (default: one per core) at a time, so that a crash or a
+    device left unusable by one op fails that op's cells only; ``worker_timeout`` (seconds)
+    kills a worker that runs longer and fails its cells; ``deadline`` (seconds, worker processes
+    only) ends the run then, reporting the ops not finished as not covered. Returns a :class:`Report`.
     """
     if gradients:
         from . import _gradients
@@ -570,12 +574,13 @@ def run(
         return _gradients.run(device, reference=reference, ops=ops, dtypes=dtypes, profile=profile, settings=settings, progress=progress)
     runner = Runner(device, reference, profile=profile, settings=settings)
     selected = cells(runner.device, ops=ops, dtypes=dtypes)
-    workers = auto_jobs(selected) if jobs is None else jobs
-    if workers > 1 and settings is None:
-        from ._parallel import run_parallel
+    from ._parallel import default_jobs, run_parallel
 
+    workers = (default_jobs() if isolate else auto_jobs(selected)) if jobs is None else jobs
+    if (workers > 1 or isolate) and settings is None:
         return run_parallel(runner.device, selected, reference=runner.reference, profile=profile, jobs=workers,
-                            environment=environment(runner), progress=progress)
+                            environment=environment(runner), progress=progress, isolate=isolate, worker_timeout=worker_timeout,
+                            deadline=deadline)
     return runner.run(selected, progress)
 
 

@@ -13,6 +13,15 @@ Ops are assigned to workers largest first (by their number of native cells), eac
 least loaded worker, so the groups take about the same time; all cells of an op run in one
 worker (its kernels compile once).
 
+``isolate=True`` (``--isolate`` on the command line) runs **one op per worker process**, at most
+``jobs`` at a time, largest ops first. A device error that outlives the op that caused it (an
+illegal memory access leaves a CUDA context unusable: on an H200, one corrupting csr op failed
+every later cell of its worker) then costs that op's cells only. A worker that crashes, or runs
+past ``worker_timeout`` seconds (then killed), fails its op's cells with what it printed last,
+and the run goes on. ``deadline`` (seconds from the start) bounds the whole run: at the
+deadline, running workers are killed and their ops, and the ops not started, are reported
+"not covered" (so that a session with a time limit always gets its report).
+
 Layer: clients (of the nda namespace) (README, "Architecture").
 """
 
@@ -31,6 +40,8 @@ import nda
 from ._report import CellResult, Report
 
 __all__ = ["default_jobs", "groups", "run_parallel", "runtime_loads"]
+
+_LOG_TAIL = 3000
 
 
 def default_jobs() -> int:
@@ -73,43 +84,112 @@ def run_parallel(
     jobs: int,
     environment: dict[str, Any],
     progress: Callable[[CellResult], None] | None = None,
+    isolate: bool = False,
+    worker_timeout: float | None = None,
+    deadline: float | None = None,
 ) -> Report:
-    """Run ``cells`` (of one device) in ``jobs`` worker processes and merge what they report."""
+    """Run ``cells`` (of one device) in ``jobs`` worker processes and merge what they report
+    (``isolate``: one op per process, ``jobs`` at a time; see the module docstring)."""
     start = time.perf_counter()
-    parts = groups(cells, jobs)
+    parts = groups(cells, jobs) if not isolate else [[op] for op in _largest_first(cells)]
     wanted = {(c.op, c.dtype.name, c.layout.name) for c in cells}
     dtype_arg = ",".join(sorted({c.dtype.name for c in cells}))  # each worker classifies only these
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
     env.pop("NDA_KIT_JOBS", None)
-    with tempfile.TemporaryDirectory(prefix="nda-kit-") as tmp:
-        workers = []
-        for i, ops in enumerate(parts):
-            path = os.path.join(tmp, f"part{i}.json")
-            command = [sys.executable, "-m", "nda.testing.conformance", str(device), "--reference", reference, "--profile", profile,
-                       "--ops", ",".join(ops), "--json", path, "--quiet", "--jobs", "1"]
-            if dtype_arg:
-                command += ["--dtypes", dtype_arg]
-            for spec in runtime_loads():
-                command += ["--load", spec]
-            log = open(os.path.join(tmp, f"part{i}.log"), "w+", encoding="utf-8")  # noqa: SIM115 - closed below
-            workers.append((subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env), path, log, ops))
-        results: list[CellResult] = []
-        for process, path, log, ops in workers:
-            code = process.wait()
-            log.seek(0)
-            output = log.read()
-            log.close()
-            if code not in (0, 1) or not os.path.exists(path):
-                raise RuntimeError(f"a conformance worker (ops {', '.join(ops[:5])}{' ...' if len(ops) > 5 else ''}) exited with {code}:\n{output[-3000:]}")
+    results: list[CellResult] = []
+
+    def command(ops: list[str], path: str) -> list[str]:
+        line = [sys.executable, "-m", "nda.testing.conformance", str(device), "--reference", reference, "--profile", profile,
+                "--ops", ",".join(ops), "--json", path, "--quiet", "--jobs", "1"]
+        if dtype_arg:
+            line += ["--dtypes", dtype_arg]
+        for spec in runtime_loads():
+            line += ["--load", spec]
+        return line
+
+    def unreached(ops: list[str], why: str) -> None:
+        for c in cells:
+            if c.op in ops:
+                results.append(CellResult(op=c.op, dtype=c.dtype.name, layout=c.layout.name, status="not covered", reason=why))
+
+    def collect(ops: list[str], path: str, code: int | None, output: str) -> None:
+        if code in (0, 1) and os.path.exists(path):
             with open(path, encoding="utf-8") as fh:
                 data = json.load(fh)
-            for row in data["results"]:
-                if (row["op"], row["dtype"], row["layout"]) not in wanted:
-                    continue
-                result = CellResult(**{k: v for k, v in row.items() if k in CellResult.__dataclass_fields__})
-                results.append(result)
-                if progress is not None:
-                    progress(result)
+            found = [CellResult(**{k: v for k, v in row.items() if k in CellResult.__dataclass_fields__})
+                     for row in data["results"] if (row["op"], row["dtype"], row["layout"]) in wanted]
+        elif isolate:
+            why = f"ran past {worker_timeout:g} s and was killed" if code is None else f"exited with {code}"
+            error = f"the worker process of op {ops[0]!r} {why} (its cells could not be reported); its last output:\n{output[-_LOG_TAIL:]}"
+            found = [CellResult(op=c.op, dtype=c.dtype.name, layout=c.layout.name, status="failed", error=error)
+                     for c in cells if c.op in ops and c.route == "native"]
+            found += [CellResult(op=c.op, dtype=c.dtype.name, layout=c.layout.name, status=_STATUS[c.route], reason=_REASON[c.route])
+                      for c in cells if c.op in ops and c.route != "native"]
+        else:
+            raise RuntimeError(f"a conformance worker (ops {', '.join(ops[:5])}{' ...' if len(ops) > 5 else ''}) exited with {code}:\n{output[-_LOG_TAIL:]}")
+        for result in found:
+            results.append(result)
+            if progress is not None:
+                progress(result)
+
+    with tempfile.TemporaryDirectory(prefix="nda-kit-") as tmp:
+        pending = list(enumerate(parts))
+        running: list[tuple[Any, str, Any, list[str], float]] = []
+        slots = max(1, jobs) if isolate else len(parts)  # groups were made for ``jobs`` workers: all at once
+        try:
+            while pending or running:
+                while pending and len(running) < slots:
+                    i, ops = pending.pop(0)
+                    path = os.path.join(tmp, f"part{i}.json")
+                    log = open(os.path.join(tmp, f"part{i}.log"), "w+", encoding="utf-8")  # noqa: SIM115 - closed when collected
+                    process = subprocess.Popen(command(ops, path), stdout=log, stderr=subprocess.STDOUT, env=env)
+                    running.append((process, path, log, ops, time.monotonic()))
+                if deadline is not None and time.perf_counter() - start > deadline:
+                    why = f"the run's deadline ({deadline:g} s) passed before this op ran to its end"
+                    for process, _, log, ops, _ in running:
+                        process.kill()
+                        process.wait()
+                        log.close()
+                        unreached(ops, why)
+                    for _, ops in pending:
+                        unreached(ops, why)
+                    running, pending = [], []
+                    break
+                still = []
+                for process, path, log, ops, began in running:
+                    code = process.poll()
+                    if code is None and worker_timeout is not None and time.monotonic() - began > worker_timeout:
+                        process.kill()
+                        process.wait()
+                    elif code is None:
+                        still.append((process, path, log, ops, began))
+                        continue
+                    log.seek(0)
+                    output = log.read()
+                    log.close()
+                    collect(ops, path, code, output)
+                if len(still) == len(running):
+                    time.sleep(0.05)
+                running = still
+        finally:
+            for process, _, log, _, _ in running:  # an error while collecting: no worker outlives the run
+                process.kill()
+                process.wait()
+                log.close()
     order = {(c.op, c.dtype.name, c.layout.name): i for i, c in enumerate(cells)}
     results.sort(key=lambda r: order.get((r.op, r.dtype, r.layout), len(order)))
-    return Report(str(device), reference, profile, results, {**environment, "jobs": len(parts)}, time.perf_counter() - start)
+    return Report(str(device), reference, profile, results, {**environment, "jobs": len(parts) if not isolate else min(jobs, len(parts)),
+                                                             "isolate": isolate}, time.perf_counter() - start)
+
+
+_STATUS = {"fallback": "fallback", "missing": "not covered", "undeclared": "failed"}
+_REASON = {"fallback": "no native kernel; nda runs it on cpu through the host fallback", "missing": "no kernel and no host fallback",
+           "undeclared": "a kernel is registered for a dtype the op does not declare"}
+
+
+def _largest_first(cells: Iterable[Any]) -> list[str]:
+    """The ops of ``cells``, most native cells first (the longest workers start first)."""
+    weight: dict[str, int] = {}
+    for cell in cells:
+        weight[cell.op] = weight.get(cell.op, 0) + (1 if cell.route == "native" else 0)
+    return sorted(weight, key=lambda o: (-weight[o], o))

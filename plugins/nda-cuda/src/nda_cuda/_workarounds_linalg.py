@@ -1,0 +1,195 @@
+"""Where CuPy 14.2's linear algebra, products and reductions differ from NumPy: wrappers over any NumPy-like module.
+
+The element-wise half is :mod:`nda_cuda._workarounds`; the same rules hold here: each function
+takes the array module ``xp`` and is written with functions NumPy and CuPy share, so the test
+suite runs it over its model of CuPy (``tests/_cupy_quirks.py``), which reproduces the behaviour
+worked around. Most are *wrappers*: they take the kernel nda-cuda derived by name
+(:mod:`nda_cuda._kernels`, ``WRAPPERS``) and fix its arguments or its result. Found by the
+conformance kit on an H100 (2026-11-22) and an H200 (2026-11-26), CuPy 14.2.0:
+
+* ``matmul`` (and ``vecdot``, ``matrix_power``, which call it) with a broadcast batch dimension
+  builds an array of matrix pointers of dtype ``uintp`` from the strides: a negative stride
+  (``x[::-1]`` of a batch axis of size 1, which ``ascontiguousarray`` keeps since the axis is
+  contiguous whatever its stride) raises ``OverflowError: Python integer -16 out of bounds for
+  uint64``. :func:`positive_strides` copies such an operand first.
+* ``linalg.solve`` does not broadcast the batch dimensions (the standard does; the gradient of
+  ``solve`` needs it), and for a stack of matrices with no right-hand-side columns
+  ``cublas.batched_gesv`` calls ``arange`` with step 0: ``ZeroDivisionError``. :func:`solve`
+  broadcasts, and returns an empty result without calling CuPy when there is nothing to solve.
+* ``linalg.cholesky(x, upper=True)`` (``array_api_compat.cupy``) factors the *lower* triangle
+  and transposes; NumPy factors the upper triangle. The results agree on Hermitian input, the
+  gradients (the derivative with respect to each triangle) do not: :func:`cholesky` factors
+  ``x^H``'s lower triangle, which is ``x``'s upper one.
+* ``linalg.vector_norm`` (``linalg.norm``) reduces with ``max``/``min``: over an empty axis
+  ``ord=inf`` raises "zero-size array to reduction operation CUPY_CUB_MAX which has no
+  identity"; NumPy gives 0. :func:`vector_norm` returns the zeros without calling CuPy.
+* ``argmax``/``argmin`` of floats: CuPy's reduction keeps either NaN when it compares two,
+  without the smaller index (``argmin([0, nan, nan])`` is 2 on the H200); NumPy returns the
+  first NaN. :func:`first_nan` computes the first NaN's index and takes it where there is one.
+* ``linalg.pinv`` of a stack of small matrices uses batched Jacobi SVD, whose results differ
+  from LAPACK's by about ``eps * |x|`` even where LAPACK's are exact (``pinv([[[0, 1]]])``
+  has ``-1.8e-16`` for ``0``): :func:`pinv` goes matrix by matrix (``gesvd``), with the
+  standard's default tolerance. ``linalg.eigvals`` of an empty matrix has a real dtype.
+
+Still differing, by decision: singular values of rank-deficient matrices from cuSOLVER are
+``eps * sigma_max`` noise where LAPACK's are ~0 (the kit compares ``svdvals``, ``pinv`` and
+the spectral ``matrix_norm`` with a tolerance scaled by the largest singular value, see
+``nda.testing.conformance``).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+import numpy as np
+
+__all__ = ["WRAPPERS", "positive_strides", "solve", "cholesky", "vector_norm", "first_nan", "pinv", "eigvals"]
+
+Kernel = Callable[..., Any]
+
+
+def _positive(xp: Any, x: Any) -> Any:
+    """``x``, or a fresh C-ordered copy when one of its strides is negative."""
+    strides = getattr(x, "strides", None)
+    if strides and min(strides) < 0:
+        return x.copy()
+    return x
+
+
+def positive_strides(xp: Any, kernel: Kernel) -> Kernel:
+    """``kernel`` with its array operands copied when a stride is negative (CuPy 14.2's batched GEMM pointers
+    are ``uintp`` computed from the strides: ``OverflowError`` for a negative one)."""
+
+    def products(x1: Any, x2: Any, *args: Any, **kwargs: Any) -> Any:
+        return kernel(_positive(xp, x1), _positive(xp, x2), *args, **kwargs)
+
+    products.__name__ = getattr(kernel, "__name__", "product")
+    return products
+
+
+def _matrix_power(xp: Any, kernel: Kernel) -> Kernel:
+    def matrix_power(x: Any, n: Any) -> Any:
+        return kernel(_positive(xp, x), n)
+
+    return matrix_power
+
+
+def solve(xp: Any, kernel: Kernel) -> Kernel:
+    """The standard's ``solve``: ``x2`` of shape ``(M,)`` is a vector, otherwise a stack of ``(M, K)`` matrices
+    whose batch broadcasts against ``x1``'s (CuPy 14.2 does not broadcast); nothing to solve, no CuPy call."""
+
+    def solve(x1: Any, x2: Any) -> Any:
+        vector = x2.ndim == 1
+        b = x2[:, None] if vector else x2
+        batch = tuple(np.broadcast_shapes(x1.shape[:-2], b.shape[:-2]))
+        if x1.shape[:-2] != batch:
+            x1 = xp.broadcast_to(x1, batch + x1.shape[-2:])
+        if b.shape[:-2] != batch:
+            b = xp.broadcast_to(b, batch + b.shape[-2:])
+        shape = batch + b.shape[-2:]
+        if x1.size == 0 or b.size == 0:
+            result = xp.empty(shape, dtype=x1.dtype)
+        else:
+            result = kernel(x1, b)
+        return result[..., 0] if vector else result
+
+    return solve
+
+
+def cholesky(xp: Any, kernel: Kernel) -> Kernel:
+    """``upper=True`` factors ``x``'s upper triangle, as NumPy does (``array_api_compat.cupy`` over CuPy 14.2
+    factors the lower one and transposes; see the module docstring)."""
+
+    def cholesky(x: Any, upper: bool = False) -> Any:
+        if not upper:
+            return kernel(x)
+        return kernel(xp.conj(xp.swapaxes(x, -1, -2)), upper=True)
+
+    return cholesky
+
+
+def vector_norm(xp: Any, kernel: Kernel) -> Kernel:
+    """``ord=inf`` over an empty axis is 0 (NumPy), without CuPy 14.2's ``max`` reduction, which raises there."""
+
+    def vector_norm(x: Any, axis: Any = None, keepdims: bool = False, ord: Any = 2) -> Any:  # noqa: A002
+        if x.size == 0 and ord == math.inf:
+            axes = tuple(range(x.ndim)) if axis is None else tuple(a % x.ndim for a in (axis if isinstance(axis, tuple) else (axis,)))
+            if any(x.shape[a] == 0 for a in axes):
+                shape = tuple(1 if i in axes else n for i, n in enumerate(x.shape)) if keepdims else tuple(n for i, n in enumerate(x.shape) if i not in axes)
+                return xp.zeros(shape, dtype=x.real.dtype if x.dtype.kind == "c" else x.dtype)
+        return kernel(x, axis=axis, keepdims=keepdims, ord=ord)
+
+    return vector_norm
+
+
+def first_nan(xp: Any, kernel: Kernel) -> Kernel:
+    """``argmax``/``argmin`` of floats: the first NaN's index where the reduced values hold a NaN (NumPy's rule;
+    CuPy 14.2's reduction keeps either of two NaNs).
+
+    The index is the minimum of ``where(isnan(x), index, n)`` along the axis: unique values, so
+    the result does not depend on how the reduction breaks ties.
+    """
+
+    def arg(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
+        result = kernel(x, axis=axis, keepdims=keepdims)
+        if x.dtype.kind != "f" or x.size == 0:
+            return result
+        if axis is None:
+            flat = xp.isnan(x).reshape(-1)
+            n = flat.size
+            index = xp.where(flat, xp.arange(n, dtype=result.dtype), n).min()
+            index = index.reshape(result.shape)
+        else:
+            axis = axis % x.ndim
+            n = x.shape[axis]
+            positions = xp.arange(n, dtype=result.dtype).reshape((n,) + (1,) * (x.ndim - axis - 1))
+            index = xp.where(xp.isnan(x), positions, n).min(axis=axis, keepdims=keepdims)
+        return xp.where(index < n, index, result).astype(result.dtype, copy=False)
+
+    arg.__name__ = getattr(kernel, "__name__", "arg")
+    return arg
+
+
+def pinv(xp: Any) -> Kernel:
+    """Stacks of matrices one matrix at a time (see the module docstring: batched Jacobi SVD)."""
+
+    def pinv(x: Any, rtol: Any = None) -> Any:
+        m, n = x.shape[-2:]
+        if rtol is None:
+            rtol = max(m, n) * float(np.finfo(x.dtype).eps)
+        if x.ndim == 2 or x.size == 0:
+            return xp.linalg.pinv(x, rcond=rtol)
+        batch = x.shape[:-2]
+        flat = x.reshape((-1, m, n))
+        tols = [rtol] * flat.shape[0] if not hasattr(rtol, "shape") else list(xp.broadcast_to(rtol, batch).reshape(-1))
+        parts = [xp.linalg.pinv(flat[i], rcond=tols[i]) for i in range(flat.shape[0])]
+        return xp.stack(parts).reshape(batch + (n, m))
+
+    return pinv
+
+
+def eigvals(xp: Any) -> Kernel:
+    """CuPy 14.2 returns a real dtype for an empty matrix; nda's result is complex."""
+    complex_of = {"f": np.complex64, "d": np.complex128}
+
+    def eigvals(x: Any) -> Any:
+        result = xp.linalg.eigvals(x)
+        if result.dtype.kind != "c":
+            result = result.astype(complex_of.get(np.dtype(x.dtype).char, np.complex128))
+        return result
+
+    return eigvals
+
+
+#: op -> wrapper(xp, kernel) applied to the kernel nda-cuda derived for the op by name.
+WRAPPERS: dict[str, Callable[[Any, Kernel], Kernel]] = {
+    "matmul": positive_strides,
+    "vecdot": positive_strides,
+    "linalg.matrix_power": _matrix_power,
+    "linalg.solve": solve,
+    "linalg.cholesky": cholesky,
+    "linalg.vector_norm": vector_norm,
+    "argmax": first_nan,
+    "argmin": first_nan,
+}

@@ -1,0 +1,92 @@
+"""How closely the conformance kit compares a device's results with the reference's.
+
+:func:`tolerance` starts from the dtype's default (:func:`nda.testing.default_tolerance`) and
+widens it only where a result is not determined to that precision by its inputs: the order of
+an accumulation, the rounding of a complex product, the small singular values of a matrix.
+Each widening is documented where it is decided (:mod:`._cases` for the sets of ops) and in the
+README's "Conformance kit" section.
+
+Layer: clients (of the nda namespace) (README, "Architecture").
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._compare import default_tolerance
+from . import _cases
+from ._cases import Arr, Case
+
+__all__ = ["tolerance", "spectral_atol", "SPECTRAL"]
+
+
+def tolerance(case: Case, dtype: np.dtype, expected: np.ndarray | None = None) -> tuple[float, float]:
+    """``(rtol, atol)`` the kit compares a result of ``case`` of ``dtype`` with (``expected``: the reference's value).
+
+    The dtype's default (:func:`nda.testing.default_tolerance`), widened where the result is not
+    determined to that precision by the inputs alone:
+
+    * :data:`._cases.ACCUMULATING` ops: the order of summation; an absolute tolerance of ``rtol``
+      times the size of what is summed;
+    * complex products (:data:`._cases.COMPLEX_PRODUCTS`): one rounding or two in ``a c - b d``;
+      ``rtol * |x1| * |x2|``;
+    * singular values (``linalg.svdvals``, the spectral ``linalg.matrix_norm`` ``ord=±2``/``'nuc'``)
+      and ``linalg.pinv``: see :func:`spectral_atol`.
+    """
+    rtol, atol = default_tolerance(dtype)
+    if dtype.kind not in "fc":
+        return rtol, atol
+    if case.op in _cases.ACCUMULATING:
+        # Rounding depends on the order of accumulation: allow rtol times the size of what is summed.
+        sizes, largest = [], 1
+        for arr in case.arrays():
+            v = arr.base
+            finite = np.abs(v[np.isfinite(v)]) if v.size else v
+            sizes.append(float(finite.max()) if finite.size else 0.0)
+            largest = max(largest, v.size)
+        scale = largest * float(np.prod([max(s, 1.0) for s in sizes]))
+        if case.op == "prod":
+            rtol *= largest
+        atol = max(atol, rtol * scale)
+    elif case.op in _cases.COMPLEX_PRODUCTS and dtype.kind == "c":
+        factors = [_finite_max(np.asarray(a.base if isinstance(a, Arr) else a)) for a in case.args]
+        scale = factors[0] * (factors[1] if len(factors) > 1 else factors[0])
+        atol = max(atol, rtol * scale)
+    elif case.op in SPECTRAL and case.args and isinstance(case.args[0], Arr):
+        if case.op != "linalg.matrix_norm" or case.kwargs.get("ord") in (2, -2, "nuc"):
+            atol = max(atol, spectral_atol(case.op, case.args[0].host(), dtype, expected))
+    return rtol, atol
+
+
+#: linalg ops whose results depend on the small singular values of their input.
+SPECTRAL = {"linalg.svdvals", "linalg.matrix_norm", "linalg.pinv"}
+
+
+def spectral_atol(op: str, x: np.ndarray, dtype: np.dtype, expected: np.ndarray | None) -> float:
+    """The kit's absolute tolerance for singular values and pseudo-inverses of ``x`` (a stack of matrices).
+
+    A backward-stable SVD (LAPACK's, cuSOLVER's) gives the singular values of a matrix within
+    about ``eps * sigma_max`` of the true ones: of a rank-deficient matrix, the zero singular
+    values come out anywhere in ``[0, c eps sigma_max]`` (NumPy on x86 ~1e-17, cuSOLVER on an
+    H200 1.3e-08 in float32 for ``[[1, 1], [1, 1]]``). No relative tolerance can compare those,
+    so the kit allows ``8 max(m, n) eps sigma_max`` absolutely: the usual rule (it is the
+    default cutoff of ``matrix_rank`` and ``pinv`` up to the factor 8). The pseudo-inverse's
+    error is that perturbation propagated, ``|dA| |A+|^2``: ``8 max(m, n) eps sigma_max |A+|^2``,
+    ``|A+|`` the spectral norm of the reference's result. Signs of zero results are not compared
+    for linalg results (the kit's cases say so).
+    """
+    if x.size == 0 or x.ndim < 2:
+        return 0.0
+    m, n = x.shape[-2:]
+    host = np.asarray(x, dtype=np.complex128 if x.dtype.kind == "c" else np.float64)
+    sigma = float(np.linalg.svd(host, compute_uv=False).max()) if np.isfinite(host).all() else 0.0
+    scale = sigma
+    if op == "linalg.pinv" and expected is not None and expected.size and np.isfinite(expected).all():
+        size = float(np.linalg.norm(np.asarray(expected, dtype=host.dtype), 2, axis=(-2, -1)).max())
+        scale = sigma * size * size
+    return 8 * max(m, n) * float(np.finfo(dtype).eps) * scale
+
+
+def _finite_max(v: np.ndarray) -> float:
+    finite = np.abs(v[np.isfinite(v)]) if v.size else v
+    return float(finite.max()) if finite.size else 0.0

@@ -1,0 +1,66 @@
+"""``benchmarks/gpu_session.sh``, the one device call that runs everything nda owes a GPU, and its summary.
+
+The script itself needs a GPU machine (it installs nda there); here: it is valid bash, it
+runs every step the issue asks for with its own time limit (the deep kit one op per process,
+14 at a time), and its summary (``benchmarks.gpu_session_summary``) puts the speed tables,
+the failing cells and one line per step at the end of the output, which is the part the
+device tool returns.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+
+from benchmarks import gpu_session_summary
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCRIPT = os.path.join(ROOT, "benchmarks", "gpu_session.sh")
+
+
+def test_the_script_is_valid_bash_and_runs_each_step_under_its_own_limit():
+    assert subprocess.run(["bash", "-n", SCRIPT], capture_output=True, text=True).returncode == 0
+    text = open(SCRIPT, encoding="utf-8").read()
+    for needed in ("tests/test_cuda.py", "tests/test_cuda_h200.py", "--profile deep --isolate", '--jobs "$JOBS"', "--worker-timeout",
+                   "--deadline", "--gradients", "python3 -m benchmarks.gpu ", "python3 -m benchmarks.fusion",
+                   "python3 -m benchmarks.gpu_session_summary", 'tar -czf "$OUT/logs.tar.gz"'):
+        assert needed in text, needed
+    assert re.search(r"^JOBS=\$\{JOBS:-14\}$", text, re.M)
+    assert len(re.findall(r"^\s*\(? ?step \S+ ", text, re.M)) == 7  # every command runs through step (timeout, budget, record)
+    assert re.search(r"^STEPS=\$\{STEPS:-\"tests kit deep gradients bench\"\}$", text, re.M)  # elementwise: on request
+    assert "timeout -k 10" in text
+
+
+def _kit_report(results: list[dict]) -> dict:
+    counts: dict[str, int] = {}
+    for r in results:
+        counts[r["status"]] = counts.get(r["status"], 0) + 1
+    return {"device": "cuda:0", "results": results, "summary": counts, "seconds": 12.0}
+
+
+def test_the_summary_ends_with_the_steps_after_the_speed_tables_and_the_failures(tmp_path):
+    logs = tmp_path
+    (logs / "steps.txt").write_text("tests|1|50|tests.txt\nkit|1|40|kit-quick.txt\ndeep|124|230|kit-deep.txt\n"
+                                    "gradients|0|60|kit-gradients.txt\nbench-gpu|0|70|bench-gpu.txt\nbench-fusion|skipped|0|bench-fusion.txt\n")
+    (logs / "tests.txt").write_text("FAILED tests/test_cuda.py::test_markers - AssertionError: blocked\n== 1 failed, 90 passed, 3 skipped in 50.1s ==\n")
+    failing = {"op": "subtract", "dtype": "float64", "layout": "csr", "status": "failed", "found_by": "degenerate sweep",
+               "example": "subtract(empty((1, 0), dtype=float64), empty((1, 0), dtype=float64))",
+               "error": "cuda:0 raised RuntimeError: illegal address\n  at (0, 0): actual 1, desired 2"}
+    (logs / "kit-quick.json").write_text(json.dumps(_kit_report([failing] + [{"op": "add", "dtype": "int8", "layout": "strided", "status": "passed"}] * 3)))
+    (logs / "kit-deep.json").write_text(json.dumps(_kit_report([{"op": "exp", "dtype": "float32", "layout": "strided", "status": "not covered"}])))
+    (logs / "kit-gradients.json").write_text(json.dumps(_kit_report([{"op": "exp", "dtype": "float32", "layout": "gradient", "status": "passed"}])))
+    (logs / "bench-gpu.txt").write_text("NVIDIA H200\n  add  cupy 0.334 ms   nda 0.344 ms\n")
+    (logs / "bench-gpu.json").write_text(json.dumps({"device": "NVIDIA H200"}))
+    text = gpu_session_summary.summary(str(logs))
+    speed, failures, steps = text.index("= speed"), text.index("= failures"), text.index("= steps")
+    assert speed < failures < steps
+    assert "nda 0.344 ms" in text[speed:failures]
+    assert "subtract  " in text[failures:steps] and "degenerate sweep" in text and "actual 1, desired 2" in text
+    assert "FAILED tests/test_cuda.py::test_markers" in text[failures:steps]
+    lines = text[steps:].splitlines()[1:]
+    assert [line.split()[1] for line in lines] == ["tests", "kit", "deep", "gradients", "bench-gpu", "bench-fusion"]
+    assert "1 failed, 90 passed, 3 skipped in 50.1s" in lines[0] and "3 passed, 1 failed, 0 fallback, 0 not covered" in lines[1]
+    assert lines[2].startswith("FAIL") and "1 not covered" in lines[2] and lines[3].startswith("ok")
+    assert lines[4].startswith("ok") and lines[4].endswith("ok") and "time budget was spent" in lines[5]
