@@ -29,7 +29,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from . import backends, layouts
+from . import _hostcopy, backends, layouts
 from ._devices import ArrayMeta, Device, Layout
 from ._dtypes import DType
 from .ops._spec import Array
@@ -148,23 +148,13 @@ class NDArray(Array):
         return np.array(self._host(), copy=True)
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
-        """NumPy's array protocol: no copy on cpu unless asked; ``copy=False`` refuses to copy."""
+        """NumPy's array protocol: shared memory on cpu, a read-only copy elsewhere unless ``copy=True`` (``nda._hostcopy``)."""
         if self._meta.layout.name != "strided":
             raise TypeError(
                 f"np.asarray() of a {self._meta.layout.name} array would densify its {self._size:,} elements implicitly; "
                 f"call x.asnumpy() or x.to_layout('strided') to do it explicitly"
             )
-        if copy is False:
-            if self._meta.device.type != "cpu":
-                raise ValueError(f"np.asarray(x, copy=False): x is on {self._meta.device}; its data cannot be shared without a copy")
-            if dtype is not None and np.dtype(dtype) != self._meta.dtype.numpy:
-                raise ValueError(f"np.asarray(x, copy=False): converting {self._meta.dtype.name} to {np.dtype(dtype)} needs a copy")
-        host = self._host()
-        if copy:
-            host = host.copy()
-        if dtype is not None:
-            host = host.astype(dtype, copy=False)
-        return host
+        return _hostcopy.array(self, dtype, copy)
 
     def tolist(self) -> Any:
         """The data as nested Python lists of Python scalars."""
@@ -216,19 +206,19 @@ class NDArray(Array):
         return self._shape[0]
 
     def __iter__(self) -> Iterator[NDArray]:
+        # Not a generator: iter() of a 0-d array must raise at once, as NumPy's does
+        # (np.iterable, matplotlib's hist and set_ylim decide on it).
         if not self._shape:
             raise TypeError("iteration over a 0-d array")
-        for i in range(self._shape[0]):
-            yield self[i]
+        return map(self.__getitem__, range(self._shape[0]))
 
     def __dlpack__(self, *, stream: Any = None, max_version: Any = None, dl_device: Any = None, copy: bool | None = None) -> Any:
         if self._meta.layout.name != "strided":
             raise BufferError(f"DLPack exports strided arrays only; this array is {self._meta.layout.name} (use x.to_layout('strided'))")
-        self.wait_to_read()
-        return backends.for_device(self._meta.device).dlpack(self._buf, stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
+        return _hostcopy.dlpack(self, stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
 
     def __dlpack_device__(self) -> tuple[int, int]:
-        return backends.for_device(self._meta.device).dlpack_device(self._meta.device)  # type: ignore[no-any-return]
+        return _hostcopy.dlpack_device(self)
 
     # ------------------------------------------------------------------ indexing
     def __getitem__(self, key: Any) -> NDArray:
