@@ -93,7 +93,33 @@ def _install() -> None:
                 module.yield_namespaces = namespaces
 
 
-_install()
+#: scikit-learn's own assumption, not nda's bug: with Array API dispatch off, its check calls
+#: the chi2 kernels on ``np.asarray(x)``; for an nda array off the cpu that is a read-only
+#: host copy (README, "Ecosystem"), and scikit-learn's Cython ``_chi2_kernel_fast`` takes
+#: non-const memoryviews, which refuse *any* read-only buffer: a read-only NumPy array fails
+#: the same way (``tests/test_ecosystem_sklearn.py`` shows it). Strict xfails that must raise
+#: ValueError, so the run says when scikit-learn changes.
+READ_ONLY_INPUT = ("additive_chi2_kernel-check_array_api_metric_pairwise", "chi2_kernel-check_array_api_metric_pairwise")
+
+
+def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
+    import pytest
+
+    for item in items:
+        name = item.nodeid.rpartition("::")[2]
+        if not name.startswith("test_array_api_compliance[") or "-nda-" not in name or "-nda-cpu-" in name:
+            continue
+        if any(name.startswith(f"test_array_api_compliance[{case}-nda-") for case in READ_ONLY_INPUT):
+            item.add_marker(pytest.mark.xfail(
+                reason="scikit-learn's _chi2_kernel_fast refuses read-only input (non-const memoryviews), as it does for read-only NumPy arrays",
+                raises=ValueError, strict=True,
+            ))
+
+
+def pytest_configure(config: Any) -> None:
+    # Installed when pytest loads this module as a plugin (-p _sklearn_nda), before it
+    # collects scikit-learn's test modules; importing the module (for READ_ONLY_INPUT) does not.
+    _install()
 
 if __name__ == "__main__":
     print(" ".join(SKLEARN_MODULES))

@@ -292,8 +292,17 @@ def test_arange_default_dtypes_and_errors():
     assert_same(nda.arange(5, 2), np.arange(5, 2))
     with pytest.raises(ValueError, match="step must not be zero"):
         nda.arange(0, 5, 0)
-    with pytest.raises(TypeError, match="dtype must be a real numeric dtype, got complex64"):
-        nda.arange(3, dtype=nda.complex64)
+    with pytest.raises(TypeError, match="dtype must be a numeric dtype, got bool"):
+        nda.arange(3, dtype=nda.bool)
+
+
+@pytest.mark.parametrize("device", ["cpu", "sim"])
+def test_arange_with_a_complex_dtype_is_numpys_complex_range(device):
+    # NumPy (and SciPy's signal/fft code) takes a complex dtype; nda used to raise TypeError.
+    for args, dtype in (((4,), nda.complex128), ((1, 2.5, 0.5), nda.complex64), ((5, 0, -2), nda.complex128)):
+        result = nda.arange(*args, dtype=dtype, device=device)
+        assert result.dtype is dtype and result.device == nda.Device(device)
+        assert_same(result, np.arange(*args, dtype=np_dtype(dtype)))
     with pytest.raises(TypeError, match="stop must be an int or a float, got str"):
         nda.arange("3")
     with pytest.raises(TypeError, match="start must be an int or a float, got str"):

@@ -102,6 +102,28 @@ def test_matmul_rechunk_and_slicing(arrays):
     _on(device, da.concatenate([d, d], axis=1).compute(), np.concatenate([data, data], axis=1))
 
 
+def test_boolean_mask_indexing_with_a_dask_array_of_nda_chunks(arrays):
+    # Dask takes its mask path when ``index.dtype == bool``: nda's dtype equals NumPy's
+    # bool as NumPy's own dtype does (it used to go down Dask's list path and fail).
+    device, data, d = arrays
+    for got, expected in [
+        (d[d > 3], data[data > 3]), (d[d[:, 0] > 2], data[data[:, 0] > 2]), (d[:, d[0] > 0.3], data[:, data[0] > 0.3]),
+        (d.ravel()[d.ravel() < 1], data.ravel()[data.ravel() < 1]),
+    ]:
+        _on(device, got.compute(), expected)
+    masked, expected = d.copy(), data.copy()
+    masked[masked > 5] = 0.0
+    expected[expected > 5] = 0.0
+    _on(device, masked.compute(), expected)
+
+
+@pytest.mark.xfail(strict=True, raises=AttributeError, reason="Dask calls chunk.ravel(): NDArray.ravel comes with the catalog-generated methods")
+def test_argmin_and_argmax_over_all_axes(arrays):
+    device, data, d = arrays
+    for got, expected in [(d.argmin(), data.argmin()), (d.argmax(), data.argmax()), (da.argmax(d), data.argmax())]:
+        _on(device, got.compute(), expected)
+
+
 @pytest.mark.parametrize("device", DEVICES)
 def test_linalg_qr_and_svd(device):
     data = np.random.default_rng(0).standard_normal((24, 4))

@@ -109,3 +109,45 @@ def test_scipy_creates_on_nda_when_given_the_namespace():
     freqs = sfft.fftfreq(8, xp=nda)
     assert isinstance(freqs, nda.NDArray)
     np.testing.assert_allclose(freqs.asnumpy(), np.fft.fftfreq(8))
+
+
+# ----------------------------------------------------------------------------- SciPy's own assumptions
+
+def test_scipy_refuses_read_only_numpy_arrays_where_it_refuses_nda_host_copies():
+    # The proof behind tests/scipy_nda_assumptions.txt: off the cpu, np.asarray(x) is a
+    # read-only host copy (README, "Ecosystem"), and these SciPy functions refuse a read-only
+    # NumPy array just the same -- ndimage writes its result into np.asarray(output),
+    # detrend(overwrite_data=True) into np.asarray(data), and sosfilt's Cython kernel takes
+    # non-const memoryviews even for the coefficients it only reads. When one of these
+    # starts to pass, drop its ids from the list.
+    from scipy import ndimage, signal
+
+    data = np.arange(8.0)
+    output = np.zeros(8)
+    output.flags.writeable = False
+    with pytest.raises(ValueError, match="output array is read-only"):
+        ndimage.correlate1d(data, np.ones(2), output=output)
+    frozen = data.copy()
+    frozen.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        signal.detrend(frozen, overwrite_data=True)
+    sos = signal.butter(4, 0.2, output="sos")
+    sos.flags.writeable = False
+    for fn in (signal.sosfilt, signal.sosfiltfilt):
+        with pytest.raises(ValueError, match="buffer source array is read-only"):
+            fn(sos, np.random.default_rng(0).random(40))
+
+
+def test_sim_arrays_take_scipy_cpu_only_functions_through_read_only_copies():
+    # Reading through np.asarray works on sim (SciPy's cpu-only functions convert, compute with
+    # NumPy and hand back xp.asarray(result)); only a write into the copy is refused.
+    from scipy import ndimage, signal
+
+    data = np.random.default_rng(1).random((6, 5))
+    with nda.Device("sim"):
+        x = nda.asarray(data)
+        smoothed = ndimage.gaussian_filter(x, 1.0)
+        filtered = signal.medfilt2d(x, 3)
+    for got, want in ((smoothed, ndimage.gaussian_filter(data, 1.0)), (filtered, signal.medfilt2d(data, 3))):
+        assert isinstance(got, nda.NDArray) and got.device == nda.Device("sim")
+        np.testing.assert_allclose(got.asnumpy(), want, rtol=1e-12)

@@ -100,6 +100,25 @@ def test_unique_labels_and_type_of_target_see_sorted_classes():
         assert type_of_target(y == np.int64(1)) == "binary"
 
 
+def test_sklearn_chi2_kernels_refuse_read_only_numpy_input():
+    # Why tests/_sklearn_nda.py marks the chi2 kernels' Array API check on sim as scikit-learn's
+    # own assumption: with dispatch off it runs them on np.asarray(x), a read-only host copy off
+    # the cpu, and they refuse read-only NumPy arrays just the same (non-const Cython
+    # memoryviews). When scikit-learn accepts them, this fails: drop the xfails there.
+    from sklearn.metrics.pairwise import additive_chi2_kernel, chi2_kernel
+
+    X = np.random.default_rng(0).random((4, 3))
+    X.flags.writeable = False
+    for kernel in (additive_chi2_kernel, chi2_kernel):
+        with pytest.raises(ValueError, match="read-only"):
+            kernel(X, X)
+    x = nda.asarray(X, device="sim")  # and with dispatch on, nda arrays work on sim
+    with config_context(array_api_dispatch=True):
+        result = chi2_kernel(x, x)
+    assert result.device == x.device
+    np.testing.assert_allclose(result.asnumpy(), chi2_kernel(X.copy(), X.copy()), rtol=1e-12)
+
+
 # ----------------------------------------------------------------------------- scikit-learn's own checks
 
 def _array_api_estimators():
@@ -127,9 +146,14 @@ def _metric_checks():
     def name(f):
         return getattr(f, "__name__", None) or getattr(getattr(f, "func", None), "__name__", repr(f))
 
+    from _sklearn_nda import READ_ONLY_INPUT
+
     checks = list(yield_metric_checker_combinations())
     params = [pytest.param(m, c, "cpu", "float64", id=f"{name(m)}-{name(c)}-cpu-float64") for m, c in checks]
-    params += [pytest.param(m, c, "sim", "float32", id=f"{name(m)}-{name(c)}-sim-float32") for m, c in checks[::3]]
+    for m, c in checks[::3]:
+        # scikit-learn's own assumption (see test_sklearn_chi2_kernels_refuse_read_only_numpy_input)
+        marks = [pytest.mark.xfail(raises=ValueError, strict=True, reason="scikit-learn's chi2 kernels refuse read-only input")] if f"{name(m)}-{name(c)}" in READ_ONLY_INPUT else []
+        params.append(pytest.param(m, c, "sim", "float32", id=f"{name(m)}-{name(c)}-sim-float32", marks=marks))
     return params
 
 

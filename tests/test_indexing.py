@@ -269,14 +269,32 @@ def test_invalid_index_types_raise():
         x[1.0]
     with pytest.raises(IndexError, match="index arrays must have an integer or bool dtype, got float64"):
         x[nda.asarray([0.0])]
-    with pytest.raises(IndexError, match="a Python bool is not a valid index"):
-        x[True]
     with pytest.raises(TypeError, match=r"slice bounds must be ints or None, got slice\(0.5, None, None\)"):
         x[0.5:]  # TypeError, as in Python and NumPy
     with pytest.raises(ValueError, match="slice step cannot be zero"):
         x[::0]
     with pytest.raises(IndexError, match="boolean index did not match"):
         x[nda.asarray([True, False, True])]
+
+
+BOOL_SCALAR_KEYS = [True, False, (True,), (0, True), (Ellipsis, False), (True, 1), np.True_, np.False_, (True, False),
+                    (slice(None), True, [0, 2]), (None, True, slice(1, None))]
+
+
+@pytest.mark.parametrize("device", ["cpu", "sim"])
+@pytest.mark.parametrize("key", BOOL_SCALAR_KEYS, ids=repr)
+def test_a_bool_scalar_index_is_a_0d_mask(device, key):
+    # NumPy's rule: x[True] adds an axis of length 1, x[False] one of length 0 (SciPy and
+    # Dask use both); nda used to raise IndexError.
+    a = np.arange(6).reshape(2, 3)
+    x = nda.asarray(a, device=device)
+    result = x[key]
+    assert result.device == x.device
+    assert_same(result, a[key])
+    y, b = nda.asarray(a, device=device), a.copy()
+    y[key] = -1
+    b[key] = -1
+    np.testing.assert_array_equal(y.asnumpy(), b)
 
 
 def test_setitem_value_errors():

@@ -217,14 +217,24 @@ def test_where_promotes_mixed_dtypes(data):
     assert_same(nda.where(to_nda(cond), to_nda(a), to_nda(b)), np.where(cond, a.astype(key), b.astype(key)))
 
 
+@pytest.mark.parametrize("device", ["cpu", "sim"])
+def test_where_of_two_python_scalars_is_numpys(device):
+    # SciPy's nsum calls where(x == 0, log(0.5), 0); nda used to raise TypeError.
+    cond = np.asarray([True, False, True])
+    c = nda.asarray(cond, device=device)
+    for x1, x2 in [(0.5, 0), (1, 2), (True, False), (1j, 0), (True, 2.5), (2, 1.5), (-3, True)]:
+        result = nda.where(c, x1, x2)
+        assert result.device == c.device
+        assert_same(result, np.where(cond, x1, x2))
+    assert_same(nda.where(nda.asarray(np.ones((2, 1), bool), device=device), 1.0, 2), np.ones((2, 1)))
+
+
 def test_where_errors():
     x = nda.asarray(np.ones(3))
     with pytest.raises(TypeError, match="condition must be a bool array, got float64"):
         nda.where(x, x, x)
     with pytest.raises(ValueError, match="cannot be broadcast"):
         nda.where(nda.asarray([True, False]), x, x)
-    with pytest.raises(TypeError, match="at least one of x1 and x2 must be an nda array"):
-        nda.where(nda.asarray([True]), 1, 2)
     with pytest.raises(TypeError, match="x2 must be an nda array or a Python scalar, got list"):
         nda.where(nda.asarray([True]), x, [1])
     with pytest.raises(OverflowError, match="out of bounds for int8"):

@@ -151,6 +151,33 @@ def test_nda_dtypes_convert_to_numpy_dtypes(dtype):
     assert nda.asarray(np.zeros(1, dtype=dtype)).dtype is dtype
 
 
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=lambda d: d.name)
+def test_nda_dtypes_equal_numpys_equivalents_as_numpys_dtypes_do(dtype):
+    # Dask takes its boolean-mask path on ``index.dtype == bool``; NumPy's dtypes compare
+    # equal to their scalar types and to the Python types NumPy reads as them.
+    np_dt = np.dtype(dtype.name)
+    for other in (np_dt, np_dt.type, bool, int, float, complex, *(np.dtype(d.name) for d in ALL_DTYPES)):
+        assert (dtype == other) is bool(np_dt == other), other
+        assert (dtype != other) is bool(np_dt != other), other
+        assert (other == dtype) is bool(np_dt == other), other
+    for other in ALL_DTYPES:
+        assert (dtype == other) is (dtype is other)
+    for other in (dtype.name, None, 1, object(), "f8"):
+        assert dtype != other  # only dtypes and types: not NumPy's string coercion
+    assert {dtype: 1}[dtype] == 1 and len({*ALL_DTYPES}) == len(ALL_DTYPES)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_np_asarray_like_takes_numpys_default_order(device):
+    x = nda.zeros(2, device=device)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", nda.FallbackWarning)  # no host fallback: the result stays on x's device
+        for kwargs in ({"order": None}, {"order": "K"}, {"order": None, "dtype": np.float32}):
+            result = np.asanyarray([1, 2], like=x, **kwargs)
+            assert isinstance(result, nda.NDArray) and result.device == x.device, kwargs
+            assert result.tolist() == [1, 2]
+
+
 # ----------------------------------------------------------------------------- __array_ufunc__
 
 @pytest.mark.parametrize("device", DEVICES)

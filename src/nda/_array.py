@@ -34,8 +34,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from . import _display, _intercept, backends, layouts
-from .backends import _dlpack
+from . import _display, _hostcopy, _intercept, backends, layouts
 from ._devices import ArrayMeta, Device, Layout
 from ._dtypes import DType
 from .ops._spec import Array
@@ -186,23 +185,13 @@ class NDArray(Array):
         return np.array(self._host(), copy=True)
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
-        """NumPy's array protocol: no copy on cpu unless asked; ``copy=False`` refuses to copy."""
+        """NumPy's array protocol: shared memory on cpu, a read-only copy elsewhere unless ``copy=True`` (``nda._hostcopy``)."""
         if self._meta.layout.name != "strided":
             raise TypeError(
                 f"np.asarray() of a {self._meta.layout.name} array would densify its {self._size:,} elements implicitly; "
                 f"call x.asnumpy() or x.to_layout('strided') to do it explicitly"
             )
-        if copy is False:
-            if self._meta.device.type != "cpu":
-                raise ValueError(f"np.asarray(x, copy=False): x is on {self._meta.device}; its data cannot be shared without a copy")
-            if dtype is not None and np.dtype(dtype) != self._meta.dtype.numpy:
-                raise ValueError(f"np.asarray(x, copy=False): converting {self._meta.dtype.name} to {np.dtype(dtype)} needs a copy")
-        host = self._host()
-        if copy:
-            host = host.copy()
-        if dtype is not None:
-            host = host.astype(dtype, copy=False)
-        return host
+        return _hostcopy.array(self, dtype, copy)
 
     def tolist(self) -> Any:
         """The data as nested Python lists of Python scalars."""
@@ -254,17 +243,21 @@ class NDArray(Array):
         return self._shape[0]
 
     def __iter__(self) -> Iterator[NDArray]:
+        # Not a generator: iter() of a 0-d array must raise at once, as NumPy's does
+        # (np.iterable, matplotlib's hist and set_ylim decide on it).
         if not self._shape:
-            raise TypeError("iteration over a 0-d array")  # at iter(), as NumPy: np.iterable(x) is False
-        return (self[i] for i in range(self._shape[0]))
+            raise TypeError("iteration over a 0-d array")
+        return map(self.__getitem__, range(self._shape[0]))
 
     def __dlpack__(self, *, stream: Any = None, max_version: Any = None, dl_device: Any = None, copy: bool | None = None) -> Any:
+        if self._meta.layout.name != "strided":
+            raise BufferError(f"DLPack exports strided arrays only; this array is {self._meta.layout.name} (use x.to_layout('strided'))")
         if _intercept.ACTIVE[0]:
             _intercept.reading(self, "__dlpack__")
-        return _dlpack.export(self, stream, max_version, dl_device, copy)
+        return _hostcopy.dlpack(self, stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
 
     def __dlpack_device__(self) -> tuple[int, int]:
-        return _dlpack.export_device(self)
+        return _hostcopy.dlpack_device(self)
 
     # ------------------------------------------------------------------ devices, dtypes, copies
     def to_device(self, device: Device | str, /, *, stream: Any = None) -> NDArray:

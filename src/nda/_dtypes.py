@@ -1,8 +1,12 @@
 """Data types, dtype categories and type promotion.
 
 Every Array API dtype is one interned :class:`DType` instance. Interning means equality
-is identity, so a ``DType`` hashes and compares at C speed when it sits inside dispatch
-keys; that is why ``DType`` has no ``__eq__`` of its own.
+between nda dtypes is identity, so a ``DType`` hashes at C speed (identity) and compares
+by identity first when it sits inside dispatch keys (dicts and tuples never call
+``__eq__`` for the same object). ``DType.__eq__`` also answers True for NumPy's
+equivalent dtype, scalar type or Python type (``nda.bool == bool``, ``nda.float64 ==
+np.float64``), as NumPy's dtypes do: Dask tests ``index.dtype == bool`` on the arrays it
+is given. Their hashes differ, as NumPy's ``np.dtype(bool)`` and ``bool`` do.
 
 Promotion follows the Array API lattice inside a kind (bool, signed, unsigned, real
 floating, complex floating) and NumPy's rules across kinds (``int32 + float32 ->
@@ -44,6 +48,7 @@ __all__ = [
 ]
 
 _builtin_bool = bool
+_PYTHON_TYPES = (bool, int, float, complex)
 
 
 class DType:
@@ -81,6 +86,26 @@ class DType:
 
     def __str__(self) -> str:
         return self.name
+
+    def __eq__(self, other: object) -> _builtin_bool:
+        # Identity between nda dtypes (interned). NumPy's dtype of the same name, and the
+        # NumPy scalar type or Python type NumPy reads as that dtype, are equal as well,
+        # as NumPy's dtypes compare (``np.dtype(bool) == bool``): Dask and other code
+        # written for NumPy test ``x.dtype == bool`` on the arrays it is given.
+        if other is self:
+            return True
+        if isinstance(other, np.dtype):
+            return other == self.numpy  # type: ignore[no-any-return]
+        if isinstance(other, type) and (issubclass(other, np.generic) or other in _PYTHON_TYPES):
+            return np.dtype(other) == self.numpy  # type: ignore[no-any-return]
+        return False
+
+    def __ne__(self, other: object) -> _builtin_bool:
+        return not self.__eq__(other)
+
+    # Hashing stays identity (C speed inside dispatch keys). Equal NumPy objects hash
+    # differently, as NumPy's own np.dtype(bool) and bool do.
+    __hash__ = object.__hash__
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (as_dtype, (self.name,))

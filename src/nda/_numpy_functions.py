@@ -458,6 +458,8 @@ _register(np.full_like)(_like_handler("full_like", "full", True))
 
 @_register(np.asarray, np.array, np.asanyarray, np.ascontiguousarray)
 def _asarray_like(c: _Call, a: Any, dtype: Any = None, *args: Any, copy: Any = None, **kwargs: Any) -> Any:
+    if kwargs.get("order", "K") is None:  # NumPy's own default for asarray (Dask passes it): "K"
+        del kwargs["order"]
     _check_defaults(c.name, kwargs, order="K", subok=False, ndmin=0)
     _leftover(c.name, kwargs)
     if args:

@@ -436,8 +436,11 @@ def normalize_axis(axis: Any, ndim: int, op: str) -> int:
         ax = operator.index(axis)
     except TypeError:
         raise TypeError(f"{op}(): axis must be an int, got {type(axis).__name__}") from None
-    if not -ndim <= ax < ndim:  # NumPy's AxisError: an IndexError (Array API) and a ValueError (NumPy)
-        raise np.exceptions.AxisError(f"{op}(): axis {ax} is out of bounds for an array of {ndim} dimensions (valid: {-ndim}..{ndim - 1})" if ndim else f"{op}(): axis {ax} given for a 0-d array, which has no axes")
+    if not -ndim <= ax < ndim:
+        # NumPy's AxisError (an IndexError for the Array API, a ValueError for NumPy) with
+        # NumPy's wording, "axis 3 is out of bounds for array of dimension 2", which SciPy's
+        # tests match; prefixed with the function's name.
+        raise np.exceptions.AxisError(ax, ndim, msg_prefix=f"{op}()")
     return ax % ndim
 
 

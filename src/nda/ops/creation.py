@@ -342,11 +342,12 @@ def _real_scalar(value: Any, name: str, op: str) -> int | float:
     return value
 
 
-@declare("arange", dtypes="real numeric", reference=_ref_arange, family="creation", vjp=_NO_ARRAY_INPUT, host_values=("start", "stop", "step"))
+@declare("arange", dtypes="numeric", reference=_ref_arange, family="creation", vjp=_NO_ARRAY_INPUT, host_values=("start", "stop", "step"))
 def arange(start: int | float, /, stop: int | float | None = None, step: int | float = 1, *, dtype: DType | None = None, device: Device | str | None = None) -> Plan:
     """Evenly spaced values in ``[start, stop)``; ``arange(n)`` counts from 0 to n-1.
 
-    The dtype is int64 when every argument is an int and float64 otherwise.
+    The dtype is int64 when every argument is an int and float64 otherwise. A complex
+    ``dtype`` gives the same (real) values as complex numbers, as NumPy's does.
     """
     if stop is None:
         start, stop = 0, start
@@ -360,8 +361,8 @@ def arange(start: int | float, /, stop: int | float | None = None, step: int | f
         raise ValueError("arange(): step must not be zero")
     all_int = builtins.all(isinstance(v, int) for v in (start, stop, step))
     dt = dtype_arg(dtype, "arange") or (_dtypes.default_int if all_int else _dtypes.default_float)
-    if dt.kind not in ("signed integer", "unsigned integer", "real floating"):
-        raise TypeError(f"arange(): dtype must be a real numeric dtype, got {dt.name}")
+    if dt.kind not in ("signed integer", "unsigned integer", "real floating", "complex floating"):
+        raise TypeError(f"arange(): dtype must be a numeric dtype, got {dt.name}")
     if all_int:  # exact, for ints of any size (len(range(...)) stops at sys.maxsize)
         length = builtins.max(0, (stop - start + step - 1) // step if step > 0 else (start - stop - step - 1) // -step)
     else:

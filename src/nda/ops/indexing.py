@@ -58,8 +58,11 @@ def _normalize_key(x: Any, key: Any, op: str) -> tuple[tuple[Any, ...], tuple[in
                 raise ValueError(f"{op}: slice step cannot be zero")
             out.append(item)
             consumed += 1
-        elif isinstance(item, (list, Array, np.ndarray)):
-            if not isinstance(item, Array):
+        elif isinstance(item, (list, Array, np.ndarray, bool, np.bool_)):
+            if isinstance(item, (bool, np.bool_)):
+                # NumPy's rule: a bool scalar is a 0-d mask (a new axis of length 1 or 0).
+                item = upcalls.asarray(bool(item), device=x.device)
+            elif not isinstance(item, Array):
                 # An empty list is an empty integer index, as in NumPy (not a float64 array);
                 # a NumPy index array joins x's device.
                 item = upcalls.asarray(item, device=x.device, dtype=_dtypes.int64 if isinstance(item, list) and not item else None)
@@ -75,8 +78,6 @@ def _normalize_key(x: Any, key: Any, op: str) -> tuple[tuple[Any, ...], tuple[in
             basic = False
             out.append(arr)
             reads.append(arr)
-        elif isinstance(item, bool):
-            raise IndexError(f"{op}: a Python bool is not a valid index; use a bool array mask")
         else:
             try:
                 out.append(operator.index(item))

@@ -179,6 +179,10 @@ def _ref_where(condition: np.ndarray, x1: Any, x2: Any) -> np.ndarray:
     return np.asarray(np.where(condition, x1, x2))
 
 
+_SCALAR_KINDS = (bool, int, float, complex)
+_SCALAR_DEFAULTS = (_dtypes.bool, _dtypes.default_int, _dtypes.default_float, _dtypes.default_complex)
+
+
 def _vjp_where(nd: Any, need: Any, g: Any, y: Any, condition: Any, x1: Any, x2: Any, /) -> tuple[Any, ...]:
     return None, (nd.where(condition, g, 0) if need[1] else None), (nd.where(condition, 0, g) if need[2] else None)
 
@@ -187,7 +191,9 @@ def where(condition: _ARRAY, x1: _ARRAY | bool | int | float | complex, x2: _ARR
     """Elements of ``x1`` where ``condition`` is true and of ``x2`` elsewhere (all three broadcast).
 
     ``x1`` or ``x2`` may be a Python scalar; it takes the other array's dtype as in binary ops.
-    The key dtype is the promoted dtype of ``x1`` and ``x2``; ``condition`` must be bool.
+    Both may be (NumPy's behaviour): the result has the default dtype of the wider kind
+    (``where(c, 0.5, 0)`` is float64). The key dtype is the promoted dtype of ``x1`` and
+    ``x2``; ``condition`` must be bool.
     """
     from .elementwise import _check_scalar
 
@@ -207,7 +213,9 @@ def where(condition: _ARRAY, x1: _ARRAY | bool | int | float | complex, x2: _ARR
     elif isinstance(x2, Array):
         dtype = _dtypes.promote_scalar(x2.dtype, x1.__class__)
     else:
-        raise TypeError("where(): at least one of x1 and x2 must be an nda array")
+        # Two Python scalars (beyond the standard, as NumPy, PyTorch and CuPy take them; SciPy's
+        # nsum calls where(x == 0, log(0.5), 0)): the default dtype of the wider kind.
+        dtype = _SCALAR_DEFAULTS[builtins.max(_SCALAR_KINDS.index(x1.__class__), _SCALAR_KINDS.index(x2.__class__))]
     args = [condition] + [
         (a if a.dtype is dtype else Cast(a, dtype)) if isinstance(a, Array) else _check_scalar(a, dtype, "where") for a in (x1, x2)
     ]

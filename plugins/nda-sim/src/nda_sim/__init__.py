@@ -242,21 +242,15 @@ class SimBackend:
 
     def dlpack(self, buf: SimBuffer, *, stream: Any = None, max_version: Any = None, dl_device: Any = None, copy: bool | None = None) -> Any:
         """DLPack export, as an accelerator does it (CuPy's rules): sim memory is never shared with a
-        consumer (it could not order its reads after the sim stream), but a host copy is exported on
-        request: ``numpy.from_dlpack(x, device="cpu")`` (``dl_device=(kDLCPU, 0)``, ``copy`` not False)."""
-        if dl_device is None or tuple(dl_device) == self.dlpack_device(buf.device):
-            raise BufferError(
-                f"{buf.device} memory cannot be shared through DLPack; ask for a host copy "
-                "(numpy.from_dlpack(x, device='cpu'), or dl_device=(1, 0)), or use x.to_device('cpu')"
-            )
-        if tuple(dl_device) != (1, 0):
+        consumer (it could not order its reads after the sim stream). A host copy
+        (``numpy.from_dlpack(x, device="cpu")``, ``dl_device=(kDLCPU, 0)``) is made by nda itself for
+        every backend, read-only unless the consumer asks for a copy, and never reaches this method."""
+        if dl_device is not None and tuple(dl_device) != self.dlpack_device(buf.device):
             raise BufferError(f"sim arrays are exported to host memory (1, 0) only, not to DLPack device {tuple(dl_device)}")
-        if copy is False:
-            raise BufferError(f"{buf.device} memory cannot be exported to host memory without a copy (copy=False)")
-        host = self.to_host(buf)  # after the work that writes it; a fresh copy
-        if max_version is not None and tuple(max_version) >= (1, 0):
-            return host.__dlpack__(max_version=max_version, dl_device=(1, 0), copy=True)  # flagged as a copy
-        return host.__dlpack__()
+        raise BufferError(
+            f"{buf.device} memory cannot be shared through DLPack; ask for a host copy "
+            "(numpy.from_dlpack(x, device='cpu'), or dl_device=(1, 0)), or use x.to_device('cpu')"
+        )
 
     def dlpack_device(self, device: Device) -> tuple[int, int]:
         return (_KDL_EXT_DEV, device.index)  # a simulated device: DLPack's extension device type
