@@ -136,19 +136,39 @@ def test_shapes_and_zero_d(shape):
     assert got.shape == shape and got.tobytes() == _philox.integers(shape, key, counter, -4, 9, nda.int8).tobytes()
 
 
+class _Counted:
+    """The extension's functions, each call's output size recorded (to see how a request was split)."""
+
+    def __init__(self, module) -> None:
+        self.module, self.sizes = module, []
+
+    def __getattr__(self, name: str):
+        fn = getattr(self.module, name)
+
+        def call(out, *args):
+            self.sizes.append(out.size)
+            return fn(out, *args)
+
+        return call
+
+
 @needs_native
 @pytest.mark.parametrize("threads", [2, 3, 8])
 def test_requests_split_over_threads_equal_the_whole(threads):
     """Large requests run in parts of whole blocks on threads; the values do not depend on the split."""
+    part = 1 << 13  # the cpu's kernels split at cpu_random.PART_BLOCKS; smaller parts here, for the NumPy comparison
     run = cpu_random.ChunkRunner(threads)
-    split, whole = cpu_random.native_kernels(native, run), cpu_random.native_kernels(native, None)
-    blocks = 5 * cpu_random.PART_BLOCKS + 3  # parts of uneven size, the last one partial
-    key, counter = (0xDEADBEEF, 17), TWO128 - 2 * cpu_random.PART_BLOCKS - 5  # crosses 2**128 mid-request
+    counted = _Counted(native)
+    split, whole = cpu_random.native_kernels(counted, run, part), cpu_random.native_kernels(native, None)
+    blocks = 5 * part + 3  # parts of uneven size, the last one partial
+    key, counter = (0xDEADBEEF, 17), TWO128 - 2 * part - 5  # crosses 2**128 mid-request
     cases = [("uniform", nda.float64, 2, (-2.0, 5.0)), ("normal", nda.float32, 4, (0.5, 3.0)),
              ("exponential", nda.float64, 2, (2.0,)), ("integers", nda.uint64, 1, (3, 2**63 + 11)), ("integers", nda.int16, 2, (-9, 1000))]
     for op, dtype, per_block, params in cases:
         n = blocks * per_block - 1
+        counted.sizes.clear()
         got = split[op]((n,), key, counter, *params, dtype)
+        assert len(counted.sizes) == min(threads, 6) and sum(counted.sizes) == n  # a call per thread (6 parts at most), the whole together
         assert got.tobytes() == whole[op]((n,), key, counter, *params, dtype).tobytes(), (op, dtype)
         if op in ("normal", "integers"):  # and the NumPy reference, for two of them (it is slower)
             assert got.tobytes() == getattr(_philox, op)((n,), key, counter, *params, dtype).tobytes()

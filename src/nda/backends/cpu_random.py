@@ -37,9 +37,12 @@ __all__ = ["register", "load_native", "native_kernels", "ChunkRunner", "PART_BLO
 
 #: The catalog ops these kernels serve, by their short names.
 OPS = ("uniform", "normal", "exponential", "integers")
-#: Philox blocks per part of a request split over threads (a compiled part of this size runs
-#: in about 0.1-0.3 ms, well above the cost of handing it to a thread).
-PART_BLOCKS = 1 << 15
+#: Philox blocks per part of a request that the compiled kernels split over threads; requests
+#: of fewer than two parts (below 2**20 blocks: 4M float32 or 2M float64 values, a few ms on
+#: one core) run on the calling thread. Smaller parts gain on an idle machine but lose badly
+#: on a busy one: a 1 ms request split over two threads of a loaded 2-core VM took 7x longer
+#: (the second part waits for a core), so only requests long enough to amortise that are split.
+PART_BLOCKS = 1 << 19
 _TWO128 = 1 << 128
 
 
@@ -86,25 +89,25 @@ class ChunkRunner:
             future.result()
 
 
-def native_kernels(module: Any, run: ChunkRunner | None) -> dict[str, Callable[..., np.ndarray]]:
+def native_kernels(module: Any, run: ChunkRunner | None, part: int = PART_BLOCKS) -> dict[str, Callable[..., np.ndarray]]:
     """The four ``random.philox_*`` kernels over ``nda._philox_native`` ``module``, by short name, in
-    the kernel convention of :mod:`nda.ops._philox`'s references; a request of ``2 * PART_BLOCKS``
-    blocks or more is split over ``run``'s threads (None: never)."""
+    the kernel convention of :mod:`nda.ops._philox`'s references; a request of ``2 * part``
+    blocks or more is split into parts of ``part`` blocks over ``run``'s threads (None: never)."""
 
     def fill(fn: Callable[..., None], shape: tuple[int, ...], dtype: Any, per_block: int,
              key: tuple[int, int], counter: int, *params: Any) -> np.ndarray:
         out = np.empty(shape, dtype=dtype.numpy)
         flat = out.reshape(-1)
         total = -(-flat.size // per_block)  # blocks
-        if run is None or total < 2 * PART_BLOCKS:
+        if run is None or total < 2 * part:
             fn(flat, key, counter, *params)
             return out
 
-        def work(part: range) -> None:  # whole blocks part[0] .. part[-1] + PART_BLOCKS - 1: a request of their own
-            first, stop = part[0], min(part[-1] + PART_BLOCKS, total)
+        def work(starts: range) -> None:  # whole blocks starts[0] .. starts[-1] + part - 1: a request of their own
+            first, stop = starts[0], min(starts[-1] + part, total)
             fn(flat[first * per_block:stop * per_block], key, (counter + first) % _TWO128, *params)
 
-        run(work, range(0, total, PART_BLOCKS))
+        run(work, range(0, total, part))
         return out
 
     def per_block(dtype: Any) -> int:
