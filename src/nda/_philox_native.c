@@ -16,8 +16,9 @@
  * caller may split a request into runs of whole blocks, each with its own counter and slice
  * of the output (the cpu backend does, over threads). The float parameters are doubles,
  * rounded to float32 for a float32 buffer (nda.ops.random passes values already in the
- * dtype); integers' ``low`` is in [-2**63, 2**64) and ``span`` in [1, 2**64] (above 2**32,
- * one block a value and a 64-bit buffer only). Bad arguments raise TypeError, ValueError or
+ * dtype; one that overflows float32 is an error); integers' ``low`` and ``span`` are ints,
+ * span in [1, 2**64] (above 2**32, one block a value and a 64-bit buffer only), and
+ * [low, low + span) must fit in the buffer's integer type. Bad arguments raise TypeError, ValueError or
  * OverflowError naming the argument; n = 0 writes nothing. The GIL is released while a
  * request of NDA_PHILOX_NOGIL values or more runs.
  *
@@ -168,10 +169,16 @@ static PyObject *float_kernel(int which, PyObject *args) {
     unsigned long long n = (unsigned long long)(view.len / view.itemsize);
     int wide = code == 'd', big = n >= NDA_PHILOX_NOGIL;
     unsigned long long nblocks = wide ? (n + 1) / 2 : (n + 3) / 4;
+    float fa = (float)a, fb = (float)b;
+    if (!wide && (!isfinite(fa) || !isfinite(fb))) {
+        PyErr_Format(PyExc_OverflowError, "%s(): the parameters must fit in float32, got %R and %R", fn,
+                     PyTuple_GET_ITEM(args, 3), PyTuple_GET_ITEM(args, PyTuple_GET_SIZE(args) - 1));
+        PyBuffer_Release(&view);
+        return NULL;
+    }
     if (n) {
         double *d = (double *)view.buf;
         float *s = (float *)view.buf;
-        float fa = (float)a, fb = (float)b;
         switch (which * 2 + !wide) {
             case 0: WITHOUT_GIL_IF(big, nda_uniform_f64(nblocks, st.clo, st.chi, st.k0, st.k1, a, b, d, n)); break;
             case 1: WITHOUT_GIL_IF(big, nda_uniform_f32(nblocks, st.clo, st.chi, st.k0, st.k1, fa, fb, s, n)); break;
@@ -194,6 +201,30 @@ static PyObject *exponential(PyObject *module, PyObject *args) { (void)module; r
     WITHOUT_GIL_IF(big, nda_integers_##SUFFIX((n + 1) / 2, st.clo, st.chi, st.k0, st.k1, low, span, (T *)view.buf, n))
 #define RUN_WIDE(SUFFIX, T) \
     WITHOUT_GIL_IF(big, nda_integers_wide_##SUFFIX(n, st.clo, st.chi, st.k0, st.k1, low, span, full, (T *)view.buf, n))
+
+/* low .. low + span - 1 must be values of the output's integer type (0, or -1 with an exception):
+   the kernels add low modulo 2**64 and cast, which would wrap silently otherwise. */
+static int check_integer_range(const char *fn, PyObject *low, PyObject *span, Py_ssize_t size, int is_signed) {
+    int bits = (int)(8 * size);
+    PyObject *one = PyLong_FromLong(1), *width = PyLong_FromLong(is_signed ? bits - 1 : bits);
+    PyObject *limit = (one && width) ? PyNumber_Lshift(one, width) : NULL;  /* 2**(bits-1) or 2**bits */
+    PyObject *min = limit ? (is_signed ? PyNumber_Negative(limit) : PyLong_FromLong(0)) : NULL;
+    PyObject *end = PyNumber_Add(low, span);  /* one past the largest value */
+    PyObject *max_end = limit;  /* one past the type's largest value */
+    int ok = -1;
+    if (min && end) {
+        int above = PyObject_RichCompareBool(low, min, Py_GE), below = PyObject_RichCompareBool(end, max_end, Py_LE);
+        if (above < 0 || below < 0) ok = -1;
+        else if (above && below) ok = 0;
+        else {
+            PyErr_Format(PyExc_ValueError, "%s(): [low, low + span) = [%R, %R) does not fit in the output's %zd-byte %s integers",
+                         fn, low, end, size, is_signed ? "signed" : "unsigned");
+            ok = -1;
+        }
+    }
+    Py_XDECREF(one); Py_XDECREF(width); Py_XDECREF(limit); Py_XDECREF(min); Py_XDECREF(end);
+    return ok;
+}
 
 static PyObject *integers(PyObject *module, PyObject *args) {
     const char *fn = "integers";
@@ -252,6 +283,10 @@ static PyObject *integers(PyObject *module, PyObject *args) {
     }
     if (wide && size != 8) {
         PyErr_Format(PyExc_ValueError, "%s(): a span above 2**32 needs a 64-bit output, got %zd-byte integers", fn, size);
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    if (check_integer_range(fn, low_obj, span_obj, size, is_signed) < 0) {
         PyBuffer_Release(&view);
         return NULL;
     }
