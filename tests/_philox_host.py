@@ -1,8 +1,11 @@
 """nda-cuda's Philox kernels (``nda_cuda._philox``) compiled by the host C compiler and run on the host.
 
-The CUDA source is plain C outside NVRTC/nvcc (its macros map the intrinsics to C
-operators), so it can be compiled with ``cc -ffp-contract=off`` into a shared library and
-called through ctypes. :class:`HostModule` stands in for ``cupy.RawModule``: its
+The CUDA source (nda's one Philox source, ``nda.ops._philox_source``) is plain C outside
+NVRTC/nvcc (its macros map the intrinsics to C operators), so it can be compiled with
+``cc -ffp-contract=off`` into a shared library and called through ctypes. It is compiled
+here with ``-DNDA_NO_SIMD``: the portable loops only, without the AVX2 rounds that
+``nda._philox_native`` (the cpu kernels) uses where the CPU has them, so the tests that
+compare the two compare both code paths. :class:`HostModule` stands in for ``cupy.RawModule``: its
 ``get_function(name)`` returns a callable ``(grid, block, args)`` that runs the kernel over
 every block (the C loop replaces the grid-stride loop). With it,
 ``nda_cuda._philox.PhiloxKernels(numpy, HostModule())`` is the GPU's launch code and
@@ -51,7 +54,8 @@ def _library() -> Any:
     if cc is None:
         raise RuntimeError("no C compiler (cc, gcc or $CC) to build the host copy of nda_cuda._philox")
     code = _philox.source()
-    digest = hashlib.sha256(code.encode()).hexdigest()[:16]
+    flags = ["-O2", "-std=gnu11", "-ffp-contract=off", "-fno-fast-math", "-DNDA_NO_SIMD", "-fPIC", "-shared"]
+    digest = hashlib.sha256((code + " ".join(flags)).encode()).hexdigest()[:16]
     folder = os.path.join(tempfile.gettempdir(), f"nda-philox-host-{os.getuid() if hasattr(os, 'getuid') else 0}")
     os.makedirs(folder, exist_ok=True)
     lib = os.path.join(folder, f"philox-{digest}.so")
@@ -60,7 +64,7 @@ def _library() -> Any:
         with open(src, "w") as f:
             f.write(code)
         tmp = f"{lib}.{os.getpid()}"
-        cmd = [cc, "-O2", "-std=gnu11", "-ffp-contract=off", "-fno-fast-math", "-fPIC", "-shared", "-o", tmp, src, "-lm"]
+        cmd = [cc, *flags, "-o", tmp, src, "-lm"]
         done = subprocess.run(cmd, capture_output=True, text=True)
         if done.returncode:
             raise RuntimeError(f"{' '.join(cmd)} failed:\n{done.stderr}")

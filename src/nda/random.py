@@ -12,8 +12,9 @@ The generator is counter-based: Philox4x32-10 (the generator of cuRAND's
 method is one or a few catalog ops (``random.philox_*``, :mod:`nda.ops.random`) that compute
 their values from ``(key, counter)`` alone, so the values do not depend on the device that
 computes them, on the order in which devices run, or on how the work is split: cpu computes
-them in vectorised NumPy, nda-cuda in a CUDA kernel, other backends through the host
-fallback, and all produce the same bits. A call consumes a number of Philox blocks fixed by
+them in C (the optional extension ``nda._philox_native``; in vectorised NumPy without it or
+with ``NDA_NATIVE=0``), nda-cuda in a CUDA kernel of the same C/CUDA source, other backends
+through the host fallback, and all produce the same bits. A call consumes a number of Philox blocks fixed by
 its size and dtype (never by the data), and the counter advances by exactly that, on the
 caller's thread when the call is issued: the state after a call is the same whatever the
 device. :mod:`nda.ops.random` states the stream (how values are made from words).

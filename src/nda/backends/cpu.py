@@ -5,7 +5,9 @@ entry-point group and loaded through it on first use of a cpu array, like any pl
 NumPy already implements the catalog's semantics, so each op's reference implementation
 (written in the kernel convention) is registered as the cpu kernel for every dtype the
 op declares; a few hot ops get a kernel that calls the NumPy ufunc directly instead
-(``np.add.reduce`` for ``sum``: the same result without ``np.sum``'s Python wrapper).
+(``np.add.reduce`` for ``sum``: the same result without ``np.sum``'s Python wrapper), and
+``nda.random``'s ops get the compiled Philox kernels where nda was built with its optional
+C extension (:mod:`.cpu_random`).
 
 Layer: backends (README, "Architecture").
 """
@@ -15,7 +17,6 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import os
-import threading
 
 import numpy as np
 
@@ -79,7 +80,9 @@ class CpuBackend:
         from . import cpu_sparse  # csr and row_sparse (SciPy is imported when first used)
 
         cpu_sparse.register(register_kernel)
-        _register_random(register_kernel)
+        from . import cpu_random  # nda.random: the compiled Philox kernels (nda._philox_native), or NumPy's on threads
+
+        cpu_random.register(register_kernel)
 
     def partitioner(self, device: Device) -> Any:
         """Claims chains of element-wise ops for ``nda.hybridize`` (backend API 1.4, :mod:`.fusion`):
@@ -112,58 +115,6 @@ class CpuBackend:
 
     def __repr__(self) -> str:
         return "<nda cpu backend (numpy)>"
-
-
-def _register_random(register_kernel: Callable[..., None]) -> None:
-    """nda.random's Philox ops: the reference's chunks of blocks spread over a few threads.
-
-    A chunk's values are a function of its block numbers alone, so they do not depend on how
-    the chunks are split or on how many threads there are (``tests/test_random.py`` compares
-    with the single-threaded reference); NumPy releases the GIL in the ufunc loops.
-    """
-    from ..ops import CATALOG, _philox
-
-    threads = min(8, os.cpu_count() or 1)
-    if threads < 2:
-        return  # the reference, as registered above
-    runner = _ChunkRunner(threads)
-    for short, impl in _philox.IMPLEMENTATIONS.items():
-        name = f"random.philox_{short}"
-
-        def kernel(*args: Any, _impl: Callable[..., Any] = impl, **kwargs: Any) -> np.ndarray:
-            return _impl(*args, dtype=kwargs["dtype"], run=runner)  # type: ignore[no-any-return]
-
-        kernel.__name__ = kernel.__qualname__ = f"philox_{short}_threaded"
-        register_kernel(name, CATALOG[name].supported_dtypes, kernel, priority=1)
-
-
-class _ChunkRunner:
-    """Runs ranges of chunks on a small thread pool (created on first use, forgotten in a forked child)."""
-
-    def __init__(self, threads: int) -> None:
-        self.threads = threads
-        self._pool: Any = None
-        self._lock = threading.Lock()
-        if hasattr(os, "register_at_fork"):
-            os.register_at_fork(after_in_child=self._forget)
-
-    def _forget(self) -> None:
-        self._pool = None  # the parent's threads do not exist in the child
-        self._lock = threading.Lock()
-
-    def __call__(self, work: Callable[[range], None], starts: range) -> None:
-        k = min(self.threads, len(starts))
-        parts = [starts[i * len(starts) // k:(i + 1) * len(starts) // k] for i in range(k)]
-        with self._lock:
-            if self._pool is None:
-                from concurrent.futures import ThreadPoolExecutor
-
-                self._pool = ThreadPoolExecutor(self.threads - 1, thread_name_prefix="nda-cpu-random")
-            pool = self._pool
-        futures = [pool.submit(work, part) for part in parts[1:]]
-        work(parts[0])  # the calling thread takes a share
-        for future in futures:
-            future.result()
 
 
 _ARITHMETIC = frozenset({"add", "subtract", "multiply", "divide", "negative", "positive", "square"})

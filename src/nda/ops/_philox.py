@@ -1,8 +1,11 @@
-"""The Philox4x32-10 stream of ``nda.random`` in vectorised NumPy: the cpu kernels and the reference.
+"""The Philox4x32-10 stream of ``nda.random`` in vectorised NumPy: the reference (and the cpu fallback).
 
 Everything here is the executable form of the stream that :mod:`nda.ops.random` states
 (its docstring is the specification); every backend must reproduce these functions bit
-for bit. The work is done chunk by chunk (:data:`CHUNK` Philox blocks at a time), so that
+for bit. The compiled form is one C/CUDA source (:mod:`nda.ops._philox_source`) that
+nda-cuda runs on GPUs and the cpu backend runs where nda's optional extension
+``nda._philox_native`` is built; these NumPy kernels serve the cpu without it (or with
+``NDA_NATIVE=0``), nda-sim, and the tests, which compare the two bit for bit. The work is done chunk by chunk (:data:`CHUNK` Philox blocks at a time), so that
 the ten rounds, the conversion to the output dtype and the transforms run while their
 temporaries are in cache.
 
@@ -18,8 +21,9 @@ The transcendental functions of the normal and exponential transforms (``log``, 
 ``sin`` of ``2*pi*t``) are not NumPy's: NumPy, CUDA and every other math library round them
 differently in the last place. They are evaluated here from IEEE-754 operations that every
 device rounds alike (``+ - * /``, ``sqrt``, ``frexp``, ``rint``, each rounded on its own,
-never fused into an FMA), in an order that the CUDA kernel (``nda_cuda._philox``) repeats
-operation for operation. Their accuracy is about one ulp.
+never fused into an FMA), in an order that the C/CUDA source repeats operation for
+operation (where it computes a step otherwise, the step is exact: ``2m`` as ``m * 2``, the
+top 53 bits of a word pair as ``hi * 2**21 + (lo >> 11)``). Their accuracy is about one ulp.
 
 Layer: op catalog (README, "Architecture").
 """

@@ -2,10 +2,13 @@
 
 ``nda.random.Generator`` (the NumPy-shaped API) keeps a key and a counter and calls these
 ops; each op is a pure function of ``(shape, key, counter, parameters, dtype)``, so one
-seed gives the same bits on every device. The cpu kernels (vectorised NumPy,
-:mod:`nda.ops._philox`) are the reference; nda-sim runs them on its device memory,
-nda-cuda has a CUDA kernel of its own (``nda_cuda._philox``), and any other backend gets
-them through the host fallback.
+seed gives the same bits on every device. The vectorised NumPy kernels
+(:mod:`nda.ops._philox`) are the reference; the same stream is written once more as one
+C/CUDA source (:func:`kernel_source`, :mod:`nda.ops._philox_source`), which nda-cuda
+compiles with NVRTC (``nda_cuda._philox``) and nda compiles for the host as the optional
+extension ``nda._philox_native``, the cpu backend's kernels where it is built (the NumPy
+ones otherwise, or with ``NDA_NATIVE=0``). nda-sim runs the NumPy kernels on its device
+memory, and any other backend gets the cpu kernels through the host fallback.
 
 The stream, exactly (every backend must produce these bits):
 
@@ -57,6 +60,7 @@ from .._devices import Device
 from .._dtypes import DType
 from . import _philox
 from ._philox import COS_COEFFS, LN2_HI, LN2_LO, LOG_COEFFS, M0, M1, ROUNDS, SIN_COEFFS, SQRT_HALF, TWO_PI, W0, W1
+from ._philox_source import source as kernel_source
 from ._spec import Plan, check_shape, constant, declare, dtype_arg
 from .creation import _creation_plan
 
@@ -64,6 +68,8 @@ __all__ = [
     "consumed", "check_key", "check_counter",
     # the stream's constants, for backends that implement it (nda_cuda._philox)
     "M0", "M1", "W0", "W1", "ROUNDS", "LOG_COEFFS", "SIN_COEFFS", "COS_COEFFS", "LN2_HI", "LN2_LO", "SQRT_HALF", "TWO_PI",
+    # the stream as one C/CUDA source (nda.ops._philox_source): nda-cuda's kernels, nda._philox_native on the host
+    "kernel_source",
 ]
 
 _NO_ARRAY_INPUT = constant("no array input")
