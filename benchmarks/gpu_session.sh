@@ -7,27 +7,28 @@
 #   python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 \
 #       --platform manylinux2014_x86_64 -d .whl array-api-compat
 #
-# Steps (STEPS="tests kit deep gradients bench" picks some; default: all), each with its own
-# time limit inside the session's budget (BUDGET seconds, default 540; a step that would not
-# fit is skipped and says so):
-#   tests      the GPU tests (tests/test_cuda*.py, test_dlpack.py; the kit runs in its own steps)
-#   kit        the conformance kit, cuda against cpu, quick profile, one worker per core
-#   deep       the deep profile, one op per worker process (--isolate), JOBS (14) at a time, so
-#              that an op that corrupts the device fails its own cells only (the H200's 14-job
-#              run lost 84 cells to one csr op); the gradient kit runs beside it on the spare cores
-#   gradients  (with deep) the gradient kit on cuda
-#   bench      python -m benchmarks.gpu (every table other work adds there), then the fused
-#              chains (python -m benchmarks.fusion)
-#   elementwise (not in the default STEPS) nda-cuda's generated kernels checked on the GPU, without
-#              the timing steps (python -m benchmarks.gpu_elementwise_check --skip-timing)
+# Steps (STEPS="tests kit deep gradients elementwise bench" picks some; default: all), each with
+# its own time limit inside the session's budget (BUDGET seconds, default 540; a step that would
+# not fit is skipped and says so). Phase 1, correctness, runs its steps side by side (at most
+# 300 s, keeping 220 s for phase 2); phase 2, speed, runs the benchmarks alone afterwards:
+#   tests       the GPU tests (tests/test_cuda*.py, test_dlpack.py, test_random.py's cuda cases)
+#   kit         the conformance kit, cuda against cpu, quick profile, 4 workers
+#   deep        the deep profile, one op per worker process (--isolate), JOBS (8) at a time, so
+#               that an op that corrupts the device fails its own cells only (the H200's 14-job
+#               run lost 84 cells to one csr op)
+#   gradients   the gradient kit on cuda
+#   elementwise nda-cuda's generated kernels checked on the GPU, without the timing steps
+#               (python -m benchmarks.gpu_elementwise_check --skip-timing)
+#   bench       python -m benchmarks.gpu (latency, the element-wise table against CuPy, PyTorch and
+#               the copy floor, random numbers), then the fused chains (python -m benchmarks.fusion)
 # Output: the last part of stdout is the summary (speed tables, failing cells and tests, one
 # line per step: python -m benchmarks.gpu_session_summary); under $OUT (at most 8 files come
 # back): summary.txt and logs.tar.gz (every log and JSON report of the session).
 set -u
 OUT=${OUT:-$(mktemp -d)}
-STEPS=${STEPS:-"tests kit deep gradients bench"}
+STEPS=${STEPS:-"tests kit deep gradients elementwise bench"}
 BUDGET=${BUDGET:-540}
-JOBS=${JOBS:-14}
+JOBS=${JOBS:-8}
 START=$(date +%s)
 cd "$(dirname "$0")/.."
 WORK=$(mktemp -d)
@@ -73,36 +74,41 @@ BANDWIDTH=3.35e12  # bytes/s, for the fusion benchmark's floor: H100 SXM; H200: 
 grep -q "H200" "$LOGS/nvidia-smi.txt" 2>/dev/null && BANDWIDTH=4.8e12
 CORES=$(nproc 2>/dev/null || echo 4)
 
+# Phase 1, correctness: the steps run side by side (the machine has 16 cores; nothing here is
+# timed). Phase 2, speed: the benchmarks run alone, after phase 1 has finished.
+CHECK=$(( $(left) - 220 ))  # what the benchmarks need after it
+[ "$CHECK" -gt 300 ] && CHECK=300
+PIDS=""
 if has tests; then
-  step tests 180 tests.txt python3 -m pytest -q -p no:cacheprovider -o faulthandler_timeout=90 -rs \
-    tests/test_cuda.py tests/test_cuda_workarounds.py tests/test_cuda_fusion.py tests/test_cuda_h200.py tests/test_dlpack.py \
-    -k "not test_conformance_kit_cuda_against_cpu"
+  ( step tests "$CHECK" tests.txt python3 -m pytest -q -p no:cacheprovider -o faulthandler_timeout=120 -rs \
+      tests/test_cuda.py tests/test_cuda_workarounds.py tests/test_cuda_fusion.py tests/test_cuda_h200.py \
+      tests/test_cuda_elementwise.py tests/test_cuda_queues.py tests/test_cuda_reductions.py tests/test_dlpack.py \
+      tests/test_random.py -k "not test_conformance_kit_cuda_against_cpu" ) &
+  PIDS="$PIDS $!"
 fi
 if has kit; then
-  step kit 150 kit-quick.txt python3 -m nda.testing.conformance cuda --reference cpu --jobs "$CORES" --quiet \
-    --json "$LOGS/kit-quick.json"
+  ( step kit "$CHECK" kit-quick.txt python3 -m nda.testing.conformance cuda --reference cpu --jobs 4 --quiet \
+      --json "$LOGS/kit-quick.json" ) &
+  PIDS="$PIDS $!"
 fi
-if has deep || has gradients; then
-  if has gradients; then
-    ( step gradients 240 kit-gradients.txt python3 -m nda.testing.conformance cuda --gradients --quiet \
-        --json "$LOGS/kit-gradients.json" ) &
-    GRADIENTS=$!
-  fi
-  if has deep; then
-    DEEP=$(( $(left) - 190 ))  # what the benchmarks need after it
-    [ "$DEEP" -gt 230 ] && DEEP=230
-    step deep "$DEEP" kit-deep.txt python3 -m nda.testing.conformance cuda --reference cpu --profile deep --isolate \
-      --jobs "$JOBS" --worker-timeout 150 --deadline $(( DEEP - 30 )) --quiet --json "$LOGS/kit-deep.json"
-  fi
-  [ -n "${GRADIENTS:-}" ] && wait "$GRADIENTS"
+if has gradients; then
+  ( step gradients "$CHECK" kit-gradients.txt python3 -m nda.testing.conformance cuda --gradients --quiet \
+      --json "$LOGS/kit-gradients.json" ) &
+  PIDS="$PIDS $!"
 fi
 if has elementwise; then
-  step elementwise 240 elementwise-check.txt python3 -m benchmarks.gpu_elementwise_check --skip-timing \
-    --json "$LOGS/elementwise-check.json"
+  ( step elementwise "$CHECK" elementwise-check.txt python3 -m benchmarks.gpu_elementwise_check --skip-timing \
+      --json "$LOGS/elementwise-check.json" ) &
+  PIDS="$PIDS $!"
 fi
+if has deep; then
+  step deep "$CHECK" kit-deep.txt python3 -m nda.testing.conformance cuda --reference cpu --profile deep --isolate \
+    --jobs "$JOBS" --worker-timeout 150 --deadline $(( CHECK - 30 )) --quiet --json "$LOGS/kit-deep.json"
+fi
+for pid in $PIDS; do wait "$pid"; done
 if has bench; then
-  step bench-gpu 150 bench-gpu.txt python3 -m benchmarks.gpu --json "$LOGS/bench-gpu.json"
-  step bench-fusion 120 bench-fusion.txt python3 -m benchmarks.fusion --bandwidth "$BANDWIDTH" --json "$LOGS/bench-fusion.json"
+  step bench-gpu 130 bench-gpu.txt python3 -m benchmarks.gpu --json "$LOGS/bench-gpu.json"
+  step bench-fusion 80 bench-fusion.txt python3 -m benchmarks.fusion --bandwidth "$BANDWIDTH" --json "$LOGS/bench-fusion.json"
 fi
 
 echo "== done in $(( $(date +%s) - START )) s ($(date +%T))"

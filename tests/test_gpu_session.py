@@ -1,8 +1,8 @@
 """``benchmarks/gpu_session.sh``, the one device call that runs everything nda owes a GPU, and its summary.
 
 The script itself needs a GPU machine (it installs nda there); here: it is valid bash, it
-runs every step the issue asks for with its own time limit (the deep kit one op per process,
-14 at a time), and its summary (``benchmarks.gpu_session_summary``) puts the speed tables,
+runs every step the issue asks for with its own time limit (the correctness steps side by side,
+the deep kit one op per process, then the benchmarks alone), and its summary (``benchmarks.gpu_session_summary``) puts the speed tables,
 the failing cells and one line per step at the end of the output, which is the part the
 device tool returns.
 """
@@ -23,13 +23,16 @@ SCRIPT = os.path.join(ROOT, "benchmarks", "gpu_session.sh")
 def test_the_script_is_valid_bash_and_runs_each_step_under_its_own_limit():
     assert subprocess.run(["bash", "-n", SCRIPT], capture_output=True, text=True).returncode == 0
     text = open(SCRIPT, encoding="utf-8").read()
-    for needed in ("tests/test_cuda.py", "tests/test_cuda_h200.py", "--profile deep --isolate", '--jobs "$JOBS"', "--worker-timeout",
+    for needed in ("tests/test_cuda.py", "tests/test_cuda_h200.py", "tests/test_cuda_elementwise.py", "tests/test_cuda_queues.py",
+                   "tests/test_cuda_reductions.py", "tests/test_random.py", "benchmarks.gpu_elementwise_check", "--profile deep --isolate", '--jobs "$JOBS"', "--worker-timeout",
                    "--deadline", "--gradients", "python3 -m benchmarks.gpu ", "python3 -m benchmarks.fusion",
                    "python3 -m benchmarks.gpu_session_summary", 'tar -czf "$OUT/logs.tar.gz"'):
         assert needed in text, needed
-    assert re.search(r"^JOBS=\$\{JOBS:-14\}$", text, re.M)
+    assert re.search(r"^JOBS=\$\{JOBS:-8\}$", text, re.M)
     assert len(re.findall(r"^\s*\(? ?step \S+ ", text, re.M)) == 7  # every command runs through step (timeout, budget, record)
-    assert re.search(r"^STEPS=\$\{STEPS:-\"tests kit deep gradients bench\"\}$", text, re.M)  # elementwise: on request
+    assert re.search(r"^STEPS=\$\{STEPS:-\"tests kit deep gradients elementwise bench\"\}$", text, re.M)
+    # the benchmarks run alone: after every correctness step has been waited for
+    assert text.index('for pid in $PIDS; do wait "$pid"; done') < text.index("step bench-gpu")
     assert "timeout -k 10" in text
 
 

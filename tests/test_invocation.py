@@ -199,9 +199,9 @@ def test_an_interceptor_installed_while_a_worker_resets_the_limit_still_sees_eve
     _ = x * x  # warm: the fast path knows x * x
     graph.idle = preempted_idle
     try:
-        big = nda.asarray(np.ones(1 << 20))
+        big = nda.asarray(np.ones(1 << 21))
         big.wait_to_read()
-        _ = big * 2.0  # an engine task: its worker sets the limit when it finishes
+        big *= 2.0  # an engine task (large, and in place, so never held): its worker sets the limit when it finishes
         assert in_set_limit.wait(10)
         with nda.autograd.record():
             resumed.wait(10)

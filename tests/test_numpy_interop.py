@@ -419,3 +419,33 @@ def test_numpy_scalar_matches_python_scalar_property(values, scalar, op):
         expected = op(x, scalar.item())
         np.testing.assert_array_equal(_host(op(x, scalar)), _host(expected))
         np.testing.assert_array_equal(_host(op(scalar, x)), _host(op(scalar.item(), x)))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@given(
+    shape=st.lists(st.integers(1, 5), min_size=1, max_size=3).map(tuple),
+    data=st.data(),
+    order=st.sampled_from("CF"),
+)
+def test_unravel_index_and_ravel_multi_index_run_on_the_device_as_numpy(device, shape, data, order):
+    """Dask's argmin/argmax over all axes call both on nda chunks; called twice with other values."""
+    size = int(np.prod(shape))
+    for _ in range(2):
+        flat = np.array(data.draw(st.lists(st.integers(0, size - 1), min_size=1, max_size=6)))
+        got = np.unravel_index(nda.asarray(flat, device=device), shape, order=order)
+        expected = np.unravel_index(flat, shape, order=order)
+        assert all(isinstance(g, nda.NDArray) and g.device == nda.Device(device) for g in got)
+        for g, e in zip(got, expected):
+            np.testing.assert_array_equal(g.asnumpy(), e)
+        back = np.ravel_multi_index(tuple(got), shape, order=order)
+        np.testing.assert_array_equal(back.asnumpy(), flat)
+        mode = data.draw(st.sampled_from(["wrap", "clip"]))
+        shifted = [e + size for e in expected]
+        np.testing.assert_array_equal(
+            np.ravel_multi_index([nda.asarray(s, device=device) for s in shifted], shape, mode=mode, order=order).asnumpy(),
+            np.ravel_multi_index(shifted, shape, mode=mode, order=order),
+        )
+    with pytest.raises(ValueError, match="out of bounds"):
+        np.unravel_index(nda.asarray([size], device=device), shape)
+    with pytest.raises(ValueError, match="invalid entry"):
+        np.ravel_multi_index([nda.asarray([d], device=device) for d in shape], shape)

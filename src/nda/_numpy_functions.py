@@ -148,6 +148,62 @@ def _nonzero(c: _Call, a: Any) -> Any:
     return _api.nonzero(c.array(a))
 
 
+@_register(np.unravel_index)
+def _unravel_index(c: _Call, indices: Any, shape: Any, order: str = "C") -> Any:
+    """Coordinates of flat indices, computed on the device with ``//`` and ``%`` (Dask's
+    argmin/argmax over all axes call it on nda chunks); out-of-range indices are NumPy's ValueError."""
+    if order not in ("C", "F"):
+        raise ValueError(f"{c.name}: order must be 'C' or 'F', got {order!r}")
+    idx = c.array(indices)
+    if idx.dtype.numpy.kind not in "iu":
+        raise TypeError(f"{c.name}: only integer indices are permitted, got {idx.dtype.name}")
+    dims = tuple(int(d) for d in (shape if isinstance(shape, (tuple, list)) else (shape,)))
+    size = 1
+    for d in dims:
+        if d < 0:
+            raise ValueError(f"{c.name}: dimensions must be non-negative, got {dims}")
+        size *= d
+    if idx.size and not (0 <= int(_api.min(idx)) and int(_api.max(idx)) < size):  # host reads, as NumPy's check
+        raise ValueError(f"{c.name}: an index is out of bounds for an array of size {size}")
+    rest = _api.astype(idx, _dtypes.int64)
+    coords: list[Any] = []
+    for d in reversed(dims) if order == "C" else dims:
+        coords.append(rest % d if d else rest * 0)
+        rest = rest // d if d else rest
+    return tuple(reversed(coords)) if order == "C" else tuple(coords)
+
+
+@_register(np.ravel_multi_index)
+def _ravel_multi_index(c: _Call, multi_index: Any, dims: Any, mode: Any = "raise", order: str = "C") -> Any:
+    """Flat indices of coordinates (the inverse of ``unravel_index``), on the device, with
+    NumPy's ``mode`` ('raise', 'wrap', 'clip', or one per dimension)."""
+    if order not in ("C", "F"):
+        raise ValueError(f"{c.name}: order must be 'C' or 'F', got {order!r}")
+    dims = tuple(int(d) for d in (dims if isinstance(dims, (tuple, list)) else (dims,)))
+    coords = [c.array(m) for m in multi_index]
+    if len(coords) != len(dims):
+        raise ValueError(f"{c.name}: parameter multi_index must be a sequence of length {len(dims)}")
+    modes = (mode,) * len(dims) if isinstance(mode, str) else tuple(mode)
+    if len(modes) != len(dims) or any(m not in ("raise", "wrap", "clip") for m in modes):
+        raise ValueError(f"{c.name}: mode must be 'raise', 'wrap' or 'clip', or one of them per dimension, got {mode!r}")
+    flat: Any = None
+    stride = 1
+    for k in (range(len(dims) - 1, -1, -1) if order == "C" else range(len(dims))):
+        x, d, m = coords[k], dims[k], modes[k]
+        if x.dtype.numpy.kind not in "iu":
+            raise TypeError(f"{c.name}: only integer indices are permitted, got {x.dtype.name}")
+        x = _api.astype(x, _dtypes.int64)
+        if m == "wrap" and d:
+            x = x % d
+        elif m == "clip":
+            x = _api.clip(x, 0, max(d - 1, 0))
+        elif x.size and not (0 <= int(_api.min(x)) and int(_api.max(x)) < d):  # host reads, as NumPy's check
+            raise ValueError(f"{c.name}: invalid entry in coordinates array")
+        flat = x * stride if flat is None else flat + x * stride
+        stride *= d
+    return flat
+
+
 @_register(np.round, getattr(np, "around", None))
 def _round(c: _Call, a: Any, decimals: int = 0, out: Any = None) -> Any:
     if decimals != 0:

@@ -347,7 +347,7 @@ def _asarray(draw: Any, op: str, dtype: DType) -> Case:
 
 @_composite
 def _arange(draw: Any, op: str, dtype: DType) -> Case:
-    if dtype.kind == "real floating":
+    if dtype.kind in ("real floating", "complex floating"):  # complex: real values as complex numbers (NumPy's)
         start, stop = (draw(st.integers(-40, 40)) / 4 for _ in range(2))
         step: Any = draw(st.sampled_from([1.0, 0.5, -0.5, 0.25, 1.5, -2.0]))
     else:
