@@ -97,7 +97,7 @@ if has gradients; then
   PIDS="$PIDS $!"
 fi
 if has elementwise; then
-  ( step elementwise "$CHECK" elementwise-check.txt python3 -m benchmarks.gpu_elementwise_check --skip-timing \
+  ( step elementwise "$CHECK" elementwise-check.txt python3 -m benchmarks.gpu_elementwise_check --skip-timing --processes 4 \
       --json "$LOGS/elementwise-check.json" ) &
   PIDS="$PIDS $!"
 fi
