@@ -393,6 +393,9 @@ def elementwise_table(result: dict[str, Any]) -> str:
         torch = f"   torch {r['torch'] * 1e3:7.3f} ms   nda/torch {r['nda'] / r['torch']:.2f}x" if "torch" in r else ""
         out.append(f"  {name:<17} cupy {r['cupy'] * 1e3:7.3f} ms   nda {r['nda'] * 1e3:7.3f} ms{torch}   "
                    f"floor {r['floor'] * 1e3:7.3f} ms   nda/floor {r['nda'] / r['floor']:.2f}x")
+    return "\n".join(out)
+
+
 def random_section(rounds: int) -> dict[str, dict[str, float]]:
     """``nda.random`` on cuda against ``cupy.random``: seconds per call, to completion (both synchronised)."""
     import cupy

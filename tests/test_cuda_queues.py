@@ -63,7 +63,7 @@ def test_cuda_records_an_event_only_where_the_host_waits(threaded):
 
 def test_the_profiler_records_when_the_gpu_ran_each_op(threaded):
     a = nda.asarray(np.random.default_rng(0).standard_normal((4096, 4096), dtype=np.float32), device="cuda")
-    a.wait_to_read()
+    nda.tanh(a @ a).wait_to_read()  # first calls load cuBLAS and compile tanh: tens of ms on the host
     with nda.profiler.profile() as prof:
         issued = time.perf_counter()
         y = a @ a
@@ -84,7 +84,7 @@ def test_the_profiler_records_when_the_gpu_ran_each_op(threaded):
 
 def test_small_reductions_are_cupy_s_own_calls_and_exact():
     x = nda.asarray(np.arange(12, dtype=np.float32).reshape(3, 4), device="cuda")
-    assert nda.dispatch.explain("sum", x).kernel.qualname.endswith("sum_small")
+    assert nda.dispatch.explain("sum", x).kernel.qualname.endswith("sum_small]")  # cuda[array_api_compat.cupy.sum sum_small]
     for axis in (None, 0, 1, (0, 1)):
         for keepdims in (False, True):
             np.testing.assert_array_equal(nda.sum(x, axis=axis, keepdims=keepdims).asnumpy(), np.arange(12, dtype=np.float32).reshape(3, 4).sum(axis=axis, keepdims=keepdims))

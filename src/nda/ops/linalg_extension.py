@@ -369,6 +369,8 @@ def vector_norm(x: _ARRAY, /, *, axis: int | tuple[int, ...] | None = None, keep
     ord = host_scalar(ord, "vector_norm", "ord")  # noqa: A001 - a NumPy scalar or 0-d array: read now
     if ord.__class__ not in (int, float):
         raise TypeError(f"vector_norm(): ord must be a real number, got {ord!r}")
+    if ord == -math.inf and any(x.shape[a] == 0 for a in axes):  # a minimum over nothing (NumPy's error; inf gives 0)
+        raise ValueError(f"vector_norm(ord={ord}) of an empty array (shape {x.shape}) along axis {axis} has no identity; pass a non-empty array")
     kernel_axis = None if len(axes) == x.ndim and not keepdims else axes
     return Plan.of(x, out_shape=_reduced_shape(x.shape, axes, keepdims), out_dtype=real_dtype(x.dtype), args=(x,),
                    kwargs={"axis": kernel_axis, "keepdims": keepdims, "ord": ord})

@@ -58,6 +58,8 @@ class NvrtcCompiler:
             pass
         with self.cupy.cuda.Device(device):
             binary = compiler.compile_using_nvrtc(source, options=self.options, arch=arch)
+        if isinstance(binary, tuple):  # CuPy 9 and later: (the image, the name-expression mapping)
+            binary = binary[0]
         if isinstance(binary, str):
             binary = binary.encode()
         try:
