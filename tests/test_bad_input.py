@@ -247,3 +247,12 @@ def test_shapes_are_taken_as_numpy_takes_them(device):
         nda.zeros((True, 2))
     with pytest.raises(TypeError, match=r"shape must be an int or a tuple of ints, got array\(\[2\., 3\.\]\)"):
         nda.zeros(np.array([2.0, 3.0]))  # floats are not dimensions
+
+
+def test_comparing_with_a_python_sequence_is_refused_not_an_identity_test():
+    """Before: ``x == [0, 1, 2]`` fell back to Python's identity test and gave False (a user probe)."""
+    x = nda.asarray([0, 1, 2])
+    for compare in (lambda: x == [0, 1, 2], lambda: x != (0, 1, 2), lambda: [0, 1, 2] == x):
+        with pytest.raises(TypeError, match=r"(==|!=) compares nda arrays with nda arrays and Python scalars, got a (list|tuple)"):
+            compare()
+    assert bool(nda.all(x == nda.asarray([0, 1, 2]))) and not bool(nda.any(x != nda.asarray([0, 1, 2])))

@@ -201,3 +201,16 @@ def test_a_copy_made_by_a_view_op_is_never_a_view_on_repeat_calls(device):
         w.flatten()[0] = 5.0  # a copy: w is not written
     loss.backward()
     np.testing.assert_allclose(w.grad.asnumpy(), [2.0, 4.0])
+
+
+@pytest.mark.parametrize("name", ["sum", "prod", "mean", "std", "var", "max", "min", "argmax", "argmin", "any", "all"])
+def test_reduction_methods_take_the_axis_positionally_as_numpys(name):
+    """``x.sum(0)`` (NumPy, CuPy and PyTorch users pass the axis positionally); called with two axes in turn."""
+    host = np.arange(1.0, 7.0).reshape(2, 3)
+    x = nda.asarray(host)
+    for axis in (0, -1):
+        np.testing.assert_allclose(getattr(x, name)(axis).asnumpy(), getattr(host, name)(axis))
+    with pytest.raises(TypeError, match="at most 1 positional argument"):
+        getattr(x, name)(0, 1)
+    with pytest.raises(TypeError, match="both as a positional argument and as a keyword"):
+        getattr(x, name)(0, axis=1)

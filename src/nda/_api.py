@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from . import _dtypes, _namespace, backends, layouts, ops
+from . import engine as _engine
 from ._array import NDArray, new_array, up
 from ._execute import NOT_INTERCEPTED, TO_DEVICE, TO_LAYOUT, inline, intercepted
 from ._devices import ArrayMeta, Device, as_device, as_layout, strided
@@ -64,7 +65,20 @@ def asarray(obj: Any, /, *, dtype: Any = None, device: Any = None, copy: bool | 
         if target_dtype is not x.dtype:
             return _catalog_astype(x, target_dtype)  # type: ignore[no-any-return]
         return _catalog_astype(x, x.dtype) if copy and not moved else x  # type: ignore[no-any-return]
-    return _catalog_asarray(obj, dtype=dtype, device=device, copy=copy)  # type: ignore[no-any-return]
+    out = _catalog_asarray(obj, dtype=dtype, device=device, copy=copy)
+    if not copy and out._meta.device.type == "cpu" and _may_share(obj, out):
+        _engine.share(out)  # the caller's memory: ops on it complete before they return (nda.engine.share)
+    return out  # type: ignore[no-any-return]
+
+
+def _may_share(obj: Any, out: NDArray) -> bool:
+    """Whether a cpu array made by ``asarray(obj)`` may share ``obj``'s memory (NumPy arrays of its
+    dtype, and anything exposing memory: buffers, ``__array_interface__``, DLPack, ``__array__``)."""
+    if isinstance(obj, np.ndarray):
+        return obj.dtype == out._meta.dtype.numpy and obj.size > 0
+    if isinstance(obj, (list, tuple, int, float, complex, bool, np.generic)):
+        return False
+    return isinstance(obj, memoryview) or any(hasattr(obj, a) for a in ("__array_interface__", "__dlpack__", "__array__"))
 
 
 def astype(x: NDArray, dtype: Any, /, *, copy: bool = True, device: Any = None) -> NDArray:

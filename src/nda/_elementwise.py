@@ -186,6 +186,9 @@ def make_binary(decl: OpDecl) -> tuple[Callable[..., NDArray], Callable[..., Any
             return out
         return run_elementwise(name, kernel, (x1, x2), meta, shape)
 
+    compares = name in ("equal", "not_equal")
+    symbol = "==" if name == "equal" else "!="
+
     def build(as_operator: bool) -> Callable[..., Any]:
         # The public function and the forward operator share this body (one closure each) so
         # that ``x + y`` runs in a single Python frame. They differ only in what an unsupported
@@ -256,6 +259,10 @@ def make_binary(decl: OpDecl) -> tuple[Callable[..., NDArray], Callable[..., Any
             if isinstance(x1, _NP_SCALAR) and c2 is NDArray:
                 return binary(python_scalar(x1), x2)
             if as_operator:
+                if compares and isinstance(x2, (list, tuple)):
+                    # Python would fall back to identity (``x == [0, 1]`` is False): refused as ``x + [0, 1]`` is.
+                    raise TypeError(f"{symbol} compares nda arrays with nda arrays and Python scalars, got a {type(x2).__name__}; "
+                                    "convert it with nda.asarray()")
                 hook = hooks.foreign_operand
                 return NotImplemented if hook is None else hook(x2, reflected_name, x1)
             return slow(x1, x2)

@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from . import engine
 from .backends import handle
 
 __all__ = ["array", "dlpack", "dlpack_device"]
@@ -53,6 +54,7 @@ def array(x: Any, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
     if device.type == "cpu":
         if not copy:
             x.wait_to_write()  # NumPy may write into it: after the queued readers too
+            engine.share(x)  # and later ops on x complete before they return (nda.engine.share)
         host = x._host()  # a host read (counted, and announced to the thread's interceptors)
         if copy:
             host = host.copy()
@@ -96,6 +98,7 @@ def dlpack(x: Any, *, stream: Any = None, max_version: Any = None, dl_device: An
         )
     if device.type == "cpu" and not copy:
         x.wait_to_write()  # the consumer may write into the shared memory
+        engine.share(x)
     else:
         x.wait_to_read()
     return backend.dlpack(x._buf, stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)

@@ -15,6 +15,8 @@ Layer: arrays and front end, namespace builder (README, "Architecture").
 
 from __future__ import annotations
 
+import inspect
+
 import functools
 import operator
 from typing import Any, Callable
@@ -124,7 +126,18 @@ def _method(fn: Callable[..., Any], decl: OpDecl, spec: Method) -> Callable[...,
     the only memory order of nda's results) and refused otherwise, naming the method.
     """
     name, varargs, fixed, empty = spec.name, spec.varargs, spec.fixed, spec.empty
-    if varargs is None and not fixed:
+    axis = decl.signature.parameters.get("axis")
+    if varargs is None and not fixed and axis is not None and axis.kind is inspect.Parameter.KEYWORD_ONLY:
+        # NumPy's reduction methods take the axis positionally too: x.sum(0), x.mean(1), x.argmax(-1)
+        def method(self: NDArray, *args: Any, **kwargs: Any) -> Any:
+            if args:
+                if len(args) > 1:
+                    raise TypeError(f"{name}() takes at most 1 positional argument (axis), got {len(args)}; pass the others by keyword")
+                if "axis" in kwargs:
+                    raise TypeError(f"{name}() got 'axis' both as a positional argument and as a keyword")
+                return fn(self, axis=args[0], **kwargs)
+            return fn(self, **kwargs)
+    elif varargs is None and not fixed:
         def method(self: NDArray, *args: Any, **kwargs: Any) -> Any:
             return fn(self, *args, **kwargs)
     else:

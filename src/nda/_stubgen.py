@@ -175,6 +175,12 @@ def _method_lines() -> list[str]:
                 kw = ", ".join(f"{p.name}: {_annotation(p.annotation)} = ..." for p in rest)
                 lines.append(f"    def {attr}(self{', *, ' + kw if kw else ''}) -> {_returns(decl)}: ...")
             else:
+                axis = signature.parameters.get("axis")
+                if axis is not None and axis.kind is axis.KEYWORD_ONLY:  # x.sum(0): the axis may come positionally
+                    ps = list(signature.parameters.values())
+                    i = ps.index(axis)
+                    ps = [ps[0], axis.replace(kind=axis.POSITIONAL_OR_KEYWORD)] + [p for j, p in enumerate(ps[1:], 1) if j != i]
+                    signature = signature.replace(parameters=ps)
                 params = _params(signature, drop_first=True)
                 lines.append(f"    def {attr}(self{', ' + params if params else ''}) -> {_returns(decl)}: ...")
     return lines

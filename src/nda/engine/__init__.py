@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import os
 import sys
+import weakref
 from typing import Any, Callable, Sequence
 
 from . import _queues
@@ -65,7 +66,7 @@ from ._lifecycle import QUIESCE_TIMEOUT, register_at_fork
 from ._profile import Profiler, profiler
 from ._queues import Deferred, KernelTraceback
 
-__all__ = ["Engine", "SyncEngine", "DeferredEngine", "Completion", "Deferred", "KernelTraceback", "state", "use", "current", "waitall", "profiler",
+__all__ = ["share", "Engine", "SyncEngine", "DeferredEngine", "Completion", "Deferred", "KernelTraceback", "state", "use", "current", "waitall", "profiler",
            "register_at_fork", "QUIESCE_TIMEOUT"]
 
 UNBOUNDED = sys.maxsize
@@ -455,7 +456,7 @@ class _State:
     def set(self, engine: Engine) -> None:
         self.engine = engine
         # Bound methods are cached here so that the hot path does one attribute load.
-        self.push = engine.push if not self.watchers else self._watched_push
+        self.push = engine.push if not (self.watchers or SHARED) else self._watched_push
         self.wait_for = engine.wait_for
         self.wait_all = engine.wait_all
         _queues.set_on_issue(engine.issued if engine.waits_at_issue else None)
@@ -493,7 +494,7 @@ class _State:
         watchers = list(self.watchers)
         watchers.remove(hook)
         self.watchers = tuple(watchers)
-        if not watchers:
+        if not watchers and not SHARED:
             self.push = self.engine.push
         self.refresh_limit()
 
@@ -508,6 +509,41 @@ class _State:
                 _run_now(lambda: result)
             return
         engine.push(run, reads, writes, device, name, cost=cost, route=route)
+        if SHARED and _touches_shared(reads, writes):
+            for array in writes:  # done before the call returns (see share())
+                engine.wait_for(array)
+
+
+#: Arrays whose memory another library holds too (id of the base array -> a weak reference).
+SHARED: dict[int, Any] = {}
+
+
+def _touches_shared(reads: Sequence[Any], writes: Sequence[Any]) -> bool:
+    for array in (*reads, *writes):
+        base = array._base if array._base is not None else array
+        if id(base) in SHARED:
+            return True
+    return False
+
+
+def share(array: Any) -> None:
+    """Mark ``array``'s memory as held by another library too (a NumPy array that
+    ``nda.asarray`` wraps on cpu, ``np.asarray(x)`` of a cpu array, a DLPack exchange).
+
+    Such memory can change, or be read, behind the engine's back: NumPy writes into the
+    caller's buffer after ``y = x + 1`` must not reach ``y``, and ``h = np.asarray(x);
+    x += 1`` must show in ``h`` at once. So every op that reads or writes a shared array
+    runs to completion before its call returns, as under the naive engine (an op's error
+    raises at its call then). Other arrays keep the engine's overlap; nothing changes on the
+    hot path of tiny ops, which run inline anyway. The mark lasts as long as the array (its
+    base, for views).
+    """
+    base = array._base if array._base is not None else array
+    key = id(base)
+    if key in SHARED:
+        return
+    SHARED[key] = weakref.ref(base, lambda _ref, key=key: SHARED.pop(key, None))
+    state.push = state._watched_push
 
 
 state = _State()

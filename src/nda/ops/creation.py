@@ -88,9 +88,9 @@ def asarray(obj: Any, /, *, dtype: DType | None = None, device: Device | str | N
         copy = None
     if copy is False and dev.type != "cpu":
         raise ValueError(f"asarray(copy=False): moving data to {dev} needs a copy")
-    if copy and host is obj:
-        # The copy is a snapshot at the call: the engine may run the kernel later, after the
-        # caller has written to its NumPy array again.
+    if (copy or dev.type != "cpu") and (host is obj or not host.flags.owndata):
+        # The caller's memory is read at the call, as NumPy does: the engine may run the kernel
+        # (or a device queue its upload) later, after the caller has written to its array again.
         host = np.array(host, copy=True)
         copy = None
     return Plan(dev, target, target, tuple(host.shape), (host,), {"device": dev, "copy": copy})

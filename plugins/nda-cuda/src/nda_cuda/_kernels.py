@@ -518,7 +518,7 @@ def _build(xp: ModuleType, namespace: Any, catalog: dict[str, Any] | None) -> tu
                     kernel = WRAPPERS[name](xp, kernel)
                 if name in FLUSHED_COMPLEX64:
                     kernel = fix.flushed_complex64(xp, kernel)
-                if kernel.__qualname__.endswith("_small"):  # the reductions' small-size path (_reductions)
+                if getattr(kernel, "__qualname__", "").endswith("_small"):  # the reductions' small-size path (_reductions)
                     where = f"{where} {kernel.__qualname__}"
                 kernels.append(KernelSpec(name, kernel, where))
                 break

@@ -1,0 +1,107 @@
+"""Memory that NumPy holds too: a write or a read through it happens where the program says.
+
+A NumPy buffer handed to nda (``nda.asarray(buf)``, ``x + buf``, ``np.add(x, buf)``) is read
+at the call, as NumPy reads it, even when the engine runs the op later: the usual
+"refill one batch buffer" loop gives each batch's values. On cpu ``nda.asarray(buf)`` and
+``np.asarray(x)`` share memory, so ops on such arrays complete before their call returns
+(``nda.engine.share``): ``h = np.asarray(x); x += 1`` shows in ``h`` at once, and a later
+NumPy write never reaches an op issued before it. Sizes cover inline ops, ops the threaded
+engine holds (2**20 elements and more) and ops queued behind pending work; devices cpu and
+sim; the suite runs on both engines (``.ci/run``). Found by a user-style probe: before, the
+results were the last batch's values, silently.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import nda
+
+DEVICES = ["cpu", "sim"]
+SIZES = [10, (1 << 20) + 3]
+
+
+def _host(x: nda.NDArray) -> np.ndarray:
+    return x.asnumpy()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("form", ["asarray", "operator", "ufunc", "reflected"])
+def test_a_refilled_numpy_buffer_gives_each_call_its_own_values(device, size, form):
+    if device == "sim":
+        pytest.importorskip("nda_sim")
+    base = nda.zeros(size, device=device)
+    buf = np.empty(size)
+    outs = []
+    for i in range(4):
+        buf[:] = i
+        if form == "asarray":
+            outs.append(nda.asarray(buf, device=device))
+        elif form == "operator":
+            outs.append(base + buf)
+        elif form == "ufunc":
+            outs.append(np.add(base, buf))
+        else:
+            outs.append(buf * (base + 1.0))
+    buf[:] = -1.0
+    # On cpu nda.asarray(buf) is buf's memory, as np.asarray(buf) is: every one shows the last write.
+    expected = [-1.0] * 4 if (form, device) == ("asarray", "cpu") else [0.0, 1.0, 2.0, 3.0]
+    assert [float(o[0]) for o in outs] == expected
+    assert [float(o[-1]) for o in outs] == expected
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_a_numpy_view_of_a_cpu_array_sees_later_in_place_ops_at_once(size):
+    x = nda.zeros(size)
+    h = np.asarray(x)
+    x += 1.0
+    assert h[0] == 1.0 and h[-1] == 1.0
+    x[: size // 2] = 5.0
+    assert h[0] == 5.0 and h[-1] == 1.0
+    nda.full(size, 7.0).copyto(x)
+    assert h[0] == 7.0 and h[-1] == 7.0
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_an_op_on_a_wrapped_buffer_reads_it_before_a_later_numpy_write(size):
+    buf = np.full(size, 2.0)
+    x = nda.asarray(buf)  # shares buf's memory (cpu)
+    y = nda.exp(x)
+    z = x * 3.0
+    buf[:] = 0.0
+    np.testing.assert_allclose(_host(y), np.exp(2.0))
+    np.testing.assert_allclose(_host(z), 6.0)
+    assert float(x[0]) == 0.0  # the write is the array's (shared memory)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_small_op_behind_pending_work_reads_the_buffer_at_the_call(device):
+    if device == "sim":
+        pytest.importorskip("nda_sim")
+    pending = nda.zeros((1 << 21) + 1, device=device) + 100.0  # large: a task or a held op
+    b = np.full(10, 4.0)
+    r = nda.asarray(b, device=device) + pending[:10] * 0.0
+    b[:] = 7.0
+    assert float(r[0]) == 4.0
+
+
+@settings(max_examples=25, deadline=None)
+@given(values=st.lists(st.floats(-1e6, 1e6), min_size=2, max_size=4), device=st.sampled_from(DEVICES),
+       big=st.booleans())
+def test_each_call_sees_the_values_the_buffer_had_at_it(values, device, big):
+    """Property: call the same op several times with other values in one buffer; compare with NumPy."""
+    size = (1 << 20) + 1 if big else 7
+    buf = np.empty(size)
+    x = nda.ones(size, device=device)
+    got = []
+    for v in values:
+        buf[:] = v
+        got.append(np.multiply(x, buf) - buf * 0.5)
+    buf[:] = np.nan
+    for v, g in zip(values, got):
+        expected = np.float64(v) - np.float64(v) * 0.5
+        assert float(g[0]) == expected and float(g[-1]) == expected
