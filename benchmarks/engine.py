@@ -49,7 +49,8 @@ def chain_nda(a: nda.NDArray) -> nda.NDArray:
 def concurrency(rounds: int) -> dict[str, float]:
     host_a = np.random.default_rng(0).random(N)
     host_b = np.random.default_rng(1).random(N)
-    a, b = nda.asarray(host_a), nda.asarray(host_b)
+    # copies: arrays sharing NumPy's memory run their ops to completion at the call (nda.engine.share)
+    a, b = nda.asarray(host_a, copy=True), nda.asarray(host_b, copy=True)
     pool = ThreadPoolExecutor(2)
     times: dict[str, list[float]] = {"numpy sequential": [], "numpy 2-thread pool": [], "nda": []}
     for _ in range(rounds):

@@ -68,7 +68,7 @@ def test_an_op_read_right_away_never_reaches_a_worker(counted):
 
 def test_an_independent_op_sends_the_held_one_to_a_worker(counted):
     engine, executor = counted
-    a, b = nda.asarray(np.full(N, 0.5)), nda.asarray(np.full(N, 2.0))
+    a, b = nda.full(N, 0.5), nda.full(N, 2.0)  # nda's own memory (NumPy's would be shared: ops on it complete at once)
     nda.waitall()
     before = executor.submitted
     ya = nda.sin(a)  # held
@@ -83,7 +83,7 @@ def test_an_independent_op_sends_the_held_one_to_a_worker(counted):
 
 def test_a_held_op_is_ordered_before_later_ops_from_other_threads(counted):
     """Another thread's op that reads the held op's output waits for it (it became a task first)."""
-    x = nda.asarray(np.arange(N, dtype=np.float64))
+    x = nda.arange(N, dtype=nda.float64)
     x.wait_to_read()
     y = x * 3.0  # held
     results = {}
@@ -140,7 +140,7 @@ def test_two_independent_chains_still_run_at_the_same_time(threaded):
     """The overlap the engine exists for: chain A's first op is held only until chain B's first
     op is issued, then both chains run on workers at once (their kernels' time intervals overlap)."""
     n = 2 * threaded.idle_limit
-    a, b = nda.asarray(np.full(n, 0.25)), nda.asarray(np.full(n, 0.75))
+    a, b = nda.full(n, 0.25), nda.full(n, 0.75)
     nda.waitall()
     nda.profiler.start()
     ra, rb = a, b
