@@ -214,3 +214,13 @@ def test_reduction_methods_take_the_axis_positionally_as_numpys(name):
         getattr(x, name)(0, 1)
     with pytest.raises(TypeError, match="both as a positional argument and as a keyword"):
         getattr(x, name)(0, axis=1)
+
+
+def test_std_and_var_methods_take_numpys_ddof_as_the_array_apis_correction():
+    host = np.arange(1.0, 7.0).reshape(2, 3)
+    x = nda.asarray(host)
+    for ddof in (0, 1):
+        np.testing.assert_allclose(x.std(ddof=ddof).asnumpy(), host.std(ddof=ddof))
+        np.testing.assert_allclose(x.var(0, ddof=ddof).asnumpy(), host.var(0, ddof=ddof))
+    with pytest.raises(TypeError, match="both ddof and correction"):
+        x.std(ddof=1, correction=1)

@@ -449,3 +449,22 @@ def test_unravel_index_and_ravel_multi_index_run_on_the_device_as_numpy(device, 
         np.unravel_index(nda.asarray([size], device=device), shape)
     with pytest.raises(ValueError, match="invalid entry"):
         np.ravel_multi_index([nda.asarray([d], device=device) for d in shape], shape)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_numpy_array_assigned_into_a_selection_joins_the_device(device):
+    """``x[i] = numpy_array`` as ``x + numpy_array`` (a user probe: it was a TypeError); the buffer
+    is read at the assignment, so refilling it changes nothing written before."""
+    x = nda.zeros((3, 4), device=device)
+    expected = np.zeros((3, 4))
+    row = np.empty(4)
+    for i in range(3):
+        row[:] = np.arange(4) + 10 * i
+        x[i] = row
+        expected[i] = row
+    row[:] = -1
+    x[0, 1:3] = np.array([7.0, 8.0])
+    expected[0, 1:3] = [7.0, 8.0]
+    np.testing.assert_array_equal(x.asnumpy(), expected)
+    with pytest.raises(TypeError, match="no nda equivalent"):
+        x[0] = np.array(["a"] * 4)

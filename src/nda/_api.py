@@ -287,6 +287,7 @@ __all__ = sorted(set(_generated) | {"asarray", "astype", "linspace", "to_device"
 del ops
 
 # NDArray's methods that are not op methods reach these functions through nda._array.up.
+up.asarray = asarray
 up.permute_dims = _generated["permute_dims"]
 up.to_device = to_device
 up.to_layout = _to_layout

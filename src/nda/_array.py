@@ -60,7 +60,7 @@ class _Up:
     """
 
     __slots__ = (
-        "namespace", "permute_dims", "to_device", "to_layout", "astype", "copy", "copyto",
+        "namespace", "asarray", "permute_dims", "to_device", "to_layout", "astype", "copy", "copyto",
         "from_pickle", "sparse_reduce", "array_ufunc", "array_function", "attach_grad", "grad", "detach", "backward",
     )
 

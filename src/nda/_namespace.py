@@ -15,14 +15,15 @@ Layer: arrays and front end, namespace builder (README, "Architecture").
 
 from __future__ import annotations
 
-import inspect
-
 import functools
+import inspect
 import operator
 from typing import Any, Callable
 
+import numpy as np
+
 from . import _elementwise, _execute, _planned
-from ._array import NDArray
+from ._array import NDArray, up
 from .ops._spec import CATALOG, Method, OpDecl
 
 __all__ = ["build_namespace", "make_function", "operator_roles"]
@@ -104,6 +105,8 @@ def _operator(fn: Callable[..., Any], decl: OpDecl, name: str) -> Callable[..., 
         return _planned.make_getitem(fn)
     if name == "__setitem__":
         def setitem(self: NDArray, key: Any, value: Any) -> None:
+            if isinstance(value, np.ndarray):  # NumPy's values join x's device, as in x + numpy_array
+                value = up.asarray(value, device=self._meta.device)
             fn(self, key, value)
 
         return functools.wraps(fn)(setitem)
@@ -129,7 +132,13 @@ def _method(fn: Callable[..., Any], decl: OpDecl, spec: Method) -> Callable[...,
     axis = decl.signature.parameters.get("axis")
     if varargs is None and not fixed and axis is not None and axis.kind is inspect.Parameter.KEYWORD_ONLY:
         # NumPy's reduction methods take the axis positionally too: x.sum(0), x.mean(1), x.argmax(-1)
+        takes_correction = "correction" in decl.signature.parameters
+
         def method(self: NDArray, *args: Any, **kwargs: Any) -> Any:
+            if takes_correction and "ddof" in kwargs:  # x.std(ddof=1): NumPy's name of the Array API's correction
+                if "correction" in kwargs:
+                    raise TypeError(f"{name}() got both ddof and correction; pass one (correction is the Array API's name)")
+                kwargs["correction"] = kwargs.pop("ddof")
             if args:
                 if len(args) > 1:
                     raise TypeError(f"{name}() takes at most 1 positional argument (axis), got {len(args)}; pass the others by keyword")

@@ -182,6 +182,8 @@ def _method_lines() -> list[str]:
                     ps = [ps[0], axis.replace(kind=axis.POSITIONAL_OR_KEYWORD)] + [p for j, p in enumerate(ps[1:], 1) if j != i]
                     signature = signature.replace(parameters=ps)
                 params = _params(signature, drop_first=True)
+                if "correction" in signature.parameters:  # x.std(ddof=1): NumPy's name, taken by the methods
+                    params += ", ddof: int | float = ..."
                 lines.append(f"    def {attr}(self{', ' + params if params else ''}) -> {_returns(decl)}: ...")
     return lines
 
