@@ -466,5 +466,18 @@ def test_a_numpy_array_assigned_into_a_selection_joins_the_device(device):
     x[0, 1:3] = np.array([7.0, 8.0])
     expected[0, 1:3] = [7.0, 8.0]
     np.testing.assert_array_equal(x.asnumpy(), expected)
-    with pytest.raises(TypeError, match="no nda equivalent"):
+    with pytest.raises(TypeError, match=r"x\[\.\.\.\] = value: .*no nda equivalent"):
         x[0] = np.array(["a"] * 4)
+
+
+def test_unravel_and_ravel_refuse_what_numpy_refuses():
+    with pytest.raises(ValueError, match="0d arrays"):
+        np.unravel_index(nda.asarray([0]), ())
+    with pytest.raises(ValueError, match="zero entries"):
+        np.ravel_multi_index((nda.asarray([1]), nda.asarray([1])), (0, 3), mode="clip")
+    with pytest.raises(ValueError, match="invalid dims"):
+        np.ravel_multi_index((nda.asarray([1]), nda.asarray([1])), (2**40, 2**40))
+    with pytest.raises(ValueError, match="non-negative"):
+        np.ravel_multi_index((nda.asarray([1]), nda.asarray([1])), (-2, 3))
+    got = np.unravel_index(nda.asarray([5, 7]), np.array([3, 4]))  # a shape given as a NumPy array
+    assert [g.tolist() for g in got] == [[1, 1], [1, 3]]

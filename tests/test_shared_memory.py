@@ -105,3 +105,41 @@ def test_each_call_sees_the_values_the_buffer_had_at_it(values, device, big):
     for v, g in zip(values, got):
         expected = np.float64(v) - np.float64(v) * 0.5
         assert float(g[0]) == expected and float(g[-1]) == expected
+
+
+class _Holder:
+    """An ``__array__`` object whose array owns its data and stays the caller's (pandas, xarray do this)."""
+
+    def __init__(self, n: int) -> None:
+        self.a = np.zeros(n)
+
+    def __array__(self, dtype=None, copy=None):
+        return self.a
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("size", SIZES)
+def test_an_array_protocol_object_is_read_at_the_call_when_copied(device, size):
+    """Review finding: the snapshot missed objects whose ``__array__`` returns an array owning live data."""
+    if device == "sim":
+        pytest.importorskip("nda_sim")
+    holder = _Holder(size)
+    x = nda.asarray(holder, copy=True, device=device)
+    holder.a[:] = 7.0
+    assert float(x[0]) == 0.0 and float(x[-1]) == 0.0
+
+
+def test_objects_exposing_memory_are_accepted_and_shared_on_cpu():
+    """Review finding: ``asarray`` of a pandas Series or a bytearray crashed (a shadowed ``any``)."""
+    import array
+
+    pd = pytest.importorskip("pandas")
+    series = pd.Series(np.arange(4.0))
+    np.testing.assert_array_equal(nda.asarray(series).asnumpy(), np.arange(4.0))
+    buf = bytearray(b"\x01\x02\x03")
+    x = nda.asarray(buf)
+    y = x + 1  # completes at the call: x shares buf's memory
+    buf[0] = 9
+    assert y.tolist() == [2, 3, 4]
+    values = array.array("d", [1.0, 2.0])
+    assert (nda.asarray(values) * 2.0).tolist() == [2.0, 4.0]

@@ -10,6 +10,7 @@ Layer: arrays and front end, public API (README, "Architecture").
 
 from __future__ import annotations
 
+import builtins
 from typing import Any
 
 import numpy as np
@@ -78,7 +79,13 @@ def _may_share(obj: Any, out: NDArray) -> bool:
         return obj.dtype == out._meta.dtype.numpy and obj.size > 0
     if isinstance(obj, (list, tuple, int, float, complex, bool, np.generic)):
         return False
-    return isinstance(obj, memoryview) or any(hasattr(obj, a) for a in ("__array_interface__", "__dlpack__", "__array__"))
+    if builtins.any(hasattr(obj, a) for a in ("__array_interface__", "__dlpack__", "__array__")):
+        return True
+    try:
+        memoryview(obj)  # the buffer protocol: bytearray, array.array, mmap
+    except TypeError:
+        return False
+    return True
 
 
 def astype(x: NDArray, dtype: Any, /, *, copy: bool = True, device: Any = None) -> NDArray:

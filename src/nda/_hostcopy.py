@@ -53,8 +53,8 @@ def array(x: Any, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
             raise ValueError(f"np.asarray(x, copy=False): converting {x._meta.dtype.name} to {np.dtype(dtype)} needs a copy")
     if device.type == "cpu":
         if not copy:
-            x.wait_to_write()  # NumPy may write into it: after the queued readers too
-            engine.share(x)  # and later ops on x complete before they return (nda.engine.share)
+            engine.share(x)  # later ops on x complete before they return (nda.engine.share); first,
+            x.wait_to_write()  # so that none issued meanwhile is left behind; NumPy may write: after the readers too
         host = x._host()  # a host read (counted, and announced to the thread's interceptors)
         if copy:
             host = host.copy()
@@ -97,8 +97,8 @@ def dlpack(x: Any, *, stream: Any = None, max_version: Any = None, dl_device: An
             "ask for a host copy: numpy.from_dlpack(x, device='cpu'), or dl_device=(1, 0)"
         )
     if device.type == "cpu" and not copy:
-        x.wait_to_write()  # the consumer may write into the shared memory
         engine.share(x)
+        x.wait_to_write()  # the consumer may write into the shared memory
     else:
         x.wait_to_read()
     return backend.dlpack(x._buf, stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)

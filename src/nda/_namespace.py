@@ -106,7 +106,10 @@ def _operator(fn: Callable[..., Any], decl: OpDecl, name: str) -> Callable[..., 
     if name == "__setitem__":
         def setitem(self: NDArray, key: Any, value: Any) -> None:
             if isinstance(value, np.ndarray):  # NumPy's values join x's device, as in x + numpy_array
-                value = up.asarray(value, device=self._meta.device)
+                try:
+                    value = up.asarray(value, device=self._meta.device)
+                except TypeError as err:
+                    raise TypeError(f"x[...] = value: {err}") from None
             fn(self, key, value)
 
         return functools.wraps(fn)(setitem)

@@ -148,6 +148,22 @@ def _nonzero(c: _Call, a: Any) -> Any:
     return _api.nonzero(c.array(a))
 
 
+def _dims(c: _Call, shape: Any) -> tuple[int, ...]:
+    """NumPy's ``shape``/``dims`` argument of unravel_index and ravel_multi_index, checked as NumPy does."""
+    if isinstance(shape, NDArray):
+        shape = shape.tolist()
+    seq = shape.tolist() if isinstance(shape, np.ndarray) else shape
+    dims = tuple(int(d) for d in (seq if isinstance(seq, (tuple, list)) else (seq,)))
+    total = 1
+    for d in dims:
+        if d < 0:
+            raise ValueError(f"{c.name}: dimensions must be non-negative, got {dims}")
+        total *= d
+    if total > np.iinfo(np.int64).max:
+        raise ValueError(f"{c.name}: invalid dims: array size defined by dims is larger than the maximum possible size")
+    return dims
+
+
 @_register(np.unravel_index)
 def _unravel_index(c: _Call, indices: Any, shape: Any, order: str = "C") -> Any:
     """Coordinates of flat indices, computed on the device with ``//`` and ``%`` (Dask's
@@ -157,12 +173,12 @@ def _unravel_index(c: _Call, indices: Any, shape: Any, order: str = "C") -> Any:
     idx = c.array(indices)
     if idx.dtype.numpy.kind not in "iu":
         raise TypeError(f"{c.name}: only integer indices are permitted, got {idx.dtype.name}")
-    dims = tuple(int(d) for d in (shape if isinstance(shape, (tuple, list)) else (shape,)))
+    dims = _dims(c, shape)
     size = 1
     for d in dims:
-        if d < 0:
-            raise ValueError(f"{c.name}: dimensions must be non-negative, got {dims}")
         size *= d
+    if not dims and idx.ndim:
+        raise ValueError(f"{c.name}: multiple indices are not supported for 0d arrays")
     if idx.size and not (0 <= int(_api.min(idx)) and int(_api.max(idx)) < size):  # host reads, as NumPy's check
         raise ValueError(f"{c.name}: an index is out of bounds for an array of size {size}")
     rest = _api.astype(idx, _dtypes.int64)
@@ -179,7 +195,9 @@ def _ravel_multi_index(c: _Call, multi_index: Any, dims: Any, mode: Any = "raise
     NumPy's ``mode`` ('raise', 'wrap', 'clip', or one per dimension)."""
     if order not in ("C", "F"):
         raise ValueError(f"{c.name}: order must be 'C' or 'F', got {order!r}")
-    dims = tuple(int(d) for d in (dims if isinstance(dims, (tuple, list)) else (dims,)))
+    dims = _dims(c, dims)
+    if 0 in dims:
+        raise ValueError(f"{c.name}: cannot unravel if shape has zero entries (is empty)")
     coords = [c.array(m) for m in multi_index]
     if len(coords) != len(dims):
         raise ValueError(f"{c.name}: parameter multi_index must be a sequence of length {len(dims)}")

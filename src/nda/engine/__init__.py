@@ -456,7 +456,9 @@ class _State:
     def set(self, engine: Engine) -> None:
         self.engine = engine
         # Bound methods are cached here so that the hot path does one attribute load.
-        self.push = engine.push if not (self.watchers or SHARED) else self._watched_push
+        self.push = engine.push
+        if self.watchers or SHARED:  # stored, then checked: a share() or watch() meanwhile wins
+            self.push = self._watched_push
         self.wait_for = engine.wait_for
         self.wait_all = engine.wait_all
         _queues.set_on_issue(engine.issued if engine.waits_at_issue else None)
@@ -470,8 +472,10 @@ class _State:
         else:
             limit = engine.current_limit()
             self.limit = limit
-            if limit and (profiler.active or self.watchers):
-                self.limit = 0  # a watcher or the profiler arrived meanwhile: stored, then checked again
+            if limit and (profiler.active or self.watchers or not engine.current_limit()):
+                # a watcher, the profiler or a held op (another thread's) arrived meanwhile: stored,
+                # then checked again, so that 0 wins whichever thread stores last
+                self.limit = 0
 
 
     def inline_limit(self) -> int:
@@ -494,8 +498,10 @@ class _State:
         watchers = list(self.watchers)
         watchers.remove(hook)
         self.watchers = tuple(watchers)
-        if not watchers and not SHARED:
+        if not watchers:
             self.push = self.engine.push
+            if self.watchers or SHARED:  # stored, then checked again (a share() or watch() meanwhile)
+                self.push = self._watched_push
         self.refresh_limit()
 
     def _watched_push(self, run: Callable[[], Any], reads: Sequence[Any], writes: Sequence[Any], device: Any, name: str, cost: int = 0,

@@ -85,12 +85,14 @@ def asarray(obj: Any, /, *, dtype: DType | None = None, device: Device | str | N
         if copy is False:
             raise ValueError(f"asarray(copy=False): converting {source.name} to {target.name} needs a copy")
         host = cast_host(host, target, "asarray")
+        from_python = True  # a fresh array: nobody else holds it
         copy = None
     if copy is False and dev.type != "cpu":
         raise ValueError(f"asarray(copy=False): moving data to {dev} needs a copy")
-    if (copy or dev.type != "cpu") and (host is obj or not host.flags.owndata):
+    if (copy or dev.type != "cpu") and not from_python:
         # The caller's memory is read at the call, as NumPy does: the engine may run the kernel
-        # (or a device queue its upload) later, after the caller has written to its array again.
+        # (or a device queue its upload) later, after the caller has written to its data again
+        # (a NumPy array, or what __array__, a buffer or DLPack gave, which may own live data).
         host = np.array(host, copy=True)
         copy = None
     return Plan(dev, target, target, tuple(host.shape), (host,), {"device": dev, "copy": copy})
