@@ -335,11 +335,15 @@ def make_inplace(decl: OpDecl, attr: str) -> Callable[..., Any]:
         target = self
 
         def run() -> None:
-            value = kernel(target._buf, other._buf if other.__class__ is NDArray else other)
+            operand = other._buf if other.__class__ is NDArray else other
             outer = _writing.base
             _writing.base = _execute.base_of(target)._buf  # see nda._execute.execute_mutation
             try:
-                store(target._buf, value)
+                if direct:  # into the target's memory, as inline: no temporary (a large one costs its page faults)
+                    buf = target._buf
+                    kernel(buf, operand, buf)
+                else:
+                    store(target._buf, kernel(target._buf, operand))
             finally:
                 _writing.base = outer
 
