@@ -488,3 +488,49 @@ def test_generated_kernels_on_the_gpu_match_numpy():
     before = gen.launches.get("add", 0)
     np.testing.assert_array_equal((x + x).asnumpy(), 2 * np.arange(10, dtype=np.float32))
     assert gen.launches.get("add", 0) == before + 1
+
+
+def test_the_compiled_image_is_taken_from_cupys_pair_and_cached(tmp_path, monkeypatch):
+    """CuPy's ``compile_using_nvrtc`` returns ``(image, name mapping)``, not the image: on the H200
+    every generated kernel failed to load (``a bytes-like object is required, not 'tuple'``)
+    while the mirror, which never compiles, stayed green. The real function's signature, faked body."""
+    compiler = pytest.importorskip("cupy.cuda.compiler")
+    calls = []
+
+    def compile_using_nvrtc(source, options=(), arch=None, filename="kern.cu", name_expressions=None, log_stream=None,
+                            cache_in_memory=False, jitify=None, method=None):
+        calls.append((source, tuple(options), arch))
+        return b"IMAGE:" + source.encode(), {}  # what CuPy 14.2 returns
+
+    monkeypatch.setattr(compiler, "compile_using_nvrtc", compile_using_nvrtc)
+    monkeypatch.setenv("CUPY_CACHE_DIR", str(tmp_path))
+
+    class _Device:
+        compute_capability = "90"
+
+        def __init__(self, index):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    class FakeCupy:
+        __version__ = "14.2.0"
+
+        class cuda:
+            Device = _Device
+
+            class nvrtc:
+                @staticmethod
+                def getVersion():
+                    return (13, 0)
+
+    nvrtc = NvrtcCompiler(FakeCupy(), ftz=False)
+    first = nvrtc._binary("extern \"C\" __global__ void k() {}", 0)
+    assert first == b"IMAGE:extern \"C\" __global__ void k() {}"
+    assert calls == [("extern \"C\" __global__ void k() {}", ("--fmad=false", "-ftz=false"), "90")]
+    again = nvrtc._binary("extern \"C\" __global__ void k() {}", 0)
+    assert again == first and len(calls) == 1  # the disk cache holds the image itself
