@@ -74,12 +74,12 @@ from __future__ import annotations
 import collections
 import os
 import queue
-import sys
 import threading
 import time
 from typing import Any, Callable, Sequence
 
 from . import Completion, Engine, _queues, deliver, device_completion, drain_queues, profiler, wait_queued
+from ._entries import user_site
 from ._graph import QUEUED, RUNNING, Graph, Task
 from ._held import Held, HoldingEngine
 from ._lifecycle import FORKED as _FORKED
@@ -87,7 +87,6 @@ from ._lifecycle import NOTICE_AFTER, notice
 
 __all__ = ["ThreadedEngine", "WorkerPool", "MAX_PENDING", "MAX_PENDING_ELEMENTS"]
 
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _WAIT_SLICE = 0.05  # seconds; waits wake this often so that Ctrl-C gets through
 #: Host tasks pending before the issuing thread waits (``NDA_MAX_PENDING``).
 MAX_PENDING = int(os.environ.get("NDA_MAX_PENDING", "256"))
@@ -100,23 +99,6 @@ MAX_PENDING_ELEMENTS = int(os.environ.get("NDA_MAX_PENDING_ELEMENTS", str(1 << 2
 INLINE_MAX = 1 << 20
 
 
-_internal_codes: dict[Any, bool] = {}  # code object -> defined inside nda
-
-
-def _user_site() -> tuple[Any, int] | str:
-    """Where the user issued the op: ``(code, line)`` of the first frame outside nda (formatted
-    as ``file:line`` by :func:`_where` only when an error needs it)."""
-    frame = sys._getframe(2)
-    known = _internal_codes
-    while frame is not None:
-        code = frame.f_code
-        internal = known.get(code)
-        if internal is None:
-            internal = known[code] = code.co_filename.startswith(_PACKAGE_DIR)
-        if not internal:
-            return (code, frame.f_lineno)
-        frame = frame.f_back
-    return "<unknown>"
 
 
 def _where(site: Any) -> str:
@@ -218,7 +200,7 @@ class ThreadedEngine(HoldingEngine, Engine):
             self._before_push(reads, writes)  # the held op becomes a task first (see ._held)
         if device.type in _queues._backends and self._issue_now(run, reads, writes, device, name, cost, route):
             return
-        site = _user_site()
+        site = user_site() or "<unknown>"  # the user's (code, line), or the running task's
         if cost >= self.idle_limit and not self._graph.pending and self._try_hold(run, reads, writes, device, name, cost, route, site):
             return
         task = Task(run, _bases(reads), _bases(writes), device, name, cost, site)
@@ -269,7 +251,7 @@ class ThreadedEngine(HoldingEngine, Engine):
         except (KeyboardInterrupt, SystemExit):
             raise
         except BaseException as err:  # noqa: BLE001 - an error at enqueue (no memory): poison, raise at the sync point
-            task = Task(run, _bases(reads), _bases(writes), device, name, cost, _user_site())
+            task = Task(run, _bases(reads), _bases(writes), device, name, cost, user_site() or "<unknown>")
             task.inputs, task.outputs = reads, writes
             with self._lock:
                 self._graph.add(task)
