@@ -42,10 +42,14 @@ Each quirk reproduces a fact measured on a GPU (``../shared/gpu/h100-2026-11-22`
   ``eps * sigma_max`` size where LAPACK gives about ``1e-17`` or 0 (the H200: ``svdvals`` of
   ``[[1, 1], [1, 1]]`` in float32 is ``[2, 1.35e-08]``); ``linalg.pinv`` is off by about
   ``eps * sigma_max * |pinv|^2``, a stack of matrices (batched Jacobi SVD) by ``eps * |x|``;
+  a float32/complex64 matrix whose largest magnitude is a subnormal gets infinite singular
+  values and a NaN ``pinv`` (the H200; cuSOLVER scales by that magnitude, flushed);
 * ``arange`` converts ``start``/``step`` to the dtype first; ``linspace`` takes ``float()``
   of scalar bounds; ``isin`` needs an array ``x2``; ``linalg.eigvals`` of an empty matrix has
   the input's real dtype;
-* ``x[key] = -0.0`` (a Python scalar) assigns through ``fill``: the memset writes ``+0``.
+* ``x[key] = -0.0`` (a Python scalar) assigns through ``fill``: the memset writes ``+0``;
+* ``sort``/``argsort`` of a 1-d float array order NaNs by their bits (thrust's radix sort): a
+  NaN with its sign bit set comes first (the H200: ``argsort([0.0, nan])`` is ``[1, 0]``).
 """
 
 from __future__ import annotations
@@ -351,6 +355,35 @@ def _arg_extreme(fn: Callable[..., Any]) -> Callable[..., Any]:
     return arg
 
 
+def _radix_order(a: np.ndarray, axis: int = -1) -> np.ndarray:
+    """CuPy's ``argsort`` order: a 1-d float array goes to thrust's radix sort (``thrust::less``),
+    which orders NaNs by their bits, so a NaN with its sign bit set comes before ``-inf``
+    (``cupy_thrust.cu``: "radix sort, which happens to sort NaNs to the back", true only of
+    positive NaNs; CUB: "no special handling is implemented for NaN values"). Other arrays
+    use thrust's comparison sort with NumPy's order (NaNs last)."""
+    order = np.argsort(a, axis=axis, kind="stable")
+    if a.ndim != 1 or a.dtype.kind != "f":
+        return order
+    negative_nan = np.isnan(a) & np.signbit(a)
+    if not negative_nan.any():
+        return order
+    return np.concatenate([np.flatnonzero(negative_nan), order[~negative_nan[order]]])
+
+
+def _argsort(a: np.ndarray, axis: int = -1, kind: Any = None, **kwargs: Any) -> np.ndarray:
+    a = np.asarray(a)
+    if axis is None:
+        a, axis = a.reshape(-1), -1
+    return _radix_order(a, axis)
+
+
+def _sort(a: np.ndarray, axis: int = -1, kind: Any = None, **kwargs: Any) -> np.ndarray:
+    a = np.asarray(a)
+    if axis is None:
+        a, axis = a.reshape(-1), -1
+    return np.take_along_axis(a, _radix_order(a, axis), axis=axis)
+
+
 def _arange(start: Any, stop: Any = None, step: Any = 1, dtype: Any = None, **kwargs: Any) -> np.ndarray:
     if dtype is not None:
         kind = np.dtype(dtype).type
@@ -447,6 +480,42 @@ def _pinv(a: np.ndarray, rcond: Any = None, **kwargs: Any) -> np.ndarray:
         size = np.linalg.norm(result, 2)
         result = (result - 0.4 * eps * sigma * size * size).astype(result.dtype)  # gesvd: off by ~eps * sigma_max * |pinv|^2
     return result
+
+
+def _subnormal_matrices(a: np.ndarray) -> np.ndarray | None:
+    """Per matrix of a float32/complex64 stack: whether its largest magnitude is a subnormal (None: none is)."""
+    if a.dtype not in (np.float32, np.complex64) or a.ndim < 2 or not a.size:
+        return None
+    parts = np.abs(a.view(np.float32))  # real and imaginary parts side by side
+    largest = parts.reshape(a.shape[:-2] + (-1,)).max(axis=-1)
+    found = (largest > 0) & (largest < np.finfo(np.float32).smallest_normal)
+    return found if found.any() else None
+
+
+def _scaled_by_norm(fn: Callable[..., Any], op: str) -> Callable[..., Any]:
+    """cuSOLVER's single-precision ``gesvd`` scales a matrix by its largest magnitude; one whose largest
+    magnitude is a subnormal (flushed: zero) comes out with infinite singular values and NaN vectors (the
+    H200: ``svdvals`` of float32 subnormals is ``inf``, ``pinv`` of them not the flushed result)."""
+
+    @functools.wraps(fn)
+    def kernel(a: Any, *args: Any, **kwargs: Any) -> Any:
+        bad = _subnormal_matrices(plain(a)) if a.__class__ is DeviceArray else None
+        result = fn(a, *args, **kwargs)
+        if bad is None:
+            return result
+        if op == "svd":
+            if result.__class__ is tuple:
+                u, s, vh = (plain(r).copy() for r in result)
+                u[bad], s[bad], vh[bad] = np.nan, np.inf, np.nan
+                return DeviceArray(u), DeviceArray(s), DeviceArray(vh)
+            s = plain(result).copy()
+            s[bad] = np.inf
+            return DeviceArray(s)
+        out = plain(result).copy()  # pinv: V S^-1 U^H of those
+        out[bad] = np.nan
+        return DeviceArray(out)
+
+    return kernel
 
 
 def _norm(x: np.ndarray, ord: Any = None, axis: Any = None, keepdims: bool = False) -> np.ndarray:
@@ -557,12 +626,15 @@ _QUIRKS: dict[str, Any] = {
     "arange": moving(_arange),
     "linspace": flushing(_linspace),
     "isin": flushing(_isin),
+    "argsort": moving(_argsort),
+    "sort": moving(_sort),
 }
 
 #: The array module: NumPy with CuPy 14.2's arrays, rules and quirks.
 cupy_model = _module("cupy_model", np, _QUIRKS)
 cupy_model.linalg = _module("cupy_model.linalg", np.linalg, {
-    "pinv": flushing(_pinv), "eigvals": flushing(_eigvals), "solve": flushing(_solve), "svd": flushing(_svd),
+    "pinv": _scaled_by_norm(flushing(_pinv), "pinv"), "eigvals": flushing(_eigvals), "solve": flushing(_solve),
+    "svd": _scaled_by_norm(flushing(_svd), "svd"),
     "norm": flushing(_norm), "LinAlgError": np.linalg.LinAlgError,
 })
 cupy_model.fft = _module("cupy_model.fft", np.fft, {})

@@ -197,6 +197,10 @@ EXAMPLES = {
     "complex csr subtract": lambda d: _csr(complex(math.inf, 0)) - _csr(complex(2, 0)),
     "linspace complex": lambda d: nda.linspace(0j, 1 + 2j, 3, dtype=nda.complex64, device=D),
     "isin float scalar": lambda d: nda.isin(nda.asarray(0.0, device=D), 0.0),
+    # The H200 (2026-11-26): a 1-d float sort is thrust's radix sort, which puts a NaN whose sign bit is set first.
+    "argsort -nan": lambda d: nda.argsort(nda.asarray(np.array([0.0, -np.nan, -np.inf, np.nan, 1.0]), device=D)),
+    "argsort -nan descending": lambda d: nda.argsort(nda.asarray(np.array([0.0, -np.nan, np.nan, 1.0], dtype=np.float32), device=D), descending=True),
+    "sort -nan": lambda d: nda.sort(nda.asarray(np.array([2.0, -np.nan, -np.inf], dtype=np.float32), device=D)),
 }
 
 
@@ -249,6 +253,25 @@ def check_example(name, device):
 @pytest.mark.parametrize("name", sorted(EXAMPLES))
 def test_h100_minimal_examples_give_the_cpus_results_on_the_mirror(mirror, name):
     check_example(name, "cudamirror")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "complex64"])
+@pytest.mark.parametrize("op", ["svdvals", "pinv", "matrix_norm 2", "matrix_norm -2", "matrix_norm nuc", "matrix_norm fro"])
+def test_svd_of_a_subnormal_single_precision_matrix_is_that_of_the_flushed_matrix(mirror, op, dtype):
+    """The H200: cuSOLVER's float32 SVD scales by the largest magnitude; a subnormal one gave ``inf`` singular
+    values (and a NaN pinv). The backend declares float32/complex64 flushing: the result is the flushed matrix's."""
+    name, _, order = op.partition(" ")
+    call = getattr(nda.linalg, name)
+    kwargs = {"ord": order if order in ("nuc", "fro") else int(order)} if order else {}
+    tiny = np.finfo(np.float32).smallest_subnormal
+    a = (np.array([[1.0, 0.0], [0.0, -2.0]]) * tiny).astype(dtype)
+    stack = np.stack([a, np.array([[1.0, 2.0], [3.0, 4.0]], dtype=dtype)])
+    for x in (a, stack):
+        got = call(nda.asarray(x, device=D), **kwargs).asnumpy()
+        flushed = np.where(np.abs(x) < np.finfo(np.float32).smallest_normal, 0, x).astype(dtype)
+        want = call(nda.asarray(flushed), **kwargs).asnumpy()
+        assert np.isfinite(got).all(), (op, got)
+        assert_allclose(got, want, rtol=1e-5, atol=1e-5, signed_zeros=False, err_msg=op)
 
 
 #: The H100's failing cells (ops), dtypes the other mirror test does not run.

@@ -47,9 +47,11 @@ def edge_values(dtype: DType | str) -> list[Any]:
     """The values of ``dtype`` that break kernels most often, as Python scalars.
 
     bool: both. Integers: 0, ±1, the extremes and their neighbours. Floats: ±0, ±1,
-    0.5, NaN, ±inf, ± the smallest subnormal, the smallest normal, ± the largest finite
-    value. Complex: combinations of ±0, 1, NaN and ±inf in both parts, plus a subnormal
-    and a huge real part.
+    0.5, NaN, a NaN with its sign bit set (x86 makes those: ``0 * inf``; a radix sort
+    puts them first), ±inf, ± the smallest subnormal, the smallest normal, ± the largest
+    finite value. Complex: combinations of ±0, 1, NaN and ±inf in both parts, plus a
+    subnormal, a huge real part and ``1e-6j`` (near 1 after ``1 +``: where ``log1p`` and
+    ``log`` lose or keep precision).
     """
     dt = as_dtype(dtype)
     npd = dt.numpy
@@ -62,12 +64,12 @@ def edge_values(dtype: DType | str) -> list[Any]:
     if dt.kind == "real floating":
         fi = np.finfo(npd)
         sub, normal, big = float(fi.smallest_subnormal), float(fi.smallest_normal), float(fi.max)
-        return [0.0, -0.0, 1.0, -1.0, 0.5, float("nan"), float("inf"), float("-inf"), sub, -sub, normal, big, -big]
+        return [0.0, -0.0, 1.0, -1.0, 0.5, float("nan"), -float("nan"), float("inf"), float("-inf"), sub, -sub, normal, big, -big]
     real = as_dtype("float32" if dt is nda.complex64 else "float64")
     parts = [0.0, -0.0, 1.0, float("nan"), float("inf"), float("-inf")]
     fi = np.finfo(real.numpy)
     values = [complex(r, i) for r in parts for i in parts]
-    values += [complex(float(fi.smallest_subnormal), 0.0), complex(float(fi.max), -1.0)]
+    values += [complex(float(fi.smallest_subnormal), 0.0), complex(float(fi.max), -1.0), complex(0.0, 1e-6)]
     return values
 
 

@@ -26,10 +26,21 @@ conformance kit on an H100 (2026-11-22) and an H200 (2026-11-26), CuPy 14.2.0:
 * ``argmax``/``argmin`` of floats: CuPy's reduction keeps either NaN when it compares two,
   without the smaller index (``argmin([0, nan, nan])`` is 2 on the H200); NumPy returns the
   first NaN. :func:`first_nan` computes the first NaN's index and takes it where there is one.
+* ``sort``/``argsort`` of a 1-d float array run thrust's radix sort (``thrust::less``), which
+  orders NaNs by their bits: a NaN with its sign bit set (x86 makes those: ``0 * inf``,
+  ``inf - inf`` on the host) sorts before ``-inf`` (the H200: ``argsort([0.0, nan])`` is
+  ``[1, 0]``). Arrays of more dimensions use a comparison sort that puts every NaN last.
+  :func:`nans_last` gives a 1-d float operand's NaNs the positive sign first (sorted values
+  are NaN either way; NumPy puts every NaN last, whatever its sign).
 * ``linalg.pinv`` of a stack of small matrices uses batched Jacobi SVD, whose results differ
   from LAPACK's by about ``eps * |x|`` even where LAPACK's are exact (``pinv([[[0, 1]]])``
   has ``-1.8e-16`` for ``0``): :func:`pinv` goes matrix by matrix (``gesvd``), with the
   standard's default tolerance. ``linalg.eigvals`` of an empty matrix has a real dtype.
+* cuSOLVER's single-precision SVD scales a matrix by its largest magnitude: a float32 or
+  complex64 matrix whose largest magnitude is a subnormal gets infinite singular values and a
+  NaN ``pinv`` (the H200), where the backend's declared rule (``flushes_subnormals``) gives
+  those of the flushed matrix. :func:`flushed_input` flushes the operand of ``svdvals``,
+  ``pinv`` and the spectral ``matrix_norm`` first.
 
 Still differing, by decision: singular values of rank-deficient matrices from cuSOLVER are
 ``eps * sigma_max`` noise where LAPACK's are ~0 (the kit compares ``svdvals``, ``pinv`` and
@@ -44,7 +55,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["WRAPPERS", "positive_strides", "solve", "cholesky", "vector_norm", "first_nan", "pinv", "eigvals"]
+__all__ = ["WRAPPERS", "positive_strides", "solve", "cholesky", "vector_norm", "first_nan", "nans_last", "flush", "flushed_input", "flushed_spectral_norm", "pinv", "eigvals"]
 
 Kernel = Callable[..., Any]
 
@@ -151,10 +162,60 @@ def first_nan(xp: Any, kernel: Kernel) -> Kernel:
     return arg
 
 
+def nans_last(xp: Any, kernel: Kernel) -> Kernel:
+    """``sort``/``argsort`` with every NaN last: a 1-d float operand's NaNs made positive first (see the module docstring)."""
+
+    def ordered(x: Any, *args: Any, **kwargs: Any) -> Any:
+        if x.ndim == 1 and x.dtype.kind == "f":
+            x = xp.where(xp.isnan(x), math.nan, x)
+        return kernel(x, *args, **kwargs)
+
+    ordered.__name__ = getattr(kernel, "__name__", "sort")
+    return ordered
+
+
+_TINY32 = float(np.finfo(np.float32).smallest_normal)
+
+
+def flush(xp: Any, x: Any) -> Any:
+    """``x`` with its float32/complex64 subnormals (parts) made zeros; other arrays as they are."""
+    if x.dtype == np.float32:
+        return xp.where(xp.abs(x) < _TINY32, 0.0, x)
+    if x.dtype == np.complex64:
+        out = xp.empty(x.shape, dtype=x.dtype)
+        out.real[...] = xp.where(xp.abs(x.real) < _TINY32, 0.0, x.real)
+        out.imag[...] = xp.where(xp.abs(x.imag) < _TINY32, 0.0, x.imag)
+        return out
+    return x
+
+
+def flushed_input(xp: Any, kernel: Kernel) -> Kernel:
+    """``kernel`` (an SVD-based op) on its operand with float32/complex64 subnormals flushed (see the module docstring)."""
+
+    def spectral(x: Any, *args: Any, **kwargs: Any) -> Any:
+        return kernel(flush(xp, x), *args, **kwargs)
+
+    spectral.__name__ = getattr(kernel, "__name__", "svd")
+    return spectral
+
+
+def flushed_spectral_norm(xp: Any, kernel: Kernel) -> Kernel:
+    """``matrix_norm``: :func:`flushed_input` for the orders computed from singular values (2, -2, ``'nuc'``)."""
+
+    def matrix_norm(x: Any, *args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("ord", "fro") in (2, -2, "nuc"):
+            x = flush(xp, x)
+        return kernel(x, *args, **kwargs)
+
+    return matrix_norm
+
+
 def pinv(xp: Any) -> Kernel:
-    """Stacks of matrices one matrix at a time (see the module docstring: batched Jacobi SVD)."""
+    """Stacks of matrices one matrix at a time (see the module docstring: batched Jacobi SVD);
+    float32/complex64 subnormals flushed first (cuSOLVER's scaling)."""
 
     def pinv(x: Any, rtol: Any = None) -> Any:
+        x = flush(xp, x)
         m, n = x.shape[-2:]
         if rtol is None:
             rtol = max(m, n) * float(np.finfo(x.dtype).eps)
@@ -192,4 +253,8 @@ WRAPPERS: dict[str, Callable[[Any, Kernel], Kernel]] = {
     "linalg.vector_norm": vector_norm,
     "argmax": first_nan,
     "argmin": first_nan,
+    "linalg.svdvals": flushed_input,
+    "linalg.matrix_norm": flushed_spectral_norm,
+    "sort": nans_last,
+    "argsort": nans_last,
 }

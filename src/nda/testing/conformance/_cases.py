@@ -48,9 +48,24 @@ DEVICE = _Device()
 
 
 def fmt(a: np.ndarray) -> str:
+    """``a`` as the nda call that makes it; a NaN whose sign bit is set is written ``-nan``."""
     if a.size == 0:
         return f"empty({a.shape}, dtype={a.dtype.name})"
-    return f"asarray({a.tolist()!r}, dtype={a.dtype.name})"
+    text = repr(a.tolist())
+    if a.dtype.kind == "f" and (np.isnan(a) & np.signbit(a)).any():
+        text = repr(_SignedNan.wrap(a.tolist()))
+    return f"asarray({text}, dtype={a.dtype.name})"
+
+
+class _SignedNan(float):
+    """A float whose repr says ``-nan`` for a NaN with its sign bit set (Python's says ``nan``)."""
+
+    def __repr__(self) -> str:
+        return "-nan" if self != self and np.signbit(self) else float.__repr__(self)
+
+    @classmethod
+    def wrap(cls, value: Any) -> Any:
+        return [cls.wrap(v) for v in value] if isinstance(value, list) else cls(value)
 
 
 class Arr:
@@ -325,7 +340,12 @@ def sweep(op: str, dtype: DType) -> list[Case]:
         # Every ordered pair of edge values as one row, reduced along the rows.
         repair = accumulation_repair(op)
         pairs = np.stack([np.repeat(edges, n), np.tile(edges, n)], axis=1)
-        return [Case(op, (Arr(repair(pairs) if repair else pairs),), {"axis": 1}, origin="edge sweep")]
+        found = [Case(op, (Arr(repair(pairs) if repair else pairs),), {"axis": 1}, origin="edge sweep")]
+        if op in ("sort", "argsort"):
+            # The edge values as one 1-d array too, both ways: a GPU sorts 1-d floats by radix (by
+            # their bits), rows of a matrix by comparison.
+            found += [Case(op, (Arr(edges),), {"descending": d}, origin="edge sweep") for d in (False, True)]
+        return found
     if op == "astype":
         return [Case(op, (Arr(cast_safe(edges, t)), t), signed_zeros=True, origin="edge sweep") for t in cast_targets(dtype)]
     if op == "where":
