@@ -148,6 +148,7 @@ class Generator:
         self._ptr = _pointer_of(xp)
         self._kernels: dict[tuple[Any, ...], Any] = {}
         self._fast: dict[tuple[Any, ...], Any] = {}
+        self._contiguous: dict[cg.Program, dict[int, Any]] = {}  # program -> {device/index/alignment slot: kernel}
         self._lock = threading.Lock()
         self._failed: set[str] = set()
         #: launches of generated kernels, per op (tests read it; costs one dict update per call)
@@ -324,6 +325,83 @@ class Generator:
         """The program's outputs for ``operands`` (arrays of the operands' dtypes, scalars already
         typed), or None when a generated kernel does not take this call. ``flag``: the int32
         device array a program with a flag (:attr:`nda_cuda._codegen.Program.flag`) may set."""
+        if flag is None:
+            shape = None
+            for a, scalar in zip(operands, program.scalars):
+                if not scalar:
+                    if shape is None:
+                        shape = a.shape
+                    elif a.shape != shape:
+                        break
+                    if not a.flags.c_contiguous:
+                        return None
+            else:
+                if shape is not None:
+                    return self._run_contiguous(program, operands, shape)
+        return self._run(program, operands, flag)
+
+    def _run_contiguous(self, program: cg.Program, operands: tuple[Any, ...], shape: tuple[int, ...]) -> tuple[Any, ...]:
+        """The hot path of :meth:`run`: every array operand C-contiguous with the output's shape, no flag.
+
+        The same kernel and arguments as the general path gives (modes ``program.contiguous``);
+        the launch function is cached per (program, device, alignment, index width) in one dict
+        lookup with a small-int key, and a single-output program allocates one array."""
+        xp = self.xp
+        out_numpy = program.out_numpy
+        out = xp.empty(shape, dtype=out_numpy[0])
+        outs = (out,) if len(out_numpy) == 1 else (out, *[xp.empty(shape, dtype=d) for d in out_numpy[1:]])
+        n = out.size
+        if n == 0:
+            return outs
+        scalars = program.scalars
+        args = [a for a, scalar in zip(operands, scalars) if not scalar] if program.has_scalars else list(operands)
+        vec = program.vec
+        aligned = 1
+        if vec > 1:
+            ptr = self._ptr
+            for a in args:
+                if ptr(a) % (vec * a.itemsize):
+                    aligned = 0
+                    break
+            else:
+                for a in outs:
+                    if ptr(a) % (vec * a.itemsize):
+                        aligned = 0
+                        break
+        args += outs
+        count = _COUNTS.get(n)
+        if count is None:
+            if len(_COUNTS) > 4096:
+                _COUNTS.clear()
+            count = _COUNTS[n] = np.int64(n)  # a NumPy scalar costs a microsecond to make
+        args.append(count)
+        args.append(_ALIGNED if aligned else _UNALIGNED)
+        if program.has_scalars:
+            args += [a for a, scalar in zip(operands, scalars) if scalar]
+        device = self.compiler.device()
+        index64 = n >= _INDEX32
+        slot = (device << 2) | (index64 << 1) | aligned
+        fns = self._contiguous.get(program)
+        fn = None if fns is None else fns.get(slot)
+        if fn is None:
+            key = (program, program.contiguous, index64, vec)
+            fn = self._fast.get((key, device))
+            if fn is None:
+                fn = self._kernel(program, self._pattern(key), device)
+                if fn is None:
+                    return None  # type: ignore[return-value]  (compilation failed: the CuPy kernel)
+                self._fast[(key, device)] = fn
+            self._contiguous.setdefault(program, {})[slot] = fn
+        s = self.settings
+        work = -(-n // (vec * s.unroll)) if aligned and vec > 1 else n
+        blocks = min(-(-work // s.threads), self.compiler.multiprocessors(device) * s.blocks_per_sm)
+        self.compiler.launch(fn, blocks if blocks > 0 else 1, s.threads, args)
+        launches = self.launches
+        launches[program.name] = launches.get(program.name, 0) + 1
+        return outs
+
+    def _run(self, program: cg.Program, operands: tuple[Any, ...], flag: Any = None) -> tuple[Any, ...] | None:
+        """:meth:`run`'s general path: broadcast operands, programs with a flag."""
         xp = self.xp
         flags = program.scalars
         shape = None
