@@ -25,6 +25,10 @@ same process and the same rounds.
 * element-wise ops (issue 28, :func:`elementwise`): add, multiply, exp, where, a comparison and a
   cast at float32 and float64 on 64M elements against CuPy and PyTorch, with the floor from the
   measured bandwidth of a device-to-device copy; target nda <= 1.10x PyTorch.
+* the generated kernels' launch settings (:func:`launch_sweep`, alone: ``python -m benchmarks.gpu
+  --sweep``): unroll, threads per block and blocks per SM, one at a time, for add and exp at
+  float32 and float64; ``NDA_CUDA_CODEGEN_FTZ=1 python -m benchmarks.gpu --elementwise`` gives the
+  table with float32 subnormals flushed, whose cost issue 28 asks for (keep them if <= 2%);
 * random numbers (:func:`random_section`, also alone: ``python -m benchmarks.gpu --random``):
   ``nda.random`` (its own Philox4x32-10 CUDA kernel, bit-identical to cpu) against
   ``cupy.random`` (cuRAND) for ``random`` and ``standard_normal``, float32 and float64, at
@@ -396,6 +400,79 @@ def elementwise_table(result: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+#: The generator's launch settings the sweep tries (issue 28: float32 reached 1.21x the copy floor
+#: where float64 reached 1.11x on the H200, with unroll 2, 256 threads, 8 blocks per SM).
+SWEEP = {"unroll": (1, 2, 4, 8), "threads": (128, 256, 512), "blocks_per_sm": (4, 8, 16, 32)}
+
+
+def launch_sweep(rounds: int, n: int = 64 * 1024 * 1024, ops: tuple[str, ...] = ("add", "exp"), device: str = "cuda") -> dict[str, Any]:
+    """nda-cuda's generated kernels under each launch setting of :data:`SWEEP` (one knob at a time
+    from the defaults, then the best of each knob together): seconds per op on ``n`` elements, to
+    completion. The settings are the generator's (``Settings``); its kernel caches are dropped
+    between settings, so each runs the kernel compiled for it. ``device``: a device whose backend
+    has the generator as ``elementwise`` (the tests use the host-compiled ``cudagen``)."""
+    import numpy as np
+
+    dev = nda.Device(device) if ":" in device else nda.Device(device, 0)
+    generator = getattr(nda.backends.for_device(dev), "elementwise", None) or getattr(nda.backends.for_device(dev), "generator", None)
+    if generator is None:
+        return {"skipped": "nda-cuda's element-wise generator is off (NDA_CUDA_CODEGEN=0)"}
+    settings = generator.settings
+    default = {k: getattr(settings, k) for k in SWEEP}
+
+    def apply(config: dict[str, int]) -> None:
+        for k, v in config.items():
+            setattr(settings, k, v)
+        generator._fast.clear()
+        generator._contiguous.clear()
+
+    def label(config: dict[str, int]) -> str:
+        return " ".join(f"{k}={v}" for k, v in config.items())
+
+    configs = [dict(default)]
+    for knob, values in SWEEP.items():
+        configs += [{**default, knob: v} for v in values if v != default[knob]]
+    results: dict[str, Any] = {"default": default, "n": n, "cases": {}}
+    host = np.random.default_rng(1)
+    try:
+        for dtype in ("float32", "float64"):
+            a = nda.asarray(host.random(n).astype(dtype), device=dev)
+            b = nda.asarray(host.random(n).astype(dtype), device=dev)
+            calls = {"add": lambda: a + b, "exp": lambda: nda.exp(a), "multiply": lambda: a * b}
+            for op in ops:
+                run = {"nda": lambda f=calls[op]: f().wait_to_read()}
+                timed: dict[str, float] = {}
+                for config in configs:
+                    apply(config)
+                    timed[label(config)] = alternate(run, rounds, 5)["nda"]
+                best = {}
+                for knob in SWEEP:  # the fastest value of each knob, the others at their defaults
+                    alone = [c for c in configs if all(c[k] == default[k] for k in SWEEP if k != knob)]
+                    best[knob] = min(alone, key=lambda c: timed[label(c)])[knob]
+                if label(best) not in timed:
+                    apply(best)
+                    timed[label(best)] = alternate(run, rounds, 5)["nda"]
+                results["cases"][f"{dtype} {op}"] = {"times": timed, "best": label(best)}
+            del a, b
+            nda.waitall()
+    finally:
+        apply(default)
+    return results
+
+
+def sweep_table(result: dict[str, Any]) -> str:
+    if "skipped" in result:
+        return f"launch sweep skipped: {result['skipped']}"
+    default = " ".join(f"{k}={v}" for k, v in result["default"].items())
+    out = [f"generated kernels' launch settings, {result['n']:,} elements, to completion (default {default}):"]
+    for name, r in result["cases"].items():
+        times = r["times"]
+        base = times[default]
+        fastest = min(times, key=times.__getitem__)
+        out.append(f"  {name:<14} default {base * 1e3:7.3f} ms   fastest {times[fastest] * 1e3:7.3f} ms ({times[fastest] / base:.3f}x) at {fastest}")
+    return "\n".join(out)
+
+
 def random_section(rounds: int) -> dict[str, dict[str, float]]:
     """``nda.random`` on cuda against ``cupy.random``: seconds per call, to completion (both synchronised)."""
     import cupy
@@ -499,8 +576,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--json", metavar="PATH")
     parser.add_argument("--random", action="store_true", help="only nda.random against cupy.random")
+    parser.add_argument("--elementwise", action="store_true", help="only the element-wise table (issue 28)")
+    parser.add_argument("--sweep", action="store_true", help="only the generated kernels' launch-setting sweep")
     args = parser.parse_args(argv)
-    if args.random:
+    if args.elementwise or args.sweep:
+        reason = unavailable()
+        if reason:
+            report = {"skipped": reason}
+            print(f"skipped: {reason}")
+        elif args.sweep:
+            report = {"sweep": launch_sweep(3 if args.quick else 7)}
+            print(sweep_table(report["sweep"]))
+        else:
+            report = {"elementwise": elementwise(3 if args.quick else 7)}
+            print(elementwise_table(report["elementwise"]))
+    elif args.random:
         reason = unavailable()
         report: dict[str, Any] = {"skipped": reason} if reason else {"random": random_section(3 if args.quick else 9)}
         print(f"skipped: {reason}" if reason else random_table(report["random"]))

@@ -21,6 +21,10 @@
 #               (python -m benchmarks.gpu_elementwise_check --skip-timing)
 #   bench       python -m benchmarks.gpu (latency, the element-wise table against CuPy, PyTorch and
 #               the copy floor, random numbers), then the fused chains (python -m benchmarks.fusion)
+#   tune        not in the default set (STEPS="tune" alone fits one call): the generated kernels'
+#               launch-setting sweep (python -m benchmarks.gpu --sweep) and the element-wise table
+#               with float32 subnormals flushed (NDA_CUDA_CODEGEN_FTZ=1 ... --elementwise): the
+#               measurements issue 28 still owes
 # Output: the last part of stdout is the summary (speed tables, failing cells and tests, one
 # line per step: python -m benchmarks.gpu_session_summary); under $OUT (at most 8 files come
 # back): summary.txt and logs.tar.gz (every log and JSON report of the session).
@@ -109,6 +113,12 @@ for pid in $PIDS; do wait "$pid"; done
 if has bench; then
   step bench-gpu 130 bench-gpu.txt python3 -m benchmarks.gpu --json "$LOGS/bench-gpu.json"
   step bench-fusion 80 bench-fusion.txt python3 -m benchmarks.fusion --bandwidth "$BANDWIDTH" --json "$LOGS/bench-fusion.json"
+fi
+
+if has tune; then
+  step tune-sweep 200 tune-sweep.txt python3 -m benchmarks.gpu --sweep --json "$LOGS/tune-sweep.json"
+  step tune-ftz 90 tune-ftz.txt env NDA_CUDA_CODEGEN_FTZ=1 python3 -m benchmarks.gpu --elementwise --json "$LOGS/tune-ftz.json"
+  step tune-keep 90 tune-keep.txt python3 -m benchmarks.gpu --elementwise --json "$LOGS/tune-keep.json"
 fi
 
 echo "== done in $(( $(date +%s) - START )) s ($(date +%T))"

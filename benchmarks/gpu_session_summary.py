@@ -74,7 +74,7 @@ def _pytest_line(text: str) -> str:
 def summary(logs: str, failures: int = 40) -> str:
     out: list[str] = []
     steps = _steps(logs)
-    bench = [s for s in steps if s[0].startswith("bench")]
+    bench = [s for s in steps if s[0].startswith(("bench", "tune"))]
     if bench:
         out.append("=" * 30 + " speed")
         for name, rc, seconds, log in bench:

@@ -29,7 +29,7 @@ def test_the_script_is_valid_bash_and_runs_each_step_under_its_own_limit():
                    "python3 -m benchmarks.gpu_session_summary", 'tar -czf "$OUT/logs.tar.gz"'):
         assert needed in text, needed
     assert re.search(r"^JOBS=\$\{JOBS:-8\}$", text, re.M)
-    assert len(re.findall(r"^\s*\(? ?step \S+ ", text, re.M)) == 7  # every command runs through step (timeout, budget, record)
+    assert len(re.findall(r"^\s*\(? ?step \S+ ", text, re.M)) == 10  # every command runs through step (timeout, budget, record)
     assert re.search(r"^STEPS=\$\{STEPS:-\"tests kit deep gradients elementwise bench\"\}$", text, re.M)
     # the benchmarks run alone: after every correctness step has been waited for
     assert text.index('for pid in $PIDS; do wait "$pid"; done') < text.index("step bench-gpu")
@@ -67,3 +67,41 @@ def test_the_summary_ends_with_the_steps_after_the_speed_tables_and_the_failures
     assert "1 failed, 90 passed, 3 skipped in 50.1s" in lines[0] and "3 passed, 1 failed, 0 fallback, 0 not covered" in lines[1]
     assert lines[2].startswith("FAIL") and "1 not covered" in lines[2] and lines[3].startswith("ok")
     assert lines[4].startswith("ok") and lines[4].endswith("ok") and "time budget was spent" in lines[5]
+
+
+def test_the_tune_step_sweeps_the_generators_launch_settings_and_measures_flushing():
+    text = open(SCRIPT, encoding="utf-8").read()
+    assert "python3 -m benchmarks.gpu --sweep" in text and "NDA_CUDA_CODEGEN_FTZ=1 python3 -m benchmarks.gpu --elementwise" in text
+    assert 'STEPS=${STEPS:-"tests kit deep gradients elementwise bench"}' in text  # not in the default set: one call of its own
+
+
+def test_the_launch_sweep_runs_each_setting_and_restores_the_defaults(monkeypatch):
+    """On the generated kernels compiled as host C++ (``cudagen``): each knob's values are timed, the
+    best of each is combined, the results stay right under every setting, the defaults come back."""
+    import numpy as np
+
+    import nda
+    from benchmarks import gpu
+
+    if not nda.backends.serves("cudagen"):
+        nda.backends.load("_cuda_numpy_mirror:codegen_backend")
+    generator = nda.backends.for_device(nda.Device("cudagen", 0)).generator
+    before = (generator.settings.unroll, generator.settings.threads, generator.settings.blocks_per_sm)
+    monkeypatch.setattr(gpu, "SWEEP", {"unroll": (1, 2, 4), "threads": (8, 16), "blocks_per_sm": (2, 3)})
+    seen = []
+    launch = generator.compiler.launch
+
+    def recorded(fn, blocks, threads, args):
+        seen.append((generator.settings.unroll, threads, generator.settings.blocks_per_sm))
+        return launch(fn, blocks, threads, args)
+
+    monkeypatch.setattr(generator.compiler, "launch", recorded)
+    result = gpu.launch_sweep(1, n=1000, ops=("add",), device="cudagen")
+    assert set(result["cases"]) == {"float32 add", "float64 add"}
+    for case in result["cases"].values():
+        assert len(case["times"]) >= 4 and case["best"] in case["times"]
+    assert {s[0] for s in seen} >= {1, 2, 4} and {s[1] for s in seen} >= {8, 16}
+    assert (generator.settings.unroll, generator.settings.threads, generator.settings.blocks_per_sm) == before
+    x = nda.asarray(np.arange(1000, dtype=np.float32), device="cudagen")
+    np.testing.assert_array_equal((x + x).asnumpy(), 2 * np.arange(1000, dtype=np.float32))
+    assert "fastest" in gpu.sweep_table(result)
