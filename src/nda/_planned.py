@@ -220,8 +220,8 @@ def make_generic(decl: OpDecl) -> Callable[..., Any]:
         return execute(name, plan)
 
     def memoise(plan: Plan, args: tuple[Any, ...], key: Any, fast_key: Any, seen: int) -> None:
-        if view and _backends.handle(plan.device).host_views:
-            return  # a view op on a device whose views may be host views: execute() decides per call
+        if (view or plan.view_of is not None) and _backends.handle(plan.device).host_views:
+            return  # a view on a device whose views may be host views: execute() decides per call
         if plan.key.layout is _STRIDED:
             if not (plan.view_of is None or plan.view_of is args[0]):
                 return
