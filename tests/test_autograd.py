@@ -238,7 +238,7 @@ def test_in_place_writes_to_the_graph_are_refused_inside_record():
     with autograd.record():
         y = x * 2
         for write in (lambda: x.__iadd__(1.0), lambda: y.__imul__(2.0), lambda: y.__setitem__(0, 5.0),
-                      lambda: constant.__setitem__(0, x[0]), lambda: nda.copyto(x * 3, constant)):
+                      lambda: constant.__setitem__(0, x[0]), lambda: nda.copyto(constant, x * 3)):
             with pytest.raises(autograd.AutogradError, match="in-place writes to an array that is part of the recorded graph"):
                 write()
         constant += 1.0  # a constant, with a constant value: fine

@@ -411,7 +411,7 @@ def test_sparse_operands_beside_a_strided_target_take_the_fallback():
     y[...] = c  # the value is converted; y stays strided
     assert y.asnumpy().tolist() == [[1, 0], [0, 1]]
     z = nda.zeros((2, 2))
-    nda.copyto(c, z)
+    nda.copyto(z, c)
     assert z.asnumpy().tolist() == [[1, 0], [0, 1]]
     mask = nda.asarray(np.array([True, False])).to_layout("row_sparse")
     assert nda.arange(2.0)[mask].tolist() == [0.0]

@@ -481,3 +481,48 @@ def test_unravel_and_ravel_refuse_what_numpy_refuses():
         np.ravel_multi_index((nda.asarray([1]), nda.asarray([1])), (-2, 3))
     got = np.unravel_index(nda.asarray([5, 7]), np.array([3, 4]))  # a shape given as a NumPy array
     assert [g.tolist() for g in got] == [[1, 1], [1, 3]]
+
+
+_COPYTO_SOURCES = [1, 1.5, True, 2 + 1j, 300, np.float64(2.5), np.arange(3, dtype=np.int64), np.array([0.5, 1.5, 2.5]),
+                   np.array([1, 2, 3], dtype=np.int8), np.array(7.0, dtype=np.float32), [1.0, 2.0, 3.0]]
+
+
+@pytest.mark.parametrize("device", ["cpu", "sim"])
+@pytest.mark.parametrize("casting", ["no", "safe", "same_kind", "unsafe"])
+@pytest.mark.parametrize("dtype", ["int8", "int32", "float32", "float64", "bool"])
+def test_copyto_is_numpys_destination_first_with_its_casting_rules(device, casting, dtype):
+    """nda.copyto(dst, src) and np.copyto(dst, src) on nda arrays: NumPy's order, broadcasting, casting
+    (weak Python scalars) and where=; the same exception type where NumPy refuses. Before: nda.copyto
+    was (src, dst), so a NumPy user's nda.copyto(dst, src) overwrote src."""
+    import warnings
+
+    for src in _COPYTO_SOURCES:
+        for where in (True, np.array([True, False, True])):
+            want = np.array([4, 5, 6]).astype(dtype)
+            nda_src = nda.asarray(src, device=device) if isinstance(src, np.ndarray) and src.ndim else src
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                try:
+                    np.copyto(want, src, casting=casting, where=where)
+                    expected: Any = want
+                except Exception as err:  # noqa: BLE001 - the type is what we compare
+                    expected = type(err)
+                for call in (nda.copyto, np.copyto):
+                    got = nda.asarray(np.array([4, 5, 6]).astype(dtype), device=device)
+                    mask = where if where is True else nda.asarray(where, device=device)
+                    try:
+                        assert call(got, nda_src, casting=casting, where=mask) is None
+                    except Exception as err:  # noqa: BLE001
+                        assert isinstance(expected, type) and isinstance(err, expected), (call, src, casting, where, err, expected)
+                        continue
+                    assert not isinstance(expected, type), (call, src, casting, where, "nda accepted what NumPy refuses")
+                    np.testing.assert_array_equal(got.asnumpy(), expected, err_msg=f"{call.__module__} {src!r} {casting} {where}")
+    x = nda.asarray([1.0, 2.0], device=device)
+    y = nda.asarray([7.0, 8.0], device="cpu")
+    nda.copyto(x, y)
+    assert x.tolist() == [7.0, 8.0] and y.tolist() == [7.0, 8.0]
+    x.copyto(y)  # the method stays MXNet's: this array into the other
+    with pytest.raises(TypeError, match="destination must be an nda array"):
+        nda.copyto(np.zeros(2), x)
+    with pytest.raises(ValueError, match="casting must be one of"):
+        nda.copyto(x, y, casting="sideways")

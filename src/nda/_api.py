@@ -207,18 +207,67 @@ def _layout_to_device(x: Any, target: Device) -> Any:
     return out
 
 
-def copyto(x: NDArray, y: NDArray, /) -> NDArray:
-    """Copy ``x``'s data into the existing array ``y`` (any device, same shape); returns ``y``.
-
-    Values are cast to ``y``'s dtype under the same-kind rule; the copy is ordered by the
-    engine after pending work on both arrays.
-    """
+def _copy_into(x: NDArray, y: NDArray, /) -> NDArray:
+    """``x.copyto(y)`` (MXNet's method): ``x``'s data into the existing array ``y`` (any device, same
+    shape), cast to ``y``'s dtype under the same-kind rule; returns ``y``. Ordered by the engine
+    after pending work on both arrays."""
     if not isinstance(x, NDArray) or not isinstance(y, NDArray):
         raise TypeError(f"copyto() expects two nda arrays, got {type(x).__name__} and {type(y).__name__}")
     if x.shape != y.shape:
         raise ValueError(f"copyto(): shapes differ: source {x.shape}, destination {y.shape}")
     setitem(y, ..., to_device(x, y.device))
     return y
+
+
+_CASTINGS = ("no", "equiv", "safe", "same_kind", "unsafe")
+#: Python scalars are weak (NEP 50): a kind may go into its own kind or a higher one.
+_KIND_RANK = {bool: 0, int: 1, float: 2, complex: 3}
+_DTYPE_RANK = {"b": 0, "i": 1, "u": 1, "f": 2, "c": 3}
+
+
+def copyto(dst: NDArray, src: Any, /, *, casting: str = "same_kind", where: Any = True) -> None:
+    """NumPy's ``copyto``: ``src`` (an array of any device, a NumPy array, a scalar) broadcast into the
+    existing array ``dst``, where ``where`` is true; values cast to ``dst``'s dtype if ``casting``
+    allows (NumPy's rules: ``'no'``, ``'equiv'``, ``'safe'``, ``'same_kind'``, ``'unsafe'``; a
+    Python scalar is weak, so ``copyto(x_float32, 1.5)`` is fine and ``copyto(x_int, 1.5)`` is
+    not). Ordered by the engine after pending work on both. The destination comes first, as in
+    NumPy; ``x.copyto(y)``, MXNet's method, copies ``x`` into ``y``.
+    """
+    if not isinstance(dst, NDArray):
+        raise TypeError(f"copyto(): the destination must be an nda array, got {type(dst).__name__} (copyto(dst, src), as NumPy's)")
+    if casting not in _CASTINGS:
+        raise ValueError(f"copyto(): casting must be one of {', '.join(map(repr, _CASTINGS))}; got {casting!r}")
+    target = dst.dtype.numpy
+    kind = _KIND_RANK.get(src.__class__)
+    if kind is not None:  # a Python scalar (weak for int, float, complex): NumPy's own rules and errors decide
+        converted = np.empty((), dtype=target)
+        np.copyto(converted, src, casting=casting)
+        value: Any = src if kind <= _DTYPE_RANK[target.kind] else asarray(converted, device=dst.device)
+    else:
+        if isinstance(src, NDArray):
+            source = src.dtype.numpy
+        else:
+            src = np.asarray(src)
+            source = src.dtype
+            if source.kind not in "biufc":
+                raise TypeError(f"copyto(): cannot copy {source} data into an nda array")
+        if not np.can_cast(source, target, casting):
+            raise TypeError(f"Cannot cast array data from dtype('{source}') to dtype('{target}') according to the rule '{casting}'")
+        value = src if isinstance(src, NDArray) else asarray(src, device=dst.device)
+        if value.device != dst.device:
+            value = to_device(value, dst.device)
+        if source != target:
+            value = astype(value, dst.dtype)
+    if where is True:
+        setitem(dst, ..., value)
+        return None
+    mask = where if isinstance(where, NDArray) else asarray(np.asarray(where), device=dst.device)
+    if mask.dtype is not _dtypes.bool:
+        raise TypeError(f"copyto(): where must be a bool array, got {mask.dtype}")
+    if mask.device != dst.device:
+        mask = to_device(mask, dst.device)
+    setitem(dst, ..., _generated["where"](mask, value, dst))
+    return None
 
 
 
@@ -300,5 +349,5 @@ up.to_device = to_device
 up.to_layout = _to_layout
 up.astype = astype
 up.copy = copy
-up.copyto = copyto
+up.copyto = _copy_into
 up.from_pickle = _from_pickle

@@ -229,6 +229,13 @@ def _round(c: _Call, a: Any, decimals: int = 0, out: Any = None) -> Any:
     return _store(c.name, out, _api.round(c.array(a)))
 
 
+@_register(np.copyto)
+def _copyto(c: _Call, dst: Any, src: Any, casting: str = "same_kind", where: Any = True) -> Any:
+    if not isinstance(dst, NDArray):
+        raise _refuse(c.name, "the destination is not an nda array")
+    return _api.copyto(dst, src, casting=casting, where=where)
+
+
 @_register(np.real)
 def _real(c: _Call, val: Any) -> Any:
     return _api.real(c.array(val))

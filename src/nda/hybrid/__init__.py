@@ -324,7 +324,7 @@ def _restore(written: list[tuple[NDArray, NDArray, NDArray]], after: bool) -> No
     from .. import _api
 
     for base, before, later in written:
-        _api.copyto(later if after else before, base)
+        _api._copy_into(later if after else before, base)
 
 
 def _host_leaves(value: Any) -> list[Any]:
