@@ -16,6 +16,9 @@ Nothing here lives on NDArray itself (no slot, so arrays and the hot path pay no
   version of every array it saved, and backward refuses to use an array written in place
   since (PyTorch's rule), naming the write. The counters are only bumped while a graph
   is alive (``nda.autograd._record`` installs its write hook then).
+* NumPy writes into memory an array shares with NumPy (``nda.asarray(buf)`` on cpu,
+  ``nda.engine.share``) reach no hook: a node saves a snapshot of such an argument instead
+  (:data:`SNAPSHOT`), so its gradient uses the values the call read.
 
 Layer: autograd (README, "Architecture").
 """
@@ -210,6 +213,11 @@ def _is_floating(array: Any) -> bool:
     return array.__class__ is NDArray and array._meta.dtype.kind in _FLOATING
 
 
+#: Set by ``nda.autograd._record``: ``(args, kwargs, saved) -> (args, kwargs, saved)`` with the arrays
+#: whose memory another library holds replaced by snapshots (None: no such array exists).
+SNAPSHOT: list[Any] = [None]
+
+
 def record_call(op: Op, args: tuple[Any, ...], kwargs: dict[str, Any] | None, out: Any) -> None:
     """Record ``out = op(*args, **kwargs)`` if an argument needs a gradient."""
     edges = []
@@ -247,6 +255,9 @@ def record_call(op: Op, args: tuple[Any, ...], kwargs: dict[str, Any] | None, ou
         return
     # Lists (concat's arrays, a list index) are copied: the caller may change them later.
     args = tuple(list(a) if a.__class__ is list else a for a in args)
+    snapshot = SNAPSHOT[0]
+    if snapshot is not None:
+        args, kwargs, saved = snapshot(args, kwargs, saved)
     node = Node(op, args, dict(kwargs) if kwargs else {}, tuple(edges), outs, multi, saved + fresh)
     for index, o in enumerate(outs):
         if _is_floating(o) and any(o is f for f in fresh):

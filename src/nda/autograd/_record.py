@@ -32,7 +32,8 @@ from .. import _api, _intercept
 from .. import ext as _ext
 from .._array import NDArray
 from ..ops._spec import NoVJP
-from ._graph import FLAGS, LIVE, AutogradError, Op, ThreadFlags, bump, record_call, requires_grad
+from ..engine import SHARED
+from ._graph import ENTRIES, FLAGS, LIVE, SNAPSHOT, AutogradError, Op, ThreadFlags, bump, record_call, requires_grad
 
 __all__ = ["RECORDER", "Recorder", "scope_enter", "scope_exit", "check_write", "maybe_release_checks", "fast", "op_for"]
 
@@ -46,6 +47,51 @@ def _vjp_to_layout(nd: Any, need: Any, g: Any, y: Any, x: Any, layout: Any, /) -
 
 
 _OPS: dict[Any, Op | None] = {}
+
+
+def _snapshot_shared(args: tuple[Any, ...], kwargs: dict[str, Any], saved: list[Any]) -> tuple[tuple[Any, ...], dict[str, Any], list[Any]]:
+    """A recorded call's arguments with each array whose memory NumPy also holds (``nda.engine.SHARED``)
+    replaced by a copy taken now: NumPy can write there between the forward call and ``backward()``
+    without passing any write hook (``buf[...] = 0`` after ``nda.sum(w * nda.asarray(buf))`` changed
+    ``w``'s gradient). The copy costs one pass over such an argument per recorded call; an array made
+    with ``nda.asarray(buf, copy=True)`` shares nothing and is saved as it is.
+
+    An array that needs a gradient itself (a parameter made with ``nda.asarray(numpy_array)`` and
+    ``attach_grad()``, or one plotted through ``np.asarray(w)``) is saved as it is: copying every
+    parameter on every recorded call would cost a pass over the model per op, and higher-order
+    gradients differentiate through the array itself. NumPy writes into a parameter's memory
+    between forward and backward are not seen (as with PyTorch's ``from_numpy``)."""
+    if not SHARED:
+        return args, kwargs, saved
+    copies: dict[int, NDArray] = {}
+
+    def fixed(a: Any) -> Any:
+        if a.__class__ is NDArray:
+            base = a._base if a._base is not None else a
+            if id(base) in SHARED and id(a) not in ENTRIES:
+                found = copies.get(id(a))
+                if found is None:
+                    flags = FLAGS.t
+                    recording, flags.recording = flags.recording, False  # the copy is not a recorded call
+                    try:
+                        found = copies[id(a)] = _api.copy(a)
+                    finally:
+                        flags.recording = recording
+                return found
+            return a
+        if a.__class__ is tuple or a.__class__ is list:
+            return a.__class__(fixed(b) for b in a)
+        return a
+
+    args = tuple(fixed(a) for a in args)
+    if kwargs:
+        kwargs = {k: fixed(v) for k, v in kwargs.items()}
+    if copies:
+        saved = [fixed(a) for a in saved]
+    return args, kwargs, saved
+
+
+SNAPSHOT[0] = _snapshot_shared
 
 
 def _public_function(name: str) -> Callable[..., Any]:
