@@ -13,7 +13,8 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
+from hypothesis.extra import numpy as hnp
 from hypothesis import strategies as st
 
 import nda
@@ -239,7 +240,7 @@ def test_numpy_calls_nda_cannot_run_are_numpys_on_host_copies(device):
         (lambda: np.convolve(x, x), np.convolve(data, data)),  # (np.einsum runs on the device: tests/test_einsum.py)
         (lambda: np.allclose(x, x), True),
         (lambda: np.reshape(x, (3, 1), order="F"), data.reshape(3, 1)),
-        (lambda: np.round(x / 3, 2), np.round(data / 3, 2)),
+        (lambda: np.round(x / 3, 2, out=np.zeros(3)), np.round(data / 3, 2)),  # np.round(x, 2) runs on the device now
         (lambda: np.average(x, weights=x), np.average(data, weights=data)),
         (lambda: np.unique(nda.asarray([3, 1, 3], device=device)), np.asarray([1, 3])),
         (lambda: np.may_share_memory(x, x), True),
@@ -526,3 +527,38 @@ def test_copyto_is_numpys_destination_first_with_its_casting_rules(device, casti
         nda.copyto(np.zeros(2), x)
     with pytest.raises(ValueError, match="casting must be one of"):
         nda.copyto(x, y, casting="sideways")
+
+
+@pytest.mark.parametrize("device", ["cpu", "sim"])
+@given(data=st.data())
+@settings(max_examples=40, deadline=None)
+def test_round_with_decimals_and_divmod_are_numpys(device, data):
+    """``x.round(d)``, ``round(x, d)``, ``np.round(x, d)`` and ``divmod`` on nda arrays give NumPy's
+    values and dtypes (they raised AttributeError/TypeError, and np.round(x, d) went to the host)."""
+    import warnings
+
+    dtype = data.draw(st.sampled_from(["float64", "float32", "int64", "int16", "uint8", "complex128"]))
+    decimals = data.draw(st.integers(-3, 4))
+    values = data.draw(hnp.arrays(np.dtype(dtype), st.integers(0, 6), elements=hnp.from_dtype(
+        np.dtype(dtype), allow_nan=True, allow_infinity=True, min_value=None, max_value=None) if dtype[0] != "c" else
+        st.complex_numbers(allow_nan=True, allow_infinity=True)))
+    x = nda.asarray(values, device=device)
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        want = values.round(decimals)
+        for got in (x.round(decimals), round(x, decimals), np.round(x, decimals)):
+            assert isinstance(got, nda.NDArray) and got.device == x.device
+            np.testing.assert_array_equal(got.asnumpy(), want)
+            assert got.dtype.numpy == want.dtype
+        if dtype[0] != "c" and values.size:
+            divisor = data.draw(hnp.arrays(np.dtype(dtype), values.shape, elements=hnp.from_dtype(np.dtype(dtype), min_value=1, max_value=9)))
+            d = nda.asarray(divisor, device=device)
+            q, r = divmod(x, d)
+            np.testing.assert_array_equal(q.asnumpy(), (x // d).asnumpy())  # nda's floor_divide: the Array API's
+            np.testing.assert_array_equal(r.asnumpy(), (x % d).asnumpy())  # special cases (inf // 2 is inf, NumPy nan)
+            finite = np.isfinite(values)
+            wq, wr = np.divmod(values, divisor)
+            np.testing.assert_array_equal(q.asnumpy()[finite], wq[finite])
+            np.testing.assert_array_equal(r.asnumpy()[finite], wr[finite])
+            q2, r2 = divmod(7, nda.asarray(divisor, device=device))
+            np.testing.assert_array_equal(q2.asnumpy(), np.divmod(np.asarray(7, dtype=dtype), divisor)[0])

@@ -271,6 +271,45 @@ def copyto(dst: NDArray, src: Any, /, *, casting: str = "same_kind", where: Any 
 
 
 
+def round_decimals(x: NDArray, decimals: int = 0, /) -> NDArray:
+    """NumPy's ``round(x, decimals)`` (``x.round(d)``, ``round(x, d)``, ``np.round(x, d)``): ``x * 10**d``
+    rounded half to even and divided back (for ``d < 0``: divided, rounded, multiplied), in the
+    array's own precision as NumPy computes it; integers in float64 and cast back (a copy for
+    ``d >= 0``); complex values part by part. ``decimals=0`` is the catalog's ``round``."""
+    if not isinstance(x, NDArray):
+        raise TypeError(f"round(): expected an nda array, got {type(x).__name__}")
+    if isinstance(decimals, bool) or not isinstance(decimals, (int, np.integer)):
+        raise TypeError(f"round(): decimals must be an int, got {decimals!r}")
+    decimals = int(decimals)
+    rnd = _generated["round"]
+    kind = x.dtype.kind
+    if kind == "bool":
+        raise TypeError("round(): a bool array cannot be rounded (nda.round takes numeric dtypes; NumPy gives float16 for decimals=0 and refuses others)")
+    if kind == "complex floating" and decimals != 0:
+        # NumPy rounds the parts apart (x * 10**d would make inf * 0 = NaN in the other part);
+        # nda has no kernel that builds a complex array from two real ones: NumPy does it on a host copy.
+        from .dispatch import _announce_fallback
+
+        _announce_fallback("round", f"round(decimals={decimals}) of a complex array on {x.device}: NumPy rounds a host copy's parts and the result is copied back")
+        return asarray(np.round(np.asarray(x), decimals), device=x.device)
+    if kind in ("signed integer", "unsigned integer"):
+        if decimals >= 0:
+            return copy(x)
+        f = float(10 ** -decimals)
+        return astype(rnd(astype(x, _dtypes.float64) / f) * f, x.dtype)
+    if decimals == 0:
+        return rnd(x)  # type: ignore[no-any-return]
+    f = float(10 ** builtins.abs(decimals))
+    if decimals > 0:
+        return rnd(x * f) / f  # type: ignore[no-any-return]
+    return rnd(x / f) * f  # type: ignore[no-any-return]
+
+
+def divmod_(x1: Any, x2: Any, /) -> tuple[NDArray, NDArray]:
+    """Python's ``divmod(x1, x2)`` of arrays: ``(x1 // x2, x1 % x2)``, NumPy's ``divmod`` values."""
+    return _generated["floor_divide"](x1, x2), _generated["remainder"](x1, x2)
+
+
 def copy(x: NDArray, /) -> NDArray:
     """A copy of ``x`` on the same device."""
     return _catalog_astype(x, x.dtype, copy=True)  # type: ignore[no-any-return]
@@ -350,4 +389,6 @@ up.to_layout = _to_layout
 up.astype = astype
 up.copy = copy
 up.copyto = _copy_into
+up.round = round_decimals
+up.divmod = divmod_
 up.from_pickle = _from_pickle

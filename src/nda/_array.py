@@ -61,7 +61,7 @@ class _Up:
 
     __slots__ = (
         "namespace", "asarray", "permute_dims", "to_device", "to_layout", "astype", "copy", "copyto",
-        "from_pickle", "sparse_reduce", "array_ufunc", "array_function", "attach_grad", "grad", "detach", "backward",
+        "round", "divmod", "from_pickle", "sparse_reduce", "array_ufunc", "array_function", "attach_grad", "grad", "detach", "backward",
     )
 
     def __init__(self) -> None:
@@ -271,6 +271,22 @@ class NDArray(Array):
     def copy(self) -> NDArray:
         """A copy of this array on the same device."""
         return up.copy(self)  # type: ignore[no-any-return]
+
+    def round(self, decimals: int = 0) -> NDArray:
+        """NumPy's ``ndarray.round``: to ``decimals`` places (negative: tens, hundreds…), halves to even.
+
+        ``x * 10**decimals`` rounded and divided back, as NumPy computes it (integers in float64,
+        then cast back; complex part by part); ``decimals=0`` is ``nda.round``."""
+        return up.round(self, decimals)  # type: ignore[no-any-return]
+
+    def __round__(self, ndigits: int | None = None) -> NDArray:
+        return up.round(self, 0 if ndigits is None else ndigits)  # type: ignore[no-any-return]
+
+    def __divmod__(self, other: Any) -> tuple[NDArray, NDArray]:
+        return up.divmod(self, other)  # type: ignore[no-any-return]
+
+    def __rdivmod__(self, other: Any) -> tuple[NDArray, NDArray]:
+        return up.divmod(other, self)  # type: ignore[no-any-return]
 
     def copyto(self, other: NDArray, /) -> NDArray:
         """Copy this array's data into the existing array ``other`` (any device, same shape); returns ``other``."""

@@ -224,9 +224,7 @@ def _ravel_multi_index(c: _Call, multi_index: Any, dims: Any, mode: Any = "raise
 
 @_register(np.round, getattr(np, "around", None))
 def _round(c: _Call, a: Any, decimals: int = 0, out: Any = None) -> Any:
-    if decimals != 0:
-        raise _refuse(c.name, f"decimals={decimals!r}: nda.round rounds to integers; scale first (nda.round(x * 10**d) / 10**d)")
-    return _store(c.name, out, _api.round(c.array(a)))
+    return _store(c.name, out, _api.round_decimals(c.array(a), decimals))
 
 
 @_register(np.copyto)
