@@ -265,3 +265,24 @@ def test_plans_are_memoised_on_devices_with_the_host_fallback(device, monkeypatc
     v = x[1:4]
     v[...] = 9.0
     assert x.tolist() == [0.0, 9.0, 9.0, 9.0, 4.0, 5.0]
+
+
+@pytest.mark.parametrize("device", ["cpu", "sim"])
+def test_memoised_plans_tell_a_negative_nan_and_zero_from_positive_ones(device):
+    """Plans are keyed by Python float arguments' bits: ``float.hex()`` says 'nan' for both NaNs, so
+    ``full_like(x, -nan)`` after ``full_like(x, nan)`` filled a positive NaN (found by a user-style
+    probe; on sim since its plans are memoised, on cpu since always). Hybridize's signatures too."""
+    x = nda.asarray(np.zeros(3), device=device)
+    c = nda.asarray([False, True, False], device=device)
+    calls = {  # each gives the element that holds the value
+        "full_like": lambda v: nda.full_like(x, v)[1],
+        "where": lambda v: nda.where(c, v, x)[1],
+        "clip": lambda v: nda.clip(x + 1.0, max=v)[1] if v != v else nda.full_like(x, v)[1],
+        "full_like complex": lambda v: nda.real(nda.full_like(x, complex(v, 1.0), dtype=nda.complex128))[1],
+        "hybridized": (lambda f: lambda v: f(v)[1])(nda.hybridize(lambda v: nda.full_like(x, v))),
+    }
+    for name, call in calls.items():
+        for first, second in ((float("nan"), -float("nan")), (-float("nan"), float("nan")), (0.0, -0.0), (-0.0, 0.0)):
+            call(first)
+            got = float(call(second))
+            assert np.signbit(got) == np.signbit(second), (name, first, second, got)

@@ -27,6 +27,7 @@ Layer: arrays and front end, generators (README, "Architecture").
 
 from __future__ import annotations
 
+import struct
 from collections import namedtuple
 from functools import partial
 from math import prod
@@ -50,6 +51,7 @@ __all__ = ["make_generic", "make_multi", "make_getitem"]
 
 _new = object.__new__
 _NP_INEXACT = (np.floating, np.complexfloating)
+_PACK = struct.Struct("<d").pack  # a float's bit pattern, for the memo keys
 _MEMO_LIMIT = 512  # memoised plans per op; past it the op's cache starts over
 _WRITES = _intercept.WRITES
 
@@ -98,9 +100,9 @@ def _typed(value: Any) -> Any:
     if cls is tuple:
         return (tuple, tuple(_typed(v) for v in value))
     if cls is float:
-        return (float, value.hex())  # 0.0 == -0.0 (and hash alike), but they fill differently
+        return (float, _PACK(value))  # by bit pattern: 0.0 == -0.0 and nan vs -nan (hex() says 'nan' for both) fill differently
     if cls is complex:
-        return (complex, value.real.hex(), value.imag.hex())
+        return (complex, _PACK(value.real), _PACK(value.imag))
     if isinstance(value, _NP_INEXACT):
         return (cls, value.tobytes())  # NumPy's -0.0 == 0.0 too, and every NaN differs: by bit pattern
     return (cls, value)

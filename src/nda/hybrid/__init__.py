@@ -65,6 +65,7 @@ Layer: hybridize (README, "Architecture").
 from __future__ import annotations
 
 import functools
+import struct
 import threading
 import warnings
 from typing import Any, Callable
@@ -84,6 +85,7 @@ class HybridizeWarning(UserWarning):
 
 
 _UNHASHABLE = object()
+_PACK = struct.Struct("<d").pack  # a float's bit pattern, for the signature keys
 
 
 #: Signatures a hybridized function keeps (the oldest is forgotten beyond; ``max_signatures=``).
@@ -295,9 +297,9 @@ def _signature(args: tuple[Any, ...], kwargs: dict[str, Any], arrays: list[NDArr
         if cls is dict:
             return (dict, tuple((k, walk(v)) for k, v in sorted(value.items(), key=lambda kv: repr(kv[0]))))
         if cls is float:
-            return (float, value.hex())  # -0.0 and 0.0 differ; every NaN is one key
+            return (float, _PACK(value))  # by bit pattern: -0.0 and 0.0 differ, and nan and -nan
         if cls is complex:
-            return (complex, value.real.hex(), value.imag.hex())
+            return (complex, _PACK(value.real), _PACK(value.imag))
         if isinstance(value, np.generic) and value.dtype.kind in "fc":
             return (cls, value.tobytes())  # NumPy floating scalars: by type and bit pattern
         try:
