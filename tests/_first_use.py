@@ -32,6 +32,8 @@ def unload(name: str) -> None:
 
 
 def main(name: str, runs: int, threads: int) -> int:
+    if name == "cpu-by-fallback":
+        return by_fallback(runs, threads)
     records = activation._discover()
     if name not in records:
         records[name] = activation._Record(name, f"_{name}_backend" if name != "slowimp" else "_slow_import_backend")
@@ -70,6 +72,49 @@ def main(name: str, runs: int, threads: int) -> int:
             print(f"run {run} of {name}: {'; '.join(sorted(set(problems)))}")
             return 1
     print(f"ok {name} {runs}")
+    return 0
+
+
+def by_fallback(runs: int, threads: int) -> int:
+    """cpu activated by the host fallback of sim ops at the same instant on several threads. Before:
+    a thread that waited while another activated cpu took "activated meanwhile" for "not there",
+    and 3 of 4 threads raised DispatchError "no kernel for op 'std' at key (cpu, ...)" (found by a
+    user-style probe, for std, var, argmax, cumulative_sum and sort)."""
+    import warnings
+
+    import numpy as np
+
+    warnings.simplefilter("ignore")
+    x = nda.asarray(np.arange(6.0), device="sim")
+    nda.std(nda.asarray([1.0]))  # cpu loaded once: what one activation registers
+    expected = kernel_count("cpu")
+    ops = [("std", np.std(np.arange(6.0))), ("var", np.var(np.arange(6.0))), ("argmax", 5)]
+    for run in range(runs):
+        unload("cpu")
+        op, want = ops[run % len(ops)]
+        barrier = threading.Barrier(threads)
+        problems: list[str] = []
+
+        def use() -> None:
+            barrier.wait()
+            try:
+                got = getattr(nda, op)(x).tolist()
+                if got != want:
+                    problems.append(f"wrong {op}: {got}")
+            except BaseException as err:  # noqa: BLE001 - reported below
+                problems.append(f"{type(err).__name__}: {err}")
+
+        workers = [threading.Thread(target=use) for _ in range(threads)]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join(60)
+        if kernel_count("cpu") != expected:
+            problems.append(f"{kernel_count('cpu')} cpu kernels registered, one activation registers {expected}")
+        if problems:
+            print(f"run {run} of cpu-by-fallback: {'; '.join(sorted(set(problems)))}")
+            return 1
+    print(f"ok cpu-by-fallback {runs}")
     return 0
 
 

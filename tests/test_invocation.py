@@ -161,7 +161,7 @@ def test_interceptors_are_per_thread():
     assert seen == [f"{threading.current_thread().name}:sqrt"]
 
 
-@pytest.mark.parametrize("backend", ["cpu", "sim", "slowimp"])
+@pytest.mark.parametrize("backend", ["cpu", "sim", "slowimp", "cpu-by-fallback"])
 def test_concurrent_first_use_registers_each_kernel_once_and_never_fails_the_backend(backend):
     """Before: two threads that first used sim registered its kernels twice (20 of 20 runs), and
     about 1 run in 20 of cpu left it failed ("list modified during sort"), for good."""

@@ -397,8 +397,10 @@ def lookup(op_name: str, key: KernelKey) -> list[KernelEntry]:
     tbl = table(op_name)
     entries = tbl.kernels.get(key)
     if not entries:
-        if upper.ensure_device_type(key.device_type):
-            entries = tbl.kernels.get(key)
+        # Read again whatever ensure_device_type says: False also means that another thread
+        # finished activating the backend while this one waited for the activation lock.
+        upper.ensure_device_type(key.device_type)
+        entries = tbl.kernels.get(key)
     if not entries:
         if not upper.serves(key.device_type):
             raise DeviceUnavailableError(f"{tbl.op_name}: device type {key.device_type!r} is not available.{upper.explain_missing(key.device_type)}")
