@@ -198,7 +198,19 @@ class DeviceArray:
         self._base = base
 
     # ------------------------------------------------------------------ metadata
-    shape = property(lambda self: self._a.shape)
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._a.shape
+
+    @shape.setter
+    def shape(self, value: Any) -> None:
+        """CuPy's ``x.shape = ...``: in place where the strides allow, else AttributeError (array-api-compat's
+        ``reshape(copy=False)`` relies on it)."""
+        try:
+            self._a.shape = value
+        except AttributeError as err:
+            raise AttributeError(f"incompatible shape: {err}") from None
+
     dtype = property(lambda self: self._a.dtype)
     ndim = property(lambda self: self._a.ndim)
     size = property(lambda self: self._a.size)

@@ -289,3 +289,16 @@ def test_the_kit_passes_the_h100s_failing_cells_on_the_mirror(mirror):
     assert report.ok, report.table()
     assert report.counts()["passed"] >= 90, report.counts()
     assert any(r.flushed for r in report.results if r.dtype == "complex64"), "no complex64 cell needed the flushed comparison"
+
+
+def test_reshape_without_copy_is_a_view_or_numpys_value_error(mirror):
+    """array-api-compat's ``reshape(copy=False)`` sets ``y.shape`` on a view (the model's arrays lacked
+    CuPy's setter; found by a user-style probe); where no view exists CuPy raises AttributeError,
+    nda's rule on every device is ValueError."""
+    host = np.arange(6.0).reshape(2, 3)
+    for device in ("cpu", D):
+        x = nda.asarray(host, device=device)
+        v = nda.reshape(x, (3, 2), copy=False)
+        assert v.tolist() == host.reshape(3, 2).tolist()
+        with pytest.raises(ValueError, match=r"reshape\(copy=False\): cannot reshape an array of shape \(3, 2\)"):
+            nda.reshape(x.T, (-1,), copy=False)

@@ -36,6 +36,8 @@ conformance kit on an H100 (2026-11-22) and an H200 (2026-11-26), CuPy 14.2.0:
   from LAPACK's by about ``eps * |x|`` even where LAPACK's are exact (``pinv([[[0, 1]]])``
   has ``-1.8e-16`` for ``0``): :func:`pinv` goes matrix by matrix (``gesvd``), with the
   standard's default tolerance. ``linalg.eigvals`` of an empty matrix has a real dtype.
+* ``reshape(copy=False)`` (array-api-compat sets ``y.shape`` on a view) raises CuPy's
+  AttributeError where no view exists; :func:`reshape_without_copy` raises nda's ValueError.
 * cuSOLVER's single-precision SVD scales a matrix by its largest magnitude: a float32 or
   complex64 matrix whose largest magnitude is a subnormal gets infinite singular values and a
   NaN ``pinv`` (the H200), where the backend's declared rule (``flushes_subnormals``) gives
@@ -55,7 +57,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["WRAPPERS", "positive_strides", "solve", "cholesky", "vector_norm", "first_nan", "nans_last", "flush", "flushed_input", "flushed_spectral_norm", "pinv", "eigvals"]
+__all__ = ["WRAPPERS", "positive_strides", "solve", "cholesky", "vector_norm", "first_nan", "nans_last", "flush", "flushed_input", "flushed_spectral_norm", "reshape_without_copy", "pinv", "eigvals"]
 
 Kernel = Callable[..., Any]
 
@@ -210,6 +212,22 @@ def flushed_spectral_norm(xp: Any, kernel: Kernel) -> Kernel:
     return matrix_norm
 
 
+def reshape_without_copy(xp: Any, kernel: Kernel) -> Kernel:
+    """``reshape(copy=False)``: array-api-compat sets ``y.shape`` on a view, and CuPy raises
+    AttributeError when the strides do not allow it; nda's rule (and NumPy's) is ValueError."""
+
+    def reshape(x: Any, shape: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return kernel(x, shape, *args, **kwargs)
+        except AttributeError:
+            if kwargs.get("copy", True) is not False:
+                raise
+            raise ValueError(f"reshape(copy=False): cannot reshape an array of shape {tuple(x.shape)} with these strides into "
+                             f"{tuple(shape)} without copying") from None
+
+    return reshape
+
+
 def pinv(xp: Any) -> Kernel:
     """Stacks of matrices one matrix at a time (see the module docstring: batched Jacobi SVD);
     float32/complex64 subnormals flushed first (cuSOLVER's scaling)."""
@@ -255,6 +273,7 @@ WRAPPERS: dict[str, Callable[[Any, Kernel], Kernel]] = {
     "argmin": first_nan,
     "linalg.svdvals": flushed_input,
     "linalg.matrix_norm": flushed_spectral_norm,
+    "reshape": reshape_without_copy,
     "sort": nans_last,
     "argsort": nans_last,
 }
