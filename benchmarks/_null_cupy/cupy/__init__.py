@@ -8,8 +8,8 @@ host work. It is deliberately fast and dumb, unlike the test suite's faithful Cu
 (``tests/_cupy_quirks.py``, ``tests/_cupy_device.py``):
 
 * :class:`ndarray` is a Python object with CuPy's attributes (``shape``, ``dtype``, ``strides``,
-  ``size``, ``itemsize``, ``ndim``, ``flags``, ``data.ptr``, ``data.device_id``, ``base``) stored
-  in slots; its "device memory" is a NumPy array made (zeroed) only when something reads it.
+  ``size``, ``itemsize``, ``ndim``, ``_c_contiguous``, ``data.ptr``, ``data.device_id``, ``base``)
+  stored in slots, and ``flags`` made per access as CuPy makes it; its "device memory" is a NumPy array made (zeroed) only when something reads it.
   Fresh arrays share one 256-byte-aligned pointer object; views get one of their own.
 * :func:`empty` and :func:`sum` compute nothing (the two calls nda-cuda's benchmarked paths
   make); generated kernels launch a function that does nothing (``cupy.cuda.function``).
@@ -66,8 +66,6 @@ class _Dev:
 
 
 _FRESH = _Pointer(1 << 40)  # every fresh array's pointer (aligned; nda-cuda reads alignment and device)
-_C = _Flags(True, True, True)  # 0-d and 1-d fresh arrays
-_C_ONLY = _Flags(True, False, True)
 _DEVICE = _Dev()
 _DTYPES: dict[Any, _np.dtype] = {}
 _LAYOUT: dict[tuple[Any, ...], tuple[Any, ...]] = {}  # (shape, dtype) -> (strides, size, ndim, flags)
@@ -83,7 +81,7 @@ def _dtype(dtype: Any) -> _np.dtype:
 class ndarray:  # noqa: N801 - CuPy's name
     """A device array of the null CuPy (see the module docstring)."""
 
-    __slots__ = ("shape", "dtype", "strides", "size", "itemsize", "ndim", "flags", "data", "base", "_h", "__weakref__")
+    __slots__ = ("shape", "dtype", "strides", "size", "itemsize", "ndim", "_c_contiguous", "_f_contiguous", "data", "base", "_h", "__weakref__")
 
     def __init__(self, shape: Any, dtype: Any = float, memptr: Any = None, strides: Any = None, order: str = "C") -> None:
         _init(self, _np.zeros(shape, dtype=dtype), None)
@@ -94,6 +92,11 @@ class ndarray:  # noqa: N801 - CuPy's name
         if h is None:
             h = self._h = _np.zeros(self.shape, self.dtype)
         return h
+
+    @property
+    def flags(self) -> _Flags:
+        """A new object per access, as CuPy's (``_c_contiguous`` is the cheap attribute)."""
+        return _Flags(self._c_contiguous, self._f_contiguous, self.base is None)
 
     @property
     def device(self) -> _Dev:
@@ -172,13 +175,13 @@ def _init(a: ndarray, h: _np.ndarray, base: Any) -> ndarray:
     a.ndim = h.ndim
     a.base = base
     a._h = h
+    a._c_contiguous = bool(h.flags.c_contiguous)
+    a._f_contiguous = bool(h.flags.f_contiguous)
     if base is None:
         a.data = _FRESH
-        a.flags = _C if h.ndim < 2 else _C_ONLY if h.flags.c_contiguous else _Flags(False, h.flags.f_contiguous, True)
     else:
         root = base._host()
         a.data = _Pointer(base.data.ptr + (h.__array_interface__["data"][0] - root.__array_interface__["data"][0]))
-        a.flags = _Flags(bool(h.flags.c_contiguous), bool(h.flags.f_contiguous), False)
     return a
 
 
@@ -240,10 +243,10 @@ def empty(shape: Any, dtype: Any = float, order: str = "C") -> ndarray:
         h = _np.empty(shape, dtype)
         if len(_LAYOUT) > 4096:
             _LAYOUT.clear()
-        layout = _LAYOUT[key] = (h.dtype, h.strides, h.size, h.itemsize, h.ndim, _C if h.ndim < 2 else _C_ONLY)
+        layout = _LAYOUT[key] = (h.dtype, h.strides, h.size, h.itemsize, h.ndim, True, h.ndim < 2)
     a = _new(ndarray)
     a.shape = shape
-    a.dtype, a.strides, a.size, a.itemsize, a.ndim, a.flags = layout
+    a.dtype, a.strides, a.size, a.itemsize, a.ndim, a._c_contiguous, a._f_contiguous = layout
     a.data = _FRESH
     a.base = None
     a._h = None
