@@ -43,6 +43,7 @@ import math
 import os
 import threading
 import warnings
+from operator import attrgetter
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from typing import Any, Callable, Iterable
 
@@ -89,8 +90,14 @@ def from_environment() -> Settings:
 
 def _pointer_of(xp: Any) -> Callable[[Any], int]:
     if hasattr(xp, "cuda"):
-        return lambda a: a.data.ptr  # type: ignore[no-any-return]
-    return lambda a: a.ctypes.data  # type: ignore[no-any-return]
+        return attrgetter("data.ptr")
+    return attrgetter("ctypes.data")
+
+
+def _contiguity_of(xp: Any) -> Callable[[Any], bool]:
+    """``a.flags.c_contiguous``; CuPy's ``ndarray._c_contiguous`` where it has one (CuPy builds a
+    ``Flags`` object on every ``a.flags``)."""
+    return attrgetter("_c_contiguous" if hasattr(xp.ndarray, "_c_contiguous") else "flags.c_contiguous")
 
 
 def _broadcast(shapes: list[tuple[int, ...]]) -> tuple[int, ...] | None:
@@ -146,9 +153,13 @@ class Generator:
         self.compiler = compiler
         self.settings = settings or Settings()
         self._ptr = _pointer_of(xp)
+        self._c = _contiguity_of(xp)
         self._kernels: dict[tuple[Any, ...], Any] = {}
         self._fast: dict[tuple[Any, ...], Any] = {}
-        self._contiguous: dict[cg.Program, dict[int, Any]] = {}  # program -> {device/index/alignment slot: kernel}
+        #: (program, element count, alignment, device) -> (kernel, blocks, count argument): the hot path's launches
+        self._contiguous: dict[tuple[Any, ...], tuple[Any, int, Any]] = {}
+        #: the compiler's one device, when it has only one (no current-device query per launch)
+        self._only_device: int | None = getattr(compiler, "only_device", None)
         self._lock = threading.Lock()
         self._failed: set[str] = set()
         #: launches of generated kernels, per op (tests read it; costs one dict update per call)
@@ -192,11 +203,11 @@ class Generator:
     def _wrap_unary(self, op: str, dtypes: dict[Any, str], fallback: Callable[..., Any]) -> Callable[..., Any]:
         ndarray = self.xp.ndarray
         programs = {np_dtype: cg.op_program(op, name, (False,)) for np_dtype, name in dtypes.items()}
-        run = self.run
+        run, fast, contiguous = self.run, self._run_contiguous, self._c
 
         def unary(x: Any) -> Any:
             program = programs.get(x.dtype) if x.__class__ is ndarray else None
-            out = None if program is None else run(program, (x,))
+            out = None if program is None else fast(program, (x,), x.shape) if contiguous(x) else run(program, (x,))
             return fallback(x) if out is None else out[0]
 
         return unary
@@ -209,22 +220,31 @@ class Generator:
         if op == "pow":
             return self._wrap_pow(programs, dtypes, fallback)
         arrays = {np_dtype: programs[(np_dtype, (False, False))] for np_dtype in dtypes}
+        fast, contiguous = self._run_contiguous, self._c
 
         def binary(x1: Any, x2: Any) -> Any:
+            # Contiguous operands of one shape go straight to the hot path (what run() would pick).
             a1, a2 = x1.__class__ is ndarray, x2.__class__ is ndarray
             out = None
             if a1 and a2:
                 dtype = x1.dtype
                 if dtype is x2.dtype or dtype == x2.dtype:
                     program = arrays.get(dtype)
-                    out = None if program is None else run(program, (x1, x2))
+                    if program is not None:
+                        shape = x1.shape
+                        if shape == x2.shape and contiguous(x1) and contiguous(x2):
+                            out = fast(program, (x1, x2), shape)
+                        else:
+                            out = run(program, (x1, x2))
             elif a1 or a2:
-                dtype = (x1 if a1 else x2).dtype
+                array = x1 if a1 else x2
+                dtype = array.dtype
                 program = programs.get((dtype, (not a1, not a2)))
                 if program is not None:
                     scalar = _scalar(x2 if a1 else x1, dtypes[dtype])
                     if scalar is not None:
-                        out = run(program, (x1, scalar) if a1 else (scalar, x2))
+                        operands = (x1, scalar) if a1 else (scalar, x2)
+                        out = fast(program, operands, array.shape) if contiguous(array) else run(program, operands)
             return fallback(x1, x2) if out is None else out[0]
 
         return binary
@@ -327,34 +347,41 @@ class Generator:
         device array a program with a flag (:attr:`nda_cuda._codegen.Program.flag`) may set."""
         if flag is None:
             shape = None
+            contiguous = self._c
             for a, scalar in zip(operands, program.scalars):
                 if not scalar:
                     if shape is None:
                         shape = a.shape
                     elif a.shape != shape:
                         break
-                    if not a.flags.c_contiguous:
+                    if not contiguous(a):
                         return None
             else:
                 if shape is not None:
                     return self._run_contiguous(program, operands, shape)
         return self._run(program, operands, flag)
 
-    def _run_contiguous(self, program: cg.Program, operands: tuple[Any, ...], shape: tuple[int, ...]) -> tuple[Any, ...]:
+    def _run_contiguous(self, program: cg.Program, operands: tuple[Any, ...], shape: tuple[int, ...]) -> tuple[Any, ...] | None:
         """The hot path of :meth:`run`: every array operand C-contiguous with the output's shape, no flag.
 
-        The same kernel and arguments as the general path gives (modes ``program.contiguous``);
-        the launch function is cached per (program, device, alignment, index width) in one dict
-        lookup with a small-int key, and a single-output program allocates one array."""
-        xp = self.xp
+        The same kernel, arguments and grid as the general path gives (modes ``program.contiguous``).
+        What depends only on (program, element count, alignment, device) is cached in one dict
+        entry: the launch function, the number of blocks and the count argument; a single-output
+        program allocates one array; with one device, no current-device query. None when the
+        kernel failed to compile (the caller runs CuPy's kernel)."""
         out_numpy = program.out_numpy
-        out = xp.empty(shape, dtype=out_numpy[0])
-        outs = (out,) if len(out_numpy) == 1 else (out, *[xp.empty(shape, dtype=d) for d in out_numpy[1:]])
+        xp = self.xp
+        out = xp.empty(shape, out_numpy[0])
+        outs = (out,) if len(out_numpy) == 1 else (out, *[xp.empty(shape, d) for d in out_numpy[1:]])
         n = out.size
         if n == 0:
             return outs
-        scalars = program.scalars
-        args = [a for a, scalar in zip(operands, scalars) if not scalar] if program.has_scalars else list(operands)
+        if program.has_scalars:
+            scalars = program.scalars
+            args = [a for a, scalar in zip(operands, scalars) if not scalar]
+        else:
+            args = list(operands)
+        args += outs
         vec = program.vec
         aligned = 1
         if vec > 1:
@@ -363,42 +390,48 @@ class Generator:
                 if ptr(a) % (vec * a.itemsize):
                     aligned = 0
                     break
-            else:
-                for a in outs:
-                    if ptr(a) % (vec * a.itemsize):
-                        aligned = 0
-                        break
-        args += outs
+        device = self._only_device
+        if device is None:
+            device = self.compiler.device()
+        key = (program, n, aligned, device)
+        hit = self._contiguous.get(key)
+        if hit is None:
+            hit = self._contiguous_launch(program, n, aligned, device)
+            if hit is None:
+                return None  # compilation failed: the CuPy kernel
+        fn, blocks, count = hit
+        args.append(count)
+        args.append(_ALIGNED if aligned else _UNALIGNED)
+        if program.has_scalars:
+            args += [a for a, scalar in zip(operands, scalars) if scalar]
+        self.compiler.launch(fn, blocks, self.settings.threads, args)
+        launches = self.launches
+        launches[program.name] = launches.get(program.name, 0) + 1
+        return outs
+
+    def _contiguous_launch(self, program: cg.Program, n: int, aligned: int, device: int) -> tuple[Any, int, Any] | None:
+        """(kernel, blocks, count argument) of :meth:`_run_contiguous` for ``n`` elements, cached."""
+        vec = program.vec
+        index64 = n >= _INDEX32
+        key = (program, program.contiguous, index64, vec)
+        fn = self._fast.get((key, device))
+        if fn is None:
+            fn = self._kernel(program, self._pattern(key), device)
+            if fn is None:
+                return None
+            self._fast[(key, device)] = fn
+        s = self.settings
+        work = -(-n // (vec * s.unroll)) if aligned and vec > 1 else n
+        blocks = min(-(-work // s.threads), self.compiler.multiprocessors(device) * s.blocks_per_sm)
         count = _COUNTS.get(n)
         if count is None:
             if len(_COUNTS) > 4096:
                 _COUNTS.clear()
             count = _COUNTS[n] = np.int64(n)  # a NumPy scalar costs a microsecond to make
-        args.append(count)
-        args.append(_ALIGNED if aligned else _UNALIGNED)
-        if program.has_scalars:
-            args += [a for a, scalar in zip(operands, scalars) if scalar]
-        device = self.compiler.device()
-        index64 = n >= _INDEX32
-        slot = (device << 2) | (index64 << 1) | aligned
-        fns = self._contiguous.get(program)
-        fn = None if fns is None else fns.get(slot)
-        if fn is None:
-            key = (program, program.contiguous, index64, vec)
-            fn = self._fast.get((key, device))
-            if fn is None:
-                fn = self._kernel(program, self._pattern(key), device)
-                if fn is None:
-                    return None  # type: ignore[return-value]  (compilation failed: the CuPy kernel)
-                self._fast[(key, device)] = fn
-            self._contiguous.setdefault(program, {})[slot] = fn
-        s = self.settings
-        work = -(-n // (vec * s.unroll)) if aligned and vec > 1 else n
-        blocks = min(-(-work // s.threads), self.compiler.multiprocessors(device) * s.blocks_per_sm)
-        self.compiler.launch(fn, blocks if blocks > 0 else 1, s.threads, args)
-        launches = self.launches
-        launches[program.name] = launches.get(program.name, 0) + 1
-        return outs
+        if len(self._contiguous) > 4096:
+            self._contiguous.clear()
+        hit = self._contiguous[(program, n, aligned, device)] = (fn, blocks if blocks > 0 else 1, count)
+        return hit
 
     def _run(self, program: cg.Program, operands: tuple[Any, ...], flag: Any = None) -> tuple[Any, ...] | None:
         """:meth:`run`'s general path: broadcast operands, programs with a flag."""
@@ -414,7 +447,7 @@ class Generator:
                     same = False
         if same:
             for a, scalar in zip(operands, flags):
-                if not scalar and not a.flags.c_contiguous:
+                if not scalar and not self._c(a):
                     return None
             modes = program.contiguous
         else:
@@ -482,11 +515,11 @@ class Generator:
         for a, scalar in zip(operands, flags):
             if scalar:
                 modes.append("k")
-            elif a.shape == shape and a.flags.c_contiguous:
+            elif a.shape == shape and self._c(a):
                 modes.append("c")
             elif a.size == 1:
                 modes.append("s")
-            elif a.flags.c_contiguous:
+            elif self._c(a):
                 modes.append("b")
             else:
                 return None

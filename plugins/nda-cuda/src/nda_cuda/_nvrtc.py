@@ -29,6 +29,13 @@ class NvrtcCompiler:
         self.cupy = cupy
         self.options = ("--fmad=false", f"-ftz={'true' if ftz else 'false'}")
         self._sms: dict[int, int] = {}
+        #: the device when CUDA sees exactly one (the generator then asks for no current device per launch)
+        self.only_device: int | None = None
+        try:
+            if cupy.cuda.runtime.getDeviceCount() == 1:
+                self.only_device = 0
+        except Exception:  # noqa: BLE001 - asked per launch instead
+            pass
         root = os.environ.get("CUPY_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cupy", "kernel_cache")
         self.cache_dir = os.path.join(root, "nda_cuda")
 
