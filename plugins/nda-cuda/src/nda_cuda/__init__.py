@@ -244,11 +244,15 @@ class CudaBackend:
         )
 
     def ensure_buffer(self, result: Any) -> Any:
-        """A 0-d result as a device array (CuPy returns arrays already; scalars from elsewhere are moved)."""
+        """A 0-d result as a device array (CuPy returns arrays already; scalars from elsewhere are moved).
+
+        nda calls it for every 0-d result (``sum(x)``): a CuPy array returns at once."""
+        cupy = self._cupy
+        if result.__class__ is cupy.ndarray or isinstance(result, cupy.ndarray):
+            return result
         from ._workarounds import to_device
 
-        cupy = self._cupy
-        return result if isinstance(result, cupy.ndarray) else to_device(cupy, result)
+        return to_device(cupy, result)
 
     # ------------------------------------------------------------------ data movement
     def to_host(self, buf: Any) -> Any:
