@@ -243,11 +243,10 @@ def wait_queued(array: Any, for_write: bool) -> None:
 def _written(device: Any, buf: Any, base_buf: Any) -> tuple[Any, ...]:
     """``buf``, its base and the buffer owning its memory (the buffers whose writes a read waits for)."""
     owner = _queues._owner_of.get(device.type)
-    bufs = (buf,)
-    for extra in (base_buf, owner(buf) if owner is not None else None):
-        if extra is not None and all(extra is not b for b in bufs):
-            bufs += (extra,)
-    return bufs
+    extra = owner(buf) if owner is not None else None  # every host read asks: no generators here
+    if base_buf is None or base_buf is buf:
+        return (buf,) if extra is None or extra is buf else (buf, extra)
+    return (buf, base_buf) if extra is None or extra is buf or extra is base_buf else (buf, base_buf, extra)
 
 
 def _wait_versions(queue: _queues.Queue, device: Any, buf: Any, base_buf: Any = None) -> tuple[Any, ...]:
