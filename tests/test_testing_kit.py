@@ -356,3 +356,21 @@ def test_sparse_cells_run_the_degenerate_sweep():
     assert result.status == "passed" and result.examples >= len(cases), result
     assert degenerate_sweep("exp", nda.float64) and degenerate_sweep("take", nda.float64) == []
 
+
+
+def test_complex_pow_infinite_parts_whose_sign_the_phase_does_not_fix_pass_either_way():
+    """``(0.5 + 16777216j) ** 100`` in complex64: NumPy's ``inf + inf j`` comes from glibc's ``atan2f``
+    rounding the argument up to float32's pi/2; a correctly rounded one gives ``inf - inf j`` (the
+    CuPy model did, drawn by hypothesis in one test order). The kit takes either sign there, and
+    only there: a phase far from a multiple of pi/2 keeps its sign."""
+    from nda.testing.conformance._cases import Arr, Case
+    from nda.testing.conformance._tolerances import undetermined_signs
+
+    expected = np.array([complex(np.inf, np.inf)], np.complex64)
+    flipped = np.array([complex(np.inf, -np.inf)], np.complex64)
+    near = Case("pow", (complex(0.5, 16777216), Arr(np.array([100 + 0j], np.complex64))))
+    np.testing.assert_array_equal(undetermined_signs(near, flipped, expected), expected)
+    far = Case("pow", (complex(0.5, 1.0), Arr(np.array([1000 + 0j], np.complex64))))
+    np.testing.assert_array_equal(undetermined_signs(far, flipped, expected), flipped)
+    other = Case("multiply", (Arr(np.array([1j], np.complex64)), Arr(np.array([1j], np.complex64))))
+    np.testing.assert_array_equal(undetermined_signs(other, flipped, expected), flipped)

@@ -17,7 +17,7 @@ from .._compare import default_tolerance
 from . import _cases
 from ._cases import Arr, Case
 
-__all__ = ["tolerance", "spectral_atol", "SPECTRAL"]
+__all__ = ["tolerance", "spectral_atol", "SPECTRAL", "undetermined_signs"]
 
 
 def tolerance(case: Case, dtype: np.dtype, expected: np.ndarray | None = None) -> tuple[float, float]:
@@ -37,6 +37,9 @@ def tolerance(case: Case, dtype: np.dtype, expected: np.ndarray | None = None) -
       has real part ``5.00044e-13`` in NumPy against the true ``4.99999999999750e-13``, and
       ``0`` in complex64). A kernel at least that accurate (thrust's on CUDA, which takes
       ``log1p`` of ``|z|^2 - 1``) differs from it by that much: ``4 eps`` absolutely.
+
+    Complex ``pow``'s infinite parts whose sign the inputs do not determine are handled apart
+    (:func:`undetermined_signs`).
     """
     rtol, atol = default_tolerance(dtype)
     if dtype.kind not in "fc":
@@ -97,3 +100,41 @@ def spectral_atol(op: str, x: np.ndarray, dtype: np.dtype, expected: np.ndarray 
 def _finite_max(v: np.ndarray) -> float:
     finite = np.abs(v[np.isfinite(v)]) if v.size else v
     return float(finite.max()) if finite.size else 0.0
+
+
+def undetermined_signs(case: Case, got: np.ndarray, expected: np.ndarray) -> np.ndarray:
+    """``got`` with the infinite parts whose sign its inputs do not determine set to the reference's.
+
+    Complex ``pow`` of a large base: ``z ** w`` is ``exp(w log z)``; when it overflows, the signs of
+    its infinite parts are those of ``cos`` and ``sin`` of the phase ``w.real arg(z) + w.imag
+    log|z|``, known only to a few ulps of the dtype times ``|w|`` (``arg`` and ``log`` round;
+    ``atan2f`` of one library differs from another's in the last bit). Where that phase is within
+    its rounding error of a multiple of pi/2, either sign is right: ``(0.5 + 16777216j) ** 100`` in
+    complex64 is ``inf + inf j`` in NumPy (glibc's ``atan2f`` rounds the argument up to
+    float32's pi/2) and ``inf - inf j`` from a correctly rounded one. Elsewhere ``got`` is returned
+    as it is.
+    """
+    if case.op != "pow" or expected.dtype.kind != "c" or got.shape != expected.shape or not expected.size:
+        return got
+    flipped_re = np.isinf(got.real) & np.isinf(expected.real) & (np.signbit(got.real) != np.signbit(expected.real))
+    flipped_im = np.isinf(got.imag) & np.isinf(expected.imag) & (np.signbit(got.imag) != np.signbit(expected.imag))
+    if not (flipped_re.any() or flipped_im.any()):
+        return got
+    operands = [np.asarray(a.host() if isinstance(a, Arr) else a, dtype=np.complex128) for a in case.args[:2]]
+    if len(operands) != 2:
+        return got
+    with np.errstate(all="ignore"):
+        z, w = np.broadcast_arrays(*operands)
+        z, w = np.broadcast_to(z, expected.shape), np.broadcast_to(w, expected.shape)
+        arg, log_abs = np.angle(z), np.log(np.abs(z))
+        phase = w.real * arg + w.imag * log_abs
+        eps = float(np.finfo(expected.dtype).eps)
+        slack = 4 * eps * (np.abs(w.real) * (np.abs(arg) + 1) + np.abs(w.imag) * (np.abs(log_abs) + 1) + np.abs(phase))
+        free_re = flipped_re & (np.abs(np.cos(phase)) <= slack)
+        free_im = flipped_im & (np.abs(np.sin(phase)) <= slack)
+    if not (free_re.any() or free_im.any()):
+        return got
+    out = np.array(got, copy=True)
+    out.real[free_re] = expected.real[free_re]
+    out.imag[free_im] = expected.imag[free_im]
+    return out
