@@ -26,7 +26,6 @@ from . import fft, linalg, random
 from ._io import load, save, savez, savez_compressed
 from . import autograd
 from . import ext
-from .hybrid import HybridizeWarning, hybridize
 from ._array import NDArray
 from ._devices import ArrayMeta, Device, KernelKey, Layout, default_device
 from ._dtypes import (
@@ -63,6 +62,24 @@ pi = _math.pi
 inf = _math.inf
 nan = _math.nan
 newaxis = None
+
+# nda.hybridize (the top layer, ~2 ms of imports) loads at first use: nda.hybridize,
+# nda.HybridizeWarning, nda.hybrid, ``from nda import hybridize``.
+_HYBRID = ("hybridize", "HybridizeWarning", "hybrid")
+
+
+def __getattr__(name: str) -> object:
+    if name in _HYBRID:
+        from .hybrid import HybridizeWarning, hybridize  # binds nda.hybrid too; the import lock serialises first uses
+
+        globals().update(hybridize=hybridize, HybridizeWarning=HybridizeWarning)  # idempotent
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_HYBRID))
+
 
 __all__ = sorted(
     set(_api_all)
