@@ -10,6 +10,7 @@ Layer: the nda namespace (README, "Architecture").
 
 from __future__ import annotations
 
+import importlib as _importlib
 import math as _math
 import sys as _sys
 
@@ -22,11 +23,9 @@ from . import _interop  # NumPy's protocols (__array_ufunc__, __array_function__
 from ._composite import *  # noqa: F403
 from ._composite import __all__ as _composite_all
 from ._info import __array_namespace_info__, finfo, iinfo
-from . import fft, linalg, random
-from ._io import load, save, savez, savez_compressed
+from . import fft, linalg
 from . import autograd
 from . import ext
-from .hybrid import HybridizeWarning, hybridize
 from ._array import NDArray
 from ._devices import ArrayMeta, Device, KernelKey, Layout, default_device
 from ._dtypes import (
@@ -63,6 +62,30 @@ pi = _math.pi
 inf = _math.inf
 nan = _math.nan
 newaxis = None
+
+# Loaded at first use (module __getattr__, PEP 562), as ``from nda import X`` and ``nda.X`` ask
+# for them: nda.hybridize (the top layer), nda.random (its generators; the Philox ops are in
+# the catalog) and the .npy files (nda._io). Each is a module's object, bound here once.
+_LAZY = {
+    "hybridize": ("hybrid", "hybridize"), "HybridizeWarning": ("hybrid", "HybridizeWarning"), "hybrid": ("hybrid", None),
+    "random": ("random", None),
+    "load": ("_io", "load"), "save": ("_io", "save"), "savez": ("_io", "savez"), "savez_compressed": ("_io", "savez_compressed"),
+}
+
+
+def __getattr__(name: str) -> object:
+    found = _LAZY.get(name)
+    if found is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module = _importlib.import_module(f"{__name__}.{found[0]}")  # binds nda.<module>; import locks serialise first uses
+    value = module if found[1] is None else getattr(module, found[1])
+    globals()[name] = value  # idempotent: every thread binds the same object
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = sorted(
     set(_api_all)

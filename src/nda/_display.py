@@ -25,9 +25,7 @@ Layer: arrays and front end (README, "Architecture").
 
 from __future__ import annotations
 
-import html
 import itertools
-import traceback
 from typing import Any
 
 import numpy as np
@@ -146,6 +144,9 @@ def failure_text(x: Any, error: BaseException) -> str:
 
 def failure_bundle(x: Any, error: BaseException) -> dict[str, str]:
     """``text/plain`` and ``text/html`` for an array whose op failed (module docstring)."""
+    import html  # only for a failed array in a notebook
+    import traceback
+
     head, notes = _parts(error)
     meta = x._meta
     # The kernel's traceback (the chained cause) and the error; not the frames of the display that read it.

@@ -67,13 +67,12 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import _api, _dtypes, _execute
-from . import _numpy_functions, _numpy_linalg  # noqa: F401  (fill FUNCTIONS)
+from . import _api, _dtypes, _execute, _interop_args
 from . import dask as _dask
 from . import linalg as _linalg
 from ._array import NDArray, up
 from ._interop_args import (
-    FUNCTIONS, _Call, _Fallback, _check_defaults, _device_of, _leftover, _no_equivalent, _NoValue, _reduction, _refuse,
+    _Call, _Fallback, _check_defaults, _device_of, _leftover, _no_equivalent, _NoValue, _reduction, _refuse,
     _on_host, _same_device, _store, _written_by,
 )
 
@@ -100,6 +99,32 @@ UFUNCS: dict[Any, str] = {
 }
 if hasattr(np, "vecdot"):
     UFUNCS[np.vecdot] = "vecdot"
+
+_functions_ready = False
+
+
+def _functions() -> dict[Any, Callable[..., Any]]:
+    """``FUNCTIONS`` (``nda._interop_args``'s table), filled by ``nda._numpy_functions`` and
+    ``nda._numpy_linalg`` at the first NumPy function call on an nda array: importing nda
+    loads neither the handlers nor ``numpy.fft``. Safe under concurrent first calls: the
+    import system's module lock makes a second thread wait until the table is filled."""
+    global _functions_ready
+    if not _functions_ready:
+        from . import _numpy_functions, _numpy_linalg  # noqa: F401  (fill FUNCTIONS)
+
+        _functions_ready = True
+    return _interop_args.FUNCTIONS
+
+
+def __getattr__(name: str) -> Any:
+    if name == "FUNCTIONS":  # the filled table, as when the handlers were imported with this module
+        return _functions()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | {"FUNCTIONS"})
+
 
 #: ``ufunc.reduce`` / ``ufunc.accumulate`` -> the nda reduction or scan.
 _REDUCE = {np.add: "sum", np.multiply: "prod", np.maximum: "max", np.minimum: "min", np.logical_and: "all", np.logical_or: "any"}
@@ -280,7 +305,7 @@ def array_function(self: NDArray, func: Any, types: Any, args: Any, kwargs: Any)
         if t is not NDArray and not issubclass(t, np.ndarray) and getattr(t, "__array_function__", None) is not None:
             return NotImplemented  # another array library: let NumPy ask it
     name = f"{func.__module__}.{func.__name__}"
-    handler = FUNCTIONS.get(func)
+    handler = _functions().get(func)
     try:
         if handler is None:
             raise _no_equivalent(name)

@@ -26,7 +26,6 @@ Layer: backends (README, "Architecture").
 from __future__ import annotations
 
 import importlib
-import importlib.util
 from typing import Any
 
 from .. import dispatch
@@ -91,6 +90,8 @@ def load(name: str) -> Any:
 
 
 def _module_exists(module: str) -> bool:
+    import importlib.util  # only when a backend is loaded by module name
+
     try:
         return importlib.util.find_spec(module.strip()) is not None
     except (ImportError, ValueError):

@@ -16,7 +16,6 @@ Layer: backends (README, "Architecture").
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import os
 import threading
 from typing import Any, Callable, Iterable

@@ -14,11 +14,9 @@ Layer: engine (README, "Architecture").
 
 from __future__ import annotations
 
-import copy
 import os
 import sys
 import threading
-import traceback
 from typing import Any, Callable
 
 __all__ = ["Deferred", "Entry", "KernelTraceback", "annotate", "strip_frames", "fresh", "local", "user_site"]
@@ -91,6 +89,8 @@ def annotate(error: BaseException, name: str, site: str, device: Any) -> None:
     except AttributeError:
         return
     if error.__traceback__ is not None:
+        import traceback  # only when an op failed
+
         error.nda_kernel_traceback = "".join(traceback.format_exception(error))  # type: ignore[attr-defined]
     strip_frames(error)
     error.add_note(f"nda: op '{name}' issued at {site} failed on {device}")
@@ -130,6 +130,8 @@ def fresh(error: BaseException) -> BaseException:
     Raising the kept object would attach the reader's frames to it, and through them keep
     the failed array alive for as long as the error is kept.
     """
+    import copy  # only when an op failed
+
     try:
         raised = copy.copy(error)
     except Exception:  # noqa: BLE001 - an exception class whose __init__ does not match its args

@@ -31,10 +31,12 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from . import _queues
-from ._profile_views import Lane, Profile, Span, SummaryTable
+
+if TYPE_CHECKING:
+    from ._profile_views import Lane, Profile, Span, SummaryTable
 
 __all__ = ["Profiler", "profiler", "Event", "Lane", "Span", "Profile", "SummaryTable"]
 
@@ -148,6 +150,8 @@ class Profiler:
         """
         if self.active:
             raise RuntimeError("nda.profiler.profile(): the profiler is already recording; call nda.profiler.stop() first")
+        from ._profile_views import Profile
+
         result = Profile()
         self.start()
         try:
@@ -227,6 +231,8 @@ class Profiler:
     # ------------------------------------------------------------------ views
     def snapshot(self) -> Profile:
         """What has been recorded so far, as a :class:`Profile`."""
+        from ._profile_views import Profile
+
         queue_events = self.queue_events
         with self._lock:
             return Profile(list(self.events), queue_events, list(self.marks), self._origin)
@@ -250,6 +256,25 @@ class Profiler:
     def __repr__(self) -> str:
         state = "recording" if self.active else "stopped"
         return f"<nda profiler, {state}: {len(self.events)} ops recorded; summary(), timeline(), chrome_trace(path)>"
+
+
+_VIEWS = ("Lane", "Profile", "Span", "SummaryTable")
+
+
+def __getattr__(name: str) -> Any:
+    """The view classes (:mod:`._profile_views`), imported on first use: importing nda does not
+    need them (nor their ``html``/``re`` formatting) until something is profiled."""
+    if name in _VIEWS:
+        from . import _profile_views
+
+        value = getattr(_profile_views, name)
+        globals()[name] = value  # idempotent: every thread binds the same class
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_VIEWS))
 
 
 profiler = Profiler()

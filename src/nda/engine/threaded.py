@@ -73,10 +73,14 @@ from __future__ import annotations
 
 import collections
 import os
-import queue
 import threading
 import time
 from typing import Any, Callable, Sequence
+
+try:  # queue.SimpleQueue is _queue's, where CPython has it: without importing queue (heapq, ...)
+    from _queue import SimpleQueue
+except ImportError:  # pragma: no cover - another Python
+    from queue import SimpleQueue
 
 from . import Completion, Engine, _queues, deliver, device_completion, drain_queues, profiler, wait_queued
 from ._entries import user_site
@@ -114,7 +118,7 @@ class WorkerPool:
 
     def __init__(self, name: str, threads: int) -> None:
         self.name = name
-        self._queue: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self._queue: SimpleQueue[Callable[[], None] | None] = SimpleQueue()
         self._threads = [threading.Thread(target=self._work, name=f"nda-{name}-{i}", daemon=True) for i in range(threads)]
         for thread in self._threads:
             thread.start()

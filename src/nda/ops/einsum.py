@@ -30,7 +30,6 @@ Layer: op catalog (README, "Architecture").
 
 from __future__ import annotations
 
-import string
 from typing import Any, Sequence
 
 import numpy as np
@@ -41,7 +40,7 @@ from ._vjp import conj
 
 __all__ = ["Parsed", "parse", "check_optimize"]
 
-_LETTERS = string.ascii_letters  # the labels NumPy accepts, in its order (a-z, A-Z)
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"  # string.ascii_letters: the labels NumPy accepts, in its order (a-z, A-Z)
 
 
 class Parsed:

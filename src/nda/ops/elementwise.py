@@ -19,7 +19,6 @@ Layer: op catalog (README, "Architecture").
 
 from __future__ import annotations
 
-import cmath
 import contextlib
 import inspect
 import math
@@ -250,6 +249,8 @@ def is_scalar(value: Any) -> bool:
 
 
 def _scalar_log(value: Any) -> Any:
+    import cmath  # only for pow's gradient at a scalar base
+
     return cmath.log(value) if isinstance(value, complex) or value < 0 else math.log(value)
 
 

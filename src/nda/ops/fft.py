@@ -118,40 +118,37 @@ def _full(n: int | None, m: int) -> int:
     return 2 * (m - 1) if n is None else n
 
 
-def _reference(fn: Any, *, out: str) -> Any:
-    """``numpy.fft.<fn>`` with the output dtype pinned to the input's precision."""
+def _reference(name: str, *, out: str) -> Any:
+    """``numpy.fft.<name>`` with the output dtype pinned to the input's precision (``numpy.fft``
+    is looked up at the call: NumPy imports it on first use, and importing nda does not need it)."""
 
     def reference(x: np.ndarray, **kwargs: Any) -> np.ndarray:
-        result = fn(x, **kwargs)
+        result = getattr(np.fft, name)(x, **kwargs)
         single = x.dtype in (np.float32, np.complex64)
         dtype = (np.complex64 if single else np.complex128) if out == "complex" else (np.float32 if single else np.float64)
         return result.astype(dtype, copy=False)
 
-    reference.__name__ = reference.__qualname__ = f"_ref_{fn.__name__}"
+    reference.__name__ = reference.__qualname__ = f"_ref_{name}"
     return reference
 
 
 def _declare_one(name: str, kind: str, out_length: Any, out_kind: str, doc: str) -> None:
-    fn = getattr(np.fft, name)
-
     def plan(x: _ARRAY, /, *, n: int | None = None, axis: int = -1, norm: str = "backward") -> Plan:
         return _one_axis(name, x, n, axis, norm, kind, out_length, out_kind)
 
     plan.__doc__ = doc
     plan.__name__ = plan.__qualname__ = name
-    declare(f"fft.{name}", dtypes="real floating" if kind == "real" else "complex floating", reference=_reference(fn, out=out_kind), vjp=_VJPS[name],
+    declare(f"fft.{name}", dtypes="real floating" if kind == "real" else "complex floating", reference=_reference(name, out=out_kind), vjp=_VJPS[name],
             host_values=("n",))(plan)
 
 
 def _declare_many(name: str, kind: str, out_kind: str, last: Any, doc: str) -> None:
-    fn = getattr(np.fft, name)
-
     def plan(x: _ARRAY, /, *, s: tuple[int, ...] | None = None, axes: tuple[int, ...] | None = None, norm: str = "backward") -> Plan:
         return _many_axes(name, x, s, axes, norm, kind, out_kind, last)
 
     plan.__doc__ = doc
     plan.__name__ = plan.__qualname__ = name
-    declare(f"fft.{name}", dtypes="real floating" if kind == "real" else "complex floating", reference=_reference(fn, out=out_kind), vjp=_VJPS[name],
+    declare(f"fft.{name}", dtypes="real floating" if kind == "real" else "complex floating", reference=_reference(name, out=out_kind), vjp=_VJPS[name],
             host_values=("s",))(plan)
 
 

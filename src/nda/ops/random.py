@@ -60,7 +60,6 @@ from .._devices import Device
 from .._dtypes import DType
 from . import _philox
 from ._philox import COS_COEFFS, LN2_HI, LN2_LO, LOG_COEFFS, M0, M1, ROUNDS, SIN_COEFFS, SQRT_HALF, TWO_PI, W0, W1
-from ._philox_source import source as kernel_source
 from ._spec import Plan, check_shape, constant, declare, dtype_arg
 from .creation import _creation_plan
 
@@ -71,6 +70,22 @@ __all__ = [
     # the stream as one C/CUDA source (nda.ops._philox_source): nda-cuda's kernels, nda._philox_native on the host
     "kernel_source",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``kernel_source`` (:func:`nda.ops._philox_source.source`), imported on first use: the
+    C/CUDA text generator (and ``pathlib``) is not needed to import nda."""
+    if name == "kernel_source":
+        from ._philox_source import source
+
+        globals()["kernel_source"] = source  # idempotent: every thread binds the same function
+        return source
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | {"kernel_source"})
+
 
 _NO_ARRAY_INPUT = constant("no array input")
 _TWO128 = 1 << 128
