@@ -37,11 +37,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 NULL_CUPY = os.path.join(HERE, "_null_cupy")
 
 
-def run(quick: bool = False, profile: bool = True, timeout: float = 600) -> dict[str, Any]:
-    """Run the measurement in a fresh process over the null CuPy; its report as a dict."""
+def run(quick: bool = False, profile: bool = True, timeout: float = 600, engine: str | None = None) -> dict[str, Any]:
+    """Run the measurement in a fresh process over the null CuPy; its report as a dict.
+    ``engine``: ``NDA_ENGINE`` for that process (default: the caller's, else nda's default)."""
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "report.json")
         env = dict(os.environ, CUPY_CACHE_DIR=os.path.join(tmp, "cupy_cache"))
+        if engine is not None:
+            env["NDA_ENGINE"] = engine
         cmd = [sys.executable, "-c", f"import sys; sys.path.insert(0, {NULL_CUPY!r}); sys.path.insert(1, {os.path.dirname(HERE)!r}); "
                f"from benchmarks.cuda_host import _inner; _inner({quick!r}, {profile!r}, {out!r})"]
         done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
