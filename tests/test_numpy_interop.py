@@ -562,3 +562,35 @@ def test_round_with_decimals_and_divmod_are_numpys(device, data):
             np.testing.assert_array_equal(r.asnumpy()[finite], wr[finite])
             q2, r2 = divmod(7, nda.asarray(divisor, device=device))
             np.testing.assert_array_equal(q2.asnumpy(), np.divmod(np.asarray(7, dtype=dtype), divisor)[0])
+
+
+@pytest.mark.parametrize("device", ["cpu", "sim"])
+def test_copyto_and_round_edges_a_probe_found(device):
+    """Found by a user-style probe of this change: NumPy casts what nda itself has no dtype for
+    (float16, big-endian), drops leading ones of a source, takes any where= that casts to bool
+    (None is False), and 'unsafe' keeps the real part of complex data; round's scale factor is
+    NumPy's own (1e9 then times 10 per step: an ulp from 10**d past 1e22; NaN past 1e308)."""
+    import warnings
+
+    def both(make_src, **kw):
+        want = np.zeros(3)
+        np.copyto(want, make_src(np), **kw)
+        got = nda.zeros(3, device=device)
+        nda.copyto(got, make_src(nda), **kw)
+        np.testing.assert_array_equal(got.asnumpy(), want)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        both(lambda m: np.float16(0.5))
+        both(lambda m: np.array([1, 2, 3], dtype=">i4"), casting="unsafe")
+        both(lambda m: m.asarray([1 + 2j, 3 + 0j, 5 - 1j]) if m is nda else np.array([1 + 2j, 3 + 0j, 5 - 1j]), casting="unsafe")
+        for where in (None, 1, [1, 0, 1], 2.5):
+            both(lambda m: 5.0, where=where)
+    m = nda.zeros((4, 5), device=device)
+    nda.copyto(m, np.ones((1, 1, 5)))
+    assert m.asnumpy().tolist() == np.ones((4, 5)).tolist()
+    a = np.array([1.4893318699233268e300, 123.456, -7.5, 0.125])
+    x = nda.asarray(a, device=device)
+    with np.errstate(all="ignore"):
+        for d in (-300, -23, 22, 23, 30, 308, 309, 400, -400):
+            np.testing.assert_array_equal(x.round(d).asnumpy(), np.round(a, d))

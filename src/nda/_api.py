@@ -253,19 +253,35 @@ def copyto(dst: NDArray, src: Any, /, *, casting: str = "same_kind", where: Any 
                 raise TypeError(f"copyto(): cannot copy {source} data into an nda array")
         if not np.can_cast(source, target, casting):
             raise TypeError(f"Cannot cast array data from dtype('{source}') to dtype('{target}') according to the rule '{casting}'")
-        value = src if isinstance(src, NDArray) else asarray(src, device=dst.device)
-        if value.device != dst.device:
-            value = to_device(value, dst.device)
-        if source != target:
-            value = astype(value, dst.dtype)
+        if isinstance(src, NDArray):
+            value = src if src.device == dst.device else to_device(src, dst.device)
+            if source != target:
+                if source.kind == "c" and target.kind != "c":  # casting="unsafe": NumPy keeps the real part, and warns
+                    import warnings
+
+                    warnings.warn("Casting complex values to real discards the imaginary part", np.exceptions.ComplexWarning, stacklevel=2)
+                    value = _generated["real"](value)
+                value = astype(value, dst.dtype)
+        else:  # NumPy casts host data itself (float16, byte orders, complex to real under 'unsafe')
+            if src.ndim > dst.ndim and builtins.all(d == 1 for d in src.shape[: src.ndim - dst.ndim]):
+                src = src.reshape(src.shape[src.ndim - dst.ndim:])  # NumPy drops leading ones
+            value = asarray(src if source == target else src.astype(target), device=dst.device)
+    if isinstance(value, NDArray) and value.ndim > dst.ndim and builtins.all(d == 1 for d in value.shape[: value.ndim - dst.ndim]):
+        value = _generated["reshape"](value, value.shape[value.ndim - dst.ndim:])  # NumPy drops leading ones
     if where is True:
         setitem(dst, ..., value)
         return None
-    mask = where if isinstance(where, NDArray) else asarray(np.asarray(where), device=dst.device)
-    if mask.dtype is not _dtypes.bool:
-        raise TypeError(f"copyto(): where must be a bool array, got {mask.dtype}")
-    if mask.device != dst.device:
-        mask = to_device(mask, dst.device)
+    if isinstance(where, NDArray):
+        mask = where if where.dtype is _dtypes.bool else _generated["not_equal"](where, 0)
+        if mask.device != dst.device:
+            mask = to_device(mask, dst.device)
+    else:
+        host_mask = np.asarray(where, dtype=bool)  # NumPy's: None is False, 1 and 2.5 are True
+        if host_mask.ndim == 0:
+            if bool(host_mask):
+                setitem(dst, ..., value)
+            return None
+        mask = asarray(host_mask, device=dst.device)
     setitem(dst, ..., _generated["where"](mask, value, dst))
     return None
 
@@ -295,18 +311,32 @@ def round_decimals(x: NDArray, decimals: int = 0, /) -> NDArray:
     if kind in ("signed integer", "unsigned integer"):
         if decimals >= 0:
             return copy(x)
-        f = float(10 ** -decimals)
+        f = _power_of_ten(-decimals)
         return astype(rnd(astype(x, _dtypes.float64) / f) * f, x.dtype)
     if decimals == 0:
         return rnd(x)  # type: ignore[no-any-return]
-    f = float(10 ** builtins.abs(decimals))
+    f = _power_of_ten(builtins.abs(decimals))
     if decimals > 0:
         return rnd(x * f) / f  # type: ignore[no-any-return]
     return rnd(x / f) * f  # type: ignore[no-any-return]
 
 
+def _power_of_ten(n: int) -> float:
+    """``10.0 ** n`` as NumPy's ``round`` makes it: exact up to ``1e8``, then ``1e9`` times ``10.0``
+    repeatedly (a rounding per step, so ``1e23`` and up can be an ulp from ``float(10**n)``; ``inf``
+    past ``1e308``, where NumPy's round gives NaN)."""
+    if n < 9:
+        return float(10 ** n)
+    value = 1e9
+    for _ in range(n - 9):
+        value *= 10.0
+    return value
+
+
 def divmod_(x1: Any, x2: Any, /) -> tuple[NDArray, NDArray]:
-    """Python's ``divmod(x1, x2)`` of arrays: ``(x1 // x2, x1 % x2)``, NumPy's ``divmod`` values."""
+    """Python's ``divmod(x1, x2)`` of arrays: ``(x1 // x2, x1 % x2)``. nda's ``floor_divide`` and
+    ``remainder`` keep the Array API's special cases, so at infinities the pair differs from
+    NumPy's ``divmod`` (``inf // 3`` is ``inf``, NumPy's NaN); elsewhere the values are NumPy's."""
     return _generated["floor_divide"](x1, x2), _generated["remainder"](x1, x2)
 
 
