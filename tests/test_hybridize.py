@@ -65,6 +65,7 @@ def _run_chain(steps, host_a, host_b, device, partition=True):
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")
             eager = [r.asnumpy() for r in fn(a, b)]
+            nda.waitall()  # an intermediate the chain does not return may fail too (a negative integer power)
     except (TypeError, ValueError, OverflowError):
         return None  # the chain is not valid for these dtypes: the eager call refuses it
     h = nda.hybridize(fn, partition=partition)
