@@ -179,10 +179,13 @@ class CodegenMirrorBackend(NumpyMirrorBackend):
         from nda_cuda._elementwise import Generator, Settings
 
         self.generator = Generator(cupy_model, HostCompiler(), Settings(threads=8, blocks_per_sm=2))
-        kernels, self.unmapped = _kernels.build(cupy_model, compat_model, generator=self.generator)
+        own = {*_philox.OPS, *_einsum.OPS}  # as nda-cuda: these ops have kernels of their own
+        kernels, self.unmapped = _kernels.build(cupy_model, compat_model, {n: d for n, d in CATALOG.items() if n not in own},
+                                                generator=self.generator)
         for spec in kernels:
             register_kernel(spec.op, CATALOG[spec.op].supported_dtypes, spec.fn)
             self.sources[spec.op] = spec.source
+        _einsum.register(register_kernel, cupy_model, lambda fn, source: fn)  # as the cuda backend registers it
 
 
 GEN_DEVICE = Device("cudagen", 0)
