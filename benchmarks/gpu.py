@@ -408,8 +408,8 @@ SWEEP = {"unroll": (1, 2, 4, 8), "threads": (128, 256, 512), "blocks_per_sm": (4
 def launch_sweep(rounds: int, n: int = 64 * 1024 * 1024, ops: tuple[str, ...] = ("add", "exp"), device: str = "cuda") -> dict[str, Any]:
     """nda-cuda's generated kernels under each launch setting of :data:`SWEEP` (one knob at a time
     from the defaults, then the best of each knob together): seconds per op on ``n`` elements, to
-    completion. The settings are the generator's (``Settings``); its kernel caches are dropped
-    between settings, so each runs the kernel compiled for it. ``device``: a device whose backend
+    completion. The settings are the generator's (``Generator.configure``, which drops the launch
+    caches), so each setting runs the kernel compiled for it. ``device``: a device whose backend
     has the generator as ``elementwise`` (the tests use the host-compiled ``cudagen``)."""
     import numpy as np
 
@@ -421,10 +421,7 @@ def launch_sweep(rounds: int, n: int = 64 * 1024 * 1024, ops: tuple[str, ...] = 
     default = {k: getattr(settings, k) for k in SWEEP}
 
     def apply(config: dict[str, int]) -> None:
-        for k, v in config.items():
-            setattr(settings, k, v)
-        generator._fast.clear()
-        generator._contiguous.clear()
+        generator.configure(**config)
 
     def label(config: dict[str, int]) -> str:
         return " ".join(f"{k}={v}" for k, v in config.items())

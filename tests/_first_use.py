@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sys
 import threading
+from typing import Callable
 
 import nda
 from nda import dispatch
@@ -31,6 +32,31 @@ def unload(name: str) -> None:
         sys.modules.pop(rec.source, None)  # imported again, slowly, by the next first use
 
 
+def race(threads: int, use: Callable[[], str | None]) -> list[str]:
+    """Run ``use`` on ``threads`` threads released at the same instant; the problems: what ``use``
+    returned (a wrong result), what it raised, and threads that did not finish within 60 s."""
+    barrier = threading.Barrier(threads)
+    problems: list[str] = []
+
+    def run() -> None:
+        barrier.wait()
+        try:
+            problem = use()
+            if problem is not None:
+                problems.append(problem)
+        except BaseException as err:  # noqa: BLE001 - reported by the caller
+            problems.append(f"{type(err).__name__}: {err}")
+
+    workers = [threading.Thread(target=run) for _ in range(threads)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(60)
+    if any(w.is_alive() for w in workers):
+        problems.append("a thread did not finish within 60 s")
+    return problems
+
+
 def main(name: str, runs: int, threads: int) -> int:
     if name == "cpu-by-fallback":
         return by_fallback(runs, threads)
@@ -42,28 +68,13 @@ def main(name: str, runs: int, threads: int) -> int:
     expected = kernel_count(name)
     for run in range(runs):
         unload(name)
-        barrier = threading.Barrier(threads)
-        problems: list[str] = []
+        def use() -> str | None:
+            got = (nda.asarray([1.0, 2.0], device=device) + 1.0).tolist()
+            return None if got == [2.0, 3.0] else f"wrong result {got}"
 
-        def use() -> None:
-            barrier.wait()
-            try:
-                x = nda.asarray([1.0, 2.0], device=device)
-                got = (x + 1.0).tolist()
-                if got != [2.0, 3.0]:
-                    problems.append(f"wrong result {got}")
-            except BaseException as err:  # noqa: BLE001 - reported below
-                problems.append(f"{type(err).__name__}: {err}")
-
-        workers = [threading.Thread(target=use) for _ in range(threads)]
-        for w in workers:
-            w.start()
-        for w in workers:
-            w.join(60)
+        problems = race(threads, use)
         rec = activation._discover()[name]
         count = kernel_count(name)
-        if any(w.is_alive() for w in workers):
-            problems.append("a thread did not finish within 60 s")
         if rec.state != "loaded":
             problems.append(f"backend state {rec.state!r}: {rec.reason.splitlines()[0] if rec.reason else ''}")
         if count != expected:
@@ -92,23 +103,11 @@ def by_fallback(runs: int, threads: int) -> int:
     for run in range(runs):
         unload("cpu")
         op, want = ops[run % len(ops)]
-        barrier = threading.Barrier(threads)
-        problems: list[str] = []
+        def use() -> str | None:
+            got = getattr(nda, op)(x).tolist()
+            return None if got == want else f"wrong {op}: {got}"
 
-        def use() -> None:
-            barrier.wait()
-            try:
-                got = getattr(nda, op)(x).tolist()
-                if got != want:
-                    problems.append(f"wrong {op}: {got}")
-            except BaseException as err:  # noqa: BLE001 - reported below
-                problems.append(f"{type(err).__name__}: {err}")
-
-        workers = [threading.Thread(target=use) for _ in range(threads)]
-        for w in workers:
-            w.start()
-        for w in workers:
-            w.join(60)
+        problems = race(threads, use)
         if kernel_count("cpu") != expected:
             problems.append(f"{kernel_count('cpu')} cpu kernels registered, one activation registers {expected}")
         if problems:

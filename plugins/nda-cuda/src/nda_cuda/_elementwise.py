@@ -100,6 +100,16 @@ def _contiguity_of(xp: Any) -> Callable[[Any], bool]:
     return attrgetter("_c_contiguous" if hasattr(xp.ndarray, "_c_contiguous") else "flags.c_contiguous")
 
 
+def _count(n: int) -> Any:
+    """The element count as the kernels' ``long long`` argument, cached (a NumPy scalar costs a microsecond to make)."""
+    count = _COUNTS.get(n)
+    if count is None:
+        if len(_COUNTS) > 4096:
+            _COUNTS.clear()
+        count = _COUNTS[n] = np.int64(n)
+    return count
+
+
 def _broadcast(shapes: list[tuple[int, ...]]) -> tuple[int, ...] | None:
     ndim = max(len(s) for s in shapes)
     out = []
@@ -164,6 +174,17 @@ class Generator:
         self._failed: set[str] = set()
         #: launches of generated kernels, per op (tests read it; costs one dict update per call)
         self.launches: dict[str, int] = {}
+
+    def configure(self, **knobs: int) -> None:
+        """Change launch settings (``unroll``, ``threads``, ``blocks_per_sm``) and drop the launch
+        caches that depend on them (``benchmarks.gpu``'s sweep); compiled kernels stay cached by
+        pattern, which includes the unroll."""
+        for name, value in knobs.items():
+            if name not in ("unroll", "threads", "blocks_per_sm"):
+                raise ValueError(f"configure(): unknown launch setting {name!r}; the settings are unroll, threads, blocks_per_sm")
+            setattr(self.settings, name, value)
+        self._fast.clear()
+        self._contiguous.clear()
 
     # ------------------------------------------------------------------ what is served
     def serves(self, op: str, dtype: str) -> bool:
@@ -413,7 +434,19 @@ class Generator:
         """(kernel, blocks, count argument) of :meth:`_run_contiguous` for ``n`` elements, cached."""
         vec = program.vec
         index64 = n >= _INDEX32
-        key = (program, program.contiguous, index64, vec)
+        s = self.settings
+        work = -(-n // (vec * s.unroll)) if aligned and vec > 1 else n
+        found = self._launchable(program, (program, program.contiguous, index64, vec), device, work)
+        if found is None:
+            return None
+        if len(self._contiguous) > 4096:
+            self._contiguous.clear()
+        hit = self._contiguous[(program, n, aligned, device)] = (found[0], found[1], _count(n))
+        return hit
+
+    def _launchable(self, program: cg.Program, key: tuple[Any, ...], device: int, work: int) -> tuple[Any, int] | None:
+        """The kernel of ``key`` on ``device`` (compiled once; None if it failed) and the grid's
+        number of blocks for ``work`` units: at most ``blocks_per_sm`` per multiprocessor."""
         fn = self._fast.get((key, device))
         if fn is None:
             fn = self._kernel(program, self._pattern(key), device)
@@ -421,17 +454,8 @@ class Generator:
                 return None
             self._fast[(key, device)] = fn
         s = self.settings
-        work = -(-n // (vec * s.unroll)) if aligned and vec > 1 else n
         blocks = min(-(-work // s.threads), self.compiler.multiprocessors(device) * s.blocks_per_sm)
-        count = _COUNTS.get(n)
-        if count is None:
-            if len(_COUNTS) > 4096:
-                _COUNTS.clear()
-            count = _COUNTS[n] = np.int64(n)  # a NumPy scalar costs a microsecond to make
-        if len(self._contiguous) > 4096:
-            self._contiguous.clear()
-        hit = self._contiguous[(program, n, aligned, device)] = (fn, blocks if blocks > 0 else 1, count)
-        return hit
+        return fn, blocks if blocks > 0 else 1
 
     def _run(self, program: cg.Program, operands: tuple[Any, ...], flag: Any = None) -> tuple[Any, ...] | None:
         """:meth:`run`'s general path: broadcast operands, programs with a flag."""
@@ -466,11 +490,7 @@ class Generator:
         args += outs
         if program.flag:
             args.append(flag)
-        count = _COUNTS.get(n)
-        if count is None:
-            if len(_COUNTS) > 4096:
-                _COUNTS.clear()
-            count = _COUNTS[n] = np.int64(n)  # a NumPy scalar costs a microsecond to make
+        count = _count(n)
         args.append(count)
         index64 = n >= _INDEX32
         if "b" in modes:
@@ -499,14 +519,10 @@ class Generator:
             if program.has_scalars:
                 args += [a for a, m in zip(operands, modes) if m == "k"]
         device = self.compiler.device()
-        fn = self._fast.get((key, device))
-        if fn is None:
-            fn = self._kernel(program, self._pattern(key), device)
-            if fn is None:
-                return None
-            self._fast[(key, device)] = fn
-        blocks = min(-(-work // s.threads), self.compiler.multiprocessors(device) * s.blocks_per_sm)
-        self.compiler.launch(fn, blocks if blocks > 0 else 1, s.threads, args)
+        found = self._launchable(program, key, device, work)
+        if found is None:
+            return None
+        self.compiler.launch(found[0], found[1], s.threads, args)
         self.launches[program.name] = self.launches.get(program.name, 0) + 1
         return outs
 
