@@ -263,8 +263,6 @@ def copyto(dst: NDArray, src: Any, /, *, casting: str = "same_kind", where: Any 
                     value = _generated["real"](value)
                 value = astype(value, dst.dtype)
         else:  # NumPy casts host data itself (float16, byte orders, complex to real under 'unsafe')
-            if src.ndim > dst.ndim and builtins.all(d == 1 for d in src.shape[: src.ndim - dst.ndim]):
-                src = src.reshape(src.shape[src.ndim - dst.ndim:])  # NumPy drops leading ones
             value = asarray(src if source == target else src.astype(target), device=dst.device)
     if isinstance(value, NDArray) and value.ndim > dst.ndim and builtins.all(d == 1 for d in value.shape[: value.ndim - dst.ndim]):
         value = _generated["reshape"](value, value.shape[value.ndim - dst.ndim:])  # NumPy drops leading ones
@@ -284,7 +282,6 @@ def copyto(dst: NDArray, src: Any, /, *, casting: str = "same_kind", where: Any 
         mask = asarray(host_mask, device=dst.device)
     setitem(dst, ..., _generated["where"](mask, value, dst))
     return None
-
 
 
 def round_decimals(x: NDArray, decimals: int = 0, /) -> NDArray:
@@ -330,6 +327,8 @@ def _power_of_ten(n: int) -> float:
     value = 1e9
     for _ in range(n - 9):
         value *= 10.0
+        if value == float("inf"):
+            break
     return value
 
 
