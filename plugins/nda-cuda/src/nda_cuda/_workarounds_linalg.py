@@ -180,7 +180,11 @@ _TINY32 = float(np.finfo(np.float32).smallest_normal)
 
 
 def flush(xp: Any, x: Any) -> Any:
-    """``x`` with its float32/complex64 subnormals (parts) made zeros; other arrays as they are."""
+    """``x`` with its float32/complex64 subnormals (parts) made zeros; other arrays as they are.
+
+    Explicit comparisons, not ``_workarounds._flush_parts``'s ``* 1`` (which flushes only in a
+    kernel compiled with ``-ftz=true``): the SVD ops are rare and O(n^3), so the two extra
+    element-wise kernels do not matter, and the result holds whatever compiles the multiply."""
     if x.dtype == np.float32:
         return xp.where(xp.abs(x) < _TINY32, 0.0, x)
     if x.dtype == np.complex64:
