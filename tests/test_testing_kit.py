@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+from typing import Any
 import os
 import subprocess
 import sys
@@ -73,6 +74,34 @@ def test_special_values_nan_inf_and_signed_zero():
         assert_allclose(np.array([complex(inf, 1.0)]), np.array([complex(-inf, 1.0)]))
     with pytest.raises(AssertionError, match="outside tolerance"):
         assert_allclose(np.array([complex(inf, 1.0)]), np.array([complex(inf, 2.0)]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.complex_numbers(allow_nan=False, allow_infinity=False) | st.floats(allow_nan=False, allow_infinity=False),
+       st.sampled_from([np.float64, np.complex128, np.complex64, np.float32]))
+def test_values_near_the_top_of_the_range_compare_without_overflow(value: complex, dtype: Any):
+    """Identical values always agree, and tolerance comparisons do not overflow (issue 38, item 6:
+    ``|1.27e308+1.27e308j|`` overflows, and ``0 * inf`` made identical values differ)."""
+    if isinstance(value, complex) and not np.issubdtype(dtype, np.complexfloating):
+        value = value.real
+    with np.errstate(all="ignore"):
+        a = np.array([value]).astype(dtype)
+    if not np.all(np.isfinite(a)):
+        return
+    assert_allclose(a, a.copy(), rtol=0, atol=0)
+    assert_allclose(a, a.copy())
+
+
+def test_tolerances_hold_at_the_top_of_the_range():
+    big = 1.27e308
+    assert_allclose(np.array([big + big * 1j]), np.array([big + big * 1j]), rtol=0, atol=0)
+    assert_allclose(np.array([big * (1 + 4e-16) + big * 1j]), np.array([big + big * 1j]), rtol=1e-12, atol=0)
+    with pytest.raises(AssertionError, match="outside tolerance"):
+        assert_allclose(np.array([1.7e308 - 1.7e308j]), np.array([-1.7e308 + 1.7e308j]), rtol=1e-3)
+    with pytest.raises(AssertionError, match="outside tolerance"):
+        assert_allclose(np.array([1.7e308]), np.array([-1.7e308]), rtol=1e-3)
+    with pytest.raises(AssertionError, match="outside tolerance"):
+        assert_allclose(np.array([big + big * 1j]), np.array([big * (1 + 1e-9) + big * 1j]), rtol=1e-12, atol=0)
 
 
 def test_shapes_and_dtypes_must_match_exactly():

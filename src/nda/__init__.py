@@ -48,10 +48,8 @@ from ._dtypes import (
     uint64,
 )
 from .backends import BackendError, BackendValidationError
-from .backends import _fpwarnings
 from .dispatch import DeviceUnavailableError, DispatchError, FallbackError, FallbackWarning
 
-_fpwarnings.install()  # NumPy's floating-point warnings at the user's line (again when cpu loads)
 _array.up.namespace = _sys.modules[__name__]  # NDArray.__array_namespace__ (nothing inside nda imports nda)
 
 __version__ = "0.1.0"

@@ -36,6 +36,8 @@ from ._execute import NOT_INTERCEPTED, EntryCache, hooks, inline, intercepted, n
 from .dispatch import generation as _generation
 from .dispatch import remember, resolve, resolve_plan
 from .engine import state as _state
+from .engine._fperrors import guard as _fp_guard
+from .engine._fperrors import unguard as _fp_unguard
 from .engine._queues import local as _writing
 from .ops._spec import Cast, OpDecl, Plan, broadcast_shapes
 
@@ -134,7 +136,12 @@ def make_unary(decl: OpDecl) -> Callable[..., NDArray]:
 
 def _inline1(kernel: Callable[..., Any], x: NDArray, meta: ArrayMeta) -> NDArray:
     out = _new(NDArray)
-    out._buf = kernel(x._buf) if x._shape else zero_d_buffer(kernel(x._buf), meta)
+    token = _fp_guard()  # a slow path: NumPy's warnings name the user's line (engine._fperrors)
+    try:
+        buf = kernel(x._buf)
+    finally:
+        _fp_unguard(token)
+    out._buf = buf if x._shape else zero_d_buffer(buf, meta)
     out._meta = meta
     out._shape = x._shape
     out._size = x._size
@@ -176,7 +183,11 @@ def make_binary(decl: OpDecl) -> tuple[Callable[..., NDArray], Callable[..., Any
         kernel, meta = entry
         size = prod(shape)
         if inline(size):
-            buf = kernel(x1._buf if x1.__class__ is NDArray else x1, x2._buf if x2.__class__ is NDArray else x2)
+            token = _fp_guard()  # a slow path: NumPy's warnings name the user's line (engine._fperrors)
+            try:
+                buf = kernel(x1._buf if x1.__class__ is NDArray else x1, x2._buf if x2.__class__ is NDArray else x2)
+            finally:
+                _fp_unguard(token)
             out = _new(NDArray)
             out._buf = buf if shape else zero_d_buffer(buf, meta)
             out._meta = meta

@@ -35,6 +35,8 @@ from ._devices import strided as _STRIDED
 from .dispatch import resolve, resolve_plan
 from .engine import Completion
 from .engine import state as _state
+from .engine._fperrors import guard as _fp_guard
+from .engine._fperrors import unguard as _fp_unguard
 from .engine._queues import local as _writing
 from .ops._spec import Cast, Plan
 
@@ -134,11 +136,14 @@ native = _load_native()
 
 
 def native_operator(python: Callable[..., Any], cache: dict[Any, Any], kind: str) -> Any:
-    """The operator NDArray gets: ``python`` behind the C fast path when nda._native is there.
+    """The operator NDArray gets, or an element-wise public function (``nda.log``): ``python``
+    behind the C fast path when nda._native is there.
 
     ``kind`` is ``"unary"``, ``"binary"`` or ``"reflected"``. The C path does exactly what the
     Python fast path does (same cache, same entries, the same ``size < engine.state.limit``
-    check) and calls ``python`` for everything else.
+    check) and calls ``python`` for everything else. It answers with ``python``'s names,
+    docstring and signature, and pickles by its qualified name. Run from C, a kernel's NumPy
+    warning names the caller's line (NumPy names the innermost Python frame).
     """
     if native is None:
         return python
@@ -209,7 +214,11 @@ def execute(name: str, plan: Plan) -> NDArray:
     size = work_size(plan, name)
     zero_d = not plan.out_shape
     if inline(size):
-        result = kernel(*unwrap(args), **kwargs)
+        token = _fp_guard()  # NumPy's warnings name the user's line (engine._fperrors)
+        try:
+            result = kernel(*unwrap(args), **kwargs)
+        finally:
+            _fp_unguard(token)
         out._buf = zero_d_buffer(result, meta) if zero_d else result
         return out
 
@@ -243,7 +252,11 @@ def execute_mutation(name: str, plan: Plan, target: NDArray) -> None:
             _writing.base = outer
 
     if inline(size):
-        run()
+        token = _fp_guard()  # NumPy's warnings name the user's line (engine._fperrors)
+        try:
+            run()
+        finally:
+            _fp_unguard(token)
         return
     _state.push(run, plan.reads, (base,), plan.device, name, cost=size, route=kernel)
 
@@ -300,7 +313,11 @@ def execute_multi(name: str, plan: Plan, multi: bool, data_dependent: bool) -> l
         return None
 
     if inline(size):
-        run()
+        token = _fp_guard()  # NumPy's warnings name the user's line (engine._fperrors)
+        try:
+            run()
+        finally:
+            _fp_unguard(token)
     else:
         _state.push(run, plan.reads, tuple(outs), plan.device, name, cost=size, route=kernel)
     return outs

@@ -75,6 +75,8 @@ from ._interop_args import (
     _Call, _Fallback, _check_defaults, _device_of, _leftover, _no_equivalent, _NoValue, _reduction, _refuse,
     _on_host, _same_device, _store, _written_by,
 )
+from .engine._fperrors import guard as _fp_guard
+from .engine._fperrors import unguard as _fp_unguard
 
 __all__ = ["array_ufunc", "array_function", "UFUNCS", "FUNCTIONS"]
 
@@ -259,7 +261,11 @@ def _ufunc_on_device(self: NDArray, name: str, ufunc: Any, method: str, inputs: 
                     for a, t in zip(args, loop)]
             if op in ("matmul", "vecdot") and any(a.__class__ is not NDArray for a in args):
                 args = [call.array(a) for a in args]
-            result = fn(*args)
+            token = _fp_guard()  # NumPy's warnings name the user's np.<ufunc>(...) line (engine._fperrors)
+            try:
+                result = fn(*args)
+            finally:
+                _fp_unguard(token)
             if result.dtype.numpy != loop[-1]:  # nda's dtype rule is not NumPy's here (reciprocal of ints)
                 raise _Fallback(f"nda's {op} gives {result.dtype.name} where NumPy's gives {loop[-1]}")
             return _store(name, out, result)  # an out= of another dtype or shape: NumPy's rules decide

@@ -77,7 +77,12 @@ def build_namespace(module: str) -> dict[str, Callable[..., Any]]:
             fn = _make(decl)
             for op_name in decl.operators:
                 attached[op_name] = _operator(fn, decl, op_name)
-        namespace[decl.name] = _finalize(fn, decl, module)
+        public = _finalize(fn, decl, module)
+        if decl.family in ("unary", "binary"):
+            # ``nda.log(x)``, ``nda.add(x, y)``: the operators' C fast path (nda._native) in front
+            # of the Python function, which it answers for (names, signature, pickling)
+            public = _elementwise.native_operator(fn, fn._nda_cache, decl.family)  # type: ignore[attr-defined]
+        namespace[decl.name] = public
         for spec in decl.methods:
             attached[spec.name] = _method(fn, decl, spec)
     for attr, value in attached.items():

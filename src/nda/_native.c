@@ -366,12 +366,33 @@ static PyObject *op_call(PyObject *self, PyObject *args, PyObject *kwargs) {
 }
 
 static PyObject *op_getattro(PyObject *self, PyObject *name) {
-    /* __name__, __doc__, __wrapped__...: those of the Python operator it stands for */
+    /* __name__, __wrapped__...: those of the Python operator it stands for (__doc__: op_get_doc) */
     PyObject *found = PyObject_GenericGetAttr(self, name);
     if (found != NULL || !PyErr_ExceptionMatches(PyExc_AttributeError)) return found;
     PyErr_Clear();
     return PyObject_GetAttr(((OpObject *)self)->fallback, name);
 }
+
+/* Pickled by name, as the Python function it stands for (``nda.log``, ``NDArray.__add__``). */
+static PyObject *op_reduce(PyObject *self, PyObject *Py_UNUSED(ignored)) {
+    return PyObject_GetAttrString(((OpObject *)self)->fallback, "__qualname__");
+}
+
+/* ``__doc__``: the Python function's, as a data descriptor of the type, so that pydoc and inspect
+ * (which read it past __getattribute__) find it too. */
+static PyObject *op_get_doc(PyObject *self, void *Py_UNUSED(closure)) {
+    return PyObject_GetAttrString(((OpObject *)self)->fallback, "__doc__");
+}
+
+static PyGetSetDef op_getset[] = {
+    {"__doc__", op_get_doc, NULL, NULL, NULL},
+    {NULL},
+};
+
+static PyMethodDef op_methods[] = {
+    {"__reduce__", op_reduce, METH_NOARGS, "pickled by its qualified name"},
+    {NULL},
+};
 
 static PyMemberDef op_members[] = {
     {"cache", T_OBJECT, offsetof(OpObject, cache), READONLY, "the op's entry cache"},
@@ -394,6 +415,8 @@ static PyTypeObject BinaryOpType = {
     .tp_descr_get = op_descr_get,
     .tp_getattro = op_getattro,
     .tp_members = op_members,
+    .tp_methods = op_methods,
+    .tp_getset = op_getset,
 };
 
 static PyTypeObject UnaryOpType = {
@@ -411,6 +434,8 @@ static PyTypeObject UnaryOpType = {
     .tp_descr_get = op_descr_get,
     .tp_getattro = op_getattro,
     .tp_members = op_members,
+    .tp_methods = op_methods,
+    .tp_getset = op_getset,
 };
 
 static PyTypeObject PlannedOpType = {
@@ -428,6 +453,8 @@ static PyTypeObject PlannedOpType = {
     .tp_descr_get = op_descr_get,
     .tp_getattro = op_getattro,
     .tp_members = op_members,
+    .tp_methods = op_methods,
+    .tp_getset = op_getset,
 };
 
 static PyTypeObject GetitemOpType = {
@@ -445,6 +472,8 @@ static PyTypeObject GetitemOpType = {
     .tp_descr_get = op_descr_get,
     .tp_getattro = op_getattro,
     .tp_members = op_members,
+    .tp_methods = op_methods,
+    .tp_getset = op_getset,
 };
 
 static PyObject *getitem_type_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
@@ -468,6 +497,8 @@ static PyTypeObject ReflectedOpType = {
     .tp_descr_get = op_descr_get,
     .tp_getattro = op_getattro,
     .tp_members = op_members,
+    .tp_methods = op_methods,
+    .tp_getset = op_getset,
 };
 
 static PyObject *reflected_type_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {

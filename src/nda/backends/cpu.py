@@ -21,10 +21,7 @@ import os
 import numpy as np
 
 from .._devices import Device
-from . import _fpwarnings
 from .contract import DeviceInfo
-
-_fpwarnings.install()  # NumPy's floating-point warnings at the user's line (see _fpwarnings)
 
 
 def _reducing(ufunc: np.ufunc, with_dtype: bool) -> Callable[..., Any]:

@@ -61,7 +61,7 @@ import sys
 import weakref
 from typing import Any, Callable, Sequence
 
-from . import _queues
+from . import _fperrors, _queues
 from ._lifecycle import QUIESCE_TIMEOUT, register_at_fork
 from ._profile import Profiler, profiler
 from ._queues import Deferred, KernelTraceback
@@ -352,7 +352,11 @@ def drain_queues() -> BaseException | None:
 
 
 def _run_now(run: Callable[[], Any], device: Any = None) -> None:
-    result = run()
+    token = _fperrors.guard()  # NumPy's warnings name the user's line (engine._fperrors)
+    try:
+        result = run()
+    finally:
+        _fperrors.unguard(token)
     if result is None and device is not None:
         result = device_completion(device)
     if isinstance(result, Completion):

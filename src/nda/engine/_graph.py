@@ -46,7 +46,7 @@ class Task:
     """One pushed op."""
 
     __slots__ = (
-        "run", "name", "device", "reads", "writes", "cost", "site", "state", "error",
+        "run", "name", "device", "reads", "writes", "cost", "site", "fp", "state", "error",
         "deps_left", "deps", "dependents", "start", "end", "thread", "seq", "route", "inputs", "outputs",
     )
 
@@ -58,6 +58,7 @@ class Task:
         self.writes = writes  # base arrays
         self.cost = cost
         self.site = site
+        self.fp: Any = None  # NumPy's error state where it was issued (engine._fperrors), or None
         self.state = PENDING
         self.error: BaseException | None = None
         self.deps_left = 0

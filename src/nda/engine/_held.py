@@ -35,6 +35,7 @@ import time
 from typing import Any, Callable, Sequence
 
 from . import Completion, _queues, device_completion, profiler
+from ._fperrors import guard, issuing, unguard
 from ._graph import QUEUED, RUNNING, Task
 
 __all__ = ["Held", "HoldingEngine"]
@@ -49,7 +50,7 @@ def _base(array: Any) -> Any:
 class Held:
     """A large op held on the engine (see the module docstring): what ``push`` was given."""
 
-    __slots__ = ("run", "reads", "writes", "device", "name", "cost", "route", "site", "runner", "task")
+    __slots__ = ("run", "reads", "writes", "device", "name", "cost", "route", "site", "fp", "runner", "task")
 
     def __init__(self, run: Callable[[], Any], reads: Sequence[Any], writes: Sequence[Any], device: Any, name: str, cost: int, route: Any, site: str) -> None:
         self.run = run
@@ -60,6 +61,7 @@ class Held:
         self.cost = cost
         self.route = route
         self.site = site
+        self.fp = issuing()  # NumPy's error state where it was issued (see engine._fperrors)
         self.runner: int | None = None  # the thread of the sync point running it
         self.task: Task | None = None  # its graph node, once another thread needed one
 
@@ -122,6 +124,7 @@ class HoldingEngine:
         from .threaded import _bases
 
         task = Task(held.run, _bases(held.reads), _bases(held.writes), held.device, held.name, held.cost, held.site)
+        task.fp = held.fp
         task.route = held.route
         task.inputs, task.outputs = held.reads, held.writes
         self._pending_elements += held.cost
@@ -190,8 +193,12 @@ class HoldingEngine:
         local.site = held.site  # ops it enqueues on a device queue are the op's
         start = time.perf_counter() if profiler.active else 0.0
         error: BaseException | None = None
+        token = guard(held.fp)  # NumPy's warnings name the op's site (engine._fperrors)
         try:
-            result = held.run()
+            try:
+                result = held.run()
+            finally:
+                unguard(token)
             if result is None:
                 result = device_completion(held.device)
             if result.__class__ is Completion:

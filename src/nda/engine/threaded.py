@@ -84,6 +84,7 @@ except ImportError:  # pragma: no cover - another Python
 
 from . import Completion, Engine, _queues, deliver, device_completion, drain_queues, profiler, wait_queued
 from ._entries import user_site
+from ._fperrors import guard, issuing, unguard
 from ._graph import QUEUED, RUNNING, Graph, Task
 from ._held import Held, HoldingEngine
 from ._lifecycle import FORKED as _FORKED
@@ -208,6 +209,7 @@ class ThreadedEngine(HoldingEngine, Engine):
         if cost >= self.idle_limit and not self._graph.pending and self._try_hold(run, reads, writes, device, name, cost, route, site):
             return
         task = Task(run, _bases(reads), _bases(writes), device, name, cost, site)
+        task.fp = issuing()  # NumPy's error state here: the task runs under it, wherever it runs
         task.route = route
         task.inputs, task.outputs = reads, writes
         if self._graph.pending >= self.max_pending or self._pending_elements >= self.max_pending_elements:
@@ -434,6 +436,7 @@ class ThreadedEngine(HoldingEngine, Engine):
             local = _queues.local
             outer_site = local.site
             local.site = task.site  # ops a task enqueues on a device queue are the task's
+            token = guard(task.fp)  # NumPy's warnings name the task's site (engine._fperrors)
             try:
                 result = task.run()
                 if result is None:
@@ -444,6 +447,7 @@ class ThreadedEngine(HoldingEngine, Engine):
                     raise
                 error = err
             finally:
+                unguard(token)
                 local.site = outer_site
             restart_on_interrupt = False  # the tasks that follow are small ones made ready here
             if isinstance(result, Completion) and error is None:

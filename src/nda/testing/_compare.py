@@ -74,6 +74,29 @@ def _to_host(value: Any, name: str) -> np.ndarray:
     return np.asarray(value)
 
 
+def _within(a: np.ndarray, d: np.ndarray, rtol: float, atol: float) -> np.ndarray:
+    """``|a - d| <= atol + rtol * |d|`` for finite values, computed without overflow.
+
+    Near the top of the range ``a - d`` or a complex modulus overflows (``|1.27e308+1.27e308j|``
+    is past the largest float64), and ``0 * inf`` is NaN: both sides are scaled by a power of
+    two, exactly, where the magnitudes are large.
+    """
+    diff = a - d
+    parts = (diff.real, diff.imag, d.real, d.imag) if np.iscomplexobj(diff) else (diff, d)
+    magnitude = np.maximum.reduce([np.abs(p) for p in parts])
+    magnitude = np.where(np.isfinite(magnitude), magnitude, np.finfo(np.float64).max)
+    exponent = np.where(magnitude > 1.0, np.frexp(magnitude)[1], 0)
+    if not np.any(exponent):
+        return np.abs(diff) <= atol + rtol * np.abs(d)
+    if np.iscomplexobj(diff):  # a - d itself overflowed in a part: compare the scaled difference
+        scaled_diff = (np.ldexp(a.real, -exponent) - np.ldexp(d.real, -exponent)) + 1j * (np.ldexp(a.imag, -exponent) - np.ldexp(d.imag, -exponent))
+        scaled_d = np.ldexp(d.real, -exponent) + 1j * np.ldexp(d.imag, -exponent)
+    else:
+        scaled_diff = np.ldexp(a, -exponent) - np.ldexp(d, -exponent)
+        scaled_d = np.ldexp(d, -exponent)
+    return np.abs(scaled_diff) <= np.ldexp(atol, -exponent) + rtol * np.abs(scaled_d)
+
+
 def mismatches(actual: np.ndarray, desired: np.ndarray, *, rtol: float, atol: float, equal_nan: bool = True, signed_zeros: bool = True) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """A bool array (True where ``actual`` and ``desired`` disagree) and the reason masks."""
     kind = np.result_type(actual.dtype, desired.dtype).kind
@@ -98,7 +121,7 @@ def mismatches(actual: np.ndarray, desired: np.ndarray, *, rtol: float, atol: fl
             zero_bad |= both & (pa == 0) & (pd == 0) & (np.signbit(pa) != np.signbit(pd))
     finite = both & ~has_inf
     with np.errstate(all="ignore"):
-        tol_bad = finite & ~(np.abs(a - d) <= atol + rtol * np.abs(d))
+        tol_bad = finite & (a != d) & ~_within(a, d, rtol, atol)  # equal values agree, whatever their size
         # An element with an infinite part: its finite parts still have to agree.
         for pa, pd in zip(parts_a, parts_d):
             fin = both & has_inf & np.isfinite(pa) & np.isfinite(pd)
