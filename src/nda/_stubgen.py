@@ -121,8 +121,13 @@ def _module(module: Any, names: list[str], extra: str = "") -> str:
     return re.sub(r"(?<![\w.])bool(?= \||\]|,|\)|$| =)", "builtins.bool", text, flags=re.M).replace("builtins.bool: DType", "bool: DType")
 
 
+def _is_function(value: Any) -> bool:
+    """A Python function, or an op with a C fast path in front of one (nda._native: ``nda.log``)."""
+    return inspect.isfunction(value) or inspect.isfunction(getattr(value, "fallback", None))
+
+
 def _init_stub() -> str:
-    functions = sorted(n for n in nda.__all__ if inspect.isfunction(getattr(nda, n, None)) and not n.startswith("__"))
+    functions = sorted(n for n in nda.__all__ if _is_function(getattr(nda, n, None)) and not n.startswith("__"))
     functions += ["__array_namespace_info__"]
     dtypes = [n for n in nda.__all__ if isinstance(getattr(nda, n, None), nda.DType)]
     modules = sorted(n for n in nda.__all__ if inspect.ismodule(getattr(nda, n, None)))
@@ -142,7 +147,7 @@ def _init_stub() -> str:
 
 
 def _extension_stub(module: Any, prefix: str) -> str:
-    names = sorted(n for n in vars(module) if not n.startswith("_") and inspect.isfunction(getattr(module, n)))
+    names = sorted(n for n in vars(module) if not n.startswith("_") and _is_function(getattr(module, n)))
     return _module(module, names)
 
 
