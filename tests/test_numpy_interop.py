@@ -374,24 +374,7 @@ def test_unsupported_ufunc_call_with_another_array_library_defers_to_it():
     assert np.concatenate([x, Other()]) == "other"
 
 
-# ----------------------------------------------------------------------------- matplotlib, pandas
-
-def test_matplotlib_plots_nda_arrays():
-    matplotlib = pytest.importorskip("matplotlib")
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    for device in DEVICES:
-        x = nda.linspace(0, 1, 5, device=device)
-        fig, ax = plt.subplots()
-        (line,) = ax.plot(x, nda.sin(x))
-        ax.scatter(x, x * 2)
-        ax.hist(x)
-        ax.imshow(nda.reshape(nda.arange(6.0, device=device), (2, 3)))
-        np.testing.assert_allclose(line.get_ydata(), np.sin(np.linspace(0, 1, 5)))
-        fig.canvas.draw()
-        plt.close(fig)
-
+# ----------------------------------------------------------------------------- pandas (matplotlib: test_ecosystem_matplotlib.py)
 
 def test_pandas_takes_nda_arrays():
     pd = pytest.importorskip("pandas")
