@@ -82,6 +82,32 @@ def test_a_write_through_np_asarray_on_cpu_comes_after_queued_readers(all_tasks)
         np.testing.assert_allclose(y.asnumpy()[-5:], 1.0)
 
 
+@pytest.mark.parametrize("device", ["cpu", *DEVICES])
+def test_to_numpy_is_np_asarray_and_with_copy_true_a_fresh_writable_copy(device):
+    # pandas' and xarray's to_numpy(); matplotlib unpacks its input with it (test_ecosystem_matplotlib).
+    x = _array(device)
+    host = x.to_numpy()
+    assert type(host) is np.ndarray and host.dtype == np.float64 and host.tolist() == [1.0, 2.0, 3.0]
+    if device == "cpu":
+        host[0] = 7.0  # the array's own memory, as np.asarray(x) gives it
+        assert x.tolist() == [7.0, 2.0, 3.0]
+    else:
+        assert not host.flags.writeable and not x.to_numpy(None, None).flags.writeable
+        with pytest.raises(ValueError, match="read-only"):
+            host[0] = 7.0
+    mine = x.to_numpy(copy=True)
+    mine[1] = 9.0
+    assert x.tolist()[1] == 2.0
+    as32 = x.to_numpy(np.float32)
+    assert as32.dtype == np.float32 and as32.tolist() == x.tolist()
+    assert x.to_numpy(dtype=np.int64, copy=True).dtype == np.int64
+    with pytest.raises(TypeError, match=r"to_numpy\(copy=...\) takes True or False"):
+        x.to_numpy(copy="yes")
+    if device != "few":  # the few-kernels backend has no csr
+        with pytest.raises(TypeError, match="densify"):
+            nda.asarray(np.eye(3), device=device).to_layout("csr").to_numpy()
+
+
 # ----------------------------------------------------------------------------- DLPack to the host
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -374,36 +374,6 @@ def test_unsupported_ufunc_call_with_another_array_library_defers_to_it():
     assert np.concatenate([x, Other()]) == "other"
 
 
-# ----------------------------------------------------------------------------- matplotlib, pandas
-
-def test_matplotlib_plots_nda_arrays():
-    matplotlib = pytest.importorskip("matplotlib")
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    for device in DEVICES:
-        x = nda.linspace(0, 1, 5, device=device)
-        fig, ax = plt.subplots()
-        (line,) = ax.plot(x, nda.sin(x))
-        ax.scatter(x, x * 2)
-        ax.hist(x)
-        ax.imshow(nda.reshape(nda.arange(6.0, device=device), (2, 3)))
-        np.testing.assert_allclose(line.get_ydata(), np.sin(np.linspace(0, 1, 5)))
-        fig.canvas.draw()
-        plt.close(fig)
-
-
-def test_pandas_takes_nda_arrays():
-    pd = pytest.importorskip("pandas")
-    for device in DEVICES:
-        x = nda.asarray([1.0, 2.0, 3.0], device=device)
-        series = pd.Series(x)
-        assert series.dtype == np.float64 and series.tolist() == [1.0, 2.0, 3.0]
-        frame = pd.DataFrame({"a": x, "b": nda.asarray([1, 2, 3], device=device)})
-        assert list(frame.dtypes) == [np.float64, np.int64]
-        assert pd.DataFrame(nda.reshape(nda.arange(6, device=device), (3, 2))).shape == (3, 2)
-
-
 # ----------------------------------------------------------------------------- hypothesis
 
 @given(

@@ -82,8 +82,8 @@ class NDArray(Array):
 
     Create arrays with ``nda.asarray``, ``nda.zeros``, ``nda.arange``…; all Array API
     operators and methods work, and data leaves the device only through explicit calls
-    (``asnumpy()``, ``tolist()``, ``item()``, ``float(x)``, ``np.asarray(x)``), each of
-    which waits for pending work on the array.
+    (``asnumpy()``, ``to_numpy()``, ``tolist()``, ``item()``, ``float(x)``,
+    ``np.asarray(x)``), each of which waits for pending work on the array.
     """
 
     __slots__ = ("_buf", "_meta", "_shape", "_size", "_base", "__weakref__")
@@ -192,6 +192,26 @@ class NDArray(Array):
                 f"call x.asnumpy() or x.to_layout('strided') to do it explicitly"
             )
         return _hostcopy.array(self, dtype, copy)
+
+    def to_numpy(self, dtype: Any = None, copy: bool | None = False) -> np.ndarray:
+        """The data as a NumPy array, with the meaning pandas' and xarray's ``to_numpy()`` give it.
+
+        ``copy=False`` (the default; ``None`` means the same) is ``np.asarray(x, dtype)``: on
+        cpu the array's own memory, shared (a write reaches the array); on any other device a
+        read-only host copy (README "Ecosystem": a write into a host copy raises, it never
+        vanishes). ``copy=True`` is a fresh, writable copy (``np.array(x, dtype)``).
+        Non-strided layouts refuse, as ``np.asarray`` does.
+
+        Why it exists: matplotlib unpacks its input with ``to_numpy()`` where there is one,
+        and takes any other object with ``len()`` and iteration for a list of datasets, so a
+        2-d array was one dataset per *row* to ``ax.hist``, ``ax.boxplot`` and
+        ``ax.violinplot`` (NumPy's arrays give one per column). It is ``np.asarray``'s answer,
+        not always a copy, so that the two never disagree about a cpu array (matplotlib
+        calls both on the same input).
+        """
+        if copy is not None and copy is not True and copy is not False:
+            raise TypeError(f"to_numpy(copy=...) takes True or False, got {copy!r}")
+        return self.__array__(dtype, True if copy else None)
 
     def tolist(self) -> Any:
         """The data as nested Python lists of Python scalars."""

@@ -13,8 +13,11 @@ or raises; it never vanishes.**
   a write into it is NumPy's ``ValueError: assignment destination is read-only`` (or "output
   array is read-only" from C code such as SciPy's ndimage), at the line that writes, instead
   of a write lost in a detached copy. A copy the caller asked for (``np.array(x)``,
-  ``copy=True``, ``x.asnumpy()``) is theirs and writable. Readers (matplotlib, pandas,
-  scikit-learn without Array API dispatch, ``np.testing``) are unaffected.
+  ``copy=True``, ``x.asnumpy()``, ``x.to_numpy(copy=True)``) is theirs and writable.
+  ``x.to_numpy()`` (pandas' and xarray's spelling, which matplotlib unpacks its input
+  with) is ``np.asarray(x)``: the same memory on cpu, the same read-only copy elsewhere.
+  Readers (matplotlib, pandas, scikit-learn without Array API dispatch, ``np.testing``) are
+  unaffected.
 
 NumPy hands ``__array__`` no hint of whether the caller will write, so the only alternatives
 were refusing the implicit conversion of device arrays (CuPy's and PyTorch's choice, which
