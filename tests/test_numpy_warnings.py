@@ -163,10 +163,10 @@ print("unchanged" if before == after else f"changed: {{before}} -> {{after}}")
 '''
 
 
-@pytest.mark.parametrize("importer", ["import nda", "import dask.array", "import nda, nda.random, nda.testing"])
+@pytest.mark.parametrize("importer", ["import nda", "import dask.array, nda", "import nda, nda.random, nda.testing"])
 def test_importing_nda_changes_no_global_state(tmp_path: Path, importer: str):
     """Warning filters, NumPy's error state and print options are as before ``import nda`` (also
-    when Dask imports it through nda's ``dask.sizeof`` entry point)."""
+    with Dask loaded first, whose ``dask.sizeof`` entry point names nda)."""
     if importer.startswith("import dask"):
         pytest.importorskip("dask.array")
     script = tmp_path / "state.py"
@@ -204,10 +204,10 @@ with warnings.catch_warnings():
 '''
 
 
-@pytest.mark.parametrize("importer", ["import nda", "import dask.array"])
+@pytest.mark.parametrize("importer", ["import nda", "import dask.array, nda"])
 def test_scikit_learn_parallel_helpers_work_after_importing_nda(tmp_path: Path, importer: str):
     """scikit-learn copies ``warnings.filters`` into its jobs and reads each one's ``.pattern``:
-    with nda imported (by the user, or by Dask through nda's entry point), plain NumPy work
+    with nda imported (and with Dask loaded first), plain NumPy work
     through its parallel helpers gives what it gives without nda."""
     pytest.importorskip("sklearn")
     if importer.startswith("import dask"):
