@@ -18,7 +18,9 @@ on nda arrays:
   (``np.dtypes.Float64DType``), which is what ``isinstance`` consults after the real type.
   xarray fills missing values only for ``isinstance(dtype, np.dtype)``, and ``np.isdtype``
   reads ``dtype.type`` of such an object. ``type(nda.float64)`` stays ``nda.DType`` and
-  ``isinstance(nda.float64, nda.DType)`` is True; nda's own checks use ``type(x) is DType``;
+  ``isinstance(nda.float64, nda.DType)`` is True. ``isinstance(d, C)`` for any other class
+  ``C`` reads that property (a Python call), so nda's own checks, and any code on the per-op
+  path, test ``type(x) is DType`` first;
 * ``__eq__`` answers as NumPy's dtype does: True for nda's dtype itself, for NumPy's dtype,
   scalar type or Python type of the same name (``nda.bool == bool``, ``nda.float64 ==
   np.float64``) and for NumPy's spellings (``"float64"``, ``"f8"``); False for anything else,
@@ -427,6 +429,9 @@ def result_type(*arrays_and_dtypes: Any) -> DType:
     dtypes: list[DType] = []
     scalars: list[type] = []
     for item in arrays_and_dtypes:
+        if type(item) is DType:  # first: isinstance() on a DType reads its __class__ property
+            dtypes.append(item)
+            continue
         if isinstance(item, np.generic):
             item = python_scalar(item)  # weak, like the Python scalar it holds
         dt = getattr(item, "dtype", None)
@@ -464,10 +469,10 @@ def isdtype(dtype: DType, kind: Any) -> _builtin_bool:
     """Array API ``isdtype``: whether ``dtype`` is of ``kind`` (a dtype, a kind name or a tuple)."""
     if type(dtype) is not DType:
         raise TypeError(f"isdtype expects an nda dtype, got {dtype!r}")
-    if isinstance(kind, tuple):
-        return any(isdtype(dtype, k) for k in kind)
     if type(kind) is DType:
         return dtype is kind
+    if isinstance(kind, tuple):
+        return any(isdtype(dtype, k) for k in kind)
     if isinstance(kind, str):
         kinds = _KIND_NAMES.get(kind)
         if kinds is None:
