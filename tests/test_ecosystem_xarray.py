@@ -29,6 +29,17 @@ DEVICES = ["cpu", "sim"]
 # on a host copy with a FallbackWarning: the values are what is compared here.
 pytestmark = [pytest.mark.filterwarnings("ignore::nda.FallbackWarning"), pytest.mark.filterwarnings("ignore::RuntimeWarning")]
 
+
+
+@pytest.fixture(autouse=True)
+def _fallbacks_warned_here_stay_here():
+    """nda warns once per fallback route and process; the routes these tests take (xarray's
+    nanmedian, nanargmax) are left unwarned, so a later test still sees its first warning."""
+    before = set(nda.dispatch._warned_routes)
+    yield
+    nda.dispatch._warned_routes.intersection_update(before)
+
+
 _T = np.arange(6) * 1.5  # a float coordinate: interp works on it
 _FLOATS = np.arange(24.0).reshape(6, 4) / 7
 _FLOATS[2, 1] = np.nan
