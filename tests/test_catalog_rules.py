@@ -159,7 +159,7 @@ CALLS = {
 def _spd(x: nda.NDArray) -> nda.NDArray:
     """A well-conditioned square (Hermitian positive-definite) matrix of x's dtype."""
     square = x[:, :2]
-    return square @ nda.matrix_transpose(nda.conj(square) if x.dtype.kind == "complex floating" else square) + nda.eye(2, dtype=x.dtype) * 3
+    return square @ nda.matrix_transpose(nda.conj(square) if x.dtype.category == "complex floating" else square) + nda.eye(2, dtype=x.dtype) * 3
 
 CREATION = [
     lambda: nda.zeros((2, 0)), lambda: nda.ones(3, dtype=nda.uint8), lambda: nda.empty((1, 2)),

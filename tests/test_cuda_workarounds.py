@@ -169,7 +169,7 @@ def test_transfers_keep_signed_zeros_and_the_model_would_not():
 
 # ----------------------------------------------------------------------------- nda over the mirror
 
-_NEG0 = lambda dtype: nda.asarray(-0.0 if dtype.kind != "complex floating" else complex(-0.0, -0.0), dtype=dtype, device=D)  # noqa: E731
+_NEG0 = lambda dtype: nda.asarray(-0.0 if dtype.category != "complex floating" else complex(-0.0, -0.0), dtype=dtype, device=D)  # noqa: E731
 
 #: The H100's minimal examples (conformance-failures.txt), one per group: (call, dtype).
 EXAMPLES = {

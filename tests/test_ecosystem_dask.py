@@ -117,6 +117,15 @@ def test_boolean_mask_indexing_with_a_dask_array_of_nda_chunks(arrays):
     _on(device, masked.compute(), expected)
 
 
+def test_indexing_with_a_dask_array_of_nda_integer_chunks(arrays):
+    # Dask takes its integer-index path on ``index.dtype.kind in "iu"``: nda's kind is NumPy's
+    # letter (it was "signed integer", and Dask went down its list path and failed).
+    device, data, d = arrays
+    idx = da.from_array(nda.asarray(np.asarray([5, 0, 2, 2]), device=device), chunks=2, asarray=False)
+    for got, expected in [(d[idx], data[[5, 0, 2, 2]]), (d[:, idx[:3]], data[:, [5, 0, 2]]), (d[idx, 1], data[[5, 0, 2, 2], 1])]:
+        _on(device, got.compute(), expected)
+
+
 def test_argmin_and_argmax_over_all_axes(arrays):
     """Dask calls chunk.ravel() and np.unravel_index on the chunks' results (nda runs both on the device)."""
     device, data, d = arrays

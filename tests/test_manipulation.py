@@ -356,3 +356,58 @@ def test_views_chain_back_to_the_base():
     np.squeeze(np.flip(np.permute_dims(np.expand_dims(base, 0), (0, 3, 2, 1)), axis=1), axis=0)[0, 0, 0] = -1.0
     assert_same(x, base)
     assert np_dtype(x.dtype) == np.float64
+
+
+# ----------------------------------------------------------------------------- NumPy's pad and transpose
+
+PAD_WIDTHS = [0, 2, (1, 0), ((0, 1),), [(1, 2), (0, 3)], np.asarray([[2, 0], [1, 1]]), np.int64(1), ((1,), (2,))]
+
+
+@pytest.mark.parametrize("device", ["cpu", "sim"])
+@pytest.mark.parametrize("pad_width", PAD_WIDTHS, ids=repr)
+def test_pad_is_numpys_constant_pad(device, pad_width):
+    """xarray's shift/pad call ``xp.pad`` on the data's namespace (they raised AttributeError on nda)."""
+    for host, value in [(np.arange(6.0).reshape(2, 3), np.nan), (np.arange(6, dtype=np.int8).reshape(2, 3), -3), (np.ones((2, 3), bool), False)]:
+        x = nda.asarray(host, device=device)
+        got = nda.pad(x, pad_width, mode="constant", constant_values=value)
+        want = np.pad(host, pad_width, mode="constant", constant_values=value)
+        assert got.device == x.device and got.dtype is x.dtype
+        np.testing.assert_array_equal(got.asnumpy(), want)
+    x = nda.asarray([1.0, 2.0], device=device)
+    np.testing.assert_array_equal(nda.pad(x, 1, constant_values=np.float32(0.5)).asnumpy(), [0.5, 1.0, 2.0, 0.5])
+    np.testing.assert_array_equal(nda.pad(x, (0, 1)).asnumpy(), [1.0, 2.0, 0.0])
+
+
+@pytest.mark.parametrize("device", ["cpu", "sim"])
+def test_pad_refuses_what_it_cannot_do_with_numpys_exception_types(device):
+    x = nda.ones((2, 3), device=device)
+    with pytest.raises(ValueError, match="mode 'constant' only"):
+        nda.pad(x, 1, mode="edge")
+    with pytest.raises(ValueError, match="negative"):
+        nda.pad(x, -1)
+    with pytest.raises(ValueError, match="each of the 2 axes"):
+        nda.pad(x, [(1, 1), (1, 1), (1, 1)])
+    for bad in (1.5, "a", None, ()):
+        with pytest.raises(TypeError, match="pad_width must be ints"):
+            nda.pad(x, bad)
+    with pytest.raises(TypeError, match="constant_values must be a Python or NumPy scalar"):
+        nda.pad(x, 1, constant_values=[1, 2])
+    with pytest.raises(TypeError):
+        nda.pad(nda.ones(2, dtype=nda.int64, device=device), 1, constant_values=1.5)  # as nda.full: no silent cast
+    with pytest.raises(TypeError, match="nda array"):
+        nda.pad(np.ones(2), 1)
+
+
+@pytest.mark.parametrize("device", ["cpu", "sim"])
+def test_transpose_is_numpys(device):
+    host = np.arange(24.0).reshape(2, 3, 4)
+    x = nda.asarray(host, device=device)
+    for axes in (None, (1, 0, 2), [2, 0, 1], (-1, 0, 1)):
+        got = nda.transpose(x, axes)
+        assert got.device == x.device
+        np.testing.assert_array_equal(got.asnumpy(), np.transpose(host, axes))
+    np.testing.assert_array_equal(nda.transpose(x, axes=(2, 1, 0)).asnumpy(), host.T)
+    with pytest.raises(ValueError):
+        nda.transpose(x, (0, 1))
+    with pytest.raises(TypeError, match=r"transpose\(\): axes must be"):
+        nda.transpose(x, (0.5, 1, 2))

@@ -156,7 +156,7 @@ DOCUMENTED_EXTRAS = {
     "FallbackWarning", "HybridizeWarning", "KernelKey", "Layout", "NDArray", "allclose", "autograd", "backends", "config",
     "copy", "copyto", "default_device", "dispatch", "engine", "ext", "getitem", "hybridize", "isclose", "layouts", "ops",
     "profiler", "setitem", "sparse", "to_device", "waitall", "einsum", "einsum_path", "load", "save", "savez", "savez_compressed",
-    "random",
+    "random", "pad", "transpose",
 }
 
 

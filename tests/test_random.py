@@ -182,7 +182,7 @@ CALLS = [
     ("standard_normal", lambda g, d, dt: g.standard_normal((41,), dtype=dt, device=d), [nda.float64, nda.float32]),
     ("normal", lambda g, d, dt: g.normal(2.0, 0.25, (3, 3), dtype=dt, device=d), [nda.float64, nda.float32]),
     ("exponential", lambda g, d, dt: g.exponential(3.0, (17,), dtype=dt, device=d), [nda.float64, nda.float32]),
-    ("integers", lambda g, d, dt: g.integers(-5 if dt.kind == "signed integer" else 5, 100, (19,), dtype=dt, device=d),
+    ("integers", lambda g, d, dt: g.integers(-5 if dt.category == "signed integer" else 5, 100, (19,), dtype=dt, device=d),
      [nda.int8, nda.uint8, nda.int16, nda.uint16, nda.int32, nda.uint32, nda.int64, nda.uint64]),
     ("integers wide", lambda g, d, dt: g.integers(0, 2**63 - 25, (9,), dtype=dt, device=d), [nda.int64, nda.uint64]),
     ("integers full", lambda g, d, dt: g.integers(np.iinfo(dt.numpy).min, np.iinfo(dt.numpy).max, (9,), endpoint=True, dtype=dt, device=d),

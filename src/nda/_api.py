@@ -101,7 +101,7 @@ def linspace(start: Any, stop: Any, /, num: int, *, dtype: Any = None, device: A
         dt = None if dtype is None else _dtypes.as_dtype(dtype)
     except TypeError:
         dt = None  # the catalog's planner says what is wrong
-    if dt is not None and dt.kind in ("signed integer", "unsigned integer"):
+    if dt is not None and dt.category in ("signed integer", "unsigned integer"):
         dtype = dt
         # NumPy's rule (array_api_strict follows it): the float64 samples rounded towards -inf.
         # Composed of catalog ops, so every backend computes it the same way.
@@ -295,7 +295,7 @@ def round_decimals(x: NDArray, decimals: int = 0, /) -> NDArray:
         raise TypeError(f"round(): decimals must be an int, got {decimals!r}")
     decimals = int(decimals)
     rnd = _generated["round"]
-    kind = x.dtype.kind
+    kind = x.dtype.category
     if kind == "bool":
         raise TypeError("round(): a bool array cannot be rounded (nda.round takes numeric dtypes; NumPy gives float16 for decimals=0 and refuses others)")
     if kind == "complex floating" and decimals != 0:

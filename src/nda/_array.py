@@ -251,7 +251,7 @@ class NDArray(Array):
         return complex(self._scalar("complex"))
 
     def __index__(self) -> int:
-        if self.ndim != 0 or self._meta.dtype.kind not in ("signed integer", "unsigned integer"):
+        if self.ndim != 0 or self._meta.dtype.category not in ("signed integer", "unsigned integer"):
             raise TypeError(
                 f"only 0-d integer arrays can be used as an index, got a {self._meta.dtype.name} array of shape {self._shape}"
             )

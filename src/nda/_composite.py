@@ -1,7 +1,9 @@
 """Standard functions built from catalog ops: they need no kernel of their own.
 
 ``moveaxis`` is a ``permute_dims``, ``unstack`` a series of ``getitem`` views, ``diff``
-slicing and ``subtract``, ``fftshift`` a ``roll``, and so on. Each goes through dispatch
+slicing and ``subtract``, ``fftshift`` a ``roll``, NumPy's ``pad`` (constant mode) a ``full``
+and a ``setitem``, and so on (``pad`` and ``transpose``, NumPy's spellings, are not in the
+standard: xarray calls them on the namespace of the arrays it holds). Each goes through dispatch
 by way of the ops it calls, so every backend runs them with its own kernels of those ops
 (natively on sim, for example), and the engine orders them like the ops they are made of.
 ``broadcast_shapes`` works on shapes only; ``fftfreq``/``rfftfreq`` compute their few
@@ -25,7 +27,7 @@ from .ops._spec import broadcast_shapes as _broadcast_shapes
 from .ops._spec import check_array, int_arg, normalize_axes, normalize_axis
 
 __all__ = [
-    "broadcast_arrays", "broadcast_shapes", "diff", "matrix_transpose", "meshgrid", "moveaxis", "unstack",
+    "broadcast_arrays", "broadcast_shapes", "diff", "matrix_transpose", "meshgrid", "moveaxis", "unstack", "pad", "transpose",
     "fftfreq", "rfftfreq", "fftshift", "ifftshift", "isclose", "allclose", "einsum", "einsum_path",
 ]
 
@@ -105,15 +107,15 @@ def moveaxis(x: NDArray, source: int | tuple[int, ...], destination: int | tuple
     return _api().permute_dims(x, tuple(order))  # type: ignore[no-any-return]
 
 
-def _axes_arg(value: Any, name: str) -> tuple[Any, ...]:
-    """``moveaxis``'s source/destination: an int, or a tuple or list of ints (as NumPy and array_api_strict take)."""
+def _axes_arg(value: Any, name: str, op: str = "moveaxis") -> tuple[Any, ...]:
+    """``moveaxis``'s source/destination (``transpose``'s axes): an int, or a tuple or list of ints (as NumPy and array_api_strict take)."""
     if isinstance(value, (tuple, list)):
         items = tuple(value)
     else:
         items = (value,)
     for item in items:
         if isinstance(item, bool) or not hasattr(item, "__index__"):
-            raise TypeError(f"moveaxis(): {name} must be an int or a tuple/list of ints, got {value!r}")
+            raise TypeError(f"{op}(): {name} must be an int or a tuple/list of ints, got {value!r}")
     return items
 
 
@@ -169,11 +171,72 @@ def diff(x: NDArray, /, *, axis: int = -1, n: int = 1, prepend: NDArray | None =
     return a if a is not x else api.copy(x)
 
 
+# ----------------------------------------------------------------------------- NumPy's spellings xarray calls
+
+def transpose(x: NDArray, /, axes: Any = None) -> NDArray:
+    """NumPy's ``transpose``: ``permute_dims(x, axes)``, with ``axes=None`` reversing the axes (a view).
+
+    Not in the standard; xarray (and other code written for NumPy) calls ``xp.transpose`` on
+    the namespace of the arrays it holds.
+    """
+    x = check_array(x, "transpose")
+    order = tuple(range(x.ndim - 1, -1, -1)) if axes is None else _axes_arg(axes, "axes", "transpose")
+    return _api().permute_dims(x, order)  # type: ignore[no-any-return]
+
+
+def _pad_widths(pad_width: Any, ndim: int) -> list[tuple[int, int]]:
+    """NumPy's ``pad_width`` as one ``(before, after)`` per axis: an int for every side, one pair
+    for every axis, or a pair per axis (each broadcast as NumPy broadcasts them)."""
+    try:
+        w = np.asarray(pad_width)
+    except (TypeError, ValueError):
+        w = np.asarray(None)
+    if w.dtype.kind not in "iu" or w.size == 0:
+        raise TypeError(f"pad(): pad_width must be ints: one for all sides, (before, after), or one pair per axis; got {pad_width!r}")
+    if (w < 0).any():
+        raise ValueError(f"pad(): pad_width must not be negative, got {pad_width!r}")
+    if w.size == 1:
+        pairs = np.broadcast_to(w.reshape(1, 1), (ndim, 2))
+    elif w.size == 2 and w.shape != (2, 1):
+        pairs = np.broadcast_to(w.reshape(1, 2), (ndim, 2))
+    else:
+        try:
+            pairs = np.broadcast_to(w, (ndim, 2))
+        except ValueError:
+            raise ValueError(f"pad(): pad_width {pad_width!r} does not give (before, after) for each of the {ndim} axes") from None
+    return [(int(b), int(a)) for b, a in pairs.tolist()]
+
+
+def pad(x: NDArray, pad_width: Any, /, mode: str = "constant", *, constant_values: bool | int | float | complex = 0) -> NDArray:
+    """NumPy's ``pad`` in its ``"constant"`` mode: ``x`` with ``constant_values`` added before and after along each axis.
+
+    ``pad_width`` is NumPy's: an int (every side of every axis), ``(before, after)`` (every
+    axis), or one ``(before, after)`` per axis. The result has ``x``'s dtype and device; a
+    ``constant_values`` the dtype cannot hold raises as ``full`` does (NumPy would cast it).
+    It is a ``full`` and a ``setitem``, so every backend runs it with its own kernels. Not in
+    the standard; xarray's ``shift``, ``pad`` and ``rolling`` call ``xp.pad`` on the arrays'
+    namespace. NumPy's other modes are not in nda (``np.pad(x, ..., mode="edge")`` computes
+    them on a host copy, with a ``FallbackWarning``).
+    """
+    x = check_array(x, "pad")
+    if mode != "constant":
+        raise ValueError(f"pad(): nda has the mode 'constant' only, got {mode!r} (np.pad(x, ...) computes NumPy's other modes on a host copy)")
+    if isinstance(constant_values, np.generic):
+        constant_values = _dtypes.python_scalar(constant_values)
+    if not isinstance(constant_values, (bool, int, float, complex)):
+        raise TypeError(f"pad(): constant_values must be a Python or NumPy scalar (one value for every side), got {type(constant_values).__name__}")
+    widths = _pad_widths(pad_width, x.ndim)
+    api = _api()
+    out = api.full(tuple(n + b + a for n, (b, a) in zip(x.shape, widths)), constant_values, dtype=x.dtype, device=x.device)
+    out[tuple(slice(b, b + n) for n, (b, _) in zip(x.shape, widths))] = x
+    return out  # type: ignore[no-any-return]
+
+
 # ----------------------------------------------------------------------------- fft helpers
 
 def _freq_dtype(dtype: Any, op: str) -> Any:
     dt = _dtypes.default_float if dtype is None else _dtypes.as_dtype(dtype)
-    if dt.kind != "real floating":
+    if dt.category != "real floating":
         raise TypeError(f"{op}(): dtype must be a real floating dtype, got {dt.name}")
     return dt
 

@@ -3,13 +3,39 @@
 Every Array API dtype is one interned :class:`DType` instance. Interning means equality
 between nda dtypes is identity, so a ``DType`` hashes at C speed (identity) and compares
 by identity first when it sits inside dispatch keys (dicts and tuples never call
-``__eq__`` for the same object). ``DType.__eq__`` also answers True for NumPy's
-equivalent dtype, scalar type or Python type (``nda.bool == bool``, ``nda.float64 ==
-np.float64``), as NumPy's dtypes do: Dask tests ``index.dtype == bool`` on the arrays it
-is given. Their hashes differ, as NumPy's ``np.dtype(bool)`` and ``bool`` do.
+``__eq__`` for the same object).
 
-Promotion follows the Array API lattice inside a kind (bool, signed, unsigned, real
-floating, complex floating) and NumPy's rules across kinds (``int32 + float32 ->
+To NumPy-minded code (xarray, Dask, pandas, matplotlib, NumPy's own functions) a ``DType``
+is the NumPy dtype of the same name, so that code written for ``np.dtype`` works unchanged
+on nda arrays:
+
+* it carries ``np.dtype``'s attributes with NumPy's values: ``kind`` is NumPy's one-letter
+  kind (``"f"``, tested as ``kind in "uifc"``), ``char``, ``str``, ``num``, ``type``,
+  ``byteorder``, ``alignment``, ``descr``, ``names``/``fields`` (None), ``shape`` (``()``),
+  ``base`` (itself), ``subdtype``, ``hasobject``, ``isbuiltin``, ``isnative``, ``metadata``;
+  the Array API category (``"real floating"``, what :func:`isdtype` names) is ``category``;
+* ``isinstance(nda.float64, np.dtype)`` is True: ``__class__`` answers NumPy's dtype class
+  (``np.dtypes.Float64DType``), which is what ``isinstance`` consults after the real type.
+  xarray fills missing values only for ``isinstance(dtype, np.dtype)``, and ``np.isdtype``
+  reads ``dtype.type`` of such an object. ``type(nda.float64)`` stays ``nda.DType`` and
+  ``isinstance(nda.float64, nda.DType)`` is True. ``isinstance(d, C)`` for any other class
+  ``C`` reads that property (a Python call), so nda's own checks, and any code on the per-op
+  path, test ``type(x) is DType`` first;
+* ``__eq__`` answers as NumPy's dtype does: True for nda's dtype itself, for NumPy's dtype,
+  scalar type or Python type of the same name (``nda.bool == bool``, ``nda.float64 ==
+  np.float64``) and for NumPy's spellings (``"float64"``, ``"f8"``); False for anything else,
+  NumPy's abstract types included (``nda.float64 == np.floating`` is False, as in NumPy 2,
+  where converting ``np.floating`` to a dtype raises). One deliberate difference: ``None`` is
+  not ``float64`` (the default float of nda depends on the device). Hashes stay identity, as
+  NumPy's ``np.dtype(bool)`` and ``bool`` hash differently.
+
+In nda 0.1.0 ``kind`` was the Array API category name. Code that still compares ``kind``
+with a category name (``dt.kind == "real floating"``, ``dt.kind in ("signed integer",
+"unsigned integer")``) gets the old answer with a ``DeprecationWarning`` (see
+:class:`_Kind`); lookups by hash (``{"real floating": ...}[dt.kind]``) do not.
+
+Promotion follows the Array API lattice inside a category (bool, signed, unsigned, real
+floating, complex floating) and NumPy's rules across categories (``int32 + float32 ->
 float64``), which is what NumPy users expect and what the standard leaves to the
 implementation. Results are cached per pair, so promotion on the hot path is one dict
 lookup.
@@ -19,6 +45,8 @@ Layer: values (README, "Architecture").
 
 from __future__ import annotations
 
+import builtins
+import warnings
 from typing import Any
 
 import numpy as np
@@ -50,57 +78,123 @@ __all__ = [
 _builtin_bool = bool
 _PYTHON_TYPES = (bool, int, float, complex)
 
+#: The Array API categories of the dtypes, by NumPy's one-letter kind.
+_CATEGORY_OF_KIND = {
+    "b": "bool",
+    "i": "signed integer",
+    "u": "unsigned integer",
+    "f": "real floating",
+    "c": "complex floating",
+}
+_CATEGORY_NAMES = frozenset(_CATEGORY_OF_KIND.values())
+
+
+class _Kind(str):
+    """NumPy's one-letter kind (``"f"``) that still answers comparisons with a category name.
+
+    ``DType.kind`` used to be the Array API category name. A plugin or program written
+    against that compares ``dt.kind == "real floating"``; with a plain ``"f"`` that would be
+    silently False. This string is ``"f"`` everywhere (``in "uifc"``, hashing, printing,
+    ``==`` with one-letter codes), and an equality test against one of the five category
+    names answers by the dtype's category with a ``DeprecationWarning`` that says to use
+    ``DType.category``. Lookups by hash with a category name (dict keys, sets) see ``"f"``.
+    """
+
+    __hash__ = str.__hash__
+
+    def __eq__(self, other: object) -> builtins.bool:
+        if other.__class__ is str and other in _CATEGORY_NAMES:
+            _warn_kind(other)  # type: ignore[arg-type]
+            return _CATEGORY_OF_KIND[str(self)] == other
+        return str.__eq__(self, other)  # type: ignore[no-any-return]
+
+    def __ne__(self, other: object) -> builtins.bool:
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
+
+def _warn_kind(name: str) -> None:
+    warnings.warn(
+        f"comparing DType.kind with {name!r}: DType.kind is NumPy's one-letter kind ('b', 'i', 'u', 'f', 'c') "
+        f"(it was the category name in nda 0.1.0); compare DType.category (the Array API category name) instead",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+
 
 class DType:
     """An array element type: one interned instance per Array API dtype.
 
-    ``kind`` is one of ``"bool"``, ``"signed integer"``, ``"unsigned integer"``,
-    ``"real floating"``, ``"complex floating"``; ``itemsize`` is in bytes.
+    ``category`` is the Array API category: one of ``"bool"``, ``"signed integer"``,
+    ``"unsigned integer"``, ``"real floating"``, ``"complex floating"`` (what
+    :func:`nda.isdtype` takes). ``itemsize`` is in bytes. The other attributes are NumPy's
+    dtype's, with NumPy's values (``kind`` is NumPy's one-letter kind, ``"f"`` for
+    float64); see the module docstring for how a ``DType`` stands in for ``np.dtype``.
     """
 
-    __slots__ = ("name", "kind", "itemsize", "numpy")
-    _registry: dict[str, DType] = {}
+    __slots__ = ("name", "category", "kind", "itemsize", "numpy", "type", "char", "str", "num", "alignment", "byteorder")
+    _registry: dict[builtins.str, DType] = {}
 
-    name: str
-    kind: str
+    name: builtins.str
+    category: builtins.str
+    kind: builtins.str
     itemsize: int
     numpy: np.dtype
+    type: builtins.type
+    char: builtins.str
+    str: builtins.str
+    num: int
+    alignment: int
+    byteorder: builtins.str
 
-    def __new__(cls, name: str, kind: str, itemsize: int) -> DType:
+    def __new__(cls, name: builtins.str, category: builtins.str, itemsize: int) -> DType:
         existing = cls._registry.get(name)
         if existing is not None:
             return existing
         self = object.__new__(cls)
-        object.__setattr__(self, "name", name)
-        object.__setattr__(self, "kind", kind)
-        object.__setattr__(self, "itemsize", itemsize)
-        object.__setattr__(self, "numpy", np.dtype(name))
+        npd = np.dtype(name)
+        assert _CATEGORY_OF_KIND[npd.kind] == category and npd.itemsize == itemsize, (name, category, itemsize)
+        for attr, value in (("name", name), ("category", category), ("kind", _Kind(npd.kind)), ("itemsize", itemsize),
+                            ("numpy", npd), ("type", npd.type), ("char", npd.char), ("str", npd.str), ("num", npd.num),
+                            ("alignment", npd.alignment), ("byteorder", npd.byteorder)):
+            object.__setattr__(self, attr, value)
         cls._registry[name] = self
         return self
 
-    def __setattr__(self, name: str, value: Any) -> None:
+    def __setattr__(self, name: builtins.str, value: Any) -> None:
         raise AttributeError(f"DType is immutable; cannot set {name!r}")
 
-    def __repr__(self) -> str:
+    def __repr__(self) -> builtins.str:
         return f"nda.{self.name}"
 
-    def __str__(self) -> str:
+    def __str__(self) -> builtins.str:
         return self.name
 
-    def __eq__(self, other: object) -> _builtin_bool:
-        # Identity between nda dtypes (interned). NumPy's dtype of the same name, and the
-        # NumPy scalar type or Python type NumPy reads as that dtype, are equal as well,
-        # as NumPy's dtypes compare (``np.dtype(bool) == bool``): Dask and other code
-        # written for NumPy test ``x.dtype == bool`` on the arrays it is given.
+    @property  # type: ignore[misc]
+    def __class__(self) -> builtins.type:  # noqa: D105
+        # What isinstance() consults after the real type: NumPy's dtype class, so that
+        # ``isinstance(nda.float64, np.dtype)`` holds (module docstring). type(self) is DType.
+        return builtins.type(self.numpy)
+
+    def __eq__(self, other: object) -> builtins.bool:
+        # Identity between nda dtypes (interned). Otherwise NumPy's answer for its dtype of
+        # the same name: NumPy's dtypes, scalar types, Python types and NumPy's spellings
+        # ("f8") that convert to it. NumPy's abstract types (np.floating, np.generic) do not
+        # convert (NumPy 2 raises); they are not equal, as in NumPy.
         if other is self:
             return True
+        if builtins.type(other) is DType:
+            return False
         if isinstance(other, np.dtype):
             return other == self.numpy  # type: ignore[no-any-return]
-        if isinstance(other, type) and (issubclass(other, np.generic) or other in _PYTHON_TYPES):
-            return np.dtype(other) == self.numpy  # type: ignore[no-any-return]
+        if isinstance(other, (builtins.type, builtins.str, bytes)):
+            try:
+                return np.dtype(other) == self.numpy  # type: ignore[no-any-return, arg-type]
+            except (TypeError, ValueError, SyntaxError):  # np.floating, "nonsense", object types NumPy refuses
+                return False
         return False
 
-    def __ne__(self, other: object) -> _builtin_bool:
+    def __ne__(self, other: object) -> builtins.bool:
         return not self.__eq__(other)
 
     # Hashing stays identity (C speed inside dispatch keys). Equal NumPy objects hash
@@ -125,14 +219,77 @@ class DType:
         """
         return self.numpy
 
-    @property
-    def type(self) -> type:
-        """NumPy's scalar type of this dtype (``np.float64`` for ``nda.float64``), as ``np.dtype(...).type``.
+    # NumPy's dtype attributes that describe structured, subarray or object dtypes: an nda
+    # dtype is none of these, and answers as NumPy's plain numeric dtypes do.
 
-        Code written for NumPy dtypes (Dask's ``iscomplexobj``) asks for it. Note that
-        ``kind`` is nda's (``"real floating"``), not NumPy's one-letter code.
-        """
-        return self.numpy.type  # type: ignore[no-any-return]
+    @property
+    def descr(self) -> list[tuple[builtins.str, builtins.str]]:
+        """NumPy's array-interface description, ``[("", "<f8")]``."""
+        return [("", self.str)]
+
+    @property
+    def base(self) -> DType:
+        """The element dtype of a subarray dtype: the dtype itself (nda has no subarray dtypes)."""
+        return self
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The subarray shape: ``()``."""
+        return ()
+
+    @property
+    def ndim(self) -> int:
+        """The number of subarray dimensions: 0."""
+        return 0
+
+    @property
+    def subdtype(self) -> None:
+        """``(base, shape)`` for a subarray dtype; None, as for NumPy's numeric dtypes."""
+        return None
+
+    @property
+    def names(self) -> None:
+        """Field names of a structured dtype; None."""
+        return None
+
+    @property
+    def fields(self) -> None:
+        """Fields of a structured dtype; None."""
+        return None
+
+    @property
+    def metadata(self) -> None:
+        """NumPy's per-dtype metadata mapping; None."""
+        return None
+
+    @property
+    def hasobject(self) -> builtins.bool:
+        """Whether the dtype holds Python objects: False."""
+        return False
+
+    @property
+    def flags(self) -> int:
+        """NumPy's dtype flags (0 for its numeric dtypes)."""
+        return self.numpy.flags  # type: ignore[no-any-return]
+
+    @property
+    def isbuiltin(self) -> int:
+        """1: a dtype NumPy builds in (nda's are all NumPy's numeric dtypes)."""
+        return 1
+
+    @property
+    def isnative(self) -> builtins.bool:
+        """Whether the byte order is the machine's: True (nda keeps native byte order only)."""
+        return True
+
+    @property
+    def isalignedstruct(self) -> builtins.bool:
+        """Whether a structured dtype is C-aligned: False (not a structured dtype)."""
+        return False
+
+    def newbyteorder(self, new_order: builtins.str = "S", /) -> np.dtype:
+        """NumPy's dtype of this element type in another byte order (a NumPy dtype: nda arrays are native)."""
+        return self.numpy.newbyteorder(new_order)  # type: ignore[arg-type]
 
 
 bool = DType("bool", "bool", 1)  # noqa: A001 - the Array API name
@@ -156,19 +313,19 @@ default_int = int64
 default_float = float64
 default_complex = complex128
 
-_INTEGER_KINDS = ("signed integer", "unsigned integer")
-_FLOAT_KINDS = ("real floating", "complex floating")
+_INTEGER_CATEGORIES = ("signed integer", "unsigned integer")
+_FLOAT_CATEGORIES = ("real floating", "complex floating")
 
 #: The dtype categories the op catalog speaks in (names follow the Array API spec).
 CATEGORIES: dict[str, tuple[DType, ...]] = {
     "any": ALL_DTYPES,
     "bool": (bool,),
-    "integer": tuple(d for d in ALL_DTYPES if d.kind in _INTEGER_KINDS),
-    "integer or boolean": tuple(d for d in ALL_DTYPES if d.kind in _INTEGER_KINDS or d is bool),
+    "integer": tuple(d for d in ALL_DTYPES if d.category in _INTEGER_CATEGORIES),
+    "integer or boolean": tuple(d for d in ALL_DTYPES if d.category in _INTEGER_CATEGORIES or d is bool),
     "real floating": (float32, float64),
     "complex floating": (complex64, complex128),
     "floating": (float32, float64, complex64, complex128),
-    "real numeric": tuple(d for d in ALL_DTYPES if d.kind in _INTEGER_KINDS or d.kind == "real floating"),
+    "real numeric": tuple(d for d in ALL_DTYPES if d.category in _INTEGER_CATEGORIES or d.category == "real floating"),
     "numeric": tuple(d for d in ALL_DTYPES if d is not bool),
 }
 
@@ -179,7 +336,7 @@ def as_dtype(value: Any) -> DType:
     Names are nda's (``"float64"``) or NumPy's spellings of the same dtypes (``"f8"``,
     ``"<i4"``, ``"double"``), which Dask and other NumPy code pass around.
     """
-    if value.__class__ is DType:
+    if type(value) is DType:
         return value
     try:
         if isinstance(value, str):
@@ -255,7 +412,7 @@ def promote_scalar(a: DType, scalar_type: type) -> DType:
     elif scalar_type is int:
         result = a if a is not bool else default_int
     elif scalar_type is float:
-        result = a if a.kind in _FLOAT_KINDS else default_float
+        result = a if a.category in _FLOAT_CATEGORIES else default_float
     elif scalar_type is complex:
         if a is complex64 or a is complex128:
             result = a
@@ -272,16 +429,22 @@ def result_type(*arrays_and_dtypes: Any) -> DType:
     dtypes: list[DType] = []
     scalars: list[type] = []
     for item in arrays_and_dtypes:
+        if type(item) is DType:  # first: isinstance() on a DType reads its __class__ property
+            dtypes.append(item)
+            continue
         if isinstance(item, np.generic):
             item = python_scalar(item)  # weak, like the Python scalar it holds
         dt = getattr(item, "dtype", None)
-        if dt.__class__ is DType:
+        if type(dt) is DType:
             dtypes.append(dt)
         elif item.__class__ in (int, float, complex, _builtin_bool):
             scalars.append(item.__class__)
         else:
             dtypes.append(as_dtype(item))
     if not dtypes:
+        if scalars:  # the standard asks for one array or dtype; a scalar's dtype is the device's default
+            raise TypeError("result_type needs at least one array or dtype: Python scalars alone have no dtype in nda "
+                            "(their default dtype depends on the device)")
         raise ValueError("result_type needs at least one array or dtype")
     result = dtypes[0]
     for dt in dtypes[1:]:
@@ -295,32 +458,32 @@ _KIND_NAMES = {
     "bool": ("bool",),
     "signed integer": ("signed integer",),
     "unsigned integer": ("unsigned integer",),
-    "integral": _INTEGER_KINDS,
+    "integral": _INTEGER_CATEGORIES,
     "real floating": ("real floating",),
     "complex floating": ("complex floating",),
-    "numeric": _INTEGER_KINDS + _FLOAT_KINDS,
+    "numeric": _INTEGER_CATEGORIES + _FLOAT_CATEGORIES,
 }
 
 
 def isdtype(dtype: DType, kind: Any) -> _builtin_bool:
     """Array API ``isdtype``: whether ``dtype`` is of ``kind`` (a dtype, a kind name or a tuple)."""
-    if dtype.__class__ is not DType:
+    if type(dtype) is not DType:
         raise TypeError(f"isdtype expects an nda dtype, got {dtype!r}")
+    if type(kind) is DType:
+        return dtype is kind
     if isinstance(kind, tuple):
         return any(isdtype(dtype, k) for k in kind)
-    if kind.__class__ is DType:
-        return dtype is kind
     if isinstance(kind, str):
         kinds = _KIND_NAMES.get(kind)
         if kinds is None:
             raise ValueError(f"unknown dtype kind {kind!r}; expected one of: {', '.join(_KIND_NAMES)}")
-        return dtype.kind in kinds
+        return dtype.category in kinds
     raise TypeError(f"kind must be a dtype, a kind name or a tuple of them, got {kind!r}")
 
 
 def can_cast(from_: Any, to: DType) -> _builtin_bool:
     """Whether ``from_`` (an array or dtype) promotes to ``to`` without changing kind rules."""
-    src = as_dtype(from_) if from_.__class__ is DType or not hasattr(from_, "dtype") else as_dtype(from_.dtype)
+    src = as_dtype(from_) if type(from_) is DType or not hasattr(from_, "dtype") else as_dtype(from_.dtype)
     return _builtin_bool(np.can_cast(src.numpy, as_dtype(to).numpy, casting="safe"))
 
 

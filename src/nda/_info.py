@@ -71,7 +71,7 @@ def _dtype_of(type: Any, op: str) -> DType:  # noqa: A002
 def finfo(type: Any, /) -> finfo_object:  # noqa: A002
     """Machine limits of a floating-point dtype (or of an array's dtype)."""
     dtype = _dtype_of(type, "finfo")
-    if dtype.kind not in ("real floating", "complex floating"):
+    if dtype.category not in ("real floating", "complex floating"):
         raise TypeError(f"finfo(): {dtype.name} is not a floating dtype; use iinfo() for integers")
     return finfo_object(dtype)
 
@@ -79,7 +79,7 @@ def finfo(type: Any, /) -> finfo_object:  # noqa: A002
 def iinfo(type: Any, /) -> iinfo_object:  # noqa: A002
     """Machine limits of an integer dtype (or of an array's dtype)."""
     dtype = _dtype_of(type, "iinfo")
-    if dtype.kind not in ("signed integer", "unsigned integer"):
+    if dtype.category not in ("signed integer", "unsigned integer"):
         raise TypeError(f"iinfo(): {dtype.name} is not an integer dtype; use finfo() for floating dtypes")
     return iinfo_object(dtype)
 

@@ -55,7 +55,7 @@ def _mean(c: _Call, a: Any, axis: Any = None, dtype: Any = None, out: Any = None
     _check_defaults(c.name, kw, where=True)
     _leftover(c.name, kw)
     x = c.array(a)
-    if dtype is not None and _dtypes.as_dtype(dtype).kind in ("real floating", "complex floating"):
+    if dtype is not None and _dtypes.as_dtype(dtype).category in ("real floating", "complex floating"):
         x = _api.astype(x, _dtypes.as_dtype(dtype))
     keepdims = False if keepdims is _NoValue else keepdims
     return _store(c.name, out, _reduction("mean", x, _axis(axis), dtype, keepdims))
@@ -67,7 +67,7 @@ def _spread(op: str) -> Callable[..., Any]:
         _check_defaults(c.name, kw, where=True, mean=_NoValue)
         _leftover(c.name, kw)
         x = c.array(a)
-        if dtype is not None and _dtypes.as_dtype(dtype).kind in ("real floating", "complex floating"):
+        if dtype is not None and _dtypes.as_dtype(dtype).category in ("real floating", "complex floating"):
             x = _api.astype(x, _dtypes.as_dtype(dtype))
         keepdims = False if keepdims is _NoValue else keepdims
         corr = ddof if correction is _NoValue else correction
@@ -242,7 +242,7 @@ def _real(c: _Call, val: Any) -> Any:
 @_register(np.imag)
 def _imag(c: _Call, val: Any) -> Any:
     x = c.array(val)
-    return _api.imag(x) if x.dtype.kind == "complex floating" else _api.zeros_like(x)
+    return _api.imag(x) if x.dtype.category == "complex floating" else _api.zeros_like(x)
 
 
 @_register(np.isin)
@@ -609,7 +609,7 @@ def _shares_memory(c: _Call, a: Any, b: Any, max_work: Any = None) -> bool:
 # dtypes --------------------------------------------------------------------------------------
 
 def _numpy_dtypes(values: Any) -> list[Any]:
-    return [v.dtype.numpy if v.__class__ is NDArray else (v.numpy if v.__class__ is _dtypes.DType else v) for v in values]
+    return [v.dtype.numpy if v.__class__ is NDArray else (v.numpy if type(v) is _dtypes.DType else v) for v in values]
 
 
 @_register(np.result_type)
@@ -625,9 +625,9 @@ def _can_cast(c: _Call, from_: Any, to: Any, casting: str = "safe") -> Any:
 
 @_register(np.iscomplexobj)
 def _iscomplexobj(c: _Call, x: Any) -> bool:
-    return bool(c.array(x).dtype.kind == "complex floating")
+    return bool(c.array(x).dtype.category == "complex floating")
 
 
 @_register(np.isrealobj)
 def _isrealobj(c: _Call, x: Any) -> bool:
-    return bool(c.array(x).dtype.kind != "complex floating")
+    return bool(c.array(x).dtype.category != "complex floating")

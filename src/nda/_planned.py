@@ -65,7 +65,7 @@ def _memo_key(args: tuple[Any, ...], kwargs: dict[str, Any], host_positions: fro
     """
     parts = []
     for i, a in enumerate(args):
-        if a.__class__ is NDArray:
+        if type(a) is NDArray:  # type(): an nda dtype's __class__ is a property (NumPy's dtype class)
             if i in host_positions:
                 return None
             # Which earlier argument is this very array (vecdot(v, v) vs vecdot(v, w)): the
@@ -96,14 +96,14 @@ def _memo_key(args: tuple[Any, ...], kwargs: dict[str, Any], host_positions: fro
 
 def _typed(value: Any) -> Any:
     """``value`` tagged with its type, so that ``1``, ``True`` and ``1.0`` key different plans."""
-    cls = value.__class__
+    cls = type(value)  # not value.__class__, which an nda dtype answers with NumPy's dtype class (a property)
     if cls is tuple:
         return (tuple, tuple(_typed(v) for v in value))
     if cls is float:
         return (float, _PACK(value))  # by bit pattern: 0.0 == -0.0 and nan vs -nan (hex() says 'nan' for both) fill differently
     if cls is complex:
         return (complex, _PACK(value.real), _PACK(value.imag))
-    if isinstance(value, _NP_INEXACT):
+    if issubclass(cls, _NP_INEXACT):
         return (cls, value.tobytes())  # NumPy's -0.0 == 0.0 too, and every NaN differs: by bit pattern
     return (cls, value)
 

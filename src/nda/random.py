@@ -260,7 +260,7 @@ class Generator:
         arrays = []
         for v in values:
             a = v if isinstance(v, NDArray) else _api.asarray(v, device=where)
-            if a.dtype.kind not in ("signed integer", "unsigned integer", "real floating", "bool"):
+            if a.dtype.category not in ("signed integer", "unsigned integer", "real floating", "bool"):
                 raise TypeError(f"{op}(): parameters must be real numbers, got dtype {a.dtype.name}")
             arrays.append(_api.astype(a, dt, copy=False))
         return (*arrays, where)
@@ -428,7 +428,7 @@ def _is_scalar(value: Any) -> bool:
 
 def _float_dtype(dtype: Any, op: str) -> Any:
     dt = _dtypes.default_float if dtype is None else _dtypes.as_dtype(dtype)
-    if dt.kind != "real floating":
+    if dt.category != "real floating":
         raise TypeError(f"{op}(): dtype must be float32 or float64, got {dt.name}")
     return dt
 

@@ -179,7 +179,7 @@ def _attach_grad(self: NDArray, grad_req: str = "write") -> None:
     if grad_req == "null":
         ENTRIES.pop(id(self), None)
         return
-    if self.dtype.kind not in ("real floating", "complex floating"):
+    if self.dtype.category not in ("real floating", "complex floating"):
         raise TypeError(f"attach_grad(): only floating arrays have gradients, this one is {self.dtype.name}; cast it first (x.astype(nda.float64))")
     layout = self.layout.name
     if layout == "strided":

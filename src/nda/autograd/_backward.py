@@ -228,7 +228,7 @@ def _fit(nd: Any, g: Any, x: NDArray, name: str, leaf: bool) -> Any:
     if g.shape != x.shape:
         g = _unbroadcast(nd, g, x.shape, name)
     if g.dtype is not x.dtype:
-        if g.dtype.kind == "complex floating" and x.dtype.kind != "complex floating":
+        if g.dtype.category == "complex floating" and x.dtype.category != "complex floating":
             g = nd.real(g)
         if g.dtype is not x.dtype:
             g = nd.astype(g, x.dtype)

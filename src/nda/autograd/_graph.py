@@ -210,7 +210,7 @@ def requires_grad(value: Any) -> bool:
 
 
 def _is_floating(array: Any) -> bool:
-    return array.__class__ is NDArray and array._meta.dtype.kind in _FLOATING
+    return array.__class__ is NDArray and array._meta.dtype.category in _FLOATING
 
 
 #: Set by ``nda.autograd._record``: ``(args, kwargs, saved) -> (args, kwargs, saved)`` with the arrays

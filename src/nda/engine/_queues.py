@@ -555,7 +555,7 @@ def _inputs_in(queues: Iterable[Queue], args: tuple[Any, ...]) -> list[Entry] | 
         for value in args:
             hit = tracked.get(id(value))
             if hit is None:
-                if value.__class__ is tuple or value.__class__ is list:
+                if type(value) is tuple or type(value) is list:  # type(): a dtype's __class__ is a property
                     nested = _inputs_in((queue,), value)
                     if nested:
                         found = nested if found is None else found + [e for e in nested if e not in found]

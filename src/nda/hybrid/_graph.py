@@ -209,7 +209,7 @@ def _data_dependent(op: str, decl: Any, args: tuple[Any, ...]) -> str | None:
 
 def _has_mask(key: Any) -> bool:
     items = key if isinstance(key, tuple) else (key,)
-    return any(k.__class__ is NDArray and k.dtype.kind == "bool" and k.ndim > 0 for k in items)
+    return any(k.__class__ is NDArray and k.dtype.category == "bool" and k.ndim > 0 for k in items)
 
 
 def _info(node: Node, decl: Any, args: tuple[Any, ...], out: NDArray) -> fusion.NodeInfo | None:

@@ -47,7 +47,7 @@ def is_complex(value: Any) -> bool:
     dtype = getattr(value, "dtype", None)
     if dtype is None:
         return False
-    return dtype.kind in ("complex floating", "c")
+    return dtype.kind == "c"
 
 
 def conj(nd: Any, value: Any) -> Any:

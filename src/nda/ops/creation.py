@@ -165,7 +165,7 @@ def _leaves(obj: Any) -> Any:
 def _int_overflow(obj: Any, dtype: DType | None, op: str) -> OverflowError:
     """The OverflowError for Python ints in ``obj`` that do not fit ``dtype`` (None: any integer dtype)."""
     ints = [v for v in _leaves(obj) if isinstance(v, int) and not isinstance(v, bool)]
-    if dtype is not None and dtype.kind in ("signed integer", "unsigned integer"):
+    if dtype is not None and dtype.category in ("signed integer", "unsigned integer"):
         info = np.iinfo(dtype.numpy)
         bad = next((v for v in ints if not info.min <= v <= info.max), None)
         return OverflowError(f"{op}(): the int {bad} does not fit in {dtype.name} (range {info.min}..{info.max})")
@@ -199,9 +199,9 @@ def cast_host(host: np.ndarray, target: DType, op: str) -> np.ndarray:
     (NumPy would wrap 300 around to 44 in int8, or store NaN as INT_MIN).
     """
     kind = host.dtype.kind
-    if kind == "c" and target.kind != "complex floating":
+    if kind == "c" and target.category != "complex floating":
         raise TypeError(f"{op}(): cannot cast complex input to {target.name}; take the real part first")
-    if target.kind in ("signed integer", "unsigned integer") and kind in "fiu" and host.size:
+    if target.category in ("signed integer", "unsigned integer") and kind in "fiu" and host.size:
         info = np.iinfo(target.numpy)
         low, high = host.min(), host.max()
         if kind == "f":
@@ -272,11 +272,11 @@ def _fill_dtype(fill_value: Any, dtype: DType | None, op: str) -> DType:
         dt = dtype or _scalar_dtype(fill_value)
     else:
         raise TypeError(f"{op}(): fill_value must be a Python bool, int, float or complex, got {type(fill_value).__name__}")
-    if isinstance(fill_value, complex) and dt.kind != "complex floating":
+    if isinstance(fill_value, complex) and dt.category != "complex floating":
         raise TypeError(f"{op}(): complex fill_value {fill_value!r} does not fit dtype {dt.name}")
-    if isinstance(fill_value, float) and dt.kind in ("bool", "signed integer", "unsigned integer"):
+    if isinstance(fill_value, float) and dt.category in ("bool", "signed integer", "unsigned integer"):
         raise TypeError(f"{op}(): float fill_value {fill_value!r} does not fit dtype {dt.name}")
-    if isinstance(fill_value, int) and not isinstance(fill_value, bool) and dt.kind in ("signed integer", "unsigned integer"):
+    if isinstance(fill_value, int) and not isinstance(fill_value, bool) and dt.category in ("signed integer", "unsigned integer"):
         info = np.iinfo(dt.numpy)
         if not info.min <= fill_value <= info.max:
             raise OverflowError(f"{op}(): fill_value {fill_value} is out of bounds for {dt.name} (range {info.min}..{info.max})")
@@ -363,7 +363,7 @@ def arange(start: int | float, /, stop: int | float | None = None, step: int | f
         raise ValueError("arange(): step must not be zero")
     all_int = builtins.all(isinstance(v, int) for v in (start, stop, step))
     dt = dtype_arg(dtype, "arange") or (_dtypes.default_int if all_int else _dtypes.default_float)
-    if dt.kind not in ("signed integer", "unsigned integer", "real floating", "complex floating"):
+    if dt.category not in ("signed integer", "unsigned integer", "real floating", "complex floating"):
         raise TypeError(f"arange(): dtype must be a numeric dtype, got {dt.name}")
     if all_int:  # exact, for ints of any size (len(range(...)) stops at sys.maxsize)
         length = builtins.max(0, (stop - start + step - 1) // step if step > 0 else (start - stop - step - 1) // -step)
@@ -376,7 +376,7 @@ def arange(start: int | float, /, stop: int | float | None = None, step: int | f
             length = builtins.max(0, math.ceil(span)) if math.isfinite(span) else math.inf
     if length > np.iinfo(np.intp).max:
         raise ValueError(f"arange(): [{start}, {stop}) in steps of {step} has {length:.3g} elements, more than an array can hold")
-    if length and dt.kind in ("signed integer", "unsigned integer"):
+    if length and dt.category in ("signed integer", "unsigned integer"):
         info = np.iinfo(dt.numpy)
         last = start + (length - 1) * step
         for value in (start, last):
@@ -401,9 +401,9 @@ def linspace(start: int | float | complex, stop: int | float | complex, /, num: 
     start, stop = (_number(v, name, "linspace") for v, name in ((start, "start"), (stop, "stop")))
     is_complex = isinstance(start, complex) or isinstance(stop, complex)
     dt = dtype_arg(dtype, "linspace") or (_dtypes.default_complex if is_complex else _dtypes.default_float)
-    if dt.kind not in ("real floating", "complex floating"):
+    if dt.category not in ("real floating", "complex floating"):
         raise TypeError(f"linspace(): dtype must be a numeric dtype (integer, floating or complex), got {dt.name}")
-    if is_complex and dt.kind != "complex floating":
+    if is_complex and dt.category != "complex floating":
         raise TypeError(f"linspace(): complex start/stop need a complex dtype, got {dt.name}")
     if not isinstance(endpoint, bool):
         raise TypeError(f"linspace(): endpoint must be a bool, got {endpoint!r}")
@@ -451,7 +451,7 @@ def astype(x: _ARRAY, dtype: DType, /, *, copy: bool = True, device: Device | st
     dt = dtype_arg(dtype, "astype")
     if dt is None:
         raise TypeError("astype(): dtype is required")
-    if x.dtype.kind == "complex floating" and dt.kind != "complex floating":
+    if x.dtype.category == "complex floating" and dt.category != "complex floating":
         raise TypeError(f"astype(): casting complex {x.dtype.name} to {dt.name} would drop the imaginary part; use nda.real(x) or nda.abs(x) first")
     if not isinstance(copy, bool):
         raise TypeError(f"astype(): copy must be a bool, got {copy!r}")

@@ -250,7 +250,7 @@ def einsum(subscripts: str, operands: tuple[Any, ...] | list[Any], /, *, optimiz
     arrays = [check_array(a, "einsum", f"operands[{i}]") for i, a in enumerate(operands)]
     device = same_device("einsum", arrays)
     dtype = _dtypes.result_type(*arrays)
-    if dtype.kind == "bool":
+    if dtype.category == "bool":
         raise TypeError("einsum() does not support bool operands; numeric dtypes are allowed (cast with astype)")
     parsed = parse(subscripts, [a.shape for a in arrays])
     opt = check_optimize(optimize)

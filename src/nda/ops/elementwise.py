@@ -412,7 +412,7 @@ def key_dtype_for(category: str, dtype: DType, op: str) -> DType:
     allowed = CATEGORIES[category]
     if dtype in allowed:
         return dtype
-    if category in _FLOATING_CATEGORIES and dtype.kind in ("bool", "signed integer", "unsigned integer"):
+    if category in _FLOATING_CATEGORIES and dtype.category in ("bool", "signed integer", "unsigned integer"):
         return _dtypes.default_float
     names = ", ".join(d.name for d in allowed)
     raise TypeError(f"{op}() does not support dtype {dtype.name}; it accepts {category} dtypes: {names}")
@@ -434,9 +434,9 @@ def unary_result(decl: OpDecl, dtype: DType) -> tuple[DType, DType]:
 
 def binary_result(decl: OpDecl, d1: DType | type, d2: DType | type) -> tuple[DType, DType]:
     """(key dtype, output dtype) for a binary op; either side may be a Python scalar type."""
-    if d1.__class__ is DType and d2.__class__ is DType:
+    if type(d1) is DType and type(d2) is DType:
         promoted = _dtypes.promote(d1, d2)  # type: ignore[arg-type]
-    elif d1.__class__ is DType:
+    elif type(d1) is DType:
         promoted = _dtypes.promote_scalar(d1, d2)  # type: ignore[arg-type]
     else:
         promoted = _dtypes.promote_scalar(d2, d1)  # type: ignore[arg-type]
@@ -488,7 +488,7 @@ def _plan_binary(decl: OpDecl) -> Callable[..., Plan]:
 
 def _check_scalar(value: Any, key: DType, op: str) -> Any:
     """A Python scalar must be representable in the key dtype (NumPy raises for ``int8 + 1000``)."""
-    if key.kind in ("signed integer", "unsigned integer"):
+    if key.category in ("signed integer", "unsigned integer"):
         if value.__class__ is int:
             info = np.iinfo(key.numpy)
             if not info.min <= value <= info.max:

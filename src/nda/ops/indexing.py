@@ -71,7 +71,7 @@ def _normalize_key(x: Any, key: Any, op: str) -> tuple[tuple[Any, ...], tuple[in
                 raise ValueError(f"{op}: index array is on {arr.device} but the array is on {x.device}; move one with to_device()")
             if arr.dtype is _dtypes.bool:
                 consumed += arr.ndim  # a 0-d mask indexes no dimension (it adds one of length 0 or 1)
-            elif arr.dtype.kind in ("signed integer", "unsigned integer"):
+            elif arr.dtype.category in ("signed integer", "unsigned integer"):
                 consumed += 1
             else:
                 raise IndexError(f"{op}: index arrays must have an integer or bool dtype, got {arr.dtype.name}")
@@ -169,7 +169,7 @@ def _is_index_array(item: Any) -> bool:
 
 
 def _is_mask(item: Any) -> bool:
-    return not isinstance(item, list) and item.dtype.kind in ("bool", "b")
+    return not isinstance(item, list) and item.dtype.kind == "b"
 
 
 def _vjp_getitem(nd: Any, need: Any, g: Any, y: Any, x: Any, key: Any, /) -> tuple[Any, ...]:
@@ -220,9 +220,9 @@ def _check_value(x: Any, value: Any, shape: tuple[int, ...]) -> Any:
         return value
     if value.__class__ not in (bool, int, float, complex):
         raise TypeError(f"x[...] = value: value must be an nda array or a Python scalar, got {type(value).__name__}")
-    if value.__class__ is float and target.kind in ("bool", "signed integer", "unsigned integer"):
+    if value.__class__ is float and target.category in ("bool", "signed integer", "unsigned integer"):
         raise TypeError(f"x[...] = value: cannot store float {value!r} in a {target.name} array")
-    if value.__class__ is complex and target.kind != "complex floating":
+    if value.__class__ is complex and target.category != "complex floating":
         raise TypeError(f"x[...] = value: cannot store complex {value!r} in a {target.name} array")
     if value.__class__ is int and target is _dtypes.bool:
         raise TypeError(f"x[...] = value: cannot store int {value!r} in a bool array; use True or False")
@@ -262,7 +262,7 @@ def take(x: _ARRAY, indices: _ARRAY, /, *, axis: int | None = None) -> Plan:
     """
     x = check_array(x, "take")
     indices = check_array(indices, "take", "indices")
-    if indices.dtype.kind not in ("signed integer", "unsigned integer"):
+    if indices.dtype.category not in ("signed integer", "unsigned integer"):
         raise TypeError(f"take(): indices must have an integer dtype, got {indices.dtype.name}")
     if indices.ndim != 1:
         raise ValueError(f"take(): indices must be 1-D, got shape {indices.shape}")
@@ -304,7 +304,7 @@ def take_along_axis(x: _ARRAY, indices: _ARRAY, /, *, axis: int = -1) -> Plan:
 
     x = check_array(x, "take_along_axis")
     indices = check_array(indices, "take_along_axis", "indices")
-    if indices.dtype.kind not in ("signed integer", "unsigned integer"):
+    if indices.dtype.category not in ("signed integer", "unsigned integer"):
         raise TypeError(f"take_along_axis(): indices must have an integer dtype, got {indices.dtype.name}")
     if x.ndim != indices.ndim or x.ndim == 0:
         raise ValueError(f"take_along_axis(): x and indices must have the same number (>= 1) of dimensions, got shapes {x.shape} and {indices.shape}")

@@ -312,9 +312,9 @@ def clip(x: _ARRAY, /, min: _ARRAY | int | float | None = None, max: _ARRAY | in
             arrays.append(bound)
             bounds.append(bound if bound.dtype is x.dtype else Cast(bound, x.dtype))
         elif bound.__class__ in (int, float):
-            if bound.__class__ is float and x.dtype.kind != "real floating":
+            if bound.__class__ is float and x.dtype.category != "real floating":
                 raise TypeError(f"clip(): a float {name} cannot bound an array of dtype {x.dtype.name}")
-            if bound.__class__ is int and x.dtype.kind in ("signed integer", "unsigned integer"):
+            if bound.__class__ is int and x.dtype.category in ("signed integer", "unsigned integer"):
                 info = np.iinfo(x.dtype.numpy)
                 bound = builtins.max(int(info.min), builtins.min(int(info.max), bound))  # a bound beyond the dtype's range bounds nothing
             bounds.append(_check_scalar(bound, x.dtype, "clip"))

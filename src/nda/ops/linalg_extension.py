@@ -141,7 +141,7 @@ def matrix_power(x: _ARRAY, n: int, /) -> Plan:
     """Each square matrix raised to the integer power ``n`` (``n = 0`` gives identities, negative ``n`` inverts)."""
     x = _matrices("matrix_power", x, square=True, category="numeric")
     n = int_arg(n, "matrix_power", "n")
-    if n < 0 and x.dtype.kind not in ("real floating", "complex floating"):
+    if n < 0 and x.dtype.category not in ("real floating", "complex floating"):
         raise TypeError(f"matrix_power(): a negative power inverts, which needs a floating dtype; got {x.dtype.name}")
     return Plan.of(x, out_shape=x.shape, args=(x, n))
 

@@ -344,7 +344,7 @@ def repeat(x: _ARRAY, repeats: int | _ARRAY, /, *, axis: int | None = None) -> P
         length = x.shape[kernel_axis]
     reads = [x]
     if isinstance(repeats, Array):
-        if repeats.dtype.kind not in ("signed integer", "unsigned integer"):
+        if repeats.dtype.category not in ("signed integer", "unsigned integer"):
             raise TypeError(f"repeat(): repeats must have an integer dtype, got {repeats.dtype.name}")
         if repeats.ndim > 1:
             raise ValueError(f"repeat(): repeats must be an int or a 1-D array, got shape {repeats.shape}")

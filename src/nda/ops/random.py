@@ -133,7 +133,7 @@ def _float_dtype(dtype: Any, op: str) -> DType:
         from .. import _dtypes
 
         return _dtypes.default_float
-    if dt.kind != "real floating":
+    if dt.category != "real floating":
         raise TypeError(f"{op}(): dtype must be float32 or float64, got {dt.name}")
     return dt
 
@@ -220,7 +220,7 @@ def philox_integers(shape: int | tuple[int, ...], /, *, key: tuple[int, int], co
         from .. import _dtypes
 
         dt = _dtypes.default_int
-    if dt.kind not in ("signed integer", "unsigned integer"):
+    if dt.category not in ("signed integer", "unsigned integer"):
         raise TypeError(f"{op}(): dtype must be an integer dtype, got {dt.name}")
     bounds = []
     for value, name in ((low, "low"), (high, "high")):

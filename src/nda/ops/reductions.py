@@ -43,12 +43,12 @@ def _check_keepdims(keepdims: Any, op: str) -> bool:
 def _sum_dtype(x: DType, dtype: DType | None, op: str = "sum") -> DType:
     """Array API rule: small integers accumulate in the default integer of their signedness."""
     if dtype is not None:
-        if x.kind == "complex floating" and dtype.kind != "complex floating":
+        if x.category == "complex floating" and dtype.category != "complex floating":
             raise TypeError(f"{op}(): accumulating complex {x.name} input in {dtype.name} would drop the imaginary part; pass a complex dtype")
         return dtype
-    if x is _dtypes.bool or x.kind == "signed integer":
+    if x is _dtypes.bool or x.category == "signed integer":
         return _dtypes.int64
-    if x.kind == "unsigned integer":
+    if x.category == "unsigned integer":
         return _dtypes.uint64
     return x
 

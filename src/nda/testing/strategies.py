@@ -57,11 +57,11 @@ def edge_values(dtype: DType | str) -> list[Any]:
     npd = dt.numpy
     if dt is nda.bool:
         return [False, True]
-    if dt.kind in ("signed integer", "unsigned integer"):
+    if dt.category in ("signed integer", "unsigned integer"):
         info = np.iinfo(npd)
         candidates = [0, 1, -1, int(info.min), int(info.min) + 1, int(info.max), int(info.max) - 1]
         return sorted({v for v in candidates if info.min <= v <= info.max}, key=lambda v: (abs(v), v))
-    if dt.kind == "real floating":
+    if dt.category == "real floating":
         fi = np.finfo(npd)
         sub, normal, big = float(fi.smallest_subnormal), float(fi.smallest_normal), float(fi.max)
         return [0.0, -0.0, 1.0, -1.0, 0.5, float("nan"), -float("nan"), float("inf"), float("-inf"), sub, -sub, normal, big, -big]
@@ -76,9 +76,9 @@ def edge_values(dtype: DType | str) -> list[Any]:
 def elements(dtype: DType | str, *, edges: bool = True) -> _Strategy[Any]:
     """Element values of ``dtype`` (full range, NaN/inf/subnormals), mixed with :func:`edge_values`."""
     dt = as_dtype(dtype)
-    if dt.kind == "bool":
+    if dt.category == "bool":
         base: _Strategy[Any] = st.booleans()
-    elif dt.kind in ("real floating", "complex floating"):
+    elif dt.category in ("real floating", "complex floating"):
         base = hnp.from_dtype(dt.numpy, allow_nan=True, allow_infinity=True, allow_subnormal=True)
     else:
         base = hnp.from_dtype(dt.numpy)
@@ -94,7 +94,7 @@ def scalars(dtype: DType | str, *, edges: bool = True) -> _Strategy[Any]:
     the dtype), complex for complex floating.
     """
     dt = as_dtype(dtype)
-    convert = {"bool": bool, "signed integer": int, "unsigned integer": int, "real floating": float, "complex floating": complex}[dt.kind]
+    convert = {"bool": bool, "signed integer": int, "unsigned integer": int, "real floating": float, "complex floating": complex}[dt.category]
     return elements(dt, edges=edges).map(convert)
 
 

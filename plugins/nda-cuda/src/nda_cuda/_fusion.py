@@ -161,7 +161,7 @@ class CudaPartitioner(fusion.ElementwisePartitioner):
         if node.key.name not in _CTYPES or node.out is not node.key:
             return False
         real = ("bool", "signed integer", "unsigned integer", "real floating")
-        return all((kind == "scalar" and not isinstance(v, complex)) or (kind == "array" and v.kind in real) for kind, v in node.operands)
+        return all((kind == "scalar" and not isinstance(v, complex)) or (kind == "array" and v.category in real) for kind, v in node.operands)
 
     def compile(self, program: fusion.Program) -> fusion.Compiled:
         compiled = self._compile(program)

@@ -206,7 +206,7 @@ def _finish(decl: Any, call: Callable[..., Any], xp: ModuleType) -> Callable[...
 
 def _translate(value: Any) -> Any:
     """nda dtypes become the module's (CuPy takes NumPy dtypes); everything else passes."""
-    return value.numpy if value.__class__ is DType else value
+    return value.numpy if type(value) is DType else value
 
 
 # --------------------------------------------------------------------------- overrides

@@ -87,7 +87,7 @@ def adapt(decl: Any, target: Callable[..., Any], xp: Any) -> Callable[..., Any] 
                 n = len(axis)
                 axis = None if n == x.ndim else axis[0] if n == 1 else axis
             if dtype is not None:
-                dtype = dtype.numpy if dtype.__class__ is DType else dtype
+                dtype = dtype.numpy if type(dtype) is DType else dtype
                 if dtype == auto(x.dtype):
                     dtype = None
             if axis is None and dtype is None and not keepdims:

@@ -200,9 +200,9 @@ def compose(*repairs: Callable[[np.ndarray], np.ndarray] | None) -> Callable[[np
 
 def binary_repairs(op: str, dtype: DType) -> tuple[Callable[[np.ndarray], np.ndarray] | None, Callable[[np.ndarray], np.ndarray] | None]:
     """How to make (x1, x2) defined for integer inputs: (repair of x1, repair of x2)."""
-    if op in COMPLEX_PRODUCTS and dtype.kind == "complex floating":
+    if op in COMPLEX_PRODUCTS and dtype.category == "complex floating":
         return _product_parts, _product_parts
-    if dtype.kind not in ("signed integer", "unsigned integer"):
+    if dtype.category not in ("signed integer", "unsigned integer"):
         return None, None
     if op in ("floor_divide", "remainder"):
         return _no_int_min, _nonzero
@@ -224,7 +224,7 @@ def _fits(x: np.ndarray, target: np.dtype) -> np.ndarray:
 
 
 def cast_safe(x: np.ndarray, target: DType) -> np.ndarray:
-    if x.dtype.kind in "fc" and target.kind in ("signed integer", "unsigned integer"):
+    if x.dtype.kind in "fc" and target.category in ("signed integer", "unsigned integer"):
         return np.where(_fits(x, target.numpy), x, x.dtype.type(0)).astype(x.dtype)
     return x
 
@@ -288,7 +288,7 @@ ZERO_SIGN_FREE_COMPLEX = {"pow"}
 
 def signed_zeros(op: str, dtype: DType) -> bool:
     """Whether the kit compares the signs of zero results of element-wise ``op`` in ``dtype``."""
-    return op not in ZERO_SIGN_FREE and not (dtype.kind == "complex floating" and op in ZERO_SIGN_FREE_COMPLEX)
+    return op not in ZERO_SIGN_FREE and not (dtype.category == "complex floating" and op in ZERO_SIGN_FREE_COMPLEX)
 
 
 #: Element-wise ops computing complex results as sums of products (``(a c - b d, a d + b c)``).
@@ -310,12 +310,12 @@ def _product_parts(a: np.ndarray) -> np.ndarray:
 
 def unary_repair(op: str, dtype: DType) -> Callable[[np.ndarray], np.ndarray] | None:
     """How to make the input of element-wise ``op`` one the kit compares (None: any input)."""
-    return _product_parts if op in COMPLEX_PRODUCTS and dtype.kind == "complex floating" else None
+    return _product_parts if op in COMPLEX_PRODUCTS and dtype.category == "complex floating" else None
 
 
 def cast_targets(dtype: DType) -> list[DType]:
     """The dtypes ``astype`` accepts from ``dtype`` (complex to real is refused)."""
-    return [d for d in ALL_DTYPES if not (dtype.kind == "complex floating" and d.kind != "complex floating")]
+    return [d for d in ALL_DTYPES if not (dtype.category == "complex floating" and d.category != "complex floating")]
 
 
 # ----------------------------------------------------------------------------- edge sweeps

@@ -347,7 +347,7 @@ def _asarray(draw: Any, op: str, dtype: DType) -> Case:
 
 @_composite
 def _arange(draw: Any, op: str, dtype: DType) -> Case:
-    if dtype.kind in ("real floating", "complex floating"):  # complex: real values as complex numbers (NumPy's)
+    if dtype.category in ("real floating", "complex floating"):  # complex: real values as complex numbers (NumPy's)
         start, stop = (draw(st.integers(-40, 40)) / 4 for _ in range(2))
         step: Any = draw(st.sampled_from([1.0, 0.5, -0.5, 0.25, 1.5, -2.0]))
     else:
@@ -362,7 +362,7 @@ def _arange(draw: Any, op: str, dtype: DType) -> Case:
 def _linspace(draw: Any, op: str, dtype: DType) -> Case:
     value = st.integers(-40, 40).map(lambda v: v / 4)
     start, stop = draw(value), draw(value)
-    if dtype.kind == "complex floating" and draw(st.booleans()):
+    if dtype.category == "complex floating" and draw(st.booleans()):
         start, stop = complex(start, draw(value)), complex(stop, draw(value))
     kwargs: dict[str, Any] = {"dtype": dtype, "device": DEVICE}
     if draw(st.booleans()):

@@ -172,7 +172,7 @@ def _linalg_square(draw: Any, op: str, dtype: DType) -> Case:
 
 @_composite
 def _matrix_power(draw: Any, op: str, dtype: DType) -> Case:
-    floating = dtype.kind in ("real floating", "complex floating")
+    floating = dtype.category in ("real floating", "complex floating")
     n = draw(st.integers(-2 if floating else 0, 3))
     repair = _well_conditioned if floating else None
     return Case(op, (_square(draw, dtype, repair), n))

@@ -518,7 +518,7 @@ def _complex_ok(name: str) -> bool:
     decl = CATALOG[name]
     if name in _REAL_ONLY or name.startswith("linalg.") and name not in _COMPLEX_LINALG:
         return False
-    return any(d.kind == "complex floating" for d in decl.supported_dtypes) or name in ("astype", "getitem", "take", "take_along_axis")
+    return any(d.category == "complex floating" for d in decl.supported_dtypes) or name in ("astype", "getitem", "take", "take_along_axis")
 
 
 #: Every op with a gradient check (the differentiable ops of the catalog).

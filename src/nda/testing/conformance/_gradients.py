@@ -62,15 +62,15 @@ class _Skip(Exception):
 
 def _input_dtype(host: np.ndarray, dtype: DType) -> Any:
     if host.dtype.kind == "c":
-        return dtype if dtype.kind == "complex floating" else as_dtype("complex64" if dtype.name == "float32" else "complex128")
+        return dtype if dtype.category == "complex floating" else as_dtype("complex64" if dtype.name == "float32" else "complex128")
     if host.dtype.kind == "f":
-        return dtype if dtype.kind == "real floating" else as_dtype("float32" if dtype.name == "complex64" else "float64")
+        return dtype if dtype.category == "real floating" else as_dtype("float32" if dtype.name == "complex64" else "float64")
     return None  # integers and bools keep their dtype
 
 
 def _results(out: Any) -> list[Any]:
     outs = list(out) if isinstance(out, tuple) else [out]
-    return [o for o in outs if o.dtype.kind in ("real floating", "complex floating")]
+    return [o for o in outs if o.dtype.category in ("real floating", "complex floating")]
 
 
 def _weights(case: GradCase, results: Sequence[np.ndarray]) -> list[np.ndarray]:
@@ -102,7 +102,7 @@ def autograd_gradients(case: GradCase, device: Device | str, dtype: DType | str)
         loss = None
         for w, r in zip(weights, results):
             wd = nda.asarray(w.astype(r.dtype.numpy), device=device)
-            term = nda.sum(nda.real(nda.conj(wd) * r)) if r.dtype.kind == "complex floating" else nda.sum(wd * r)
+            term = nda.sum(nda.real(nda.conj(wd) * r)) if r.dtype.category == "complex floating" else nda.sum(wd * r)
             loss = term if loss is None else loss + term
     if loss is None:
         raise _Skip("the case has no floating result")
@@ -227,9 +227,9 @@ def gradient_cells(device: Device | str, *, ops: Iterable[str] | None = None, dt
         for dt in ALL_DTYPES:
             if dt.name not in _FLOATING or (wanted_dtypes is not None and dt not in wanted_dtypes):
                 continue
-            if dt.kind == "complex floating" and not supports_complex(name):
+            if dt.category == "complex floating" and not supports_complex(name):
                 continue
-            if name not in ("getitem", "take", "take_along_axis") and dt not in CATALOG[name].supported_dtypes and dt.kind == "complex floating":
+            if name not in ("getitem", "take", "take_along_axis") and dt not in CATALOG[name].supported_dtypes and dt.category == "complex floating":
                 continue
             route = "native" if kernels.get(KernelKey(device_type, dt, strided)) else "fallback" if opts_in else "native"
             found.append(GradCell(name, dt, route))
@@ -265,7 +265,7 @@ class GradientRunner:
     def _run_cell(self, cell: GradCell) -> CellResult:
         base = dict(op=cell.op, dtype=cell.dtype.name, layout="gradient")
         state: dict[str, Any] = {"examples": 0, "failed": None}
-        complex_input = cell.dtype.kind == "complex floating"
+        complex_input = cell.dtype.category == "complex floating"
 
         def gradient_case(case: GradCase) -> None:
             try:

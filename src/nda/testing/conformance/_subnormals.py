@@ -87,7 +87,7 @@ def _single_scalar(value: Any, precision: np.dtype) -> Any:
 
 def _precision(cell: Any, dtypes: frozenset[str]) -> np.dtype | None:
     """The real dtype a cell's kernel computes in, when its dtype is one of ``dtypes``."""
-    if cell.dtype.name not in dtypes or cell.dtype.kind not in ("real floating", "complex floating"):
+    if cell.dtype.name not in dtypes or cell.dtype.category not in ("real floating", "complex floating"):
         return None
     return np.finfo(cell.dtype.numpy).dtype
 
