@@ -55,13 +55,14 @@ class _Up:
     """What NDArray's methods need from the layers above it, registered by them at import.
 
     ``nda._api`` registers the public functions (``permute_dims``, ``to_device``, ``astype``…),
+    ``nda._planned`` the iteration over rows (``rows``, beside ``x[i]``'s fast path),
     ``nda._interop`` NumPy's protocols, ``nda.autograd`` the gradient methods, ``nda.sparse``
     the pickling of sparse arrays; the ``nda`` package registers itself as ``namespace``.
     """
 
     __slots__ = (
         "namespace", "asarray", "permute_dims", "to_device", "to_layout", "astype", "copy", "copyto",
-        "round", "divmod", "from_pickle", "sparse_reduce", "array_ufunc", "array_function", "attach_grad", "grad", "detach", "backward",
+        "round", "divmod", "rows", "from_pickle", "sparse_reduce", "array_ufunc", "array_function", "attach_grad", "grad", "detach", "backward",
     )
 
     def __init__(self) -> None:
@@ -267,7 +268,7 @@ class NDArray(Array):
         # (np.iterable, matplotlib's hist and set_ylim decide on it).
         if not self._shape:
             raise TypeError("iteration over a 0-d array")
-        return map(self.__getitem__, range(self._shape[0]))
+        return up.rows(self)  # type: ignore[no-any-return]  # x[0], x[1]... made as next() asks (nda._planned)
 
     def __dlpack__(self, *, stream: Any = None, max_version: Any = None, dl_device: Any = None, copy: bool | None = None) -> Any:
         if self._meta.layout.name != "strided":

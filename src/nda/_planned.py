@@ -37,7 +37,7 @@ import numpy as np
 
 from . import _intercept
 from . import backends as _backends
-from ._array import HOST_READS, NDArray
+from ._array import HOST_READS, NDArray, up
 from ._devices import ArrayMeta
 from ._devices import strided as _STRIDED
 from ._execute import native as _native
@@ -372,4 +372,58 @@ def make_getitem(generic: Callable[..., NDArray]) -> Callable[..., NDArray]:
                 remember(kernels, meta, kernel, seen)
         return generic(self, key)
 
-    return __getitem__ if _native is None else _native.GetitemOp(kernels, __getitem__)
+    if _native is None:
+        def rows(x: NDArray) -> Any:
+            return _Rows(x, kernels, __getitem__)
+
+        operator = __getitem__
+    else:
+        operator = _native.GetitemOp(kernels, __getitem__)
+        native_rows = operator.rows
+
+        def rows(x: NDArray) -> Any:  # 0-d rows need the backend's ensure_buffer (a kernel may return a scalar)
+            return native_rows(x, None if len(x._shape) > 1 else _backends.handle(x._meta.device).ensure_buffer)
+
+    up.rows = rows
+    return operator
+
+
+class _Rows:
+    """``iter(x)`` without nda._native: the rows ``x[0]``, ``x[1]``... made as ``next()`` asks,
+    by ``x[i]``'s fast path with the row's shape and size worked out once (each row is what
+    ``x[i]`` gives at that moment: the Python operator where the fast path does not apply)."""
+
+    __slots__ = ("x", "i", "n", "shape", "size", "kernels", "getitem")
+
+    def __init__(self, x: NDArray, kernels: EntryCache, getitem: Callable[..., NDArray]) -> None:
+        self.x, self.kernels, self.getitem = x, kernels, getitem
+        n = self.n = x._shape[0]
+        self.i = 0
+        self.shape = x._shape[1:]
+        self.size = x._size // n if n else 0
+
+    def __iter__(self) -> _Rows:
+        return self
+
+    def __length_hint__(self) -> int:
+        return max(self.n - self.i, 0)
+
+    def __next__(self) -> NDArray:
+        i = self.i
+        if i >= self.n:
+            raise StopIteration
+        self.i = i + 1
+        x = self.x
+        if 0 < _state.limit:
+            kernel = self.kernels.get(x._meta)
+            if kernel is not None:
+                out = _new(NDArray)
+                buf = kernel(x._buf, (i,))
+                out._buf = buf if self.shape else zero_d_buffer(buf, x._meta)
+                out._meta = x._meta
+                out._shape = self.shape
+                out._size = self.size
+                base = x._base
+                out._base = x if base is None else base
+                return out
+        return self.getitem(x, i)
