@@ -41,6 +41,7 @@ from ._array import HOST_READS, NDArray, up
 from ._devices import ArrayMeta
 from ._devices import strided as _STRIDED
 from ._execute import native as _native
+from ._signatures import result_name
 from ._execute import NOT_INTERCEPTED, _ACTIVE, _META, EntryCache, _local, hooks, inline, base_of, execute, execute_multi, execute_mutation, intercepted, notify_write, work_size, zero_d_buffer
 from .dispatch import generation as _generation
 from .dispatch import remember, resolve, resolve_plan
@@ -297,7 +298,7 @@ def make_multi(decl: OpDecl) -> Callable[..., Any]:
     name = decl.name
     outputs = decl.outputs
     named = outputs is not None and outputs != ("*",)
-    result_type = namedtuple(_result_name(name), outputs) if named else None  # type: ignore[misc]
+    result_type = namedtuple(result_name(name), outputs) if named else None  # type: ignore[misc]
 
     def fn(*args: Any, **kwargs: Any) -> Any:
         found = intercepted(decl, args, kwargs, fn)
@@ -313,12 +314,6 @@ def make_multi(decl: OpDecl) -> Callable[..., Any]:
         result_type.__module__ = "nda"
         fn.result_type = result_type  # type: ignore[attr-defined]
     return fn
-
-
-def _result_name(op_name: str) -> str:
-    short = op_name.rsplit(".", 1)[-1]
-    special = {"qr": "QR", "svd": "SVD"}
-    return special.get(short, "".join(part.capitalize() for part in short.split("_"))) + "Result"
 
 
 def make_getitem(generic: Callable[..., NDArray]) -> Callable[..., NDArray]:

@@ -15,3 +15,9 @@ from ._composite import fftfreq, fftshift, ifftshift, rfftfreq  # noqa: F401  (r
 globals().update(_extension("fft"))
 
 __all__ = sorted(set(_extension("fft")) | {"fftfreq", "rfftfreq", "fftshift", "ifftshift"})
+
+
+def __dir__() -> list[str]:
+    """``dir()`` and tab completion list the public names (``__all__``); the module's helper imports
+    (``annotations``) stay importable but out of sight."""
+    return sorted(set(__all__) | {n for n in globals() if n.startswith("__") and n.endswith("__")})

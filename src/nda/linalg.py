@@ -16,3 +16,9 @@ from ._composite import matrix_transpose  # noqa: F401
 globals().update(_extension("linalg"))
 
 __all__ = sorted(set(_extension("linalg")) | {"matmul", "tensordot", "vecdot", "matrix_transpose"})
+
+
+def __dir__() -> list[str]:
+    """``dir()`` and tab completion list the public names (``__all__``); the module's helper imports
+    (``annotations``) stay importable but out of sight."""
+    return sorted(set(__all__) | {n for n in globals() if n.startswith("__") and n.endswith("__")})

@@ -50,6 +50,13 @@ from .ops import random as _spec
 
 __all__ = ["Generator", "Philox", "default_rng", "philox_uniform", "philox_normal", "philox_exponential", "philox_integers"]
 
+
+def __dir__() -> list[str]:
+    """``dir()`` and tab completion list the public names (``__all__``); the module's helper imports
+    (``np``, ``threading``, ``Any``…) stay importable but out of sight."""
+    return sorted(set(__all__) | {n for n in globals() if n.startswith("__") and n.endswith("__")})
+
+
 _ops = _extension("random")
 philox_uniform = _ops["philox_uniform"]
 philox_normal = _ops["philox_normal"]
