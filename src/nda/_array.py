@@ -401,9 +401,14 @@ class NDArray(Array):
         return {"text/plain": self._repr_of(host), "text/html": _html(self, host, pending, waited)}
 
     def __format__(self, spec: str) -> str:
-        if self.ndim == 0:
-            return format(self.item(), spec)
-        return format(str(self), spec)
+        """``f"{x}"`` is ``str(x)``; ``f"{x:.3f}"`` formats the element of a 0-d or 1-element array
+        (as ``float(x)`` takes it); a format spec for more elements is a TypeError, as in NumPy."""
+        if not spec:
+            return str(self)
+        if self._size != 1:
+            raise TypeError(f"format spec {spec!r} needs an array with exactly one element, got shape {self._shape}; "
+                            f"format its elements (x.tolist(), or x[i].item()) or use str(x)")
+        return format(self.item(), spec)
 
     def __reduce__(self) -> Any:
         if self._meta.layout.name != "strided":
