@@ -101,14 +101,14 @@ def build_namespace(module: str) -> dict[str, Callable[..., Any]]:
 
 
 def _operator_signature(attr: str, role: str) -> inspect.Signature:
+    if attr not in ("__getitem__", "__setitem__"):
+        return operator_signature(role)
     P = inspect.Parameter
     this = P("self", P.POSITIONAL_ONLY, annotation="NDArray")
     if attr == "__getitem__":
         return inspect.Signature([this, P("key", P.POSITIONAL_ONLY, annotation="Any")], return_annotation="NDArray")
-    if attr == "__setitem__":
-        return inspect.Signature([this, P("key", P.POSITIONAL_ONLY, annotation="Any"), P("value", P.POSITIONAL_ONLY, annotation="Any")],
-                                 return_annotation="None")
-    return operator_signature(role)
+    return inspect.Signature([this, P("key", P.POSITIONAL_ONLY, annotation="Any"), P("value", P.POSITIONAL_ONLY, annotation="Any")],
+                             return_annotation="None")  # __setitem__
 
 
 def _named(fn: Callable[..., Any], attr: str) -> Callable[..., Any]:

@@ -20,6 +20,7 @@ Layer: arrays and front end, generators (README, "Architecture").
 
 from __future__ import annotations
 
+import functools
 import inspect
 import re
 from typing import Any
@@ -56,13 +57,20 @@ def public_annotation(annotation: Any) -> Any:
 
 
 def _public(param: inspect.Parameter) -> inspect.Parameter:
-    return param.replace(annotation=public_annotation(param.annotation))
+    annotation = public_annotation(param.annotation)
+    return param if annotation == param.annotation else param.replace(annotation=annotation)
 
 
 def function_signature(decl: Any) -> inspect.Signature:
-    """The public function's signature of a declaration."""
+    """The public function's signature of a declaration (built at import for every op: the
+    declared one itself where nothing changes, as for most element-wise ops)."""
     signature = decl.signature
-    return signature.replace(parameters=[_public(p) for p in signature.parameters.values()], return_annotation=returns(decl))
+    params = list(signature.parameters.values())
+    public = [_public(p) for p in params]
+    result = returns(decl)
+    if result == signature.return_annotation and all(a is b for a, b in zip(public, params)):
+        return signature  # type: ignore[no-any-return]
+    return signature.replace(parameters=public, return_annotation=result)
 
 
 def method_signature(decl: Any, spec: Any) -> inspect.Signature:
@@ -91,9 +99,10 @@ def method_signature(decl: Any, spec: Any) -> inspect.Signature:
 _OPERAND = "NDArray | bool | int | float | complex"
 
 
+@functools.lru_cache(maxsize=None)
 def operator_signature(role: str) -> inspect.Signature:
     """An operator's signature by its role (``nda._namespace.operator_roles``): ``-x``, ``x + y``,
-    ``1 + x``, ``x += y``, ``x @ y``."""
+    ``1 + x``, ``x += y``, ``x @ y`` (one object per role: signatures are immutable)."""
     this = _P("self", _P.POSITIONAL_ONLY, annotation="NDArray")
     if role == "unary":
         return inspect.Signature([this], return_annotation="NDArray")
