@@ -116,7 +116,7 @@ def test_mask_keys_match_numpy(device, data):
     nkey = tuple(nda.asarray(i, device=device) if isinstance(i, np.ndarray) else i for i in key)
     x = nda.asarray(a, device=device)
     try:
-        want = a[key]
+        want = a[key]  # NumPy lets an empty mask index an axis of another size in an empty array
     except IndexError:
         with pytest.raises(IndexError, match="boolean index did not match|too many indices"):
             x[nkey]

@@ -88,7 +88,7 @@ def test_a_fallback_warns_once_per_op_and_device_in_one_line_in_a_fresh_process(
     assert "host fallback" in explanation and "_ref_isin" in explanation  # explain() keeps the detail
 
 
-def test_sim_multi_output_kernels_fail_together():
+def test_sim_multi_output_kernels_fail_together(threaded):  # the failure surfaces at the reads, on the threaded engine
     s = nda.arange(4, dtype=nda.float64, device="sim")
     bad = nda.reshape(s[nda.asarray([7, 0, 1, 2], device="sim")], (2, 2))  # an IndexError on the stream
     w, v = nda.linalg.eigh(bad)

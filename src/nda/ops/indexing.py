@@ -143,7 +143,8 @@ def _mask_shape(x: Any, items: list[Any]) -> tuple[int, ...] | None:
     """The shape of ``x[..., mask, ...]`` (one boolean mask of at least one dimension among
     slices, ``...`` and ``None``) from the mask's count of True values: NumPy's count_nonzero
     instead of indexing a stand-in of ``x``'s shape (which cost as much as the indexing itself).
-    None for any other key (:func:`_advanced_shape` works those out)."""
+    None for any other key, and for a mask whose shape differs from the dimensions it indexes
+    (:func:`_advanced_shape` works those out, with NumPy's errors and exceptions)."""
     mask = None
     for item in items:
         if isinstance(item, Array):
@@ -160,11 +161,8 @@ def _mask_shape(x: Any, items: list[Any]) -> tuple[int, ...] | None:
     result: list[int] = []
     for item, span in zip(items, spans):
         if item is mask:
-            for axis, (have, want) in enumerate(zip(mask.shape, x.shape[dim:dim + span])):
-                if have != want:
-                    raise IndexError(f"indexing an array of shape {x.shape}: boolean index did not match the indexed array: the mask's "
-                                     f"shape is {mask.shape}, the dimensions it indexes {x.shape[dim:dim + span]} (axis {dim + axis} has size "
-                                     f"{want}, the mask {have})")
+            if mask.shape != x.shape[dim:dim + span]:
+                return None  # NumPy's rules for a mask that does not match (an error, or an empty mask on an empty array)
             result.append(int(np.count_nonzero(mask._host())))  # the mask's data decides the shape
         elif item is None:
             result.append(1)
