@@ -450,8 +450,8 @@ def test_from_dlpack_takes_cupy_torch_and_jax_cuda_arrays_without_a_copy():
 def test_writes_to_memory_shared_with_cupy_are_seen_both_ways_without_a_sync():
     """Issue 38 (the H200, 2026-11-28): nda-cuda's non-blocking stream was not ordered after CuPy's.
     Long queued work on either side makes an unordered read see the old values (nda_cuda._shared)."""
-    n = 1 << 24
-    c = cupy.zeros(n, dtype=cupy.float32)
+    n = 1 << 24  # float64: every sum below is exact, whatever the order of reduction
+    c = cupy.zeros(n, dtype=cupy.float64)
     x = nda.from_dlpack(c)
     for _ in range(20):
         c += 1  # queued on CuPy's stream (the legacy default one)
@@ -463,7 +463,7 @@ def test_writes_to_memory_shared_with_cupy_are_seen_both_ways_without_a_sync():
     y = x * 2  # queued on nda's stream, reading shared memory ...
     c.fill(-1)  # ... which CuPy overwrites next: after nda's read
     assert float(nda.max(y)) == 80 and float(c[0]) == -1
-    z = nda.zeros(n, dtype=nda.float32, device="cuda")
+    z = nda.zeros(n, dtype=nda.float64, device="cuda")
     d = cupy.from_dlpack(z)  # the other direction of the exchange
     for _ in range(20):
         z += 1
@@ -482,7 +482,7 @@ def test_writes_to_memory_shared_with_torch_are_seen_both_ways_without_a_sync():
     if not torch.cuda.is_available():
         pytest.skip("this PyTorch build has no CUDA")
     n = 1 << 24
-    t = torch.zeros(n, device="cuda")
+    t = torch.zeros(n, device="cuda", dtype=torch.float64)
     x = nda.from_dlpack(t)
     for _ in range(20):
         t += 1  # PyTorch's current stream
@@ -490,7 +490,7 @@ def test_writes_to_memory_shared_with_torch_are_seen_both_ways_without_a_sync():
     for _ in range(20):
         x += 1
     assert float(t.sum()) == 40 * n
-    z = nda.zeros(n, dtype=nda.float32, device="cuda")
+    z = nda.zeros(n, dtype=nda.float64, device="cuda")
     u = torch.from_dlpack(z)
     for _ in range(20):
         z += 1
