@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from nda._dtypes import DType
 
 from .. import strategies as nst
-from ._cases import DEVICE, Case
+from ._cases import DEVICE, Case, _clip_parts
 from ._generators import _arr, _composite
 
 __all__ = ["MORE"]
@@ -57,9 +57,10 @@ _EINSUM = [
 @_composite
 def _einsum(draw: Any, op: str, dtype: DType) -> Case:
     """Explicit and implicit subscripts, ellipses, diagonals, broadcast sizes of 1, empty operands;
-    values small so that integer sums do not overflow differently from NumPy."""
+    values small so that integer sums do not overflow differently from NumPy, complex parts below
+    overflow of a product of one part of each operand (:func:`_products_finite`)."""
     spec, shapes = draw(st.sampled_from(_EINSUM))
-    arrays = [draw(_arr(dtype, shape, _small)) for shape in shapes]
+    arrays = [draw(_arr(dtype, shape, _products_finite(len(shapes)))) for shape in shapes]
     kwargs = {"optimize": draw(st.sampled_from([False, True]))} if len(shapes) > 2 else {}
     return Case(op, (spec, arrays), kwargs)  # the catalog op's form: the operands as one sequence
 
@@ -71,6 +72,22 @@ def _small(a: np.ndarray) -> np.ndarray:
         with np.errstate(invalid="ignore"):
             return np.where(np.isfinite(a), np.clip(a.real, -8, 8), 1.0).astype(a.dtype) if a.dtype.kind == "f" else np.where(np.isfinite(a), a, 1.0).astype(a.dtype)
     return a
+
+
+def _products_finite(n: int) -> Any:
+    """:func:`_small`, with complex parts at most ``2**(1021 // n)`` (``2**(125 // n)`` in complex64): a
+    product of one part of each of ``n`` operands stays finite. einsum sums complex products, and
+    whether such a product's ``a c - b d`` is rounded once (a fused multiply-add: a GPU's GEMM) or
+    twice (NumPy's loop) decides whether an overflowing term is ``inf`` or ``nan`` (the kit's rule for
+    ``multiply``, ``_cases.COMPLEX_PRODUCTS``; for two operands the same bounds)."""
+
+    def repair(a: np.ndarray) -> np.ndarray:
+        a = _small(a)
+        if a.dtype.kind != "c":
+            return a
+        return _clip_parts(a, 0.0, 2.0 ** ((125 if a.dtype == np.complex64 else 1021) // n))
+
+    return repair
 
 
 MORE: dict[str, Any] = {}
