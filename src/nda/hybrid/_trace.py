@@ -16,6 +16,9 @@ function enters ``autograd.record()`` itself (an interceptor pushed above the tr
 Before a traced call writes in place, the written array's storage is copied once
 (:meth:`~._graph.Graph.before_write`): the first-call check replays the graph from that state.
 
+A hybridized function called while its thread traces or checks another one (a
+:class:`Scope` is installed) runs inline: its ops belong to the outer graph.
+
 Layer: hybridize (README, "Architecture").
 """
 
@@ -29,7 +32,7 @@ from .. import ext as _ext
 from .. import fft, linalg
 from ..ops import DECLARED
 
-__all__ = ["Tracer", "tracing", "tracing_now", "user_site", "public_function"]
+__all__ = ["Scope", "Tracer", "tracing", "tracing_now", "user_site", "public_function"]
 
 _PACKAGE_DIR = __file__.rsplit("/", 2)[0] if "/" in __file__ else ""
 
@@ -44,7 +47,13 @@ def user_site() -> tuple[str, int]:
     return (frame.f_code.co_filename, frame.f_lineno)
 
 
-class Tracer(_intercept.Interceptor):
+class Scope(_intercept.Interceptor):
+    """An interceptor of hybridize's (the tracer, the checker of :mod:`._check`)."""
+
+    __slots__ = ()
+
+
+class Tracer(Scope):
     """Adds every op call of its thread to ``graph`` (see the module docstring)."""
 
     __slots__ = ("graph",)
@@ -99,8 +108,8 @@ class tracing:
 
 
 def tracing_now() -> bool:
-    """Whether the calling thread is tracing (a hybridized function called inside another's trace runs inline)."""
-    return _intercept.ACTIVE[0] > 0 and _intercept.installed(Tracer)
+    """Whether the calling thread traces or checks a hybridized function (another one called inside runs inline)."""
+    return _intercept.ACTIVE[0] > 0 and _intercept.installed(Scope)
 
 
 def public_function(name: str) -> Callable[..., Any]:
@@ -116,4 +125,8 @@ def public_function(name: str) -> Callable[..., Any]:
         return vars(linalg)[short]  # type: ignore[no-any-return]
     if namespace == "fft":
         return vars(fft)[short]  # type: ignore[no-any-return]
+    if namespace == "random":
+        from .. import random as _random  # loaded at first use, as nda.random is
+
+        return vars(_random)[short]  # type: ignore[no-any-return]
     return vars(_api)[short]  # type: ignore[no-any-return]
