@@ -177,10 +177,29 @@ class Checker(Scope):
         if self.passthrough:
             return proceed(*args, **kwargs)
         i = self.pos
+        alive = self.alive
+        if len(alive) == 1:  # the common case: one graph, one new array
+            b = alive[0]
+            nodes = b.graph.nodes
+            if i < len(nodes):
+                node = nodes[i]
+                if ((node.entry is op or (node.op, node.kind, node.attr) == _signature_of(op))
+                        and match_call(node.args_key, node.kwargs_key, args, kwargs, node.dynamic, b.bind)):
+                    out = self._results(b, node, None)
+                    if out is not None:
+                        if node.dynamic:
+                            b.overrides[i] = {k: kwargs[k] for k in node.dynamic if k in kwargs}
+                        self.pos = i + 1
+                        if not node.outs:
+                            return None
+                        if node.multi:
+                            kind = node.result_type
+                            return tuple(out) if kind is tuple else kind(*out)
+                        return out[0]
         sig = _signature_of(op)
         made: list[NDArray] | None = None
         survivors = []
-        for b in self.alive:
+        for b in alive:
             nodes = b.graph.nodes
             if i >= len(nodes):
                 continue

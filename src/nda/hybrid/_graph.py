@@ -48,7 +48,7 @@ DYNAMIC_MARK = "<taken from each call>"
 
 class Node:
     __slots__ = ("index", "op", "kind", "attr", "args", "kwargs", "outs", "multi", "result_type", "site", "info", "reads", "writes",
-                 "key", "dynamic", "fresh", "args_key", "kwargs_key")
+                 "key", "dynamic", "fresh", "args_key", "kwargs_key", "entry")
 
     def __init__(self, index: int, op: str, kind: str, attr: str | None, args: Any, kwargs: Any, outs: list[int], multi: bool,
                  result_type: Any, site: tuple[str, int]) -> None:
@@ -60,6 +60,7 @@ class Node:
         self.key: Any = None  # (args, kwargs) frozen, the dynamic kwargs marked (._guards)
         self.args_key: tuple[Any, ...] = ()  # the key split per argument (._guards.split)
         self.kwargs_key: dict[str, Any] = {}
+        self.entry: Any = None  # the op's declaration or entry point the call went through (identity: a quick first test)
         self.dynamic: tuple[str, ...] = ()
         self.fresh: list[bool] = []  # per result: made by this call (else an array the graph had already)
 
@@ -152,7 +153,8 @@ class Graph:
         if self.ended is None:
             self.ended = reason
 
-    def record(self, op: str, kind: str, attr: str | None, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any, site: tuple[str, int]) -> None:
+    def record(self, op: str, kind: str, attr: str | None, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any, site: tuple[str, int],
+               entry: Any = None) -> None:
         if self.ended is not None:
             return
         decl = DECLARED.get(op)
@@ -190,6 +192,7 @@ class Graph:
         node.reads = reads
         node.key, node.dynamic, node.fresh = key, dynamic, fresh
         node.args_key, node.kwargs_key = split(key)
+        node.entry = entry
         mutates = kind == "attr" and attr is not None and attr.startswith("__i") or bool(decl is not None and decl.mutates)
         if mutates and reads:
             node.writes = [self.storage[reads[0]]]

@@ -73,11 +73,11 @@ class Tracer(Scope):
             return out
         site = user_site()
         if kind == "inplace":
-            graph.record(op.name, "attr", op.attr, args, {}, out, site)
+            graph.record(op.name, "attr", op.attr, args, {}, out, site, op)
         elif kind == "to_layout":
-            graph.record("to_layout", "attr", "to_layout", args, kwargs, out, site)
+            graph.record("to_layout", "attr", "to_layout", args, kwargs, out, site, op)
         else:  # a catalog or extension op, to_device: the public function, called again with these arguments
-            graph.record(op.name, "call", None, args, kwargs, out, site)
+            graph.record(op.name, "call", None, args, kwargs, out, site, op)
         return out
 
     def read(self, array: Any, what: str) -> None:
