@@ -35,11 +35,12 @@ call used (claimed subgraphs as one kernel each, every other node through the op
 function: planning, dispatch, the engine, device queues) and the placeholders the function
 kept receive their arrays. At the first difference (a guard fails: another value, another
 op, another array, a host read, an exception) the ops matched so far run op by op and the
-rest of the call runs eagerly: its result is eager's. The signature then traces again at
-its next call and keeps that graph too (up to :data:`MAX_GRAPHS` per signature, most recent
-first; a call is checked against all of them at once), so a value that flips between two
-settings runs as a graph either way. Past that the signature runs eagerly, with a
-:class:`HybridizeWarning`. Arrays the function takes from outside (globals, closures,
+rest of the call runs eagerly: its result is eager's. Where the difference is in the op
+calls, that call is recorded as it runs (the ops matched so far under the tracer too), and
+its graph, once checked, is kept next to the others (up to :data:`MAX_GRAPHS` per signature,
+most recent first; a call is checked against all of them at once), so a value that flips
+between two settings runs as a graph either way. Past that the signature runs eagerly, with
+a :class:`HybridizeWarning`. Arrays the function takes from outside (globals, closures,
 attributes: Gluon's parameters) are whatever the function reads at each call, with the
 recorded metadata and aliasing. Python side effects of ``fn`` (appending to a list,
 printing) happen at every call, as eagerly.
@@ -106,7 +107,7 @@ MAX_GRAPHS = 8
 class _Entry:
     """What one signature runs: its graphs (most recent first), or ``fn`` eagerly (``reason``)."""
 
-    __slots__ = ("variants", "reason", "check", "inputs", "failure", "stats", "shared")
+    __slots__ = ("variants", "reason", "check", "inputs", "failure", "stats", "shared", "retraced")
 
     def __init__(self, inputs: int) -> None:
         self.variants: list[Variant] = []
@@ -116,6 +117,7 @@ class _Entry:
         self.failure: str | None = None  # the last failed guard, and what it did
         self.stats = {"traces": 0, "graph": 0, "op by op": 0, "eager": 0, "guard failures": 0}
         self.shared: str | None = None  # why calls with arguments NumPy shares run eagerly (once said)
+        self.retraced = 0  # failed guards whose recording gave no new graph (the same one, or none)
 
     @property
     def executable(self) -> Any:
@@ -234,19 +236,23 @@ class HybridFunction:
             entry.check = check
             if variant is not None:
                 fingerprint = variant.fingerprint()
+                before = len(entry.variants)
                 entry.variants = [variant] + [v for v in entry.variants if v.fingerprint() != fingerprint]
-                if len(entry.variants) > MAX_GRAPHS:
-                    entry.variants = []
-                    entry.reason = (f"eager: the Python values its graphs depend on changed {MAX_GRAPHS} times "
-                                    f"(the last failed guard: {entry.failure})")
-                    warn = entry.reason
-                elif entry.failure is not None and entry.stats["traces"] > 1:
+                if len(entry.variants) <= before:
+                    entry.retraced += 1  # the same graph again: the call differed in what a graph cannot hold (an op that raised)
+                if entry.failure is not None and entry.stats["traces"] > 1:
                     entry.failure += "; it was traced as it ran: a graph for these values"
             elif not entry.variants:
                 entry.reason = reason
                 warn = reason
             else:  # a guard failed and this path cannot be a graph: the other graphs stay
+                entry.retraced += 1
                 entry.failure = f"{entry.failure}; traced as it ran, that path cannot be a graph ({reason})"
+            if entry.variants and len(entry.variants) + entry.retraced > MAX_GRAPHS:
+                entry.variants = []
+                entry.reason = (f"eager: its calls differed from its graphs {MAX_GRAPHS} times (Python values that change, "
+                                f"or paths a graph cannot hold; the last failed guard: {entry.failure})")
+                warn = entry.reason
         if warn is not None:
             warnings.warn(HybridizeWarning(f"{name} (called at {caller}) runs eagerly for this signature: "
                                            f"{warn[len('eager: '):] if warn.startswith('eager: ') else warn}"), stacklevel=4)

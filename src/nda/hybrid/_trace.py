@@ -1,10 +1,12 @@
 """Recording the ops a function issues: hybridize's tracer, an interceptor at the invocation point.
 
-While a hybridized function runs for the first time with a signature, a :class:`Tracer` is
-on the calling thread's interceptor stack (:mod:`nda._intercept`). Every op call the thread
+While a hybridized function runs for the first time with a signature (or, after a failed
+guard, for the rest of that call: :mod:`._check`), a :class:`Tracer` is on the calling
+thread's interceptor stack (:mod:`nda._intercept`). Every op call the thread
 makes reaches it, however the function was bound (``nda.exp``, ``from nda import exp``,
 operators, methods, indexing, ``to_device``, ``to_layout``, ``nda.ext.<library>.<op>``), and
-the tracer adds a node to its graph. Calls nda makes inside a traced call (a composite's
+the tracer adds a node to its graph, with the call's Python arguments frozen for later
+comparison (:mod:`._guards`; a value that cannot be compared ends the graph). Calls nda makes inside a traced call (a composite's
 inner ops) do not reach it: the tracer is off the stack while the op runs, so only the
 outermost call is recorded. Nothing in NDArray or in a namespace changes while tracing,
 and nothing is locked while the traced function runs.
