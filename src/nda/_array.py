@@ -150,11 +150,15 @@ class NDArray(Array):
     # ------------------------------------------------------------------ sync points
     def wait_to_read(self) -> NDArray:
         """Block until every pending write to this array has finished; raise its error if it failed."""
+        if _intercept.ACTIVE[0] and _intercept.waiting(self):
+            return self  # an interceptor's stand-in (hybridize's check mode): nothing to wait for yet
         _engine_state.wait_for(self, False)
         return self
 
     def wait_to_write(self) -> NDArray:
         """Block until every pending read and write of this array has finished; raise its error if it failed."""
+        if _intercept.ACTIVE[0] and _intercept.waiting(self):
+            return self
         _engine_state.wait_for(self, True)
         return self
 
@@ -345,6 +349,8 @@ class NDArray(Array):
     # ------------------------------------------------------------------ display
     def __repr__(self) -> str:
         if self._meta.layout.name != "strided":
+            if _intercept.ACTIVE[0]:
+                _intercept.reading(self, "repr")
             return layouts.sparse_repr(self)
         return self._repr_of(_display.host_for_display(self))  # a large device array: only its corners
 
@@ -435,6 +441,8 @@ def _is_pending(array: NDArray) -> bool:
 
 def _fetch_for_display(array: NDArray) -> tuple[np.ndarray, bool, float]:
     """(host data, was it pending, seconds waited): the one sync point of a display."""
+    if _intercept.ACTIVE[0]:
+        _intercept.reading(array, "a display")
     pending = _is_pending(array)
     start = perf_counter()
     if array._meta.layout.name != "strided":
