@@ -22,11 +22,11 @@ Layer: arrays and front end, execution (README, "Architecture").
 from __future__ import annotations
 
 import importlib
-import os
 from math import prod
 from typing import Any, Callable
 
 from . import _hostviews, _intercept
+from ._config import env_flag
 from . import backends as _backends
 from . import dispatch as _dispatch
 from ._array import NDArray, new_array
@@ -36,7 +36,7 @@ from .dispatch import resolve, resolve_plan
 from .engine import Completion
 from .engine import state as _state
 from .engine._queues import local as _writing
-from .ops._spec import Cast, Plan
+from .ops._spec import Cast, Plan, check_size
 
 __all__ = [
     "EntryCache", "NOT_INTERCEPTED", "hooks", "intercepted", "native", "native_operator", "unwrap", "cast_buffer", "base_of", "execute", "execute_multi", "execute_mutation",
@@ -117,7 +117,7 @@ def notify_write(target: Any, value: Any, what: str) -> None:
 
 def _load_native() -> Any:
     """nda._native (the C fast paths of the operators), configured; None without it or with NDA_NATIVE=0."""
-    if os.environ.get("NDA_NATIVE", "1") == "0":
+    if not env_flag("NDA_NATIVE", True):
         return None
     try:  # a C module that imports nothing (by name: the import-linter sees no Python module there)
         _native = importlib.import_module(f"{__package__}._native")
@@ -249,7 +249,12 @@ def execute_mutation(name: str, plan: Plan, target: NDArray) -> None:
 
 
 def run_elementwise(name: str, kernel: Callable[..., Any], args: tuple[Any, ...], meta: ArrayMeta, shape: tuple[int, ...]) -> NDArray:
-    """The engine path of an element-wise op whose kernel is known (taken when it does not run inline)."""
+    """The engine path of an element-wise op whose kernel is known (taken when it does not run inline).
+
+    A broadcast result too large for any array is refused here, at the call (the inline path
+    is taken only below the engine's limit, where NumPy itself refuses it at once)."""
+    if meta.layout is _STRIDED:  # a sparse result stores what it stores, whatever its shape
+        check_size(name, shape, meta.dtype)
     out = new_array(None, meta, shape)
     reads = tuple(a for a in args if a.__class__ is NDArray)
 

@@ -65,6 +65,9 @@ def load(name: str) -> Any:
     """
     if _libraries.is_library(name):  # an OpLibrary object (a notebook, a test, the guide)
         return _libraries.load_object(name, f"{getattr(name, '__module__', '?')}.{name.name}")
+    if not isinstance(name, str):
+        raise TypeError(f"backends.load(): expected a backend or op library name, a 'package.module[:attr]' string or an OpLibrary, "
+                        f"got {type(name).__name__} {name!r}")
     records = _discover()
     rec = records.get(name)
     if rec is None and name in _libraries.installed_names():

@@ -38,10 +38,12 @@ import os
 import sys
 from typing import Callable
 
+from .._config import env_float
+
 __all__ = ["QUIESCE_TIMEOUT", "register_at_fork"]
 
 #: Seconds exit and ``os.fork`` wait for kernels already running (``NDA_QUIESCE_TIMEOUT``).
-QUIESCE_TIMEOUT = float(os.environ.get("NDA_QUIESCE_TIMEOUT", "60"))
+QUIESCE_TIMEOUT = env_float("NDA_QUIESCE_TIMEOUT", 60.0)
 #: After this many seconds of waiting, say on stderr what the process waits for.
 NOTICE_AFTER = 2.0
 

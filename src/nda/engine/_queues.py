@@ -74,7 +74,6 @@ Layer: engine (README, "Architecture").
 from __future__ import annotations
 
 import itertools
-import os
 import threading
 import time
 import weakref
@@ -83,6 +82,7 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
+from .._config import env_int
 from ._entries import Deferred, Entry, KernelTraceback, annotate, fresh, local, strip_frames, user_site
 
 __all__ = ["Deferred", "Entry", "Queue", "MAX_IN_FLIGHT", "issuing", "issue", "register_backend", "queue_for", "queue_of_device",
@@ -92,7 +92,7 @@ __all__ = ["Deferred", "Entry", "Queue", "MAX_IN_FLIGHT", "issuing", "issue", "r
 #: bound on work in flight; ``NDA_MAX_IN_FLIGHT``). About CUDA's own launch-queue depth:
 #: enough to keep a device busy through thousands of tiny ops, small enough that the
 #: bookkeeping of a loop that never syncs stays small.
-MAX_IN_FLIGHT = int(os.environ.get("NDA_MAX_IN_FLIGHT", "1024"))
+MAX_IN_FLIGHT = env_int("NDA_MAX_IN_FLIGHT", 1024, minimum=1)
 
 _SCALARS = (np.generic, bool, int, float, complex)
 

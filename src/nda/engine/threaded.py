@@ -82,6 +82,7 @@ try:  # queue.SimpleQueue is _queue's, where CPython has it: without importing q
 except ImportError:  # pragma: no cover - another Python
     from queue import SimpleQueue
 
+from .._config import env_int
 from . import Completion, Engine, _queues, deliver, device_completion, drain_queues, profiler, wait_queued
 from ._entries import user_site
 from ._graph import QUEUED, RUNNING, Graph, Task
@@ -93,9 +94,9 @@ __all__ = ["ThreadedEngine", "WorkerPool", "MAX_PENDING", "MAX_PENDING_ELEMENTS"
 
 _WAIT_SLICE = 0.05  # seconds; waits wake this often so that Ctrl-C gets through
 #: Host tasks pending before the issuing thread waits (``NDA_MAX_PENDING``).
-MAX_PENDING = int(os.environ.get("NDA_MAX_PENDING", "256"))
+MAX_PENDING = env_int("NDA_MAX_PENDING", 256, minimum=1)
 #: Elements touched by pending host tasks before the issuing thread waits (1 GiB of float64).
-MAX_PENDING_ELEMENTS = int(os.environ.get("NDA_MAX_PENDING_ELEMENTS", str(1 << 27)))
+MAX_PENDING_ELEMENTS = env_int("NDA_MAX_PENDING_ELEMENTS", 1 << 27, minimum=1)
 #: Elements below which an op runs inline on the caller's thread while the engine is idle
 #: (``NDA_INLINE_MAX``). A float32 ``x + y`` on 2**20 elements takes 0.3-0.6 ms here; the
 #: engine's Python around a task, run after such an op has emptied the caches, costs 0.05-0.1 ms,
@@ -151,7 +152,7 @@ class ThreadedEngine(HoldingEngine, Engine):
 
     def __init__(self, executor_factory: Callable[[Any], Any] | None = None, inline_limit: int | None = None) -> None:
         if inline_limit is None:
-            inline_limit = int(os.environ.get("NDA_INLINE_MAX", str(INLINE_MAX)))
+            inline_limit = env_int("NDA_INLINE_MAX", INLINE_MAX)
         self.idle_limit = inline_limit
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)

@@ -54,6 +54,9 @@ from __future__ import annotations
 
 import inspect
 import operator
+import sys
+from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -267,7 +270,7 @@ class OpDecl:
     """The declaration of one op: the single source its public function is generated from."""
 
     __slots__ = (
-        "name", "family", "signature", "dtypes", "plan", "reference", "mutates",
+        "name", "family", "signature", "dtypes", "_plan", "reference", "mutates",
         "method", "methods", "operators", "doc", "view", "result", "ufunc_name", "outputs", "data_dependent",
         "vjp", "host_values",
     )
@@ -301,6 +304,7 @@ class OpDecl:
         self.family = family
         self.signature = signature
         self.dtypes = dtypes
+        self.outputs = outputs  # before the plan: its size check depends on it
         self.plan = plan
         self.reference = reference
         self.doc = doc
@@ -310,7 +314,6 @@ class OpDecl:
         self.operators = operators
         self.view = view
         self.result = result
-        self.outputs = outputs
         self.data_dependent = data_dependent
         self.vjp = vjp
         unknown = [p for p in host_values if p not in signature.parameters]
@@ -320,6 +323,15 @@ class OpDecl:
         self.host_values = tuple(host_values) + structural
         for listener in declared:
             listener(self)  # dispatch creates the op's table
+
+    @property
+    def plan(self) -> Callable[..., Plan]:
+        """The planning function; the output sizes of its plans are checked (:func:`check_size`)."""
+        return self._plan
+
+    @plan.setter
+    def plan(self, plan: Callable[..., Plan]) -> None:
+        self._plan = _checked_plan(self, plan)
 
     @property
     def supported_dtypes(self) -> tuple[DType, ...]:
@@ -433,6 +445,8 @@ def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
 
 def normalize_axis(axis: Any, ndim: int, op: str) -> int:
     try:
+        if isinstance(axis, (bool, np.bool_)):
+            raise TypeError  # a bool is not an axis (NumPy refuses axis=True too)
         ax = operator.index(axis)
     except TypeError:
         raise TypeError(f"{op}(): axis must be an int, got {type(axis).__name__}") from None
@@ -499,7 +513,8 @@ def check_shape(shape: Any, op: str) -> tuple[int, ...]:
             pass
     why = ""
     try:
-        if isinstance(shape, (str, bytes)):
+        if isinstance(shape, (str, bytes, Mapping, AbstractSet)):
+            why = f" (a {type(shape).__name__} is not a sequence of dimensions)" if not isinstance(shape, (str, bytes)) else ""
             raise TypeError
         if any(isinstance(n, (bool, np.bool_)) for n in shape):
             why = " (a bool is not a dimension)"
@@ -518,6 +533,70 @@ def prod(shape: Sequence[int]) -> int:
     for s in shape:
         n *= s
     return n
+
+
+#: The most bytes one array may span: what NumPy, CuPy and the device backends index with a
+#: signed pointer-sized integer (``np.intp``). NumPy refuses more ("array is too big"); some of
+#: its functions (``np.repeat``) compute such a size without checking and crash.
+MAX_BYTES = sys.maxsize
+
+
+def check_size(op: str, shape: tuple[int, ...], dtype: DType) -> None:
+    """ValueError when an output of ``shape`` and ``dtype`` would span more than :data:`MAX_BYTES`.
+
+    Every plan's outputs are checked here (:attr:`OpDecl.plan`), at the call, before any
+    kernel runs: no backend is handed a size it cannot index.
+    """
+    n = 1
+    for s in shape:
+        n *= s
+    if n * dtype.itemsize > MAX_BYTES:
+        raise ValueError(
+            f"{op}(): array is too big: the result of shape {tuple(shape)} and dtype {dtype.name} would span {n * dtype.itemsize:,} bytes; "
+            f"an array spans at most {MAX_BYTES:,} bytes (sys.maxsize: what NumPy and every device backend can index)"
+        )
+
+
+#: Elements below which no dtype's array can exceed :data:`MAX_BYTES` (16: complex128's itemsize).
+_SURELY_FITS = MAX_BYTES // 16
+
+
+def _checked_plan(decl: OpDecl, plan: Callable[..., Plan]) -> Callable[..., Plan]:
+    """``plan`` whose plans' output sizes are checked (:func:`check_size`).
+
+    Sparse operands (a non-strided key) are not checked: their shapes may exceed what a dense
+    array could span, and what they store is indexed, not the shape. A data-dependent shape
+    (None) is read from the kernel's result, which NumPy checks itself.
+    """
+    name = decl.name
+
+    if decl.outputs is not None:  # several outputs: a shape and a dtype each
+        def checked_multi(*args: Any, **kwargs: Any) -> Plan:
+            result = plan(*args, **kwargs)
+            shapes = getattr(result, "out_shape", None)
+            if shapes and result.key.layout is strided:
+                dtypes = result.out_dtype if isinstance(result.out_dtype, tuple) else (result.out_dtype,) * len(shapes)
+                for shape, dtype in zip(shapes, dtypes):
+                    if shape:
+                        check_size(name, shape, dtype)
+            return result
+
+        checked_multi.__wrapped__ = plan  # type: ignore[attr-defined]
+        return checked_multi
+
+    def checked(*args: Any, **kwargs: Any) -> Plan:
+        result = plan(*args, **kwargs)
+        shape = result.out_shape
+        if shape:
+            n = 1
+            for s in shape:
+                n *= s
+            if n > _SURELY_FITS and result.key.layout is strided:
+                check_size(name, shape, result.out_dtype)
+        return result
+
+    checked.__wrapped__ = plan  # type: ignore[attr-defined]
+    return checked
 
 
 def dtype_arg(dtype: Any, op: str) -> DType | None:

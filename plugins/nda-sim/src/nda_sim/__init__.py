@@ -43,7 +43,7 @@ from nda.engine import QUIESCE_TIMEOUT, Deferred, register_at_fork
 from nda.ops import CATALOG
 
 from . import _flush
-from ._device import Allocator, Marker, SimBuffer, Stream, check_host_read, read, submit, track
+from ._device import Allocator, Marker, SimBuffer, Stream, check_host_read, env_number, read, submit, track
 
 __all__ = ["SimBackend", "SimBuffer", "backend", "NATIVE_OPS"]
 
@@ -71,8 +71,8 @@ class SimBackend:
     in_order_queues = True
 
     def __init__(self) -> None:
-        self.device_count = int(os.environ.get("NDA_SIM_DEVICES", "2"))
-        self.capacity = int(os.environ.get("NDA_SIM_CAPACITY", str(1 << 30)))
+        self.device_count = env_number("NDA_SIM_DEVICES", 2)
+        self.capacity = env_number("NDA_SIM_CAPACITY", 1 << 30)
         self.flushes_subnormals = _flush.declared()  # NDA_SIM_FLUSH_SUBNORMALS=1: a GPU's flush-to-zero (_flush)
         self._allocators: dict[Device, Allocator] = {}
         self._streams: dict[Device, Stream] = {}

@@ -18,12 +18,30 @@ import weakref
 from typing import Any, Callable
 
 import numpy as np
+
 _WAIT_SLICE = 0.05
+
+
+def env_number(name: str, default: float, kind: type = int) -> Any:
+    """The non-negative number (``kind``: int or float) in environment variable ``name``, ``default``
+    when unset or empty; a ValueError naming the variable otherwise."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = kind(raw)
+    except ValueError:
+        value = None
+    if value is None or value != value or value < 0:
+        what = "an integer" if kind is int else "a number"
+        raise ValueError(f"{name} must be {what} >= 0, got {os.environ[name]!r}; unset it for the default, {default}")
+    return value
+
 
 #: Seconds each work item waits on the stream before it runs: a slow device, so that a read or
 #: an op nda did not order after its producer finds the producer unfinished (and, with the
 #: strict host reads below, fails loudly). ``NDA_SIM_LATENCY_US``; tests set it directly.
-latency = float(os.environ.get("NDA_SIM_LATENCY_US", "0")) * 1e-6
+latency = env_number("NDA_SIM_LATENCY_US", 0.0, float) * 1e-6
 
 
 class Allocator:
