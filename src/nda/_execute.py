@@ -226,26 +226,41 @@ def execute(name: str, plan: Plan) -> NDArray:
 
 
 def execute_mutation(name: str, plan: Plan, target: NDArray) -> None:
-    """Run a planned call whose kernel mutates ``target``'s buffer in place."""
+    """Run a planned call whose kernel mutates ``target``'s buffer in place.
+
+    The write reads ``target`` (its old contents are part of the result: a partial write, an
+    in-place update) unless the plan says it ``overwrites`` all of it. Only then does the
+    engine leave the target out of the op's reads, so that a target poisoned by a failed
+    earlier write is written again (and valid once the write succeeds), as in NumPy.
+    """
     kernel = resolve_plan(name, plan)[0]
     base = base_of(target)
     if _HOST_FAMILIES and id(base) in _HOST_FAMILIES:
         kernel = _hostviews.writing(name, kernel, target, base)  # keeps host views in step
     args, kwargs = plan.args, plan.kwargs
     size = work_size(plan)
+    overwrites = getattr(plan, "overwrites", False) and base is target
+    reads = plan.reads
+    if not overwrites:
+        for r in reads:
+            if r is target:
+                break
+        else:
+            reads = (*reads, target)
 
     def run() -> Any:
-        outer = _writing.base
+        outer, outer_all = _writing.base, _writing.overwrite
         _writing.base = base._buf  # the memory written: a device queue records the write as the base's
+        _writing.overwrite = overwrites  # ... and whether it writes all of it (its old failure no longer matters)
         try:
             return kernel(*unwrap(args), **kwargs)  # a Completion when the work finishes later
         finally:
-            _writing.base = outer
+            _writing.base, _writing.overwrite = outer, outer_all
 
     if inline(size):
         run()
         return
-    _state.push(run, plan.reads, (base,), plan.device, name, cost=size, route=kernel)
+    _state.push(run, reads, (base,), plan.device, name, cost=size, route=kernel)
 
 
 def run_elementwise(name: str, kernel: Callable[..., Any], args: tuple[Any, ...], meta: ArrayMeta, shape: tuple[int, ...]) -> NDArray:

@@ -139,6 +139,7 @@ class Queue:
         self.checked = 0
         self.markers = 0
         self._marked = 0  # number of the newest marker
+        self.overwritten: dict[int, int] = {}  # id of a buffer -> number of the latest op that wrote it whole (x[...] = v)
 
     # ------------------------------------------------------------------ transitions (LOCK held)
     def take(self) -> int:
@@ -236,13 +237,15 @@ class Queue:
         entry.outs = ()
 
     def _record_failure(self, entry: Entry, error: BaseException) -> None:
-        """Remember ``error`` for the live buffers ``entry`` wrote (LOCK held)."""
+        """Remember ``error`` for the live buffers ``entry`` wrote (LOCK held), unless a later op
+        wrote one of them whole since (``overwritten``): a reader gets that op's result."""
         global first_error, _failures
         failed = self.failed
         for key in [k for k, (ref, _) in failed.items() if ref() is None]:  # forget dead buffers
             del failed[key]
+        overwritten = self.overwritten
         for key, ref in entry.outs:
-            if ref() is not None:
+            if ref() is not None and overwritten.get(key, 0) <= entry.seq:
                 failed[key] = (ref, error)
         _failures = sum(1 for q in list(_queues.values()) if q.failed)
         _refresh_mode()
@@ -498,6 +501,7 @@ def _record(result: Any, name: str, device_of: Callable[[Any], Any], mutating: b
     if queue is None:  # the backend serves this device without queues (never for in-order backends)
         return value
     # What it writes: its new buffers, or its target and the buffer owning the target's memory.
+    overwrite = False
     if mutating:
         # The target, the buffer owning its memory, and the base array's buffer as the front
         # end knows it (a backend may learn that a buffer is a view only when its work runs).
@@ -506,19 +510,23 @@ def _record(result: Any, name: str, device_of: Callable[[Any], Any], mutating: b
         for buf in (owner(target) if owner is not None else None, local.base):
             if buf is not None and all(buf is not w for w in written):
                 written.append(buf)
+        # A write of all of the target that does not read it (the front end says so: a full
+        # ``x[...] = v``) neither waits for nor inherits the target's earlier failure.
+        overwrite = local.overwrite and local.base is target
     elif value.__class__ is tuple:
         written = [v for v in value if v is not None]
     else:
         written = [value]
+    read_args = args[1:] if overwrite else args
     # What it reads that work in flight produces, while such work may still fail (to fail
     # with it if it does; a backend's kernels need not propagate failures themselves).
     deps = None
     if across:
-        deps = _inputs_in([q for q in list(_queues.values()) if q.log], args)
+        deps = _inputs_in([q for q in list(_queues.values()) if q.log], read_args)
     elif queue.log:
-        deps = _inputs_in((queue,), args)
+        deps = _inputs_in((queue,), read_args)
     if _failures:
-        inherited = _failed_input(args, kwargs)
+        inherited = _failed_input(read_args, kwargs)
         if inherited is not None:  # it read a failed op's output: it fails the same way
             check = _Inherited(inherited)
     entry = None
@@ -530,6 +538,8 @@ def _record(result: Any, name: str, device_of: Callable[[Any], Any], mutating: b
         versions = queue.versions
         for w in written:
             versions[id(w)] = n
+        if overwrite:  # written whole: an earlier failure of it is over (a failure in flight records nothing: see _record_failure)
+            _forget_written(queue, written, n)
         if entry is not None:
             entry.seq = n
             queue.add(entry)
@@ -579,6 +589,22 @@ def _failed_input(args: Iterable[Any], kwargs: dict[str, Any]) -> BaseException 
                     return error
     _forget_dead_failures(queues)
     return None
+
+
+def _forget_written(queue: Queue, written: list[Any], n: int) -> None:
+    """Buffers op number ``n`` wrote whole, without reading them: their failure and the entry in
+    flight that wrote them are no longer what a reader gets (LOCK held)."""
+    global _failures
+    overwritten = queue.overwritten
+    if len(overwritten) > 256:
+        for key in [k for k, m in overwritten.items() if m < queue.done]:
+            del overwritten[key]
+    for w in written:
+        overwritten[id(w)] = n
+        queue.tracked.pop(id(w), None)
+        if queue.failed.pop(id(w), None) is not None:
+            _failures = sum(1 for q in list(_queues.values()) if q.failed)
+            _refresh_mode()
 
 
 def _forget_dead_failures(queues: list[Queue]) -> None:

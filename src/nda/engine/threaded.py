@@ -265,6 +265,9 @@ class ThreadedEngine(HoldingEngine, Engine):
         if isinstance(result, Completion):  # pragma: no cover - a queue backend's kernels never return one
             errors: list[BaseException | None] = []
             result.add_done_callback(errors.append)
+        if graph.poison:  # a whole-array write (not among the reads) makes a poisoned array valid again
+            with self._lock:
+                graph.overwritten(_bases(reads), _bases(writes))
         if profiler.active:
             profiler.record(name, device, route, start, time.perf_counter())
         return True

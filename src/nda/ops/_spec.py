@@ -137,7 +137,10 @@ class Plan:
 
     # ``values_decide_shape`` (left unset unless true): the output shape was read from an
     # argument's data (``repeat`` with an array of counts), so the plan must not be memoised.
-    __slots__ = ("key", "device", "out_dtype", "out_shape", "args", "kwargs", "reads", "view_of", "values_decide_shape")
+    # ``overwrites`` (left unset unless true): a mutating op's plan that writes every element of
+    # its target from values that are not the target's, and so does not list the target among
+    # its ``reads`` (a full ``x[...] = v``): it clears the target's poison when it succeeds.
+    __slots__ = ("key", "device", "out_dtype", "out_shape", "args", "kwargs", "reads", "view_of", "values_decide_shape", "overwrites")
 
     def __init__(
         self,

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from .. import _dtypes
+from .._devices import strided
 from ._spec import Array, broadcast_shapes, Cast, check_array, declare, normalize_axis, not_differentiable, Plan, same_device, scalar_arg, upcalls
 from ._vjp import gather_positions, scatter_flat, scatter_rows
 
@@ -234,12 +235,35 @@ def _check_value(x: Any, value: Any, shape: tuple[int, ...]) -> Any:
 def setitem(x: _ARRAY, key: Any, value: Any, /) -> Plan:
     """``x[key] = value``: write ``value`` (broadcast to the selection, cast to ``x``'s dtype) into ``x``."""
     x = check_array(x, "setitem")
-    kernel_key, shape, reads, _ = _normalize_key(x, key, "x[...] = value")
+    kernel_key, shape, reads, basic = _normalize_key(x, key, "x[...] = value")
     checked = _check_value(x, value, shape)
     more = [checked.array if isinstance(checked, Cast) else checked] if not isinstance(checked, (bool, int, float, complex)) else []
     plan = Plan.of(x, out_shape=x.shape, args=(x, kernel_key, checked))
-    plan.reads = (x, *reads, *more)
+    if _overwrites(x, basic, shape, [*reads, *more]):
+        # Every element of x is written, from values that are not x's: x's old contents (and a
+        # failed earlier write's poison) do not matter, so the write does not read x.
+        plan.reads = (*reads, *more)
+        plan.overwrites = True
+    else:
+        plan.reads = (x, *reads, *more)
     return plan
+
+
+def _overwrites(x: Any, basic: bool, shape: tuple[int, ...], reads: list[Any]) -> bool:
+    """Whether ``x[key] = value`` writes all of ``x``'s memory without reading it: a basic index
+    selecting as many elements as ``x`` has (a basic selection never repeats one) of an array
+    that owns its memory, and a value that is not (a view of) ``x``."""
+    if not basic or x._base is not None or x._meta.layout is not strided:
+        return False
+    n = 1
+    for s in shape:
+        n *= s
+    if n != x._size:
+        return False
+    for r in reads:
+        if r is x or r._base is x:
+            return False
+    return True
 
 
 def _ref_take(x: np.ndarray, indices: np.ndarray, axis: int | None = None) -> np.ndarray:

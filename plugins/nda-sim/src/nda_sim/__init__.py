@@ -43,7 +43,7 @@ from nda.engine import QUIESCE_TIMEOUT, Deferred, register_at_fork
 from nda.ops import CATALOG
 
 from . import _flush
-from ._device import Allocator, Marker, SimBuffer, Stream, check_host_read, env_number, read, submit, track
+from ._device import Allocator, Marker, SimBuffer, Stream, check_host_read, env_number, read, read_target, submit, track
 
 __all__ = ["SimBackend", "SimBuffer", "backend", "NATIVE_OPS"]
 
@@ -158,10 +158,15 @@ class SimBackend:
 
             def work() -> None:
                 inputs: list[SimBuffer] = []
-                host_args = [_on_device(a, inputs) for a in args]
+                if target is not None:  # an in-place write: the target's earlier failure is nda's to judge
+                    host_args = [read_target(target), *(_on_device(a, inputs) for a in args[1:])]
+                else:
+                    host_args = [_on_device(a, inputs) for a in args]
                 host_kwargs = {k: (_CPU if k == "device" else _on_device(v, inputs)) for k, v in kwargs.items()}
                 result = reference(*host_args, **host_kwargs)
                 if out is None:
+                    if target is not None:
+                        target._error = None  # written: the failure an earlier write left here is over
                     return
                 result = np.asarray(result)
                 if is_asarray:

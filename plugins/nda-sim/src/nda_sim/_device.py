@@ -364,6 +364,20 @@ def read(buf: SimBuffer) -> Any:
     return buf._array
 
 
+def read_target(buf: SimBuffer) -> Any:
+    """On the stream: the device array an in-place write writes into, whatever an earlier failed
+    write left there (nda decides whether this write inherits that failure: a write of the whole
+    array does not, a partial one does, through the op's check). A buffer that was never filled
+    (its producer failed) has nothing to write into: the write fails with that error."""
+    if not buf.ready():
+        buf._wait_filled()
+    array = buf._array
+    if array is None:
+        error = buf._error if buf._error is not None else (buf._base._error if buf._base is not None else None)
+        raise InputFailed(error if error is not None else RuntimeError(f"{buf!r} was never filled"))
+    return array
+
+
 def check_host_read(buf: SimBuffer) -> None:
     """Refuse a host read that nda did not order after the work writing ``buf``.
 
