@@ -82,6 +82,7 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
+from .. import _forksafe
 from .._config import env_int
 from ._entries import Deferred, Entry, KernelTraceback, annotate, fresh, local, strip_frames, user_site
 
@@ -103,7 +104,7 @@ _SCALARS = (np.generic, bool, int, float, complex)
 #: writing versions of existing buffers happen under it, so markers, the log and those
 #: versions are in number order; lookups of versions and their pruning too. The fast path
 #: takes no lock (see the module docstring).
-LOCK = threading.Lock()
+LOCK = _forksafe.guard(threading.Lock(), "the device queues' lock", rank=10, stage=_forksafe.INNER)
 
 
 class Queue:
@@ -408,15 +409,20 @@ def all_queues() -> list[Queue]:
 
 
 def reset_after_fork(message: str) -> None:
-    """In a forked child: work in flight in the parent never finishes here; its entries fail.
+    """In a forked child: a device whose queue does not run on in a child (a GPU: CUDA cannot be
+    used in a child forked after it was initialised) never finishes the work in flight; its
+    entries fail with ``message``, and the parent's markers mean nothing here. A backend that
+    declares ``continues_after_fork`` (nda-sim: its stream threads restart in the child and run
+    what was queued) keeps its queues as they are: its markers are reached in the child too.
 
-    The parent's markers mean nothing here; buffers written by ops without an entry get the
-    backend's own answer when read (nda-sim fails the work it had not run).
+    :data:`LOCK` is one of nda's fork-safe locks (:mod:`nda._forksafe`): the fork took it, so
+    the state here is whole, and the child has released it before this runs.
     """
-    global LOCK, _failures
-    LOCK = threading.Lock()  # the parent's may have been held by another thread at the fork
+    global _failures
     error = RuntimeError(message)
     for queue in _queues.values():
+        if getattr(queue.backend, "continues_after_fork", False):
+            continue
         for entry in queue.log:
             entry.retired = True
             entry.error = error
@@ -429,6 +435,7 @@ def reset_after_fork(message: str) -> None:
         queue.versions.clear()
         queue.done = next(queue.numbers)
         queue.checked = 0
+        queue.overwritten.clear()
     _failures = sum(1 for q in _queues.values() if q.failed)
     _refresh_mode()
 

@@ -62,9 +62,11 @@ bounded, for the kernels running. ``os.fork`` does not wait for the engine to go
 (another thread may issue work forever): it *pauses* the engine (no worker or waiting
 thread starts a task), waits, bounded, for the kernels already running on workers or
 lent threads, and forks holding the engine's lock, so the child copies a consistent graph;
-the parent resumes at once, and the child gets a fresh engine in which every array still
-being computed by the parent at the fork is poisoned with a ``RuntimeError`` saying so,
-and everything finished before the fork is there.
+the parent resumes at once, and the child gets a fresh engine that inherits the parent's
+unfinished work (:meth:`ThreadedEngine._fresh_for_child`): the held op stays held, tasks
+not started are added again in issue order and run on the child's own workers, and only
+the arrays of a task that was *running* (the fork stopped waiting for it) are poisoned with
+a ``RuntimeError`` saying so; everything finished before the fork is there.
 
 Layer: engine (README, "Architecture").
 """
@@ -85,7 +87,7 @@ except ImportError:  # pragma: no cover - another Python
 from .._config import env_int
 from . import Completion, Engine, _queues, deliver, device_completion, drain_queues, profiler, wait_queued
 from ._entries import user_site
-from ._graph import QUEUED, RUNNING, Graph, Task
+from ._graph import DONE, QUEUED, RUNNING, Graph, Task
 from ._held import Held, HoldingEngine
 from ._lifecycle import FORKED as _FORKED
 from ._lifecycle import NOTICE_AFTER, notice
@@ -175,6 +177,7 @@ class ThreadedEngine(HoldingEngine, Engine):
         self._paused = False
         self._closed = False
         self._busy: dict[int, int] = {}
+        self._inherited: list[Task] = []  # in a forked child: the parent's tasks that are ready (start_in_child)
 
     #: Ops on a device queue never wait at issue: the queue retires what is done and applies
     #: the bound on work in flight itself (``nda.engine._queues.Queue.settle``).
@@ -587,23 +590,78 @@ class ThreadedEngine(HoldingEngine, Engine):
         return self._fresh_for_child()
 
     def _fresh_for_child(self) -> ThreadedEngine:
-        """The child's engine: the parent's poison, and poison for what was still being computed."""
+        """The child's engine (called with the lock held by the fork, nothing else running).
+
+        It inherits the parent's poison and its unfinished work: the held op stays held, and
+        every task not started (queued, unsent, waiting for others) is added again, in issue
+        order, so that the child computes it when needed. A task that was *running* (the fork
+        stopped waiting for it) has no value here: its outputs are poisoned with
+        :data:`~._lifecycle.FORKED`, and the tasks that read them fail the same way.
+        """
         child = ThreadedEngine(self._executor_factory, self.idle_limit)
         graph = self._graph
-        child._graph.poison = dict(graph.poison)
+        for ref, err in list(graph.poison.values()):  # poisoned again, so that the child's own graph forgets them when they go
+            array = ref()
+            if array is not None:
+                child._graph._poison(array, err)
         child._graph.first_error = graph.first_error
-        unfinished: dict[int, Any] = {}
-        if self._held is not None:  # issued, never run
-            for array in self._held.writes:
-                unfinished[id(array)] = array
-        for var in graph.vars.values():
-            for task in ([var.last_write] if var.last_write is not None else []):
-                for array in task.outputs:
-                    unfinished[id(array)] = array
         error = RuntimeError(_FORKED)
-        for array in unfinished.values():
-            child._graph._poison(array, error)
+        held = self._held
+        if held is not None and held.task is None:
+            if held.runner is None:  # issued, never started: held in the child too
+                child._held = Held(held.run, held.reads, held.writes, held.device, held.name, held.cost, held.route, held.site)
+            else:  # a sync point on another thread was running it
+                for array in held.writes:
+                    child._graph._poison(array, error)
+        for task in _unfinished(graph):
+            if task.state == RUNNING:
+                for array in task.outputs:
+                    child._graph._poison(array, error)
+                continue
+            copy = Task(task.run, task.reads, task.writes, task.device, task.name, task.cost, task.site)
+            copy.route, copy.inputs, copy.outputs = task.route, task.inputs, task.outputs
+            child._pending_elements += task.cost
+            if child._graph.add(copy):
+                child._inherited.append(copy)
         return child
+
+    def start_in_child(self) -> None:
+        """Send the inherited tasks that are ready to the child's workers (or fail those whose
+        inputs are poisoned); the rest follow as their dependencies finish."""
+        ready, self._inherited = self._inherited, []
+        runnable: list[Task] = []
+        with self._lock:
+            for task in ready:
+                inherited = self._graph.poisoned_input(task)
+                if inherited is None:
+                    runnable.append(task)
+                else:
+                    self._pending_elements -= task.cost
+                    runnable.extend(self._graph.finish(task, inherited))
+            self._set_limit()
+        for task in runnable:
+            self._submit(task)
+
+
+def _unfinished(graph: Graph) -> list[Task]:
+    """Every task of ``graph`` not finished, in issue order (lock held).
+
+    Each is reachable from a var (its last write, its reads since) or, superseded there, from
+    the dependencies of a task still pending.
+    """
+    found: dict[int, Task] = {}
+    stack: list[Task] = []
+    for var in graph.vars.values():
+        if var.last_write is not None:
+            stack.append(var.last_write)
+        stack.extend(var.readers)
+    while stack:
+        task = stack.pop()
+        if id(task) in found or task.state == DONE:
+            continue
+        found[id(task)] = task
+        stack.extend(task.deps)
+    return sorted(found.values(), key=lambda t: t.seq)
 
 
 def _restartable(task: Task) -> bool:

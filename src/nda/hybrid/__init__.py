@@ -66,7 +66,6 @@ from __future__ import annotations
 
 import functools
 import struct
-import threading
 import warnings
 from typing import Any, Callable
 
@@ -74,6 +73,7 @@ import numpy as np
 
 from .._array import NDArray
 from ..autograd._graph import FLAGS as _AUTOGRAD
+from .. import _forksafe
 from . import _graph, _trace
 from ._captured import ALIASED, AMBIGUOUS, alias_pattern, captured_now, locate
 
@@ -122,7 +122,7 @@ class HybridFunction:
         self.partition = partition
         self.max_signatures = max_signatures
         self._cache: dict[Any, _Entry] = {}
-        self._lock = threading.Lock()
+        self._lock = _forksafe.lock()
         self._evicted = False
 
     # ------------------------------------------------------------------ calling
