@@ -36,7 +36,7 @@ from .dispatch import resolve, resolve_plan
 from .engine import Completion
 from .engine import state as _state
 from .engine._queues import local as _writing
-from .ops._spec import Cast, Plan, check_size
+from .ops._spec import SURELY_FITS, Cast, Plan, check_size
 
 __all__ = [
     "EntryCache", "NOT_INTERCEPTED", "hooks", "intercepted", "native", "native_operator", "unwrap", "cast_buffer", "base_of", "execute", "execute_multi", "execute_mutation",
@@ -201,6 +201,8 @@ def execute(name: str, plan: Plan) -> NDArray:
     kernel, layout = resolve_plan(name, plan)
     meta = _META.get((plan.device, plan.out_dtype, layout)) or ArrayMeta(plan.device, plan.out_dtype, layout)
     out = new_array(None, meta, plan.out_shape)
+    if out._size > SURELY_FITS and layout is _STRIDED:
+        check_size(name, plan.out_shape, plan.out_dtype)  # before any kernel: no backend gets a size it cannot index
     if plan.view_of is not None and plan.key.layout is _STRIDED:  # non-strided routes never return views
         out._base = base_of(plan.view_of)
         if getattr(kernel, "_nda_host_view", False) or (_HOST_VIEWS and id(plan.view_of) in _HOST_VIEWS):
@@ -239,23 +241,34 @@ def execute_mutation(name: str, plan: Plan, target: NDArray) -> None:
         kernel = _hostviews.writing(name, kernel, target, base)  # keeps host views in step
     args, kwargs = plan.args, plan.kwargs
     size = work_size(plan)
-    overwrites = getattr(plan, "overwrites", False) and base is target
     reads = plan.reads
-    if not overwrites:
-        for r in reads:
-            if r is target:
-                break
-        else:
+    for r in reads:
+        if r is target:
+            overwrites = False
+            break
+    else:  # the plan leaves the target out of its reads: a whole write, if it says so
+        overwrites = getattr(plan, "overwrites", False) and base is target
+        if not overwrites:
             reads = (*reads, target)
 
-    def run() -> Any:
-        outer, outer_all = _writing.base, _writing.overwrite
-        _writing.base = base._buf  # the memory written: a device queue records the write as the base's
-        _writing.overwrite = overwrites  # ... and whether it writes all of it (its old failure no longer matters)
-        try:
-            return kernel(*unwrap(args), **kwargs)  # a Completion when the work finishes later
-        finally:
-            _writing.base, _writing.overwrite = outer, outer_all
+    if not overwrites:
+        def run() -> Any:
+            outer = _writing.base
+            _writing.base = base._buf  # the memory written: a device queue records the write as the base's
+            try:
+                return kernel(*unwrap(args), **kwargs)  # a Completion when the work finishes later
+            finally:
+                _writing.base = outer
+    else:
+        def run() -> Any:
+            outer = _writing.base
+            _writing.base = base._buf
+            _writing.overwrite = True  # ... and it writes all of it: its old failure no longer matters
+            try:
+                return kernel(*unwrap(args), **kwargs)
+            finally:
+                _writing.base = outer
+                _writing.overwrite = False
 
     if inline(size):
         run()
@@ -268,9 +281,9 @@ def run_elementwise(name: str, kernel: Callable[..., Any], args: tuple[Any, ...]
 
     A broadcast result too large for any array is refused here, at the call (the inline path
     is taken only below the engine's limit, where NumPy itself refuses it at once)."""
-    if meta.layout is _STRIDED:  # a sparse result stores what it stores, whatever its shape
-        check_size(name, shape, meta.dtype)
     out = new_array(None, meta, shape)
+    if out._size > SURELY_FITS and meta.layout is _STRIDED:  # a sparse result stores what it stores, whatever its shape
+        check_size(name, shape, meta.dtype)
     reads = tuple(a for a in args if a.__class__ is NDArray)
 
     def run() -> None:
@@ -304,6 +317,9 @@ def execute_multi(name: str, plan: Plan, multi: bool, data_dependent: bool) -> l
         return outs
     shapes = plan.out_shape if multi else (plan.out_shape,)
     outs = [new_array(None, meta, shape) for meta, shape in zip(metas, shapes)]
+    for out in outs:
+        if out._size > SURELY_FITS and layout is _STRIDED:
+            check_size(name, out._shape, out._meta.dtype)
     size = max([prod(s) for s in shapes] + [a._size for a in plan.reads])
     args, kwargs = plan.args, plan.kwargs
 

@@ -273,7 +273,7 @@ class OpDecl:
     """The declaration of one op: the single source its public function is generated from."""
 
     __slots__ = (
-        "name", "family", "signature", "dtypes", "_plan", "reference", "mutates",
+        "name", "family", "signature", "dtypes", "plan", "reference", "mutates",
         "method", "methods", "operators", "doc", "view", "result", "ufunc_name", "outputs", "data_dependent",
         "vjp", "host_values",
     )
@@ -307,7 +307,6 @@ class OpDecl:
         self.family = family
         self.signature = signature
         self.dtypes = dtypes
-        self.outputs = outputs  # before the plan: its size check depends on it
         self.plan = plan
         self.reference = reference
         self.doc = doc
@@ -317,6 +316,7 @@ class OpDecl:
         self.operators = operators
         self.view = view
         self.result = result
+        self.outputs = outputs
         self.data_dependent = data_dependent
         self.vjp = vjp
         unknown = [p for p in host_values if p not in signature.parameters]
@@ -326,15 +326,6 @@ class OpDecl:
         self.host_values = tuple(host_values) + structural
         for listener in declared:
             listener(self)  # dispatch creates the op's table
-
-    @property
-    def plan(self) -> Callable[..., Plan]:
-        """The planning function; the output sizes of its plans are checked (:func:`check_size`)."""
-        return self._plan
-
-    @plan.setter
-    def plan(self, plan: Callable[..., Plan]) -> None:
-        self._plan = _checked_plan(self, plan)
 
     @property
     def supported_dtypes(self) -> tuple[DType, ...]:
@@ -516,7 +507,7 @@ def check_shape(shape: Any, op: str) -> tuple[int, ...]:
             pass
     why = ""
     try:
-        if isinstance(shape, (str, bytes, Mapping, AbstractSet)):
+        if shape.__class__ is not tuple and shape.__class__ is not list and isinstance(shape, (str, bytes, Mapping, AbstractSet)):
             why = f" (a {type(shape).__name__} is not a sequence of dimensions)" if not isinstance(shape, (str, bytes)) else ""
             raise TypeError
         if any(isinstance(n, (bool, np.bool_)) for n in shape):
@@ -547,8 +538,10 @@ MAX_BYTES = sys.maxsize
 def check_size(op: str, shape: tuple[int, ...], dtype: DType) -> None:
     """ValueError when an output of ``shape`` and ``dtype`` would span more than :data:`MAX_BYTES`.
 
-    Every plan's outputs are checked here (:attr:`OpDecl.plan`), at the call, before any
-    kernel runs: no backend is handed a size it cannot index.
+    The front end checks every planned output where a plan becomes work (``nda._execute``:
+    ``execute``, ``execute_multi``, ``run_elementwise``; ``nda._planned`` before it memoises a
+    plan), at the call, before any kernel runs: no backend is handed a size it cannot index.
+    Sparse results are not checked: they index what they store, whatever their shape.
     """
     n = 1
     for s in shape:
@@ -560,46 +553,9 @@ def check_size(op: str, shape: tuple[int, ...], dtype: DType) -> None:
         )
 
 
-#: Elements below which no dtype's array can exceed :data:`MAX_BYTES` (16: complex128's itemsize).
-_SURELY_FITS = MAX_BYTES // 16
-
-
-def _checked_plan(decl: OpDecl, plan: Callable[..., Plan]) -> Callable[..., Plan]:
-    """``plan`` whose plans' output sizes are checked (:func:`check_size`).
-
-    Sparse operands (a non-strided key) are not checked: their shapes may exceed what a dense
-    array could span, and what they store is indexed, not the shape. A data-dependent shape
-    (None) is read from the kernel's result, which NumPy checks itself.
-    """
-    name = decl.name
-
-    if decl.outputs is not None:  # several outputs: a shape and a dtype each
-        def checked_multi(*args: Any, **kwargs: Any) -> Plan:
-            result = plan(*args, **kwargs)
-            shapes = getattr(result, "out_shape", None)
-            if shapes and result.key.layout is strided:
-                dtypes = result.out_dtype if isinstance(result.out_dtype, tuple) else (result.out_dtype,) * len(shapes)
-                for shape, dtype in zip(shapes, dtypes):
-                    if shape:
-                        check_size(name, shape, dtype)
-            return result
-
-        checked_multi.__wrapped__ = plan  # type: ignore[attr-defined]
-        return checked_multi
-
-    def checked(*args: Any, **kwargs: Any) -> Plan:
-        result = plan(*args, **kwargs)
-        shape = result.out_shape
-        if shape:
-            n = 1
-            for s in shape:
-                n *= s
-            if n > _SURELY_FITS and result.key.layout is strided:
-                check_size(name, shape, result.out_dtype)
-        return result
-
-    checked.__wrapped__ = plan  # type: ignore[attr-defined]
-    return checked
+#: Elements up to which no dtype's array can exceed :data:`MAX_BYTES` (16: complex128's itemsize);
+#: callers compare a size they have anyway with it before calling :func:`check_size`.
+SURELY_FITS = MAX_BYTES // 16
 
 
 def dtype_arg(dtype: Any, op: str) -> DType | None:

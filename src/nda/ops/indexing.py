@@ -239,7 +239,7 @@ def setitem(x: _ARRAY, key: Any, value: Any, /) -> Plan:
     checked = _check_value(x, value, shape)
     more = [checked.array if isinstance(checked, Cast) else checked] if not isinstance(checked, (bool, int, float, complex)) else []
     plan = Plan.of(x, out_shape=x.shape, args=(x, kernel_key, checked))
-    if _overwrites(x, basic, shape, [*reads, *more]):
+    if basic and x._base is None and _overwrites(x, shape, [*reads, *more]):
         # Every element of x is written, from values that are not x's: x's old contents (and a
         # failed earlier write's poison) do not matter, so the write does not read x.
         plan.reads = (*reads, *more)
@@ -249,11 +249,12 @@ def setitem(x: _ARRAY, key: Any, value: Any, /) -> Plan:
     return plan
 
 
-def _overwrites(x: Any, basic: bool, shape: tuple[int, ...], reads: list[Any]) -> bool:
-    """Whether ``x[key] = value`` writes all of ``x``'s memory without reading it: a basic index
-    selecting as many elements as ``x`` has (a basic selection never repeats one) of an array
-    that owns its memory, and a value that is not (a view of) ``x``."""
-    if not basic or x._base is not None or x._meta.layout is not strided:
+def _overwrites(x: Any, shape: tuple[int, ...], reads: list[Any]) -> bool:
+    """Whether ``x[key] = value`` writes all of ``x``'s memory without reading it (the caller has
+    checked that the index is basic and that ``x`` owns its memory): a strided ``x``, a selection
+    of as many elements as ``x`` has (a basic selection never repeats one), and a value that is
+    not (a view of) ``x``."""
+    if x._meta.layout is not strided:
         return False
     n = 1
     for s in shape:
