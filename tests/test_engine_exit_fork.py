@@ -414,3 +414,47 @@ def test_exit_with_pending_sim_work_says_that_it_waits():
     assert proc.returncode == 0, proc.stderr
     assert "end of script" in proc.stdout
     assert "nda-sim: exit waits for" in proc.stderr and "NDA_QUIESCE_TIMEOUT" in proc.stderr, proc.stderr
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+@pytest.mark.parametrize("engine", ["threaded", "naive"])
+def test_two_dozen_forks_while_threads_issue_work_on_cpu_and_sim(engine):
+    """Forks at random moments while two threads issue chains (cpu tasks and held ops, a sim
+    queue): every child reads an array the parent issued just before the fork and computes
+    a fresh one, on both devices, and exits; none hangs, none gets a wrong value."""
+    proc, _ = _run(_WAIT_CHILDREN, """
+        import random, threading
+        import nda
+
+        stop = threading.Event()
+
+        def busy(device, n):
+            x = nda.ones(n, device=device)
+            while not stop.is_set():
+                x = nda.exp(x * 0.0)  # always 1.0
+
+        threads = [threading.Thread(target=busy, args=("cpu", 1 << 20)), threading.Thread(target=busy, args=("sim", 1 << 12))]
+        for t in threads:
+            t.start()
+        rng = random.Random(0)
+        pids, expected = [], []
+        for i in range(24):
+            time.sleep(rng.random() * 0.02)
+            data = nda.full(1 << 20 if i % 2 else 64, float(i), device="cpu" if i % 3 else "sim") * 2
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    ok = (float(data[5]) == 2.0 * i and float(nda.sum(nda.ones(8, device="sim"))) == 8.0
+                          and float(nda.sum(nda.ones(1 << 20))) == 2.0 ** 20)
+                    os._exit(0 if ok else 3)
+                except BaseException as err:
+                    print("child", i, repr(err)[:200], flush=True)
+                    os._exit(4)
+            pids.append(pid)
+        stop.set()
+        for t in threads:
+            t.join()
+        print("children", wait_children(pids, 60), flush=True)
+    """, engine=engine)
+    assert proc.returncode == 0, proc.stderr
+    assert "children [" + ", ".join(["0"] * 24) + "]" in proc.stdout, (proc.stdout, proc.stderr[-2000:])
