@@ -153,12 +153,9 @@ class Engine:
 
     def for_child(self) -> Engine:
         """After ``os.fork``, in the child: the engine to use there, holding the work the parent had
-        issued and not started (it runs in the child when needed; see ``._lifecycle``)."""
+        issued and not started (it runs in the child when needed; see ``._lifecycle``). No thread
+        starts here: other fork hooks run after nda's."""
         return self
-
-    def start_in_child(self) -> None:
-        """After ``os.fork``, in the child, once :meth:`for_child`'s engine is current: start the
-        inherited work that is ready (on threads of the child's own)."""
 
     def close(self, timeout: float) -> int:
         """At exit: start no kernel on a thread of the engine's own, wait up to ``timeout`` s

@@ -151,8 +151,7 @@ def _after_fork_in_child() -> None:
         if hasattr(child, "attach"):
             child.attach(state)
         state.set(child)
-    _run(_after_in_child, "after_in_child")  # a backend's queues restart before the inherited host work does
-    child.start_in_child()
+    _run(_after_in_child, "after_in_child")
 
 
 #: The error of an array whose kernel was running when the process forked (and still was when

@@ -177,7 +177,7 @@ class ThreadedEngine(HoldingEngine, Engine):
         self._paused = False
         self._closed = False
         self._busy: dict[int, int] = {}
-        self._inherited: list[Task] = []  # in a forked child: the parent's tasks that are ready (start_in_child)
+        self._inherited: list[Task] = []  # in a forked child: the parent's tasks that are ready (_start_inherited)
 
     #: Ops on a device queue never wait at issue: the queue retires what is done and applies
     #: the bound on work in flight itself (``nda.engine._queues.Queue.settle``).
@@ -204,6 +204,8 @@ class ThreadedEngine(HoldingEngine, Engine):
 
     # ------------------------------------------------------------------ issuing
     def push(self, run: Callable[[], Any], reads: Sequence[Any], writes: Sequence[Any], device: Any, name: str, cost: int = 0, route: Any = None) -> None:
+        if self._inherited:
+            self._start_inherited()  # a forked child's first op (see _fresh_for_child)
         if self._held is not None or self._unsent is not None:
             self._before_push(reads, writes)  # the held op becomes a task first (see ._held)
         if device.type in _queues._backends and self._issue_now(run, reads, writes, device, name, cost, route):
@@ -495,6 +497,8 @@ class ThreadedEngine(HoldingEngine, Engine):
         wait_queued(array, for_write)
 
     def wait_tasks(self, array: Any, for_write: bool = False) -> None:
+        if self._inherited:
+            self._start_inherited()
         if self._held is not None:
             self._sync_held(array, for_write)  # runs it here if this read or write needs it
         graph = self._graph
@@ -511,6 +515,8 @@ class ThreadedEngine(HoldingEngine, Engine):
             deliver(error)
 
     def wait_all(self) -> None:
+        if self._inherited:
+            self._start_inherited()
         if self._held is not None:
             self._sync_held(None, False, always=True)
         with self._lock:
@@ -594,8 +600,9 @@ class ThreadedEngine(HoldingEngine, Engine):
 
         It inherits the parent's poison and its unfinished work: the held op stays held, and
         every task not started (queued, unsent, waiting for others) is added again, in issue
-        order, so that the child computes it when needed. A task that was *running* (the fork
-        stopped waiting for it) has no value here: its outputs are poisoned with
+        order, so that the child computes it when needed (its first op or sync point sends the
+        ready ones to its workers: :meth:`_start_inherited`). A task that was *running* (the
+        fork stopped waiting for it) has no value here: its outputs are poisoned with
         :data:`~._lifecycle.FORKED`, and the tasks that read them fail the same way.
         """
         child = ThreadedEngine(self._executor_factory, self.idle_limit)
@@ -625,12 +632,15 @@ class ThreadedEngine(HoldingEngine, Engine):
                 child._inherited.append(copy)
         return child
 
-    def start_in_child(self) -> None:
-        """Send the inherited tasks that are ready to the child's workers (or fail those whose
-        inputs are poisoned); the rest follow as their dependencies finish."""
-        ready, self._inherited = self._inherited, []
+    def _start_inherited(self) -> None:
+        """The child's first op or sync point: send the inherited tasks that are ready to the
+        child's workers (or fail those whose inputs are poisoned); the rest follow as their
+        dependencies finish. Not in the fork hook itself: other libraries' fork hooks, which
+        run after nda's (a thread pool forgetting the parent's threads), must have run before
+        a worker of the child starts a kernel."""
         runnable: list[Task] = []
         with self._lock:
+            ready, self._inherited = self._inherited, []
             for task in ready:
                 inherited = self._graph.poisoned_input(task)
                 if inherited is None:

@@ -282,6 +282,8 @@ class Stream:
         or until ``deadline`` (a ``time.monotonic()`` value); True when they have."""
         if self.completed >= count:
             return True
+        if self._thread is None:  # a forked child's stream with work queued by the parent (restart_after_fork)
+            self._start()
         with self._cond:
             self._waiters += 1
             try:
@@ -316,8 +318,10 @@ class Stream:
         The parent's thread does not exist here, and may have held this stream's locks at the
         fork; they are made afresh. The work it had not started is queued again, in order, on
         this same stream (markers and positions stay valid: nda's queue for this device goes
-        on as in the parent). An item that was *running* (the fork stopped waiting for it past
-        ``NDA_QUIESCE_TIMEOUT``) never finishes here: it fails with ``error``.
+        on as in the parent); the child's thread starts when something is enqueued or waited
+        for, not in the fork hook (other fork hooks run after this one). An item that was
+        *running* (the fork stopped waiting for it past ``NDA_QUIESCE_TIMEOUT``) never
+        finishes here: it fails with ``error``.
         """
         self._cond = threading.Condition()
         self._count_lock = threading.Lock()
@@ -338,8 +342,6 @@ class Stream:
         for _, work in pending:
             self._queue.put(work)
         self._thread = None
-        if pending:
-            self._start()
 
 
 class Outcome:
