@@ -63,7 +63,7 @@ bounded, for the kernels running. ``os.fork`` does not wait for the engine to go
 thread starts a task), waits, bounded, for the kernels already running on workers or
 lent threads, and forks holding the engine's lock, so the child copies a consistent graph;
 the parent resumes at once, and the child gets a fresh engine that inherits the parent's
-unfinished work (:meth:`ThreadedEngine._fresh_for_child`): the held op stays held, tasks
+unfinished work (:mod:`._child`): the held op stays held, tasks
 not started are added again in issue order and run on the child's own workers, and only
 the arrays of a task that was *running* (the fork stopped waiting for it) are poisoned with
 a ``RuntimeError`` saying so; everything finished before the fork is there.
@@ -87,9 +87,9 @@ except ImportError:  # pragma: no cover - another Python
 from .._config import env_int
 from . import Completion, Engine, _queues, deliver, device_completion, drain_queues, profiler, wait_queued
 from ._entries import user_site
-from ._graph import DONE, QUEUED, RUNNING, Graph, Task
+from ._graph import QUEUED, RUNNING, Graph, Task
+from . import _child
 from ._held import Held, HoldingEngine
-from ._lifecycle import FORKED as _FORKED
 from ._lifecycle import NOTICE_AFTER, notice
 
 __all__ = ["ThreadedEngine", "WorkerPool", "MAX_PENDING", "MAX_PENDING_ELEMENTS"]
@@ -205,7 +205,7 @@ class ThreadedEngine(HoldingEngine, Engine):
     # ------------------------------------------------------------------ issuing
     def push(self, run: Callable[[], Any], reads: Sequence[Any], writes: Sequence[Any], device: Any, name: str, cost: int = 0, route: Any = None) -> None:
         if self._inherited:
-            self._start_inherited()  # a forked child's first op (see _fresh_for_child)
+            self._start_inherited()  # a forked child's first op (see ._child)
         if self._held is not None or self._unsent is not None:
             self._before_push(reads, writes)  # the held op becomes a task first (see ._held)
         if device.type in _queues._backends and self._issue_now(run, reads, writes, device, name, cost, route):
@@ -593,44 +593,8 @@ class ThreadedEngine(HoldingEngine, Engine):
             return self._quiesce(timeout, "exit")
 
     def for_child(self) -> ThreadedEngine:
-        return self._fresh_for_child()
-
-    def _fresh_for_child(self) -> ThreadedEngine:
-        """The child's engine (called with the lock held by the fork, nothing else running).
-
-        It inherits the parent's poison and its unfinished work: the held op stays held, and
-        every task not started (queued, unsent, waiting for others) is added again, in issue
-        order, so that the child computes it when needed (its first op or sync point sends the
-        ready ones to its workers: :meth:`_start_inherited`). A task that was *running* (the
-        fork stopped waiting for it) has no value here: its outputs are poisoned with
-        :data:`~._lifecycle.FORKED`, and the tasks that read them fail the same way.
-        """
-        child = ThreadedEngine(self._executor_factory, self.idle_limit)
-        graph = self._graph
-        for ref, err in list(graph.poison.values()):  # poisoned again, so that the child's own graph forgets them when they go
-            array = ref()
-            if array is not None:
-                child._graph._poison(array, err)
-        child._graph.first_error = graph.first_error
-        error = RuntimeError(_FORKED)
-        held = self._held
-        if held is not None and held.task is None:
-            if held.runner is None:  # issued, never started: held in the child too
-                child._held = Held(held.run, held.reads, held.writes, held.device, held.name, held.cost, held.route, held.site)
-            else:  # a sync point on another thread was running it
-                for array in held.writes:
-                    child._graph._poison(array, error)
-        for task in _unfinished(graph):
-            if task.state == RUNNING:
-                for array in task.outputs:
-                    child._graph._poison(array, error)
-                continue
-            copy = Task(task.run, task.reads, task.writes, task.device, task.name, task.cost, task.site)
-            copy.route, copy.inputs, copy.outputs = task.route, task.inputs, task.outputs
-            child._pending_elements += task.cost
-            if child._graph.add(copy):
-                child._inherited.append(copy)
-        return child
+        """The child's engine, inheriting the parent's poison and unfinished work (``._child``)."""
+        return _child.inherit(self, ThreadedEngine(self._executor_factory, self.idle_limit))
 
     def _start_inherited(self) -> None:
         """The child's first op or sync point: send the inherited tasks that are ready to the
@@ -651,27 +615,6 @@ class ThreadedEngine(HoldingEngine, Engine):
             self._set_limit()
         for task in runnable:
             self._submit(task)
-
-
-def _unfinished(graph: Graph) -> list[Task]:
-    """Every task of ``graph`` not finished, in issue order (lock held).
-
-    Each is reachable from a var (its last write, its reads since) or, superseded there, from
-    the dependencies of a task still pending.
-    """
-    found: dict[int, Task] = {}
-    stack: list[Task] = []
-    for var in graph.vars.values():
-        if var.last_write is not None:
-            stack.append(var.last_write)
-        stack.extend(var.readers)
-    while stack:
-        task = stack.pop()
-        if id(task) in found or task.state == DONE:
-            continue
-        found[id(task)] = task
-        stack.extend(task.deps)
-    return sorted(found.values(), key=lambda t: t.seq)
 
 
 def _restartable(task: Task) -> bool:
