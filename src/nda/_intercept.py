@@ -45,6 +45,7 @@ import threading
 from typing import Any, Callable, Iterator
 from contextlib import contextmanager
 
+from . import _forksafe
 from .engine import state as _engine_state
 
 __all__ = ["Interceptor", "EntryPoint", "ACTIVE", "WRITES", "push", "pop", "stack", "call", "reading", "waiting", "suspended", "installed"]
@@ -101,7 +102,7 @@ class _Local(threading.local):
 
 
 _local = _Local()
-_lock = threading.Lock()
+_lock = _forksafe.guard(threading.Lock(), "the interceptors' lock", rank=30, stage=_forksafe.INNER)
 
 #: ``[n]``: interceptors installed over all threads. The slow paths test ``ACTIVE[0]`` before
 #: they look at the calling thread's stack.

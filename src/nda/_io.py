@@ -9,8 +9,10 @@ as in NumPy, and even when it is True an object array cannot become an nda array
 What nda arrays cannot hold is refused with a TypeError naming the dtype (``float16``,
 strings, structured dtypes); data stored big-endian is converted to the machine's byte
 order. ``mmap_mode`` maps the file (NumPy's modes): on cpu the array is backed by the file
-itself (``"r"``: read-only, a write raises; ``"r+"``: writes reach the file), on another
-device it is copied in from the mapping.
+itself (``"r"``: read-only, a write raises; ``"r+"``: writes reach the file; ``"c"``: writes
+stay in memory), on another device it is copied in from the mapping. ``"w+"`` is refused
+with a ValueError before the file is opened: it would create or truncate the file, and a
+load never changes the file it reads.
 
 Sparse arrays are not ``.npy`` data: ``nda.save`` refuses them and points to
 ``nda.sparse.save_npz``, which writes SciPy's format for csr (``scipy.sparse.load_npz`` reads
@@ -32,6 +34,9 @@ from ._array import NDArray
 from .ops.creation import nda_dtype
 
 __all__ = ["save", "savez", "savez_compressed", "load", "NpzFile"]
+
+#: NumPy's memory-map modes a load may use (and their long names); never ``"w+"``/``"write"``.
+_MMAP_MODES = ("r", "r+", "c", "readonly", "readwrite", "copyonwrite")
 
 
 def _host(value: Any, op: str, name: str) -> np.ndarray:
@@ -78,6 +83,15 @@ def load(file: Any, *, device: Any = None, mmap_mode: str | None = None, allow_p
     """
     if not isinstance(allow_pickle, bool):
         raise TypeError(f"load(): allow_pickle must be a bool, got {allow_pickle!r}")
+    if mmap_mode is not None:
+        if not isinstance(mmap_mode, str):
+            raise TypeError(f"load(): mmap_mode must be None or a str ({', '.join(map(repr, _MMAP_MODES))}), got {type(mmap_mode).__name__}")
+        if mmap_mode in ("w+", "write"):
+            raise ValueError(f"load(): mmap_mode={mmap_mode!r} creates or truncates the file, and a load never does; "
+                             "use 'r' (read-only), 'r+' (writes reach the file) or 'c' (copy on write), "
+                             "or numpy.lib.format.open_memmap(path, mode='w+', dtype=..., shape=...) to make a new file")
+        if mmap_mode not in _MMAP_MODES:
+            raise ValueError(f"load(): mmap_mode must be one of {', '.join(map(repr, _MMAP_MODES))}, got {mmap_mode!r}")
     loaded = np.load(file, mmap_mode=mmap_mode, allow_pickle=allow_pickle)
     if isinstance(loaded, np.lib.npyio.NpzFile):
         return NpzFile(loaded, device)
@@ -86,7 +100,9 @@ def load(file: Any, *, device: Any = None, mmap_mode: str | None = None, allow_p
     return _to_nda(loaded, device, "load()")
 
 
-def _to_nda(host: np.ndarray, device: Any, where: str) -> NDArray:
+def _to_nda(host: Any, device: Any, where: str) -> NDArray:
+    if not isinstance(host, np.ndarray):  # an .npz member NumPy could not read as .npy data: its raw bytes
+        raise TypeError(f"{where}: the archive member is not NumPy array data (.npy) but {type(host).__name__}; nda loads arrays only")
     if host.dtype.kind == "O":
         raise TypeError(f"{where}: the file holds Python objects (an object array); nda arrays hold numbers")
     if not host.dtype.isnative:

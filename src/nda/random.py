@@ -37,12 +37,11 @@ from __future__ import annotations
 
 import math
 import operator
-import threading
 from typing import Any, Callable
 
 import numpy as np
 
-from . import _api, _composite, _dtypes
+from . import _api, _composite, _dtypes, _forksafe
 from ._api import extension as _extension
 from ._array import NDArray
 from ._devices import Device, as_device
@@ -72,7 +71,7 @@ class Philox:
     name = "Philox4x32-10"
 
     def __init__(self, seed: Any = None, *, key: Any = None, counter: int = 0) -> None:
-        self._lock = threading.Lock()
+        self._lock = _forksafe.lock()  # held while a draw is issued (which may wait for the engine): a child gets it unlocked
         if key is not None:
             if seed is not None:
                 raise TypeError("Philox(): give a seed or a key, not both")

@@ -56,7 +56,12 @@ In-order queues (optional, 1.3; the way for an accelerator)
     waited for exactly the work that wrote it (a copy on the compute queue would also wait
     for everything enqueued after that work).
     The engine issues every op on such a device at once and waits only when the host reads
-    data (the backend guide, section 7).
+    data (the backend guide, section 7). After ``os.fork``, the work in flight on such a
+    device fails in the child ("still being computed when the process forked"), as a GPU's
+    must (CUDA cannot be used in a child forked after it was initialised), unless the backend
+    declares ``continues_after_fork = True``: its queues then run on in the child (its fork
+    hooks, ``nda.engine.register_at_fork``, restart them with what was queued and not run),
+    and its markers stay valid there (nda-sim does this).
 Completion (optional, 1.1; superseded by in-order queues)
     ``record_completion(device)``: an :class:`nda.engine.Completion` signalled when the
     work enqueued so far on ``device`` has finished; the engine calls it after each task

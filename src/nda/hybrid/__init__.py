@@ -73,7 +73,6 @@ from __future__ import annotations
 
 import functools
 import struct
-import threading
 import warnings
 from typing import Any, Callable
 
@@ -82,6 +81,7 @@ import numpy as np
 from .. import _intercept
 from .._array import NDArray
 from ..autograd._graph import FLAGS as _AUTOGRAD
+from .. import _forksafe
 from . import _executable, _graph, _trace
 from ._check import Checker, Variant
 from ._explain import Explanation
@@ -139,7 +139,7 @@ class HybridFunction:
         self.partition = partition
         self.max_signatures = max_signatures
         self._cache: dict[Any, _Entry] = {}
-        self._lock = threading.Lock()
+        self._lock = _forksafe.lock()
         self._evicted = False
 
     # ------------------------------------------------------------------ calling
