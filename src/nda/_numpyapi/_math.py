@@ -292,7 +292,10 @@ def _interp_real(points: NDArray, xp: NDArray, fp: NDArray, left: Any, right: An
 def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None, period: Any = None) -> NDArray:
     """One-dimensional piecewise-linear interpolation (NumPy's ``interp``): the values at ``x`` of the
     function through ``(xp, fp)`` (``xp`` increasing), ``left``/``right`` outside (``fp[0]``/``fp[-1]``
-    by default), ``period`` for periodic ``xp``. float64 (complex128 for complex ``fp``)."""
+    by default), ``period`` for periodic ``xp``. float64 (complex128 for complex ``fp``).
+
+    With ``period``, sample points that coincide after the wrap keep their given order (a
+    stable sort); NumPy's unstable ``argsort`` may order them otherwise there."""
     anchor = next((v for v in (x, xp, fp) if isinstance(v, NDArray)), None)
     if anchor is None:
         raise TypeError("interp(): at least one of x, xp and fp must be an nda array (convert with nda.asarray)")
