@@ -5,8 +5,9 @@ default); ``argwhere`` stacks ``nonzero``; ``bincount`` sorts the values and
 ``searchsorted``\\ s the bin boundaries into them (exact counts, with no scatter kernel),
 summing weights per bin with a masked reduction (or, past 2**24 mask elements, as
 differences of a cumulative sum, as NumPy's own histogram does for explicit edges);
-``histogram`` finds each value's bin with ``searchsorted`` on edges made as NumPy makes them
-(the data's range is read on the host, like NumPy's estimators); ``cov``/``corrcoef``
+``histogram`` counts the values between the positions of the edges (made as NumPy makes
+them) in the sorted data, NumPy's rule, or with weights finds each value's bin with
+``searchsorted`` (the data's range is read on the host, like NumPy's estimators); ``cov``/``corrcoef``
 centre and ``matmul``. The results that must be known on the host (``array_equal``'s
 Python bool, ``bincount``'s length, ``histogram``'s range) are read there: those calls are
 sync points.
@@ -90,7 +91,7 @@ def array_equal(a1: Any, a2: Any, equal_nan: bool = False) -> bool:
 def _counts(index: NDArray, bins: int, weights: NDArray | None) -> NDArray:
     """How many of ``index`` (int64 in ``[0, bins)``) fall in each bin, or the sum of their ``weights``."""
     if weights is None:
-        order = api.sort(index)
+        order = api.sort(index, stable=False)  # counts need no order among equal values
         edges = api.searchsorted(order, api.arange(bins + 1, dtype=_dtypes.int64, device=index.device))
         return api.subtract(edges[1:], edges[:-1])  # type: ignore[no-any-return]
     if index.size * bins <= _MASK_LIMIT:
@@ -299,7 +300,7 @@ def histogram(a: NDArray, bins: Any = 10, range: Any = None, density: Any = None
     "sturges", "sqrt"), or the edges. Every bin is half-open except the last, which
     includes its right edge; values outside the range are left out. ``weights`` sums them
     instead of counting (``hist`` in their dtype); ``density=True`` normalises to a density.
-    The binning (``searchsorted`` on the edges) and the counting run on the device.
+    The binning (a ``sort`` and a ``searchsorted`` of the edges) and the counting run on the device.
     """
     a = array_arg(a, "histogram")
     if a.dtype.category == "complex floating":
@@ -317,12 +318,19 @@ def histogram(a: NDArray, bins: Any = 10, range: Any = None, density: Any = None
     common = edges.dtype if uniform else np.result_type(flat.dtype.numpy, edges.dtype)
     values = to_dtype(flat, _dtypes.from_numpy_dtype(common))
     search = bin_edges if edges.dtype == common else api.asarray(edges.astype(common), device=a.device)
-    index = api.subtract(api.searchsorted(search, values, side="right"), 1)
-    last = float(edges[-1]) if edges.dtype.kind == "f" else int(edges[-1])
-    index = api.where(api.equal(values, last), count - 1, index)  # the last bin is closed
-    inside = api.logical_and(api.greater_equal(values, edges[0].item()), api.less_equal(values, last))
-    index = api.where(inside, index, count)  # an extra bin for what falls outside, dropped below
-    hist = _counts(api.astype(index, _dtypes.int64), count + 1, w)[:count]
+    if w is None:  # NumPy's rule for given edges: counts between the edges' positions in the sorted data
+        ordered = api.sort(values, stable=False)
+        below = api.searchsorted(ordered, search[:-1], side="left")  # values < edges[i]
+        through = api.searchsorted(ordered, search[-1:], side="right")  # values <= the last edge: the last bin is closed
+        bounds = api.concat([below, through])
+        hist = api.subtract(bounds[1:], bounds[:-1])
+    else:
+        index = api.subtract(api.searchsorted(search, values, side="right"), 1)
+        last = float(edges[-1]) if edges.dtype.kind == "f" else int(edges[-1])
+        index = api.where(api.equal(values, last), count - 1, index)  # the last bin is closed
+        inside = api.logical_and(api.greater_equal(values, edges[0].item()), api.less_equal(values, last))
+        index = api.where(inside, index, count)  # an extra bin for what falls outside, dropped below
+        hist = _counts(api.astype(index, _dtypes.int64), count + 1, w)[:count]
     if density:
         widths = api.asarray(np.diff(edges).astype(float), device=a.device)
         total = api.sum(hist)

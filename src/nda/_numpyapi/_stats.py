@@ -183,7 +183,7 @@ def _order_statistics(op: str, a: NDArray, q: Any, axis: Any, out: Any, method: 
     first, second, gamma = _positions(n, q.reshape(-1), method)
     if second is not None and a.dtype is _dtypes.bool:
         raise TypeError(f"{op}(): interpolating between bools is not defined (NumPy's boolean subtract is refused); cast to a number first")
-    s = api.sort(x, axis=-1)
+    s = api.sort(x, axis=-1, stable=False)
     device = a.device
     if second is None:
         result = api.take(s, api.asarray(first, device=device), axis=-1)
@@ -284,7 +284,7 @@ def median(a: NDArray, axis: Any = None, out: NDArray | None = None, overwrite_i
         shape = x.shape[:-1]
         result = api.full(shape, float("nan"), dtype=dt, device=a.device)
     else:
-        s = api.sort(x, axis=-1)
+        s = api.sort(x, axis=-1, stable=False)
         half = n // 2
         if n % 2:
             result = s[..., half]
