@@ -139,9 +139,13 @@ def test_kernel_table_over_numpy_matches_the_cpu_reference(mirror):
     """nda-cuda's kernel mapping and argument conventions, exercised over NumPy (not CuPy)."""
     from nda.testing import conformance
 
+    from nda.ops.random_dist import DISTRIBUTIONS
     from nda_cuda._kernels import HOST_FALLBACK
 
-    assert set(mirror.unmapped) == set(HOST_FALLBACK), f"ops without a derived kernel: {mirror.unmapped}"
+    # nda.random's rejection-sampled distributions (issue 37) have no CUDA kernel yet: on a GPU
+    # they take the host fallback, which gives the same bits (nda.ops._philox_dist)
+    expected = set(HOST_FALLBACK) | {f"random.philox_{name}" for name in DISTRIBUTIONS}
+    assert set(mirror.unmapped) == expected, f"ops without a derived kernel: {mirror.unmapped}"
     report = conformance.run("cudamirror", reference="cpu", dtypes=["bool", "int8", "uint16", "int64", "float32", "complex128"])
     assert report.ok, report.table()
     counts = report.counts()

@@ -21,7 +21,9 @@ NDArray is defined here, once. Its operators and methods that *are* ops (``+``, 
 catalog's fields, so they exist exactly once and no module rebinds them afterwards. The
 other methods that need a higher layer (``astype``, ``to_device``, NumPy's protocols,
 ``attach_grad``…) are written here and call that layer through :data:`up`, which the layer
-fills when it is imported (a lower layer never imports a higher one).
+fills when it is imported (a lower layer never imports a higher one). NumPy's methods that
+are NumPy-named functions (``x.cumsum()``, ``x.sort()``, ``x.flat``, ``x.nbytes``) come from
+the base class :class:`nda._arraymethods.NumPyMethods`.
 
 Layer: arrays and front end, array handle (README, "Architecture").
 """
@@ -35,6 +37,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from . import _display, _hostcopy, _intercept, backends, layouts
+from ._arraymethods import NumPyMethods
 from ._devices import ArrayMeta, Device, Layout
 from ._dtypes import DType
 from .ops._spec import Array
@@ -77,7 +80,7 @@ up = _Up()
 HOST_READS = [0]
 
 
-class NDArray(Array):
+class NDArray(Array, NumPyMethods):
     """An n-dimensional array on some device, computed by nda's engine.
 
     Create arrays with ``nda.asarray``, ``nda.zeros``, ``nda.arange``…; all Array API

@@ -1,4 +1,5 @@
-"""``nda.save``, ``nda.savez``, ``nda.savez_compressed`` and ``nda.load``: NumPy's ``.npy``/``.npz`` files.
+"""``nda.save``, ``nda.savez``, ``nda.savez_compressed`` and ``nda.load``: NumPy's ``.npy``/``.npz`` files
+(and ``nda.savetxt``/``nda.loadtxt``: NumPy's text files, written and read by NumPy).
 
 The files are NumPy's own (written and read by ``numpy.save``/``numpy.load``), so NumPy
 reads what nda writes and nda reads what NumPy writes. Saving reads the array (a sync
@@ -33,7 +34,7 @@ from . import _api
 from ._array import NDArray
 from .ops.creation import nda_dtype
 
-__all__ = ["save", "savez", "savez_compressed", "load", "NpzFile"]
+__all__ = ["save", "savez", "savez_compressed", "load", "NpzFile", "savetxt", "loadtxt"]
 
 #: NumPy's memory-map modes a load may use (and their long names); never ``"w+"``/``"write"``.
 _MMAP_MODES = ("r", "r+", "c", "readonly", "readwrite", "copyonwrite")
@@ -98,6 +99,36 @@ def load(file: Any, *, device: Any = None, mmap_mode: str | None = None, allow_p
     if not isinstance(loaded, np.ndarray):  # a pickled object other than an array (allow_pickle=True)
         raise TypeError(f"load(): the file holds a pickled {type(loaded).__name__}, not an array; nda loads arrays only")
     return _to_nda(loaded, device, "load()")
+
+
+def savetxt(fname: Any, X: Any, fmt: Any = "%.18e", delimiter: str = " ", newline: str = "\n", header: str = "", footer: str = "",  # noqa: N803
+            comments: str = "# ", encoding: str | None = None) -> None:
+    """Write a 1-D or 2-D array to a text file, as ``numpy.savetxt`` writes it (same arguments and
+    format); the array is read to the host (a sync point, like ``asnumpy``)."""
+    np.savetxt(fname, _host(X, "savetxt", "X"), fmt=fmt, delimiter=delimiter, newline=newline, header=header, footer=footer,
+               comments=comments, encoding=encoding)
+
+
+def loadtxt(fname: Any, dtype: Any = float, comments: Any = "#", delimiter: Any = None, converters: Any = None, skiprows: int = 0,
+            usecols: Any = None, unpack: bool = False, ndmin: int = 0, encoding: Any = None, max_rows: Any = None, *,
+            quotechar: Any = None, like: Any = None, device: Any = None) -> Any:
+    """Read a text file as ``numpy.loadtxt`` does (same arguments), onto ``device`` (default: nda's default device).
+
+    ``dtype`` may be an nda dtype; what nda arrays cannot hold (strings, structured dtypes)
+    is refused with a TypeError naming the dtype. ``unpack=True`` gives a tuple of arrays.
+    """
+    from . import _dtypes
+
+    if like is not None:
+        device = like.device if device is None and isinstance(like, NDArray) else device
+    host_dtype = dtype.numpy if isinstance(dtype, _dtypes.DType) else dtype
+    data = np.loadtxt(fname, dtype=host_dtype, comments=comments, delimiter=delimiter, converters=converters, skiprows=skiprows,
+                      usecols=usecols, unpack=unpack, ndmin=ndmin, encoding=encoding, max_rows=max_rows, quotechar=quotechar)
+    if unpack and isinstance(data, (tuple, list)):
+        return tuple(_to_nda(np.ascontiguousarray(d), device, "loadtxt()") for d in data)
+    if unpack:
+        return tuple(_to_nda(np.ascontiguousarray(d), device, "loadtxt()") for d in data) if data.ndim > 1 else _to_nda(data, device, "loadtxt()")
+    return _to_nda(data, device, "loadtxt()")
 
 
 def _to_nda(host: Any, device: Any, where: str) -> NDArray:

@@ -56,6 +56,8 @@ _OTHER_NATIVE = {
     "expand_dims", "squeeze", "flip", "broadcast_to", "getitem", "setitem", "matmul", "vecdot", "einsum", "where",
     # nda.random: the Philox stream, computed on the device (its values do not depend on the device)
     "random.philox_uniform", "random.philox_normal", "random.philox_exponential", "random.philox_integers",
+    "random.philox_gamma", "random.philox_beta", "random.philox_standard_t", "random.philox_lognormal",
+    "random.philox_poisson", "random.philox_binomial",
 }
 #: The ops with a native sim kernel; everything else runs through nda's host fallback.
 NATIVE_OPS = sorted(_PREALLOCATED | _OTHER_NATIVE | {n for n, d in CATALOG.items() if d.family in ("unary", "binary")})

@@ -1,4 +1,5 @@
-"""Case generators for nda's own additions to the standard: the Philox ops of ``nda.random``, ``einsum``.
+"""Case generators for nda's own additions to the standard: the Philox ops of ``nda.random`` (and its
+rejection-sampled distributions), ``einsum``.
 
 Random ops are creation ops whose values are a function of ``(key, counter)``: a case draws
 a shape, a key, a counter (near the carries of its 32-bit words and the 2**128 wrap as often
@@ -42,10 +43,21 @@ def _random(draw: Any, op: str, dtype: DType) -> Case:
         kwargs.update(low=draw(st.sampled_from([0.0, -1.5, 3.0])), high=draw(st.sampled_from([1.0, 4.0, 100.0])))
     elif op == "random.philox_normal":
         kwargs.update(loc=draw(st.sampled_from([0.0, -2.0, 10.0])), scale=draw(st.sampled_from([1.0, 0.5, 0.0])))
+    elif op in _DISTRIBUTIONS:  # the rejection-sampled ones (nda.ops.random_dist): parameters of every branch
+        kwargs.update({name: draw(st.sampled_from(values)) for name, values in _DISTRIBUTIONS[op].items()})
     else:
         kwargs.update(scale=draw(st.sampled_from([1.0, 2.5, 0.0])))
     return Case(op, (draw(nst.shapes()),), kwargs, signed_zeros=True)
 
+
+_DISTRIBUTIONS: dict[str, dict[str, list[float]]] = {
+    "random.philox_gamma": {"alpha": [0.0, 0.3, 1.0, 2.5, 40.0], "scale": [1.0, 0.5]},
+    "random.philox_beta": {"a": [0.2, 1.0, 3.0], "b": [0.5, 2.0]},
+    "random.philox_standard_t": {"df": [0.5, 1.0, 7.0]},
+    "random.philox_lognormal": {"mean": [0.0, -1.0, 2.0], "sigma": [1.0, 0.25, 0.0]},
+    "random.philox_poisson": {"lam": [0.0, 0.5, 3.0, 12.0, 40.0]},  # counts an int8 holds (up to astronomically rare ones)
+    "random.philox_binomial": {"n": [0, 1, 10, 100], "p": [0.0, 0.2, 0.5, 0.9, 1.0]},
+}
 
 _EINSUM = [
     ("ij,jk->ik", ((2, 3), (3, 4))), ("ij,jk", ((0, 3), (3, 2))), ("ii->i", ((3, 3),)), ("ij->ji", ((2, 3),)),
@@ -92,7 +104,7 @@ def _products_finite(n: int) -> Any:
 
 MORE: dict[str, Any] = {}
 for _names, _builder in [
-    (("random.philox_uniform", "random.philox_normal", "random.philox_exponential", "random.philox_integers"), _random),
+    (("random.philox_uniform", "random.philox_normal", "random.philox_exponential", "random.philox_integers", *_DISTRIBUTIONS), _random),
     (("einsum",), _einsum),
 ]:
     for _name in _names:
