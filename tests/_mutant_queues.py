@@ -36,6 +36,12 @@ The bugs (``BUGS``), each one line in a real backend:
     ``x[1]`` of a 1-d array is a 0-d *view* (as an earlier version of the backend guide
     said) where NumPy, cpu and sim give a 0-d copy: a later write to ``x`` changes it.
 
+``host_read_at_call``
+    for the value profile's note (not an ordering-profile mutant): uploads are enqueued (as
+    ``from_host`` may do) behind a slow copy engine, and ``exp`` computes on the host at the
+    call from whatever its input's memory holds (a missing input dependency the value profile
+    does see, since its inputs are always fresh uploads): its kernel alone is right.
+
 ``ok`` has none of them. Load with ``nda.backends.load("_mutant_queues:<name>")``; the
 device type is ``mutq_<name>``.
 """
@@ -44,6 +50,7 @@ from __future__ import annotations
 
 import queue as _queue
 import threading
+import time
 from typing import Any, Callable
 
 import numpy as np
@@ -60,7 +67,9 @@ NATIVE_OPS = (
 )
 _CREATION = {"zeros", "ones", "full"}
 _CPU = nda.Device("cpu", 0)
-BUGS = ("copy_no_wait", "eager_write_back", "no_bounds_check", "side_stream", "zero_d_view")
+BUGS = ("copy_no_wait", "eager_write_back", "no_bounds_check", "side_stream", "zero_d_view", "host_read_at_call")
+#: Seconds an upload of ``host_read_at_call`` waits on its queue (a slow copy engine).
+UPLOAD_SECONDS = 0.005
 
 
 class QBuf:
@@ -200,10 +209,10 @@ class QueueMutant:
     fallback_to_host = True
     in_order_queues = True
 
-    def __init__(self, bug: str | None) -> None:
+    def __init__(self, bug: str | None, name: str | None = None) -> None:
         assert bug is None or bug in BUGS, bug
         self.bug = bug
-        self.name = f"mutq_{bug or 'ok'}"
+        self.name = name or f"mutq_{bug or 'ok'}"
         self.device_types = (self.name,)
         self._queues = {nda.Device(self.name, i): DeviceQueue(f"{self.name}{i}") for i in range(2)}
         self._side = {d: DeviceQueue(f"{self.name}{d.index}-side") for d in self._queues}
@@ -224,7 +233,16 @@ class QueueMutant:
     def from_host(self, host: np.ndarray, device: nda.Device, out: QBuf | None = None) -> QBuf:
         data = np.array(host, copy=True)
         if out is None:
-            return QBuf(data, device)
+            if self.bug != "host_read_at_call":
+                return QBuf(data, device)
+            buf = QBuf(np.zeros(data.shape, data.dtype), device)
+
+            def upload() -> None:
+                time.sleep(UPLOAD_SECONDS)
+                buf.mem[...] = data
+
+            self._queues[device].enqueue(upload)
+            return buf
         if self.bug == "eager_write_back":
             out.mem[...] = data  # BUG: written now, ahead of the work queued on ``out``
             return out
@@ -295,6 +313,9 @@ class QueueMutant:
                     if not shares:
                         view = args[0].mem[args[1] + (Ellipsis,)]
                     return QBuf(view, device, owner)
+            if op == "exp" and backend.bug == "host_read_at_call":
+                with np.errstate(all="ignore"):  # BUG: reads the input's memory now, not after its producer
+                    return QBuf(np.exp(args[0].mem), device)
             shape, dtype = backend._shape(decl, args, kwargs)
             out = QBuf(np.zeros(shape, dtype), device)
             kw = {k: (_CPU if k == "device" else v) for k, v in kwargs.items()}
@@ -328,6 +349,11 @@ class QueueMutant:
             return np.shape(probe), np.asarray(probe).dtype
         if decl.name == "matmul":
             return _matmul_shape(args[0].shape, args[1].shape), np.result_type(args[0].mem, args[1].mem)
+        if decl.family in ("unary", "binary") and not kwargs:  # element-wise: shapes broadcast; the dtype from 0-d stand-ins
+            shape = np.broadcast_shapes(*(a.shape for a in args if isinstance(a, QBuf)))
+            with np.errstate(all="ignore"):
+                small = decl.reference(*(np.zeros((), a.mem.dtype) if isinstance(a, QBuf) else a for a in args))
+            return shape, np.asarray(small).dtype
 
         def stand_in(value: Any) -> Any:
             if isinstance(value, QBuf):
@@ -370,3 +396,6 @@ eager_write_back = QueueMutant("eager_write_back")
 no_bounds_check = QueueMutant("no_bounds_check")
 side_stream = QueueMutant("side_stream")
 zero_d_view = QueueMutant("zero_d_view")
+host_read_at_call = QueueMutant("host_read_at_call")
+#: A second copy_no_wait backend (another device type), to stand for a witness that fails too.
+copy_no_wait_twin = QueueMutant("copy_no_wait", "mutq_copy_no_wait_twin")

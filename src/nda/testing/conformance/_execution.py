@@ -81,7 +81,7 @@ def describe_step(program: Program, i: int) -> str:
 
 
 def execute(program: Program, devices: dict[str, Device] | None, *, stall: Callable[[Device, str], None] | None = None,
-            delaying: Callable[[tuple[Device, ...]], Any] | None = None, sync_after: Callable[[int], bool] | None = None) -> Execution:
+            delaying: Callable[[tuple[Device, ...], str], Any] | None = None, sync_after: Callable[[int], bool] | None = None) -> Execution:
     """Run ``program`` on ``devices`` (slot -> device), or on the reference when ``devices`` is None.
 
     ``stall(device)`` runs the program's stall steps and ``delaying(devices)`` (a context
@@ -94,7 +94,7 @@ def execute(program: Program, devices: dict[str, Device] | None, *, stall: Calla
     slow = tuple(devices[s] for s in program.slow if s in devices) if not reference and delaying is not None else ()
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
-        context = delaying(slow) if slow else _nothing()
+        context = delaying(slow, program.slow_kind) if slow else _nothing()
         with context:
             for i, s in enumerate(program.steps):
                 _step(program, i, s, env, devices, run, stall)
@@ -210,12 +210,13 @@ def _text(obs: Observation) -> str:
     return fmt(obs.value)
 
 
-def compare(program: Program, got: Execution, expected: Execution) -> list[tuple[int, str]]:
-    """The differences between the device's run and the reference's, as ``(step, text)``, in step order."""
+def compare(program: Program, got: Execution, expected: Execution) -> list[tuple[int, int | None, str]]:
+    """The differences between the device's run and the reference's, as ``(step, variable read, text)``, in
+    step order (``step == len(program.steps)``: the final reads)."""
     owner = program.families()
     tainted: set[int] = set()  # owners (families) and variables no longer compared
     must_raise: dict[int, tuple[type, int]] = {}  # variable -> (error type, step) due at its next read
-    problems: list[tuple[int, str]] = []
+    problems: list[tuple[int, int | None, str]] = []
 
     def is_tainted(v: int) -> bool:
         return v in tainted or owner.get(v, v) in tainted
@@ -230,7 +231,7 @@ def compare(program: Program, got: Execution, expected: Execution) -> list[tuple
         if v in must_raise:
             kind, step = must_raise.pop(v)
             if dev.error is None or not isinstance(dev.error, kind):
-                problems.append((i, f"{where}: {device} gives {_text(dev)}; the write of {describe_step(program, step)} failed on cpu "
+                problems.append((i, v, f"{where}: {device} gives {_text(dev)}; the write of {describe_step(program, step)} failed on cpu "
                                     f"({kind.__name__}), so this read must raise {kind.__name__} (an out-of-bounds index raises at the "
                                     "call or at the sync point, and never leaves a value behind)"))
             return
@@ -238,26 +239,26 @@ def compare(program: Program, got: Execution, expected: Execution) -> list[tuple
             return
         if ref.error is not None:
             if dev.error is None:
-                problems.append((i, f"{where}: {device} returned {_text(dev)}, but sequential execution on cpu raised {_text(ref)} "
+                problems.append((i, v, f"{where}: {device} returned {_text(dev)}, but sequential execution on cpu raised {_text(ref)} "
                                     f"(nda raises it at the sync point, never returns a value)"))
             elif not isinstance(dev.error, type(ref.error)):
-                problems.append((i, f"{where}: {device} raised {_text(dev)}, but sequential execution on cpu raised {_text(ref)}"))
+                problems.append((i, v, f"{where}: {device} raised {_text(dev)}, but sequential execution on cpu raised {_text(ref)}"))
             return
         if dev.error is not None:
-            problems.append((i, f"{where}: {device} raised {_text(dev)}, where sequential execution on cpu gives {_text(ref)}"))
+            problems.append((i, v, f"{where}: {device} raised {_text(dev)}, where sequential execution on cpu gives {_text(ref)}"))
             return
         assert dev.value is not None and ref.value is not None
         if dev.dtype != ref.dtype or dev.value.shape != ref.value.shape:
-            problems.append((i, f"{where}: {device} gives {dev.dtype} of shape {dev.value.shape}, cpu {ref.dtype} of shape {ref.value.shape}"))
+            problems.append((i, v, f"{where}: {device} gives {dev.dtype} of shape {dev.value.shape}, cpu {ref.dtype} of shape {ref.value.shape}"))
             return
         try:
             assert_allclose(dev.value, ref.value, check_dtype=False)
         except AssertionError:
-            problems.append((i, f"{where}: {device} gives {_text(dev)}, where sequential execution on cpu gives {_text(ref)}"))
+            problems.append((i, v, f"{where}: {device} gives {_text(dev)}, where sequential execution on cpu gives {_text(ref)}"))
 
     for i, s in enumerate(program.steps):
         if i in got.call_errors and i not in expected.call_errors:
-            problems.append((i, f"{describe_step(program, i)} raised {type(got.call_errors[i]).__name__}: {got.call_errors[i]} at the call "
+            problems.append((i, None, f"{describe_step(program, i)} raised {type(got.call_errors[i]).__name__}: {got.call_errors[i]} at the call "
                                 "on the device; it runs on cpu"))
         if s.kind == "read":
             check((i, s.ins[0]))

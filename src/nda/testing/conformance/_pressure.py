@@ -17,9 +17,12 @@ writes enqueued after the work on their target) is unaffected, what it does not 
   under the dispatch backend name ``nda-kit-pressure``, removed afterwards) so that on a slow
   device it first enqueues ballast by calling the backend's own ballast kernel directly.
 
-The ballast is the backend's native ``matmul`` (else a native element-wise op) on a scratch
-array of the device, sized so that it takes about :data:`STALL_SECONDS` on the device
-(measured once per device: issue, then wait). A backend with no native floating-point kernel
+The ballast is the backend's native ``matmul`` and a native element-wise op (``multiply`` or
+``add``), each on a scratch array of the device, sized so that it takes about
+:data:`STALL_SECONDS` on the device (measured once per device: eight issued back to back, then
+one wait). A stall issues both, or only one of them: a backend may run its matmul on a queue
+of its own (cuBLAS on a stream of its own), and only a stall of the other queue shows a missing
+wait between the two; the programs pick the ballast of the kind of op they want late. A backend with no native floating-point kernel
 cannot be slowed this way; a vendor who has a better means (a device-side sleep) passes
 ``stall=fn`` to :func:`nda.testing.conformance.run`: ``fn(device, seconds)`` must *enqueue*
 a delay on the device's queue and return at once, without calling nda (it also runs inside
@@ -44,13 +47,13 @@ __all__ = ["Pressure", "STALL_SECONDS", "DISPATCH_NAME"]
 
 #: How long one stall keeps a device's queue busy (seconds): far longer than nda takes to issue
 #: the next op (tens of microseconds), short enough for hundreds of programs in a minute.
-STALL_SECONDS = 0.002
+STALL_SECONDS = 0.008
 #: The dispatch backend name of the wrappers that delay every op of a slow device.
 DISPATCH_NAME = "nda-kit-pressure"
 _BALLAST = (("matmul", "float32"), ("matmul", "float64"), ("multiply", "float32"), ("add", "float32"),
             ("multiply", "float64"), ("add", "float64"))
 _MATMUL_SIDES = (64, 128, 256, 512, 1024, 2048, 4096)
-_VECTOR_SIZES = tuple(1 << k for k in range(14, 25, 2))
+_VECTOR_SIZES = tuple(1 << k for k in range(14, 25))
 
 
 class _Ballast:
@@ -82,9 +85,11 @@ class _Ballast:
             for _ in range(repeats):
                 fn(scratch, scratch)
 
-    def enqueue_raw(self) -> None:
+    def enqueue_raw(self, kind: str = "") -> None:
         """The backend's kernels called directly (inside another kernel call: no nda API)."""
-        for _, scratch, repeats, _, kernel in self.parts:
+        for op, scratch, repeats, _, kernel in self.parts:
+            if kind and kind != ("matmul" if op == "matmul" else "elementwise"):
+                continue
             buf = scratch._buf
             for _ in range(repeats):
                 kernel(buf, buf)
@@ -123,8 +128,9 @@ class Pressure:
         return self._ballast[device]
 
     @contextmanager
-    def delaying(self, devices: tuple[Device, ...]) -> Iterator[None]:
-        """While the block runs, every kernel call on ``devices`` first enqueues a stall there."""
+    def delaying(self, devices: tuple[Device, ...], kind: str = "") -> Iterator[None]:
+        """While the block runs, every kernel call on ``devices`` first enqueues a stall there (of ``kind``,
+        as :meth:`stall`)."""
         if not devices:
             yield
             return
@@ -136,7 +142,7 @@ class Pressure:
             else:
                 found = self.ballast(device)
                 if found is not None:
-                    raw[device] = found.enqueue_raw
+                    raw[device] = (lambda b=found: b.enqueue_raw(kind))
         if not raw:
             yield
             return
@@ -166,11 +172,11 @@ def _timed(issue: Callable[[], Any], count: int = 8) -> float:
 
 def _calibrate(device: Device, seconds: float) -> _Ballast | None:
     """The ballast of ``device``: its native ``matmul`` and a native element-wise op (a backend may
-    run them on different queues: cuBLAS on a stream of its own), each sized to half of ``seconds``."""
+    run them on different queues: cuBLAS on a stream of its own), each sized to about ``seconds``."""
     parts = []
     for group in (_BALLAST[:2], _BALLAST[2:]):
         for op, dtype in group:
-            found = _size(device, op, dtype, seconds / 2)
+            found = _size(device, op, dtype, seconds)
             if found is not None:
                 parts.append(found)
                 break
@@ -186,20 +192,24 @@ def _size(device: Device, op: str, dtype: str, seconds: float) -> tuple[str, Any
         return None
     sizes = [(n, n) for n in _MATMUL_SIDES] if op == "matmul" else [(n,) for n in _VECTOR_SIZES]
     fn = getattr(nda, op)
-    scratch, took = None, 0.0
+    chosen: tuple[Any, float] | None = None  # the largest scratch array below ``seconds``, and its time
     try:
         for shape in sizes:
             scratch = nda.asarray(np.full(shape, 0.5, dtype=dtype), device=device)
             s = scratch
             fn(s, s).wait_to_read()  # first use: compilation, allocation
-            took = sorted(_timed(lambda: fn(s, s)) for _ in range(3))[1]  # the median: a shared machine is noisy
-            if took >= seconds / 2:
+            took = min(_timed(lambda: fn(s, s)) for _ in range(3))  # the least: other work on a shared machine only adds
+            if took >= seconds:
+                if chosen is None:
+                    chosen = (scratch, took)
                 break
-    except Exception:  # noqa: BLE001 - out of memory, a kernel that fails: not this op
+            chosen = (scratch, took)
+    except Exception:  # noqa: BLE001 - out of memory, a kernel that fails: not this op (or the sizes so far)
+        pass
+    if chosen is None:
         return None
-    if scratch is None:
-        return None
-    repeats = max(1, min(16, math.ceil(seconds / max(took, 1e-7))))
+    scratch, took = chosen
+    repeats = max(1, min(16, math.ceil(seconds / max(took, 1e-7))))  # the size below the target, repeated up to it
     return op, scratch, repeats, took * repeats, nda.dispatch.resolve(op, key)
 
 

@@ -39,7 +39,7 @@ from typing import Any, Iterable
 import numpy as np
 from hypothesis import strategies as st
 
-__all__ = ["Step", "Program", "Capabilities", "FAMILIES", "programs", "without", "fmt_key"]
+__all__ = ["Step", "Program", "Capabilities", "FAMILIES", "programs", "without", "renumbered", "fmt_key"]
 
 #: The families of programs (the cells of the ordering profile), each with its steps' weights.
 FAMILIES: dict[str, dict[str, int]] = {
@@ -87,6 +87,7 @@ class Program:
     steps: list[Step]
     slow: tuple[str, ...] = ()
     dtype: str = "float64"
+    slow_kind: str = ""  # which ballast the delays use: "" (all), "elementwise" or "matmul"
     devices: dict[str, str] = field(default_factory=dict)  # slot -> device, for printing
 
     def families(self) -> dict[int, int]:
@@ -106,7 +107,8 @@ class Program:
             kind, _, index = self.devices.get(slot, "?:0").partition(":")
             lines.append(f"{slot} = nda.Device({kind!r}, {index or 0})")
         if self.slow:
-            lines.append(f"# the kit delays every op on {', '.join(self.slow)} (independent work queued before each)")
+            work = {"elementwise": "element-wise ", "matmul": "matmul "}.get(self.slow_kind, "")
+            lines.append(f"# the kit delays every op on {', '.join(self.slow)} (independent {work}work queued before each)")
         for i, s in enumerate(self.steps):
             text = _render(s, self.dtype)
             if i in notes:
@@ -223,9 +225,16 @@ class _Model:
         return self.pick(draw, lambda w: w.shape == v.shape and w.slot == v.slot and w.kind == v.kind)
 
 
+#: Array values: small non-zero integers (exact in every float dtype). Not zero: memory read before
+#: it is written often holds zeros, and a result of zeros would hide such a read.
+_VALUE = st.sampled_from([1, 2, -1, 3, -2, -3])
+#: Values written in place: not among the arrays' values, so that a write that lands shows.
+_SCALAR = st.sampled_from([7, 9, -7, 5])
+
+
 def _values(draw: Any, shape: tuple[int, ...]) -> np.ndarray:
     size = int(np.prod(shape))
-    items = draw(st.lists(st.integers(-3, 3), min_size=size, max_size=size))
+    items = draw(st.lists(_VALUE, min_size=size, max_size=size))
     return np.asarray(items, dtype=np.float64).reshape(shape)
 
 
@@ -257,7 +266,7 @@ def _step(draw: Any, m: _Model, kind: str, family: str, given: int | None = None
         y = m.partner(draw, x) if draw(st.booleans()) else None
         if y is not None:
             return Step("binary", m.new(v.shape, "f", v.slot), (x, y), op=op)
-        return Step("binary", m.new(v.shape, "f", v.slot), (x,), op=op, data=float(draw(st.integers(-2, 3))))
+        return Step("binary", m.new(v.shape, "f", v.slot), (x,), op=op, data=float(draw(_VALUE)))
     if kind == "matmul":
         x = m.pick(draw, lambda v: v.kind == "f" and len(v.shape) == 2)
         if x is None or "matmul" not in caps.ops:
@@ -350,31 +359,52 @@ class _Builder:
         data = np.asarray(self.draw(st.lists(st.integers(-length - 2, length + 1), min_size=size, max_size=size)), dtype=np.int64)
         return self.add(Step("new", self.m.new(data.shape, "i", slot), slot=slot, data=data)).out  # type: ignore[return-value]
 
-    def maybe_stall(self, slot: str) -> None:
-        if slot in self.caps.stall_slots and self.draw(st.integers(0, 3)) > 0:
-            self.add(Step("stall", slot=slot, op=self.draw(st.sampled_from(_STALLS))))
+    def maybe_stall(self, slot: str, producer: str = "") -> None:
+        """Usually a stall of ``slot``'s queue; ``producer`` (the kind of the op it should delay, see
+        :meth:`kind`) picks the ballast of the same kind, which a backend runs on the same queue."""
+        if slot in self.caps.stall_slots and self.draw(st.integers(0, 7)) > 0:
+            same = "matmul" if producer == "matmul" else "elementwise" if producer else ""
+            kind = same if producer and self.draw(st.integers(0, 3)) > 0 else self.draw(st.sampled_from(_STALLS))
+            self.add(Step("stall", slot=slot, op=kind))
 
-    def compute(self, x: int) -> int:
+    def kind(self, x: int, unlike: str = "") -> str:
+        """The kind of op to compute from ``x``: ``elementwise``, ``matmul`` (square matrices) or
+        ``reduce``; mostly not ``unlike`` (a chain of two kinds, which a backend may put on two queues)."""
+        v = self.m.vars[x]
+        kinds = ["elementwise"] * 3
+        if len(v.shape) == 2 and v.shape[0] == v.shape[1] and self.caps.has("matmul"):
+            kinds += ["matmul"] * 3
+        if any(o in self.caps.ops for o in _REDUCE) and v.shape:
+            kinds.append("reduce")
+        others = [k for k in kinds if k != unlike]
+        return self.draw(st.sampled_from(others)) if others and self.draw(st.integers(0, 7)) > 0 else self.draw(st.sampled_from(kinds))
+
+    def compute(self, x: int, kind: str = "") -> int:
         """A new variable computed from ``x`` on its device (it is pending if the queue is busy)."""
         v = self.m.vars[x]
         caps, draw = self.caps, self.draw
-        square = len(v.shape) == 2 and v.shape[0] == v.shape[1] and caps.has("matmul")
-        choices = ["binary", "unary"] + ["matmul"] * (3 if square else 0) + (["reduce"] if any(o in caps.ops for o in _REDUCE) else [])
-        kind = draw(st.sampled_from(choices))
+        kind = kind or self.kind(x)
         if kind == "matmul":
             return self.add(Step("matmul", self.m.new(v.shape, "f", v.slot), (x, x))).out  # type: ignore[return-value]
-        if kind == "unary" and any(o in caps.ops for o in _UNARY):
-            return self.add(Step("unary", self.m.new(v.shape, "f", v.slot), (x,), op=draw(st.sampled_from([o for o in _UNARY if o in caps.ops])))).out  # type: ignore[return-value]
         if kind == "reduce":
             axis = draw(st.sampled_from([None, *range(len(v.shape))]))
             shape = () if axis is None else v.shape[:axis] + v.shape[axis + 1:]
             op = draw(st.sampled_from([o for o in _REDUCE if o in caps.ops]))
             return self.add(Step("reduce", self.m.new(shape, "f", v.slot), (x,), op=op, key=axis)).out  # type: ignore[return-value]
+        unary = [o for o in _UNARY if o in caps.ops]
+        if unary and draw(st.booleans()):
+            return self.add(Step("unary", self.m.new(v.shape, "f", v.slot), (x,), op=draw(st.sampled_from(unary)))).out  # type: ignore[return-value]
         op = draw(st.sampled_from([o for o in _BINARY if o in caps.ops] or ["add"]))
         y = self.m.partner(draw, x) if draw(st.booleans()) else None
         if y is not None:
             return self.add(Step("binary", self.m.new(v.shape, "f", v.slot), (x, y), op=op)).out  # type: ignore[return-value]
-        return self.add(Step("binary", self.m.new(v.shape, "f", v.slot), (x,), op=op, data=float(draw(st.integers(-2, 3))))).out  # type: ignore[return-value]
+        return self.add(Step("binary", self.m.new(v.shape, "f", v.slot), (x,), op=op, data=float(draw(_VALUE)))).out  # type: ignore[return-value]
+
+    def produce(self, x: int) -> int:
+        """A stall (usually) and an op computing from ``x`` behind it: a result still being computed."""
+        kind = self.kind(x)
+        self.maybe_stall(self.m.vars[x].slot, kind)
+        return self.compute(x, kind)
 
     def write(self, x: int) -> None:
         """An in-place write into ``x`` (``setitem`` with a basic key, or an in-place operator)."""
@@ -387,11 +417,11 @@ class _Builder:
             if y is not None and y != x:
                 self.add(Step("setitem", None, (x, y), key=key))
             else:
-                self.add(Step("setitem", None, (x,), key=key, data=float(draw(st.integers(-3, 9)))))
+                self.add(Step("setitem", None, (x,), key=key, data=float(draw(_SCALAR))))
             return
         op = draw(st.sampled_from(["+", "*", "-"]))
         y = self.m.partner(draw, x) if draw(st.booleans()) else None
-        self.add(Step("iop", None, (x, y) if y is not None else (x,), op=op, data=None if y is not None else float(draw(st.integers(-2, 3)))))
+        self.add(Step("iop", None, (x, y) if y is not None else (x,), op=op, data=None if y is not None else float(draw(_VALUE))))
 
     def view(self, x: int) -> int | None:
         step = _step(self.draw, self.m, "view", self.family, x)
@@ -404,19 +434,19 @@ class _Builder:
 
     # ------------------------------------------------------------------ motifs
     def chain(self) -> None:
-        """Dependent ops, the first behind a busy queue."""
-        x = self.value_var()
-        self.maybe_stall(self.m.vars[x].slot)
-        y = self.compute(x)
-        if self.draw(st.integers(0, 3)) > 0:
-            y = self.compute(y)
+        """Dependent ops of two kinds, the first behind a busy queue."""
+        x = self.value_var(fresh=self.draw(st.booleans()))
+        first = self.kind(x)
+        self.maybe_stall(self.m.vars[x].slot, first)
+        y = self.compute(x, first)
+        if self.draw(st.integers(0, 7)) > 0:
+            y = self.compute(y, self.kind(y, unlike=first))
         self.read(y)
 
     def reader_then_write(self) -> None:
         """A pending reader of ``x``, then an in-place write to ``x``: the write must wait for it."""
         x = self.value_var()
-        self.maybe_stall(self.m.vars[x].slot)
-        y = self.compute(x)
+        y = self.produce(x)
         self.write(x)
         self.read(y, x)
 
@@ -426,8 +456,7 @@ class _Builder:
         v = self.view(x)
         if v is None:
             return
-        self.maybe_stall(self.m.vars[x].slot)
-        y = self.compute(self.draw(st.sampled_from([x, v])))
+        y = self.produce(self.draw(st.sampled_from([x, v])))
         self.write(self.draw(st.sampled_from([v, x])))
         self.read(y, v, x)
 
@@ -446,8 +475,7 @@ class _Builder:
         """``to_device`` of a result still being computed; then a write to the source, which must not reach the copy."""
         x = self.value_var()
         src = self.m.vars[x].slot
-        self.maybe_stall(src)
-        y = self.compute(x)
+        y = self.produce(x)
         target = self.draw(st.sampled_from([s for s in self.caps.slots if s != src] or [src]))
         if target == src:
             return
@@ -473,14 +501,13 @@ class _Builder:
             g = self.add(Step("gather", self.m.new(self.m.vars[i].shape, "f", slot), (x, i))).out  # type: ignore[arg-type]
             self.read(g)  # type: ignore[arg-type]
         else:
-            self.add(Step("setitem", None, (x, i), data=float(self.draw(st.integers(-3, 9)))))  # type: ignore[arg-type]
+            self.add(Step("setitem", None, (x, i), data=float(self.draw(_SCALAR))))  # type: ignore[arg-type]
             self.read(x)
 
     def dropped(self) -> None:
         """An array dropped while work on it is pending; its memory may be reused at once."""
         x = self.value_var()
-        self.maybe_stall(self.m.vars[x].slot)
-        y = self.compute(x)
+        y = self.produce(x)
         z = self.compute(y)
         self.add(Step("drop", None, (y,)))
         del self.m.vars[y]
@@ -519,7 +546,8 @@ def programs(family: str, caps: Capabilities, *, max_motifs: int = 4) -> st.Sear
         if not builder.steps:
             builder.value_var(fresh=True)
         slow = draw(st.sampled_from(slows)) if draw(st.booleans()) else ()
-        return Program(family, builder.steps, slow, caps.dtype)
+        kind = draw(st.sampled_from(_STALLS)) if slow else ""
+        return Program(family, builder.steps, slow, caps.dtype, slow_kind=kind)
 
     return draw_program()
 
@@ -535,6 +563,16 @@ def without(program: Program, index: int) -> Program:
                 gone.add(s.out)
             continue
         steps.append(s)
+    return replace(program, steps=steps)
+
+
+def renumbered(program: Program) -> Program:
+    """``program`` with its variables numbered ``v0``, ``v1``, ... in the order the steps make them."""
+    names: dict[int, int] = {}
+    for s in program.steps:
+        if s.out is not None:
+            names[s.out] = len(names)
+    steps = [replace(s, out=None if s.out is None else names[s.out], ins=tuple(names.get(v, v) for v in s.ins)) for s in program.steps]
     return replace(program, steps=steps)
 
 
