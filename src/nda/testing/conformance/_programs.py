@@ -87,8 +87,8 @@ class Program:
     steps: list[Step]
     slow: tuple[str, ...] = ()
     dtype: str = "float64"
-    slow_kind: str = ""  # which ballast the delays use: "" (all), "elementwise" or "matmul"
     devices: dict[str, str] = field(default_factory=dict)  # slot -> device, for printing
+    slow_kind: str = ""  # which ballast the delays use: "" (all), "elementwise" or "matmul"
 
     def families(self) -> dict[int, int]:
         """Variable -> the variable owning its memory (views share their input's)."""
