@@ -307,12 +307,11 @@ class QueueMutant:
                 return Deferred(None, backend._setitem(main, outcome, *args))
             if op == "getitem" and _basic(args[1]):
                 view = reference(args[0].mem, args[1])  # a view is made at the call: no work item
-                shares = isinstance(view, np.ndarray) and np.shares_memory(view, args[0].mem)
-                if shares or backend.bug == "zero_d_view":  # BUG (zero_d_view): x[1] of 1-d as a 0-d view
-                    owner = args[0].base or args[0]
-                    if not shares:
-                        view = args[0].mem[args[1] + (Ellipsis,)]
-                    return QBuf(view, device, owner)
+                scalar = not isinstance(view, np.ndarray)  # NumPy gives a scalar: x[1] of a 1-d array
+                if isinstance(view, np.ndarray) and (view.size == 0 or np.shares_memory(view, args[0].mem)):
+                    return QBuf(view, device, args[0].base or args[0])
+                if scalar and backend.bug == "zero_d_view":  # BUG: x[1] of a 1-d array as a 0-d view
+                    return QBuf(args[0].mem[args[1] + (Ellipsis,)], device, args[0].base or args[0])
             if op == "exp" and backend.bug == "host_read_at_call":
                 with np.errstate(all="ignore"):  # BUG: reads the input's memory now, not after its producer
                     return QBuf(np.exp(args[0].mem), device)

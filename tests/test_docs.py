@@ -243,7 +243,16 @@ def test_the_guide_ships_in_the_wheel_and_every_pointer_resolves(tmp_path):
     import subprocess
     import zipfile
 
-    build = subprocess.run([sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "-q", "-w", str(tmp_path / "dist")],
+    import shutil
+
+    tree = tmp_path / "tree"  # what an sdist holds: no build/ left over from another build, no tests
+    ignore = shutil.ignore_patterns("build", "dist", "*.egg-info", "__pycache__", "*.so")
+    tree.mkdir()
+    for name in ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md"):
+        shutil.copy2(ROOT / name, tree / name)
+    for name in ("src", "docs"):
+        shutil.copytree(ROOT / name, tree / name, ignore=ignore)
+    build = subprocess.run([sys.executable, "-m", "pip", "wheel", str(tree), "--no-deps", "-q", "-w", str(tmp_path / "dist")],
                            capture_output=True, text=True, timeout=600)
     if build.returncode != 0:
         pytest.skip(f"cannot build a wheel here (pip wheel: {build.stderr.strip().splitlines()[-1:] or build.returncode})")

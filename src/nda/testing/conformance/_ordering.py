@@ -140,6 +140,10 @@ class OrderingRunner:
 
     def __init__(self, device: Device | str, reference: str = "cpu", *, profile: str = "quick", settings: Any = None,
                  stall: Callable[[Device, float], None] | None = None, seconds: float = STALL_SECONDS) -> None:
+        """``reference`` is accepted for the plugin's sake and ignored: the reference of a program is
+        always its sequential execution on cpu. ``profile`` ``"quick"``/``"ordering"`` runs
+        :data:`PROGRAMS` ``["quick"]`` derandomized programs per family, ``"deep"`` ``["deep"]`` random
+        ones; ``settings`` (Hypothesis) overrides both. ``stall``/``seconds``: see :mod:`._pressure`."""
         first = as_device(device if ":" in str(device) or isinstance(device, Device) else f"{device}:0")
         nda.backends.validate_device(first)
         nda.backends.ensure_device_type("cpu")  # the reference, and the host fallback's kernels
