@@ -71,6 +71,8 @@ class Execution:
 
     observations: dict[tuple[int, int], Observation] = field(default_factory=dict)
     call_errors: dict[int, BaseException] = field(default_factory=dict)
+    #: steps not run because they read a variable whose step raised at the call (its error)
+    skipped: dict[int, BaseException] = field(default_factory=dict)
     where: str = ""
 
 
@@ -147,6 +149,7 @@ def _step(program: Program, i: int, s: Step, env: dict[int, Any], devices: dict[
         return
     failed = next((env[v] for v in s.ins if isinstance(env.get(v), _Failed)), None)
     if failed is not None:  # it reads a result that failed at the call: it fails the same way
+        run.skipped[i] = failed.error
         if s.out is not None:
             env[s.out] = failed
         return
@@ -257,9 +260,11 @@ def compare(program: Program, got: Execution, expected: Execution) -> list[tuple
             problems.append((i, v, f"{where}: {device} gives {_text(dev)}, where sequential execution on cpu gives {_text(ref)}"))
 
     for i, s in enumerate(program.steps):
-        if i in got.call_errors and i not in expected.call_errors:
-            problems.append((i, None, f"{describe_step(program, i)} raised {type(got.call_errors[i]).__name__}: {got.call_errors[i]} at the call "
-                                "on the device; it runs on cpu"))
+        error = got.call_errors.get(i)
+        due = expected.call_errors.get(i) or expected.skipped.get(i)  # the reference failed here too (its input failed)
+        if error is not None and not isinstance(error, type(due) if due is not None else ()) and not any(is_tainted(v) for v in s.ins):
+            there = "it runs on cpu" if due is None else f"on cpu it raises {type(due).__name__}"
+            problems.append((i, None, f"{describe_step(program, i)} raised {type(error).__name__}: {error} at the call on the device; {there}"))
         if s.kind == "read":
             check((i, s.ins[0]))
         target = s.writes()

@@ -17,9 +17,11 @@ bounds``, ``mixed``) in the dtype the device serves best (float64, else float32)
 shows them as ``chains [ordering]`` and so on. The quick profile runs 24 derandomized programs
 per family, the deep one 150 random ones.
 
-**A failure prints the program, minimised**: the kit deletes steps (and what depends on them),
-stalls and slow devices for as long as the program still fails, and prints it as Python with
-the reads that differ annotated. **It then says whose bug it is**:
+A program counts as failing when it fails again on a replay (a timing bug may show on some
+runs only); one that failed once and never again is reported only if no program of the family
+fails twice. **A failure prints the program, minimised**: the kit deletes steps (and what
+depends on them) and slow devices for as long as the program still fails twice in a row (so the
+stalls that make it certain stay), and prints it as Python with the reads that differ annotated. **It then says whose bug it is**:
 
 * it replays the program *in order*: no stalls, a ``waitall`` after every step. If it still
   fails, the kernels (or copies) compute wrong values even with nothing pending: "wrong when
