@@ -10,6 +10,16 @@ waited for. On cpu, in one process, alternating every round (medians):
   (``NDA_NUMEXPR=0`` while the graph is built: exact);
 * nda hybridized with numexpr, and numexpr itself, when numexpr is installed.
 
+The inputs are copies (``nda.asarray(h, copy=True)``): an array sharing NumPy's memory makes a
+hybridized call run eagerly (a graph cannot order NumPy's writes to that memory between its ops).
+
+``--guards`` times what a hybridized call costs on top of its kernels (issue 38): the function's
+Python runs at every call in check mode, each op call compared with the recorded graph, before
+the graph runs. Per chain and size (8, 100k, 4M float32 elements; cpu and sim): eager nda, the
+hybridized call, the check alone (the function run with the checker, no graph), and a call whose
+guard fails (a Python float that changes at every call: the call runs eagerly; every 8th change
+would make the signature eager for good, so the changing value cycles among 8).
+
 On a GPU (nda-cuda available) the same chains on 16M float32 against CuPy eager, PyTorch
 eager and ``torch.compile`` when installed, with the memory-bandwidth floor: a chain reading
 ``k`` arrays and writing one moves ``4 (k + 1) n`` bytes; the target is one pass over
@@ -17,7 +27,7 @@ memory, within 1.2x of that floor (``--bandwidth GBPS`` gives the device's figur
 SXM reads and writes about 3.35 TB/s, which is the default). Without a GPU the section says
 why it skipped: those figures are owed.
 
-    python -m benchmarks.fusion [--quick] [--json out.json]
+    python -m benchmarks.fusion [--quick] [--guards] [--json out.json]
 """
 
 from __future__ import annotations
@@ -25,6 +35,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
+import time
 from typing import Any, Callable
 
 import numpy as np
@@ -68,7 +80,7 @@ def cpu(rounds: int, n: int = N) -> dict[str, dict[str, float]]:
 
     rng = np.random.default_rng(0)
     hosts = [rng.standard_normal(n, dtype=np.float32) for _ in range(3)]
-    arrays = tuple(nda.asarray(h) for h in hosts)
+    arrays = tuple(nda.asarray(h, copy=True) for h in hosts)  # not NumPy's memory (see the module docstring)
     results: dict[str, dict[str, float]] = {}
     has_numexpr = fusion.numexpr_available()
     for name, (chain, _) in CHAINS.items():
@@ -150,6 +162,73 @@ def table(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def guards(rounds: int, sizes: tuple[int, ...] = (8, 100_000, 4_000_000)) -> dict[str, dict[str, float]]:
+    """Seconds per call: eager, hybridized, the check alone, a failed guard (see the module docstring)."""
+    from nda import _intercept
+    from nda.hybrid._check import Checker
+
+    results: dict[str, dict[str, float]] = {}
+    for device in ("cpu", "sim"):
+        for n in sizes:
+            x = nda.asarray(np.random.default_rng(0).standard_normal(n, dtype=np.float32), device=device, copy=True)
+            args = (x, x, x)
+            for name, (chain, _) in CHAINS.items():
+                fn = lambda a, b, c, chain=chain: chain(nda, a, b, c)  # noqa: E731
+                fused = nda.hybridize(fn)
+                fused(*args).wait_to_read()
+                entry = next(iter(fused._cache.values()))
+                scale = [0.0]
+                changing = nda.hybridize(lambda a, b, c, chain=chain: chain(nda, a, b, c) * scale[0])
+
+                def check_only(fn: Any = fn, entry: Any = entry) -> None:
+                    checker = Checker(list(entry.variants), [x])
+                    _intercept.push(checker)
+                    try:
+                        fn(*args)
+                    finally:
+                        _intercept.pop(checker)
+
+                def failing(changing: Any = changing, scale: list[float] = scale) -> None:
+                    scale[0] = (scale[0] + 1.0) % 8.0  # cycles among 8 values: each has its graph after one pass
+                    changing(*args).wait_to_read()
+
+                scale[0] = 0.0
+                for _ in range(8):
+                    failing()  # one graph per value
+
+                number = 200 if n <= 100_000 else 3
+                timed = alternate({
+                    "eager": lambda fn=fn: fn(*args).wait_to_read(),
+                    "hybridized": lambda fused=fused: fused(*args).wait_to_read(),
+                    "check alone": check_only,
+                    "8 graphs, checked against all": failing,
+                }, rounds, number)
+                timed["a failed guard (that call)"] = _failed_guard(chain, args, rounds)
+                results[f"{device} {name} n={n:,}"] = timed
+    return results
+
+
+def _failed_guard(chain: Callable[..., Any], args: tuple[Any, ...], rounds: int) -> float:
+    """Median seconds of a call whose Python value changed since the graph was traced (eager, and traced as it runs)."""
+    times = []
+    for _ in range(max(rounds, 3)):
+        value = [0.5]
+        fn = nda.hybridize(lambda a, b, c: chain(nda, a, b, c) * value[0])
+        fn(*args).wait_to_read()
+        value[0] = 0.25
+        start = time.perf_counter()
+        fn(*args).wait_to_read()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def guard_table(report: dict[str, dict[str, float]]) -> str:
+    lines = []
+    for key, timed in report.items():
+        lines.append(f"{key:<28} " + "  ".join(f"{k} {v * 1e6:9.1f} us" for k, v in timed.items()))
+    return "\n".join(lines)
+
+
 def run(rounds: int) -> dict[str, Any]:
     return {"cpu": cpu(rounds), "cuda": gpu(rounds)}
 
@@ -159,8 +238,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--json", metavar="PATH")
     parser.add_argument("--bandwidth", type=float, default=3.35e12, help="the GPU's memory bandwidth in bytes/s (H100 SXM: 3.35e12)")
+    parser.add_argument("--guards", action="store_true", help="only the cost of hybridize's guards per call (cpu and sim)")
     args = parser.parse_args(argv)
     rounds = 3 if args.quick else 9
+    if args.guards:
+        found = guards(rounds)
+        print(guard_table(found))
+        if args.json:
+            with open(args.json, "w") as fh:
+                json.dump(found, fh, indent=2)
+        return 0
     report = {"cpu": cpu(rounds), "cuda": gpu(rounds, bandwidth=args.bandwidth)}
     print(table(report))
     if args.json:

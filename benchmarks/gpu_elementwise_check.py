@@ -76,11 +76,17 @@ def _reference(op: str, *args: Any) -> np.ndarray:
         return np.asarray(CATALOG[op].reference(*args))
 
 
-def _value(result: Any) -> Any:
-    """A kernel's array; a Deferred (integer pow's negative-exponent flag) must hold no error."""
+def _value(result: Any, synchronize: Any) -> Any:
+    """A kernel's array; a Deferred (integer pow's negative-exponent flag) must hold no error.
+
+    Its check reads a flag the kernel's stream copies to host memory without a sync (``nda_cuda._kernels._later``):
+    as nda's engine does, it is read once that stream got there (``synchronize``). Read at once it was
+    whatever the pinned buffer held before (the H200, 2026-11-28: "Integers to negative integer powers"
+    for ``pow`` int32/int64 cases with no negative exponent, the 0-d and size-0 ones)."""
     from nda.engine import Deferred
 
     if result.__class__ is Deferred:
+        synchronize()
         error = result.check()
         if error is not None:
             raise AssertionError(f"unexpected {type(error).__name__}: {error}")
@@ -100,9 +106,11 @@ def _differ(got: np.ndarray, want: np.ndarray) -> np.ndarray:
 
 
 class Checker:
-    def __init__(self, cupy: Any, gen: Any, vs_cupy: bool = False) -> None:
+    def __init__(self, cupy: Any, gen: Any, vs_cupy: bool = False, synchronize: Any = None) -> None:
         self.cupy = cupy
         self.gen = gen
+        #: waits for the work enqueued on the current stream (a kernel's flag copy): CuPy's by default.
+        self.synchronize = synchronize or (lambda: cupy.cuda.get_current_stream().synchronize())
         self.vs_cupy = vs_cupy  # also run CuPy's kernel on every case (compiles each of CuPy's kernels: minutes)
         self.failures: list[str] = []
         self.cupy_differs: dict[str, int] = {}
@@ -114,7 +122,7 @@ class Checker:
     def compare(self, label: str, kernel: Any, fallback: Any, op: str, host_args: tuple[Any, ...], device_args: tuple[Any, ...], *, vs_cupy: bool = False) -> None:
         self.cases += 1
         try:
-            got = _value(kernel(*device_args))
+            got = _value(kernel(*device_args), self.synchronize)
         except AssertionError as err:
             self.failures.append(f"{label}: {err}")
             return
@@ -124,7 +132,7 @@ class Checker:
         if vs_cupy or self.vs_cupy:
             with np.errstate(all="ignore"), warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                theirs = self.cupy.asnumpy(_value(fallback(*device_args)))
+                theirs = self.cupy.asnumpy(_value(fallback(*device_args), self.synchronize))
         if want is None:
             want = theirs
         bad = _differ(got, want)
@@ -139,10 +147,11 @@ class Checker:
                 self.cupy_differs[label.split(" [")[0]] = self.cupy_differs.get(label.split(" [")[0], 0) + int(diff.sum())
 
 
-def check_values(cupy: Any, gen: Any, fallbacks: dict[str, Any], vs_cupy: bool = False) -> Checker:
+def check_values(cupy: Any, gen: Any, fallbacks: dict[str, Any], vs_cupy: bool = False, synchronize: Any = None) -> Checker:
+    """Step 2 over array module ``cupy`` (CuPy; the CuPy model in the tests, with its ``synchronize``)."""
     from nda.ops import CATALOG
 
-    chk = Checker(cupy, gen, vs_cupy)
+    chk = Checker(cupy, gen, vs_cupy, synchronize)
     ops = sorted(op for op, d in CATALOG.items() if d.family in ("unary", "binary"))
     rng = np.random.default_rng(0)
     for dtype in DTYPES:

@@ -25,6 +25,10 @@
 #               launch-setting sweep (python -m benchmarks.gpu --sweep) and the element-wise table
 #               with float32 subnormals flushed (NDA_CUDA_CODEGEN_FTZ=1 ... --elementwise): the
 #               measurements issue 28 still owes
+#   confirm     not in the default set (STEPS="confirm" alone, about 4 minutes, BUDGET=300): issue 38's
+#               item 7 on the GPU: the DLPack ordering tests with CuPy and PyTorch and the H200's
+#               minimal examples of 2026-11-28 on cuda (tests-38), the deep profile of the ops that
+#               failed, one per process (deep-38), and the generated kernels' check (elementwise-38)
 # Output: the last part of stdout is the summary (speed tables, failing cells and tests, one
 # line per step: python -m benchmarks.gpu_session_summary); under $OUT (at most 8 files come
 # back): summary.txt and logs.tar.gz (every log and JSON report of the session).
@@ -87,7 +91,7 @@ if has tests; then
   ( step tests "$CHECK" tests.txt python3 -m pytest -q -p no:cacheprovider -o faulthandler_timeout=120 -rs \
       tests/test_cuda.py tests/test_cuda_workarounds.py tests/test_cuda_fusion.py tests/test_cuda_h200.py \
       tests/test_cuda_elementwise.py tests/test_cuda_queues.py tests/test_cuda_reductions.py tests/test_dlpack.py \
-      tests/test_random.py -k "not test_conformance_kit_cuda_against_cpu" ) &
+      tests/test_cuda_h200_1128.py tests/test_random.py -k "not test_conformance_kit_cuda_against_cpu" ) &
   PIDS="$PIDS $!"
 fi
 if has kit; then
@@ -104,6 +108,16 @@ if has elementwise; then
   ( step elementwise "$CHECK" elementwise-check.txt python3 -m benchmarks.gpu_elementwise_check --skip-timing --processes 4 \
       --json "$LOGS/elementwise-check.json" ) &
   PIDS="$PIDS $!"
+fi
+if has confirm; then
+  ( step tests-38 "$CHECK" tests-38.txt python3 -m pytest -q -p no:cacheprovider -o faulthandler_timeout=120 -rs \
+      tests/test_cuda.py tests/test_cuda_h200_1128.py -k "dlpack or shared or h200_1128 or values_round_trip" ) &
+  PIDS="$PIDS $!"
+  ( step elementwise-38 "$CHECK" elementwise-38.txt python3 -m benchmarks.gpu_elementwise_check --skip-timing --processes 4 ) &
+  PIDS="$PIDS $!"
+  step deep-38 "$CHECK" kit-deep-38.txt python3 -m nda.testing.conformance cuda --reference cpu --profile deep --isolate \
+    --ops einsum,isin,searchsorted,pow,log,log1p,log2,log10,linalg.eigvals,linalg.eigvalsh,linalg.pinv,linalg.svdvals,linalg.matrix_norm \
+    --jobs "$JOBS" --worker-timeout 150 --deadline $(( CHECK - 30 )) --quiet --json "$LOGS/kit-deep-38.json"
 fi
 if has deep; then
   step deep "$CHECK" kit-deep.txt python3 -m nda.testing.conformance cuda --reference cpu --profile deep --isolate \

@@ -92,7 +92,7 @@ def summary(logs: str, failures: int = 40) -> str:
                 lines += [_cell_line(r) for r in failed[:failures]]
                 if len(failed) > failures:
                     lines.append(f"  ... and {len(failed) - failures} more (in {base}.json)")
-        elif name == "tests":
+        elif name.startswith("tests"):
             failed_tests = [line for line in _read(os.path.join(logs, log)).splitlines() if line.startswith(("FAILED ", "ERROR "))]
             if failed_tests:
                 lines.append(f"{name}: {len(failed_tests)} failing test(s)")
@@ -104,7 +104,7 @@ def summary(logs: str, failures: int = 40) -> str:
         report = _kit(os.path.join(logs, base + ".json"))
         if report is not None:
             detail = _counts(report) + f" ({report.get('seconds', 0):.0f} s in the kit)"
-        elif name == "tests":
+        elif name.startswith("tests"):
             detail = _pytest_line(_read(os.path.join(logs, log)))
         elif rc == "skipped":
             detail = "not run: the session's time budget was spent"

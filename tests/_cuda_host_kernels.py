@@ -28,6 +28,8 @@ from typing import Any
 
 import numpy as np
 
+import _cupy_streams
+
 from nda_cuda import _codegen as cg
 
 __all__ = ["HostCompiler", "available"]
@@ -99,4 +101,5 @@ class HostCompiler:
         return functions
 
     def launch(self, fn: Any, blocks: int, threads: int, args: list[Any]) -> None:
+        _cupy_streams.before_kernel()  # the model's stream order: what the current stream was given first
         fn(ctypes.c_longlong(blocks * threads), *[_arg(a) for a in args])

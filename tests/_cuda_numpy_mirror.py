@@ -21,8 +21,13 @@ which checks the capsule's device as CuPy does (the model's arrays export capsul
 type kDLCUDA), so ``nda.from_dlpack``'s routing is tested without a GPU.
 
 Buffers are the model's device arrays (``_cupy_device.DeviceArray``: not NumPy arrays, no
-implicit host conversion); every method here does what the cuda backend does with CuPy. Load
-with ``nda.backends.load("_cuda_numpy_mirror:backend")``.
+implicit host conversion); every method here does what the cuda backend does with CuPy, with
+nda-cuda's own stream code over the model's streams (``_cupy_streams``): its queue is a
+non-blocking stream (``nda_cuda._streams.DeviceStream``), its markers the model's events, its
+kernels wrapped by ``nda_cuda._shared.wrap_kernel`` and its host copies, host-fallback writes
+and DLPack exchanges through ``nda_cuda._shared``, so memory shared with the model's "CuPy"
+(the legacy default stream) is ordered as on a GPU. Load with
+``nda.backends.load("_cuda_numpy_mirror:backend")``.
 """
 
 from __future__ import annotations
@@ -36,8 +41,11 @@ from nda import Device
 from nda.backends import DeviceInfo, cpu_sparse
 from nda.ops import CATALOG
 import _philox_host
-from nda_cuda import _einsum, _kernels, _philox, _sparse
+from nda_cuda import _einsum, _kernels, _philox, _shared as shared, _sparse
+from nda_cuda._shared import SharedMemory, wrap_kernel
+from nda_cuda._streams import DeviceStream
 from nda_cuda._workarounds import import_dlpack, to_device
+from _cupy_streams import cupy_like
 
 DEVICE = Device("cudamirror", 0)
 KDLCUDA = 2
@@ -53,27 +61,33 @@ class NumpyMirrorBackend:
     dlpack_device_types = {KDLCUDA: "cudamirror"}
     # Like nda-cuda, a backend with in-order queues (API 1.3), so that its kernels'
     # data-dependent checks (nda.engine.Deferred: index bounds, negative integer powers)
-    # run the way they do on a GPU. NumPy is synchronous: every marker is reached at once.
+    # run the way they do on a GPU: its queue is a non-blocking stream of the model
+    # (``_cupy_streams``), whose writes land in stream order, and its markers are the model's
+    # events on it, through nda-cuda's own stream code (``nda_cuda._streams``).
     in_order_queues = True
 
-    def record_marker(self, device: Device) -> None:
-        return None
+    def record_marker(self, device: Device) -> Any:
+        return self.stream.marker()
 
-    def wait_marker(self, device: Device, marker: None) -> None:
-        return None
+    def wait_marker(self, device: Device, marker: Any) -> None:
+        if marker.owner is not self.stream:
+            self.stream.stream.wait_event(marker.event)
 
-    def synchronize_marker(self, marker: None) -> None:
-        return None
+    def synchronize_marker(self, marker: Any) -> None:
+        marker.event.synchronize()
 
-    def marker_reached(self, marker: None) -> bool:
-        return True
+    def marker_reached(self, marker: Any) -> bool:
+        return bool(marker.event.done)
 
     def partitioner(self, device: Device) -> Any:
         """nda-cuda's partitioner over the model of CuPy: the fused program runs as the array-module
         code generated from the same instructions as the CUDA kernel (nda_cuda._fusion)."""
         from nda_cuda._fusion import CudaPartitioner
 
-        return CudaPartitioner(cupy_model)
+        return CudaPartitioner(cupy_model, self._wrap_fused)
+
+    def _wrap_fused(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        return self._wrap(fn, "fused")
 
     def buffer_owner(self, buf: Any) -> Any:
         base = getattr(buf, "base", None)  # csr buffers have none: they are never views
@@ -84,6 +98,14 @@ class NumpyMirrorBackend:
     def __init__(self) -> None:
         self.unmapped: dict[str, str] = {}
         self.sources: dict[str, str] = {}
+        #: nda-cuda's stream of the device and its memory shared through DLPack, over the model's streams.
+        self.stream = DeviceStream(cupy_like, 0)
+        self.shared = SharedMemory(cupy_like, DeviceArray)
+
+    def _wrap(self, fn: Callable[..., Any], source: str) -> Callable[..., Any]:
+        """A kernel as nda-cuda wraps it (``nda_cuda._shared.wrap_kernel``): on the device's stream, ordered
+        with the model's other streams where its memory is shared."""
+        return wrap_kernel(fn, source, [self.stream], self.shared, lambda args, kwargs: 0, _NeverRaised, lambda index, err: err)
 
     def devices(self) -> list[DeviceInfo]:
         return [DeviceInfo(DEVICE, "nda-cuda kernel table over NumPy")]
@@ -92,7 +114,7 @@ class NumpyMirrorBackend:
         own = {*_philox.OPS, *_einsum.OPS}  # as nda-cuda: these ops have kernels of their own
         kernels, self.unmapped = _kernels.build(cupy_model, compat_model, {n: d for n, d in CATALOG.items() if n not in own})
         for spec in kernels:
-            register_kernel(spec.op, CATALOG[spec.op].supported_dtypes, spec.fn)
+            register_kernel(spec.op, CATALOG[spec.op].supported_dtypes, self._wrap(spec.fn, spec.source))
             self.sources[spec.op] = spec.source
         # nda-cuda's csr layer over scipy.sparse, as the backend builds it over cupyx.scipy.sparse.
         layer = _sparse.CsrLayer(cupy_model, sparse_model, {spec.op: spec.fn for spec in kernels})
@@ -101,43 +123,55 @@ class NumpyMirrorBackend:
             return cpu_sparse.csr(self.to_host(buf.data), self.to_host(buf.indices), self.to_host(buf.indptr), tuple(buf.shape))
 
         def from_host(host: Any, device: Device) -> Any:
-            return layer.csr(*(self.from_host(a, device) for a in (host.data, host.indices, host.indptr)), tuple(host.shape))
+            parts = [self.from_host(a, device) for a in (host.data, host.indices, host.indptr)]
+            with self.stream.stream:
+                return layer.csr(*parts, tuple(host.shape))
 
-        self.csr_sources = _sparse.register(register_kernel, layer, to_host=to_host, from_host=from_host, wrap=lambda fn, source: fn)
-        _einsum.register(register_kernel, cupy_model, lambda fn, source: fn)
+        self.csr_sources = _sparse.register(register_kernel, layer, to_host=to_host, from_host=from_host, wrap=self._wrap)
+        _einsum.register(register_kernel, cupy_model, self._wrap)
         self.sources["einsum"] = "cupy_model.einsum (nda_cuda._einsum)"
         # nda-cuda's Philox kernels (nda.random): its CUDA source compiled by the host C compiler
         # and launched by its own launch code (tests/_philox_host.py); without a C compiler the
         # random ops take the host fallback here.
         if _philox_host.compiler() is not None:
             kernels_ = _philox.PhiloxKernels(cupy_model, _philox_host.HostModule())  # outputs in the model's memory
-            _philox.register(register_kernel, kernels_, lambda fn, source: fn)
+            _philox.register(register_kernel, kernels_, self._wrap)
 
     def ensure_buffer(self, result: Any) -> DeviceArray:
         return result if isinstance(result, DeviceArray) else to_device(cupy_model, result)
 
     def to_host(self, buf: DeviceArray) -> np.ndarray:
-        return buf.get()  # type: ignore[no-any-return]
+        return shared.to_host(self.stream, self.shared, buf, False)  # type: ignore[no-any-return]
+
+    def to_host_in_order(self, buf: DeviceArray) -> np.ndarray:
+        return shared.to_host(self.stream, self.shared, buf, True)  # type: ignore[no-any-return]
 
     def from_host(self, host: Any, device: Device, out: DeviceArray | None = None) -> DeviceArray:
-        data = to_device(cupy_model, np.asarray(host))  # as the cuda backend copies (cupy.array(host) would drop -0.0)
+        with self.stream.stream:
+            data = to_device(cupy_model, np.asarray(host))  # as the cuda backend copies (cupy.array(host) would drop -0.0)
         if out is None:
             return data
-        out[...] = data
-        return out
+        return shared.write(self.stream, self.shared, out, data)  # type: ignore[no-any-return]
 
     def import_dlpack(self, obj: Any, device: Device) -> DeviceArray:
         """``obj``'s memory without a copy, as the cuda backend imports it (``cupy.from_dlpack``, the model's)."""
-        return import_dlpack(cupy_model, obj)
+        return shared.import_buffer(self.stream, self.shared, lambda: import_dlpack(cupy_model, obj))  # type: ignore[no-any-return]
 
     def dlpack(self, buf: Any, **kwargs: Any) -> Any:
-        return buf.__dlpack__(**{k: v for k, v in kwargs.items() if v is not None})
+        return shared.export(self.stream, self.shared, buf, {k: v for k, v in kwargs.items() if v is not None})
 
     def dlpack_device(self, device: Device) -> tuple[int, int]:
         return (KDLCUDA, device.index)
 
     def device_of(self, buf: DeviceArray) -> Device:
         return DEVICE
+
+    def synchronize(self, device: Device) -> None:
+        self.stream.synchronize()
+
+
+class _NeverRaised(Exception):
+    """The model has no allocator that runs out of memory."""
 
 
 backend = NumpyMirrorBackend()
@@ -172,7 +206,7 @@ class CodegenMirrorBackend(NumpyMirrorBackend):
     def partitioner(self, device: Device) -> Any:
         from nda_cuda._fusion import CudaPartitioner
 
-        return CudaPartitioner(cupy_model, generator=self.generator)
+        return CudaPartitioner(cupy_model, self._wrap_fused, generator=self.generator)
 
     def register(self, register_kernel: Callable[..., None]) -> None:
         from _cuda_host_kernels import HostCompiler
@@ -183,9 +217,9 @@ class CodegenMirrorBackend(NumpyMirrorBackend):
         kernels, self.unmapped = _kernels.build(cupy_model, compat_model, {n: d for n, d in CATALOG.items() if n not in own},
                                                 generator=self.generator)
         for spec in kernels:
-            register_kernel(spec.op, CATALOG[spec.op].supported_dtypes, spec.fn)
+            register_kernel(spec.op, CATALOG[spec.op].supported_dtypes, self._wrap(spec.fn, spec.source))
             self.sources[spec.op] = spec.source
-        _einsum.register(register_kernel, cupy_model, lambda fn, source: fn)  # as the cuda backend registers it
+        _einsum.register(register_kernel, cupy_model, self._wrap)  # as the cuda backend registers it
 
 
 GEN_DEVICE = Device("cudagen", 0)

@@ -18,10 +18,18 @@ and it refuses what CuPy refuses (each rule follows CuPy's source, ``cupy/_core/
   a host copy only with ``dl_device=(1, 0)``; :func:`from_dlpack` checks the capsule's own device
   type as ``cupy.from_dlpack`` does (``RuntimeError: CuPy is built against CUDA, different from
   the backend that backs the incoming DLPack tensor`` for host memory claiming to be CUDA memory).
+  The stream handshake is CuPy's: ``cupy.from_dlpack`` passes its current stream (1 for the
+  legacy default one), and ``__dlpack__(stream=s)`` makes ``s`` wait for an event on CuPy's
+  *current* stream (none when that is ``s`` itself);
+* streams (``tests/_cupy_streams.py``): a kernel runs after the work its stream was given
+  before; a write into existing memory (``x[key] = v``, ``fill``, ``put``, a ufunc's ``out=``,
+  ``ufunc.at``, ``get(out=..., blocking=False)``) is enqueued on the current stream and lands in
+  stream order; ``get()`` and host reads of values (``float(x)``, ``repr(x)``, ``item()``)
+  synchronize the stream they read on.
 
 The model's memory is host memory, so two safety rules that CuPy does not need: a capsule is
 imported only if this model exported it (a real CUDA pointer is never read on the host), and an
-array refuses a real CUDA consumer (one that passes an integer stream, as CuPy and PyTorch do).
+array refuses a real CUDA consumer (one that passes a stream handle the model did not make).
 
 Arithmetic: every ufunc on device arrays (operators included) and every computing function of
 the model flushes float32/complex64 subnormal inputs and results to signed zeros (CuPy compiles
@@ -36,6 +44,8 @@ import weakref
 from typing import Any
 
 import numpy as np
+
+import _cupy_streams as streams
 
 __all__ = ["DeviceArray", "HOST_REFUSED", "FLUSHED", "flush", "flush_scalar", "single", "plain", "device", "refuse_host",
            "from_dlpack", "IllegalAddress"]
@@ -185,6 +195,8 @@ _COMPUTING = {"sum", "prod", "mean", "std", "var", "max", "min", "any", "all", "
 _METHODS = _COMPUTING | {"copy", "reshape", "ravel", "flatten", "transpose", "swapaxes", "squeeze", "view", "repeat", "take",
                          "diagonal", "sort", "argsort", "fill", "item", "tolist", "tobytes", "partition", "argpartition",
                          "searchsorted", "put", "choose", "compress"}
+#: methods writing into the array's memory (kernels enqueued on the current stream: ``_cupy_streams``).
+_WRITING = {"fill", "put"}
 
 
 class DeviceArray:
@@ -210,6 +222,10 @@ class DeviceArray:
             self._a.shape = value
         except AttributeError as err:
             raise AttributeError(f"incompatible shape: {err}") from None
+
+    def _set_shape_and_strides(self, shape: Any, strides: Any, update_c_contiguity: bool = True, update_x_contiguity: bool = True) -> None:
+        """CuPy's private in-place re-striding of a view (``cupy.linalg._einsum``'s diagonals): the same memory."""
+        self._a = np.lib.stride_tricks.as_strided(self._a, shape=tuple(shape), strides=tuple(strides))
 
     dtype = property(lambda self: self._a.dtype)
     ndim = property(lambda self: self._a.ndim)
@@ -257,11 +273,24 @@ class DeviceArray:
         raise TypeError(HOST_REFUSED)
 
     def get(self, stream: Any = None, order: str = "C", out: Any = None, blocking: bool = True) -> np.ndarray:
+        """A copy on ``stream`` (the current one): after its work (and the streams the legacy rule orders
+        it after); ``blocking=False`` with ``out``: the copy into ``out`` is enqueued (it lands later)."""
+        stream = streams.get_current_stream() if stream is None else stream
+        if out is not None and not blocking:
+            a = self._a
+            streams.enqueue(lambda: np.copyto(out, a), stream)
+            return out  # type: ignore[no-any-return]
+        streams.drain(stream)
         host = np.array(self._a, copy=True, order=order)
         if out is not None:
             out[...] = host
             return out  # type: ignore[no-any-return]
         return host
+
+    def _read(self) -> np.ndarray:
+        """The memory for a host read of values (``float(x)``, ``repr(x)``): after the current stream's work."""
+        streams.drain()
+        return self._a
 
     def __repr__(self) -> str:
         return repr(self.get())
@@ -273,16 +302,16 @@ class DeviceArray:
         return format(self.get(), spec)
 
     def __bool__(self) -> bool:
-        return bool(self._a)
+        return bool(self._read())
 
     def __int__(self) -> int:
-        return int(self._a)
+        return int(self._read())
 
     def __float__(self) -> float:
-        return float(self._a)
+        return float(self._read())
 
     def __complex__(self) -> complex:
-        return complex(self._a)
+        return complex(self._read())
 
     def __len__(self) -> int:
         return len(self._a)
@@ -292,25 +321,34 @@ class DeviceArray:
             yield self[i]
 
     def __copy__(self) -> DeviceArray:
-        return DeviceArray(self._a.copy())
+        return DeviceArray(self._read().copy())
 
     def __deepcopy__(self, memo: Any) -> DeviceArray:
-        return DeviceArray(self._a.copy())
+        return DeviceArray(self._read().copy())
 
     def __reduce__(self) -> Any:
-        return (DeviceArray, (self._a.copy(),))
+        return (DeviceArray, (self._read().copy(),))
 
     # ------------------------------------------------------------------ indexing
     def __getitem__(self, key: Any) -> DeviceArray:
+        streams.before_kernel()  # an advanced index reads (gathers) values
         return device(self._a[plain(key)], (self,))
 
     def __setitem__(self, key: Any, value: Any) -> None:
+        """A kernel writing into this memory: enqueued on the current stream (``_cupy_streams``); the value
+        (a device array's: its values now, after the stream's earlier work) is taken at the call."""
         if isinstance(value, np.ndarray) and value.shape != ():
             raise ValueError("non-scalar numpy.ndarray cannot be used for fill")  # CuPy: host data is assigned through fill
         host_scalar = value.__class__ in (float, complex) or isinstance(value, np.inexact) or (isinstance(value, np.ndarray) and value.dtype.kind in "fc")
         if host_scalar and value == 0 and self._a.dtype.kind in "fc":
             value = 0  # CuPy: host scalars (and 0-d host arrays) go through ndarray.fill: a memset for zero (loses -0.0)
-        self._a[plain(key)] = plain(value)
+        streams.before_kernel()
+        target, index = self._a, plain(key)
+        value = plain(value)
+        if isinstance(value, np.ndarray):
+            value = value.copy()
+        np.array(target[index], copy=True)[...] = value  # a bad key or value raises at the call, as in CuPy
+        streams.enqueue(lambda: target.__setitem__(index, value))
 
     # ------------------------------------------------------------------ NumPy's protocols, CuPy's answers
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
@@ -342,8 +380,23 @@ class DeviceArray:
         method = getattr(self._a, name)
         computing = name in _COMPUTING
 
+        if name in _WRITING:
+            def write(*args: Any, **kwargs: Any) -> Any:
+                refuse_host(args, kwargs)
+                streams.before_kernel()
+                target = self._a
+                scratch = target.copy()  # the kernel's result now, written into this memory in stream order
+                getattr(scratch, name)(*plain(args), **plain(kwargs))
+                streams.enqueue(lambda: np.copyto(target, scratch))
+
+            return write
+
         def call(*args: Any, **kwargs: Any) -> Any:
             refuse_host(args, kwargs)
+            if name in ("item", "tolist", "tobytes"):
+                streams.drain()  # host reads of values: after the current stream's work
+            else:
+                streams.before_kernel()
             a = flush(self._a) if computing else self._a
             result = getattr(a, name)(*plain(args), **plain(kwargs)) if computing else method(*plain(args), **plain(kwargs))
             if name in ("item", "tolist", "tobytes"):
@@ -354,6 +407,7 @@ class DeviceArray:
 
     def astype(self, dtype: Any, order: str = "K", casting: Any = None, subok: Any = None, copy: bool = True) -> DeviceArray:
         """A conversion kernel flushes (``cvt.ftz``) when the dtype changes; a copy does not."""
+        streams.before_kernel()
         if np.dtype(dtype) != self._a.dtype:
             return DeviceArray(flush(flush(self._a).astype(dtype, order=order)))
         if not copy:
@@ -371,11 +425,25 @@ class DeviceArray:
         return (2, 0)
 
     def __dlpack__(self, *, stream: Any = None, max_version: Any = None, dl_device: Any = None, copy: Any = None) -> Any:
-        if stream.__class__ is int:
-            raise BufferError("a CuPy-model array is host memory: it cannot be handed to a real CUDA consumer")
+        """CuPy's export: the consumer passes its stream (an int: -1 no order, 1 the legacy default stream,
+        another handle: that stream; None: legacy) and it waits for an event recorded on CuPy's *current*
+        stream. Only streams of the model: a real CUDA consumer (a real stream handle) is refused."""
         if dl_device is None or tuple(dl_device) == (2, 0):
             if copy is True:
                 raise BufferError("copy=True only supported for copy to CPU.")
+            consumer = 1 if stream is None else stream
+            if consumer.__class__ is not int:
+                raise TypeError(f"stream must be an int, got {type(stream).__name__}")
+            if consumer < -1:
+                raise ValueError(f"On CUDA, the valid stream for the DLPack protocol is -1, 1, 2, or any larger value, but {stream} was provided")
+            if consumer != -1:
+                try:
+                    waiting = streams.cuda.ExternalStream(consumer)
+                except ValueError:
+                    raise BufferError("a CuPy-model array is host memory: it cannot be handed to a real CUDA consumer") from None
+                current = streams.get_current_stream()
+                if waiting != current:
+                    waiting.wait_event(current.record())
             capsule = self._a.__dlpack__(max_version=max_version) if max_version is not None else self._a.__dlpack__()
             _EXPORTED[self._a.__array_interface__["data"][0]] = weakref.ref(_root(self._a))
             _set_device_type(capsule, 2)
@@ -422,22 +490,30 @@ for _name, _ufunc in [("neg", np.negative), ("pos", np.positive), ("abs", np.abs
 
 
 def ufunc_call(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """A NumPy ufunc as a CuPy kernel: host arrays refused, float32/complex64 subnormals flushed."""
+    """A NumPy ufunc as a CuPy kernel: host arrays refused, float32/complex64 subnormals flushed; run after
+    the current stream's work, and a write into existing memory (``out=``, ``ufunc.at``) enqueued there."""
     refuse_host(inputs, kwargs)
+    streams.before_kernel()
+    if method == "at":
+        target = plain(inputs[0])
+        scratch = target.copy()
+        ufunc.at(flush(scratch), *(flush(plain(a)) for a in inputs[1:]))
+        streams.enqueue(lambda: np.copyto(target, scratch))
+        return None
     args = tuple(flush(plain(a)) for a in inputs)
     if single(args):
         args = tuple(flush_scalar(a) for a in args)
     out = kwargs.get("out")
+    targets: tuple[np.ndarray, ...] = ()
     if out is not None:
         out = out if out.__class__ is tuple else (out,)
-        kwargs = {**kwargs, "out": tuple(plain(o) for o in out)}
+        targets = tuple(plain(o) for o in out)
+        kwargs = {**kwargs, "out": tuple(t.copy() for t in targets)}  # computed now, written in stream order
     kwargs = {k: plain(v) for k, v in kwargs.items()}
     result = getattr(ufunc, method)(*args, **kwargs)
-    if method == "at":
-        return None
     if out is not None:
-        for o in kwargs["out"]:
-            o[...] = flush(o)
+        written = [(t, flush(scratch)) for t, scratch in zip(targets, kwargs["out"])]
+        streams.enqueue(lambda: [np.copyto(t, v) for t, v in written] and None)
         return out[0] if len(out) == 1 else out
     return device(flush(result), inputs)
 
@@ -501,12 +577,13 @@ def from_dlpack(array: Any, *, device: Any = None, copy: Any = None) -> DeviceAr
     if device is not None:
         raise NotImplementedError("from_dlpack() does not support device yet.")
     if kind in (2, 13):
+        stream = streams.get_current_stream().ptr or 1  # CuPy: the current stream, the legacy default one for 0
         try:
-            capsule = array.__dlpack__(stream=None, max_version=(1, 0), copy=copy)
+            capsule = array.__dlpack__(stream=stream, max_version=(1, 0), copy=copy)
         except TypeError:
             if copy is not None:
                 raise
-            capsule = array.__dlpack__(stream=None)
+            capsule = array.__dlpack__(stream=stream)
     elif kind == 1:
         raise TypeError("CPU arrays cannot be directly imported to CuPy. Use `cupy.array(numpy.from_dlpack(input))` instead.")
     else:

@@ -7,18 +7,27 @@ around, and nda-cuda's code meets CuPy's rules. The parts:
 
 * ``tests/_cupy_device.py``: the arrays (:class:`DeviceArray`, which is not a NumPy array and
   refuses implicit host conversion, host arrays as kernel operands and host arrays assigned into
-  it, as CuPy does), flush-to-zero arithmetic (``-ftz=true``), CuPy's DLPack checks;
+  it, as CuPy does), flush-to-zero arithmetic (``-ftz=true``), CuPy's DLPack checks and stream
+  handshake;
+* ``tests/_cupy_streams.py``: CUDA streams and events; a write into existing memory lands in
+  stream order, unseen by other streams until an event (or the legacy default stream's rule)
+  orders them;
+* ``tests/_cupy_solver.py``: cuBLAS and cuSOLVER (``matmul`` and its complex ``alpha``, CuPy's own
+  ``einsum`` over it, ``solve``, SVD, ``pinv``, eigenvalues, ``norm``);
 * ``tests/_cupy_thrust.py``: CuPy's complex functions (its vendored thrust/FreeBSD headers);
 * ``tests/_cupy_sparse.py``: ``cupyx.scipy.sparse``'s csr matrix and cuSPARSE's limits;
 * this module: the array module and the Array-API namespace, with the quirks below.
 
-Each quirk reproduces a fact measured on a GPU (``../shared/gpu/h100-2026-11-22`` and
-``h200-2026-11-26``) and follows CuPy's source where that says how it comes about:
+Each quirk reproduces a fact measured on a GPU (``../shared/gpu/h100-2026-11-22``,
+``h200-2026-11-26`` and ``h200-2026-11-28``) and follows CuPy's source where that says how it
+comes about:
 
 * 0-d host data through ``array``/``asarray`` loses the sign of a zero (``ndarray.fill``'s
   memset path writes ``+0`` for a value equal to zero); ``full`` fills the same way;
 * float64 ``hypot`` rounds a result within two ulps of the largest finite value up to ``inf``;
-  complex ``abs``, ``log``, ``log10`` and ``log1p`` take ``hypot`` of the parts;
+  complex ``abs``, ``log``, ``log10`` and ``log1p`` take ``hypot`` of the parts; complex ``log``
+  (``clog.h``) of a NaN with an infinite part has a NaN real part (C99: ``+inf``), and ``pow``,
+  ``log1p``, ``log2``, ``log10`` inherit it (the H200, 2026-11-28);
 * complex division scales by ``|c| + |d|`` (thrust); ``reciprocal`` and ``log2`` divide that
   way, ``sign`` is ``z / abs(z)``; complex ``exp``, ``expm1``, ``log1p``, ``pow``, multiplication
   (fused multiply-adds) and complex64 ``sin``/``cos``/``sinh``/``cosh`` as ``_cupy_thrust`` says;
@@ -30,23 +39,11 @@ Each quirk reproduces a fact measured on a GPU (``../shared/gpu/h100-2026-11-22`
 * ``argmax``/``argmin`` of floats with several NaNs return the NaN CuPy's reduction keeps,
   modelled as the last one (the H200: ``argmin`` of ``[0, nan, nan]`` is ``2``; CuPy's
   ``my_argmin_float`` keeps ``a`` when both values are NaN, without the smaller index);
-* ``matmul`` with broadcast batch dimensions builds pointer arrays of dtype ``uintp`` from the
-  strides: a negative stride (``x[::-1]`` of a size-1 batch axis, which ``ascontiguousarray``
-  keeps) raises ``OverflowError: Python integer -16 out of bounds for uint64``;
-* ``linalg.solve`` does not broadcast (``ValueError``), and with a batch of matrices and no
-  right-hand-side columns ``cublas.batched_gesv`` calls ``arange`` with step 0:
-  ``ZeroDivisionError``; ``linalg.norm`` reduces with ``max``/``min`` (CUB): an empty reduction
-  raises ``ValueError`` (NumPy returns 0 for ``ord=inf``); ``array_api_compat.cupy``'s
-  ``vector_norm`` calls it;
-* singular values: ``linalg.svd`` gives rank-deficient matrices singular values of
-  ``eps * sigma_max`` size where LAPACK gives about ``1e-17`` or 0 (the H200: ``svdvals`` of
-  ``[[1, 1], [1, 1]]`` in float32 is ``[2, 1.35e-08]``); ``linalg.pinv`` is off by about
-  ``eps * sigma_max * |pinv|^2``, a stack of matrices (batched Jacobi SVD) by ``eps * |x|``;
-  a float32/complex64 matrix whose largest magnitude is a subnormal gets infinite singular
-  values and a NaN ``pinv`` (the H200; cuSOLVER scales by that magnitude, flushed);
+* ``matmul``, ``einsum`` and the linear algebra: ``_cupy_solver``'s docstring;
 * ``arange`` converts ``start``/``step`` to the dtype first; ``linspace`` takes ``float()``
-  of scalar bounds; ``isin`` needs an array ``x2``; ``linalg.eigvals`` of an empty matrix has
-  the input's real dtype;
+  of scalar bounds; ``isin`` needs an array ``x2``, sorts it (the radix order below) and
+  binary-searches each element assuming NaNs last, so a NaN with its sign bit set, sorted first,
+  hides the values after it (the H200: ``isin(0.0, [-nan, 0.0])`` is False);
 * ``x[key] = -0.0`` (a Python scalar) assigns through ``fill``: the memset writes ``+0``;
 * ``sort``/``argsort`` of a 1-d float array order NaNs by their bits (thrust's radix sort): a
   NaN with its sign bit set comes first (the H200: ``argsort([0.0, nan])`` is ``[1, 0]``).
@@ -62,6 +59,8 @@ from typing import Any, Callable
 import numpy as np
 
 import _cupy_device
+import _cupy_solver as solver
+import _cupy_streams as streams
 import _cupy_thrust as thrust
 from _cupy_device import FLUSHED, DeviceArray, device, flush, flush_scalar, plain, refuse_host, single, ufunc_call
 
@@ -78,6 +77,7 @@ def flushing(fn: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(fn)
     def kernel(*args: Any, **kwargs: Any) -> Any:
         refuse_host(args, kwargs)
+        streams.before_kernel()
         host = tuple(flush(plain(a)) for a in args)
         if single(host):
             host = tuple(flush_scalar(a) for a in host)
@@ -93,6 +93,7 @@ def on_bits(fn: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(fn)
     def kernel(*args: Any, **kwargs: Any) -> Any:
         refuse_host(args, kwargs)
+        streams.before_kernel()
         return device(flush(fn(*plain(args), **plain(kwargs))), args)
 
     return kernel
@@ -104,6 +105,7 @@ def moving(fn: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(fn)
     def kernel(*args: Any, **kwargs: Any) -> Any:
         refuse_host(args, kwargs)
+        streams.before_kernel()
         return device(fn(*plain(args), **plain(kwargs)), args)
 
     return kernel
@@ -114,6 +116,7 @@ def transfer(fn: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(fn)
     def kernel(*args: Any, **kwargs: Any) -> Any:
+        streams.before_kernel()
         return device(fn(*plain(args), **plain(kwargs)), args)
 
     return kernel
@@ -183,6 +186,7 @@ def _cupy_array(obj: Any, dtype: Any = None, copy: Any = True, order: str = "K",
     if obj.__class__ is DeviceArray:
         if copy is False and (dtype is None or np.dtype(dtype) == obj.dtype):
             return obj
+        streams.before_kernel()
         return DeviceArray(np.array(obj._a, dtype=dtype, copy=True, order=order, ndmin=ndmin))
     return device(_array(plain(obj), dtype=dtype, copy=copy, order=order, ndmin=ndmin))
 
@@ -218,12 +222,19 @@ def _absolute(x: Any) -> Any:
 
 
 def _clog(z: np.ndarray) -> np.ndarray:
-    """thrust's complex log: ``log(hypot(x, y)) + i atan2(y, x)`` (inf where hypot overflows)."""
-    out = np.log(z)
+    """thrust's complex log: ``log(hypot(x, y)) + i atan2(y, x)`` (inf where hypot overflows).
+
+    ``clog.h``/``clogf.h`` (FreeBSD's msun) first send a NaN part to ``log(norm(z)) + i atan2(y, x)``,
+    ``norm`` being ``x*x + y*y``: the real part is NaN whenever a part is, where C99 (NumPy) gives
+    ``+inf`` for an infinite other part (``log(nan+infj)``: ``nan+nanj``, NumPy ``inf+nanj``)."""
+    with np.errstate(all="ignore"):
+        out = np.log(z)
     overflow = np.isinf(_cabs(z)) & np.isfinite(z)
-    if overflow.any():
+    nan_part = np.isnan(z.real) | np.isnan(z.imag)
+    if overflow.any() or nan_part.any():
         out = np.array(out, copy=True)
         out.real[overflow] = np.inf
+        out.real[nan_part] = np.nan
     return out
 
 
@@ -398,153 +409,25 @@ def _linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, retst
 
 
 def _isin(element: Any, test_elements: Any, assume_unique: bool = False, invert: bool = False, **kwargs: Any) -> np.ndarray:
+    """CuPy's ``isin`` (``in1d``): ``test_elements`` sorted (the model's sort: thrust's radix order for 1-d
+    floats, a NaN with its sign bit first), then each element binary-searched in it (``_exists_kernel``:
+    ``bins[m] < x`` assuming NaNs last) and compared with the element found. A NaN sorted first hides
+    what follows it (the H200: ``isin(0.0, [-nan, 0.0])`` is False)."""
     test_elements.ravel()  # CuPy: AttributeError for a Python scalar
-    return np.isin(element, test_elements, assume_unique=assume_unique, invert=invert, **kwargs)
-
-
-def _matmul(a: np.ndarray, b: np.ndarray, **kwargs: Any) -> np.ndarray:
-    """CuPy's ``matmul``: with a broadcast batch dimension, pointer arrays from the strides (``uintp``)."""
-    a, b = np.asarray(a), np.asarray(b)
-    ndim = max(a.ndim, b.ndim)
-    if ndim > 2 and a.ndim and b.ndim:
-        x = a[None] if a.ndim == 1 else a
-        y = b[..., None] if b.ndim == 1 else b
-        x = np.ascontiguousarray(x.reshape((1,) * (ndim - x.ndim) + x.shape))
-        y = np.ascontiguousarray(y.reshape((1,) * (ndim - y.ndim) + y.shape))
-        broadcast = any(p != q and 1 in (p, q) and max(p, q) > 1 for p, q in zip(x.shape[:-2], y.shape[:-2]))
-        if broadcast and x.size and y.size:
-            for m in (x, y):
-                for i in range(ndim - 2):
-                    if m.strides[i] < 0:
-                        raise OverflowError(f"Python integer {m.strides[i]} out of bounds for uint64")
-    return np.matmul(a, b, **kwargs)
-
-
-# --------------------------------------------------------------------------- linalg
-
-class LinAlgError(np.linalg.LinAlgError):
-    pass
-
-
-def _solve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``cupy.linalg.solve``: no broadcasting; ``batched_gesv`` for stacks, whose ``arange`` step is 0 for K = 0."""
-    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
-        raise LinAlgError("Last 2 dimensions of the array must be square")
-    if b.ndim == 0:
-        raise ValueError("b must have at least one dimension")
-    if b.ndim == 1:
-        if a.shape[-1] != b.size:
-            raise ValueError("a must have (..., M, M) shape and b must have (M,) for one-dimensional b")
-        b = np.broadcast_to(b, a.shape[:-1])
-    elif a.shape[:-1] != b.shape[:-1]:
-        raise ValueError("a must have (..., M, M) shape and b must have (..., M, K) for multidimensional b")
-    if a.ndim > 2:
-        nrhs = b.shape[-1] if a.ndim == b.ndim else 1
-        if a.size and nrhs == 0:
-            raise ZeroDivisionError("division by zero")  # cupy.arange(ptr, ptr + 0, 0) in cublas.batched_gesv
-    dtype = np.result_type(a.dtype, b.dtype)
-    if dtype.kind not in "fc":
-        dtype = np.dtype(np.float64)
-    if a.size == 0:
-        return np.empty(b.shape, dtype)
-    if b.ndim == a.ndim - 1:
-        return np.linalg.solve(a, b[..., None])[..., 0].astype(dtype)
-    return np.linalg.solve(a, b).astype(dtype)
-
-
-def _noisy_singular_values(s: np.ndarray) -> np.ndarray:
-    """Singular values of rank-deficient matrices as cuSOLVER gives them: about ``eps * sigma_max`` where LAPACK has ~0."""
-    if not s.size:
-        return s
-    eps = np.finfo(s.dtype).eps
-    floor = 0.25 * eps * s.max(axis=-1, keepdims=True)
-    return np.where(s < floor, floor, s).astype(s.dtype)
-
-
-def _svd(a: np.ndarray, full_matrices: bool = True, compute_uv: bool = True, **kwargs: Any) -> Any:
-    result = np.linalg.svd(a, full_matrices=full_matrices, compute_uv=compute_uv, **kwargs)
-    if compute_uv:
-        u, s, vh = result
-        return u, _noisy_singular_values(s), vh
-    return _noisy_singular_values(result)
-
-
-def _pinv(a: np.ndarray, rcond: Any = None, **kwargs: Any) -> np.ndarray:
-    result = np.linalg.pinv(a, rcond=rcond, **kwargs) if rcond is not None else np.linalg.pinv(a, **kwargs)
-    if result.size:
-        eps = np.finfo(result.dtype).eps
-        if a.ndim > 2:
-            scale = np.abs(result).max(axis=(-2, -1), keepdims=True)
-            return (result - 0.8 * eps * scale).astype(result.dtype)  # batched gesvdj: off by ~eps * |x|
-        sigma = np.linalg.norm(a, 2) if a.size else 0.0
-        size = np.linalg.norm(result, 2)
-        result = (result - 0.4 * eps * sigma * size * size).astype(result.dtype)  # gesvd: off by ~eps * sigma_max * |pinv|^2
-    return result
-
-
-def _subnormal_matrices(a: np.ndarray) -> np.ndarray | None:
-    """Per matrix of a float32/complex64 stack: whether its largest magnitude is a subnormal (None: none is)."""
-    if a.dtype not in (np.float32, np.complex64) or a.ndim < 2 or not a.size:
-        return None
-    parts = np.abs(a.view(np.float32))  # real and imaginary parts side by side
-    largest = parts.reshape(a.shape[:-2] + (-1,)).max(axis=-1)
-    found = (largest > 0) & (largest < np.finfo(np.float32).smallest_normal)
-    return found if found.any() else None
-
-
-def _scaled_by_norm(fn: Callable[..., Any], op: str) -> Callable[..., Any]:
-    """cuSOLVER's single-precision ``gesvd`` scales a matrix by its largest magnitude; one whose largest
-    magnitude is a subnormal (flushed: zero) comes out with infinite singular values and NaN vectors (the
-    H200: ``svdvals`` of float32 subnormals is ``inf``, ``pinv`` of them not the flushed result)."""
-
-    @functools.wraps(fn)
-    def kernel(a: Any, *args: Any, **kwargs: Any) -> Any:
-        bad = _subnormal_matrices(plain(a)) if a.__class__ is DeviceArray else None
-        result = fn(a, *args, **kwargs)
-        if bad is None:
-            return result
-        if op == "svd":
-            if result.__class__ is tuple:
-                u, s, vh = (plain(r).copy() for r in result)
-                u[bad], s[bad], vh[bad] = np.nan, np.inf, np.nan
-                return DeviceArray(u), DeviceArray(s), DeviceArray(vh)
-            s = plain(result).copy()
-            s[bad] = np.inf
-            return DeviceArray(s)
-        out = plain(result).copy()  # pinv: V S^-1 U^H of those
-        out[bad] = np.nan
-        return DeviceArray(out)
-
-    return kernel
-
-
-def _norm(x: np.ndarray, ord: Any = None, axis: Any = None, keepdims: bool = False) -> np.ndarray:
-    """``cupy.linalg.norm``'s reductions: ``max``/``min`` (CUB) of an empty axis raise; 2-norms from the model's svd."""
-    if x.dtype.kind not in "fc":
-        x = x.astype(float)
-    axes = tuple(range(x.ndim)) if axis is None else (axis if isinstance(axis, tuple) else (int(axis),))
-    extreme = ord in (np.inf, -np.inf) or (len(axes) == 2 and ord in (1, -1))
-    if extreme and any(x.shape[i] == 0 for i in axes):
-        name = "CUPY_CUB_MAX" if ord in (np.inf, 1) else "CUPY_CUB_MIN"
-        raise ValueError(f"zero-size array to reduction operation {name} which has no identity")
-    if len(axes) == 2 and ord in (2, -2, "nuc"):
-        moved = np.moveaxis(x, axes, (-2, -1))
-        s = _svd(moved, compute_uv=False)
-        ret = s[..., 0] if ord == 2 else s[..., -1] if ord == -2 else s.sum(axis=-1)
-        if keepdims:
-            shape = list(x.shape)
-            for i in axes:
-                shape[i] = 1
-            ret = ret.reshape(shape)
-        return ret
-    return np.linalg.norm(x, ord=ord, axis=axis, keepdims=keepdims)
-
-
-def _eigvals(a: np.ndarray) -> np.ndarray:
-    if a.size == 0:
-        return np.empty(a.shape[:-1], dtype=a.dtype)
-    complex_dtype = np.complex64 if a.dtype in (np.float32, np.complex64) else np.complex128
-    return np.linalg.eigvals(a).astype(complex_dtype)
+    element = np.asarray(element)
+    x, bins = element.ravel(), _sort(np.asarray(test_elements).ravel())
+    n = bins.size
+    if x.size == 0 or n == 0:
+        return np.full(element.shape, bool(invert))
+    with np.errstate(invalid="ignore"):
+        left, right = np.zeros(x.size, np.int64), np.full(x.size, n - 1, np.int64)
+        while (left < right).any():
+            m = left + (right - left) // 2
+            look_right = bins[m] < x
+            left, right = np.where((left < right) & look_right, m + 1, left), np.where((left < right) & ~look_right, m, right)
+        y = np.where(x > bins[n - 1], n, right)  # beyond the last (NaN elements never found: NaN == NaN is false)
+        found = (y < n) & (bins[np.minimum(y, n - 1)] == x)
+    return (found != bool(invert)).reshape(element.shape)
 
 
 # --------------------------------------------------------------------------- the array module
@@ -622,7 +505,7 @@ _QUIRKS: dict[str, Any] = {
     "mod": flushing(_remainder),
     "argmax": flushing(_arg_extreme(np.argmax)),
     "argmin": flushing(_arg_extreme(np.argmin)),
-    "matmul": flushing(_matmul),
+    "matmul": flushing(solver.matmul),
     "arange": moving(_arange),
     "linspace": flushing(_linspace),
     "isin": flushing(_isin),
@@ -633,10 +516,14 @@ _QUIRKS: dict[str, Any] = {
 #: The array module: NumPy with CuPy 14.2's arrays, rules and quirks.
 cupy_model = _module("cupy_model", np, _QUIRKS)
 cupy_model.linalg = _module("cupy_model.linalg", np.linalg, {
-    "pinv": _scaled_by_norm(flushing(_pinv), "pinv"), "eigvals": flushing(_eigvals), "solve": flushing(_solve),
-    "svd": _scaled_by_norm(flushing(_svd), "svd"),
-    "norm": flushing(_norm), "LinAlgError": np.linalg.LinAlgError,
+    "pinv": solver.scaled_by_norm(flushing(solver.pinv), "pinv"), "solve": flushing(solver.solve),
+    "eigvals": solver.refusing_subnormal_parts(flushing(solver.eigvals)), "eigvalsh": flushing(solver.eigvalsh),
+    "svd": solver.scaled_by_norm(flushing(solver.svd), "svd"),
+    "norm": flushing(solver.norm), "LinAlgError": np.linalg.LinAlgError,
 })
+_einsum = solver.einsum_over(cupy_model)
+if _einsum is not None:
+    cupy_model.einsum = _einsum  # CuPy's einsum: its contractions are the model's matmul (cuBLAS)
 cupy_model.fft = _module("cupy_model.fft", np.fft, {})
 _cupy_device.MODEL = cupy_model
 

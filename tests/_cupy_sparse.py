@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse
 
+import _cupy_streams
 from _cupy_device import DeviceArray, IllegalAddress, plain
 
 __all__ = ["CsrMatrix", "CscMatrix", "sparse_model"]
@@ -69,6 +70,7 @@ class _Compressed:
             if arg.ndim != 2:
                 raise ValueError("expected dimension <= 2 array or matrix")
             _cusparse("denseToSparse", _Shape(arg.shape), empty_ok=True)
+            _cupy_streams.before_kernel()
             self._set(self._scipy(plain(arg)))
         else:
             raise TypeError(f"the CuPy model's {self.format}_matrix takes device arrays, not {type(arg).__name__}")
@@ -82,6 +84,7 @@ class _Compressed:
 
     def _host(self) -> Any:
         """A SciPy matrix over this matrix's memory (the model's view of the device data)."""
+        _cupy_streams.before_kernel()
         return self._scipy((self.data._a, self.indices._a, self.indptr._a), shape=self.shape)
 
     dtype = property(lambda self: self.data.dtype)

@@ -81,7 +81,7 @@ def _fused(a: np.ndarray, c: np.ndarray, minus: np.ndarray) -> np.ndarray:
             try:
                 out[i] = float(value)
             except OverflowError:
-                out[i] = math.copysign(math.inf, value)
+                out[i] = math.inf if value > 0 else -math.inf  # (copysign would convert the Fraction: overflow again)
         return out.reshape(naive.shape)
 
 

@@ -25,6 +25,8 @@ from typing import Any
 
 import numpy as np
 
+import _cupy_streams
+
 from nda_cuda import _philox
 
 __all__ = ["compiler", "HostModule", "build_error"]
@@ -83,6 +85,7 @@ class HostModule:
         fn = getattr(self.lib, name)
 
         def launch(grid: tuple[int, ...], block: tuple[int, ...], args: tuple[Any, ...]) -> None:
+            _cupy_streams.before_kernel()  # the model's stream order
             converted, types = [], []
             for a in args:
                 if isinstance(a, np.ndarray) or hasattr(getattr(a, "data", None), "ptr"):  # a NumPy array or a CuPy model array

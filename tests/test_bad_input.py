@@ -6,6 +6,8 @@ checks run at the call, before any device work) and never a silently changed val
 from __future__ import annotations
 
 import math
+import os
+import re
 
 import numpy as np
 import pytest
@@ -256,3 +258,200 @@ def test_comparing_with_a_python_sequence_is_refused_not_an_identity_test():
         with pytest.raises(TypeError, match=r"(==|!=) compares nda arrays with nda arrays and Python scalars, got a (list|tuple)"):
             compare()
     assert bool(nda.all(x == nda.asarray([0, 1, 2]))) and not bool(nda.any(x != nda.asarray([0, 1, 2])))
+
+
+# ----------------------------------------------------------------------------- issue 38, item 8
+
+_HUGE = """
+    import resource, sys
+    resource.setrlimit(resource.RLIMIT_AS, (8 << 30, 8 << 30))  # a huge allocation fails; it never takes the machine
+    import nda
+    D = sys.argv[1]
+    big = lambda shape: nda.broadcast_to(nda.ones(1, device=D), shape)  # no memory behind it
+    cases = {
+        "repeat": lambda: nda.repeat(nda.ones(4, device=D), 2**62),  # np.repeat's size overflows: it crashed the process
+        "repeat axis": lambda: nda.repeat(nda.ones((4, 1), device=D), 2**62, axis=0),
+        # counts as an array: their int64 sum wrapped to 0 (a segfault) or below 0 (a negative shape)
+        "repeat counts": lambda: nda.repeat(nda.ones(4, device=D), nda.asarray([2**62] * 4, device=D)),
+        "repeat counts negative": lambda: nda.repeat(nda.ones(3, device=D), nda.asarray([2**62] * 3, device=D)),
+        "repeat counts uint64": lambda: nda.repeat(nda.ones(2, device=D), nda.asarray([2**63, 2**63], dtype=nda.uint64, device=D)),
+        "zeros": lambda: nda.zeros((2**32, 2**32), device=D),
+        "ones": lambda: nda.ones(2**62, device=D),
+        "empty": lambda: nda.empty((2**61, 4), dtype=nda.int8, device=D),
+        "full": lambda: nda.full(2**62, 1.0, device=D),
+        "eye": lambda: nda.eye(2**32, device=D),
+        "linspace": lambda: nda.linspace(0, 1, 2**62, device=D),
+        "tile": lambda: nda.tile(nda.ones(4, device=D), (2**62,)),
+        "broadcast_to": lambda: big((2**62,)),
+        "add": lambda: big((2**31, 1)) + big((1, 2**31)),
+        "matmul": lambda: big((2**31, 1)) @ big((1, 2**31)),
+        "concat": lambda: nda.concat([big((2**59,))] * 8),
+        "stack": lambda: nda.stack([big((2**59,))] * 8),
+        "random.philox_uniform": lambda: nda.random.default_rng(0).random(2**62, device=D),
+    }
+    for name, call in cases.items():
+        try:
+            call()
+            print(name, "accepted at the call")
+        except ValueError as err:
+            named = str(err).startswith(f"{name.split()[0]}(): array is too big") and "sys.maxsize" in str(err)
+            # An element-wise op small enough for the engine's inline limit (the naive engine's is
+            # unbounded) runs NumPy's ufunc at once, which refuses the broadcast itself.
+            numpy_s = name == "add" and str(err).startswith("array is too big")
+            print(name, "refused" if named or numpy_s else f"other: {err}")
+        except BaseException as err:
+            print(name, "raised", type(err).__name__, err)
+    nda.waitall()
+    print("done")
+"""
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_outputs_no_array_can_span_are_refused_at_the_call(device):
+    """``nda.repeat(x, 2**62)`` handed NumPy a size that overflowed in ``np.repeat``: a segfault.
+    Every planned output is checked where a plan becomes work (and before a plan is memoised),
+    element-wise broadcasts where they go to the engine: more than sys.maxsize bytes is a
+    ValueError at the call naming the op, the shape and the limit, before any kernel runs
+    (NumPy: "array is too big").
+    In a subprocess: before the fix it crashed."""
+    import subprocess
+    import sys
+    import textwrap
+
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(_HUGE), device], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, (proc.returncode, proc.stdout, proc.stderr[-3000:])
+    lines = proc.stdout.splitlines()
+    assert lines[-1] == "done" and len(lines) == 19, proc.stdout
+    assert all(line.endswith(" refused") for line in lines[:-1]), proc.stdout
+
+
+def test_the_size_limit_is_numpy_s():
+    with pytest.raises(ValueError, match="array is too big"):
+        np.empty(2**62)
+    with pytest.raises(ValueError, match=r"zeros\(\): array is too big: the result of shape \(1152921504606846976, 16\) and dtype int8"):
+        nda.zeros((2**60, 16), dtype=nda.int8)
+    assert nda.broadcast_to(nda.ones(1, dtype=nda.int8), (2**62,)).shape == (2**62,)  # 2**62 bytes: it fits (a view)
+    x = nda.sparse.csr_array(([1.0], [5], [0, 1]), shape=(1, 2**62))  # sparse: what is stored counts, not the shape
+    assert (x * 2).shape == (1, 2**62)
+
+
+@pytest.mark.parametrize("mode", ["w+", "write"])
+def test_load_refuses_mmap_mode_w_plus_and_leaves_the_file_as_it_was(tmp_path, mode):
+    """``mmap_mode="w+"`` truncated the file to 0 bytes, then raised TypeError: a load never
+    creates or truncates the file it reads."""
+    path = tmp_path / "a.npy"
+    np.save(path, np.arange(6.0))
+    before = path.read_bytes()
+    with pytest.raises(ValueError, match=rf"load\(\): mmap_mode='{re.escape(mode)}' creates or truncates the file, and a load never does"):
+        nda.load(path, mmap_mode=mode)
+    assert path.read_bytes() == before
+    np.testing.assert_array_equal(nda.load(path, mmap_mode="c").asnumpy(), np.arange(6.0))
+    with pytest.raises(ValueError, match=r"load\(\): mmap_mode must be one of 'r', 'r\+', 'c'"):
+        nda.load(path, mmap_mode="x")
+    with pytest.raises(TypeError, match=r"load\(\): mmap_mode must be None or a str"):
+        nda.load(path, mmap_mode=1)
+
+
+def test_an_npz_member_that_is_not_array_data_is_a_type_error(tmp_path):
+    import zipfile
+
+    path = tmp_path / "odd.npz"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("x.npy", b"not a .npy file")
+        archive.writestr("notes.txt", b"text")
+    with nda.load(path) as f:
+        for name in ("x", "notes.txt"):
+            with pytest.raises(TypeError, match=rf"load\(\) of '{re.escape(name)}': the archive member is not NumPy array data \(\.npy\)"):
+                f[name]
+
+
+@pytest.mark.parametrize("shape", [{3: 1}, {3}, frozenset({2})], ids=["dict", "set", "frozenset"])
+def test_a_mapping_or_a_set_is_not_a_shape(device, shape):
+    with pytest.raises(TypeError):
+        np.zeros(shape)  # NumPy: "expected a sequence of integers or a single integer"
+    with pytest.raises(TypeError, match=rf"zeros\(\): shape must be an int or a tuple of ints, got .* \(a {type(shape).__name__} is not a sequence of dimensions\)"):
+        nda.zeros(shape, device=device)
+
+
+@pytest.mark.parametrize("op", ["sum", "prod", "max", "min", "mean", "argmax", "cumulative_sum", "sort", "flip", "concat"])
+@pytest.mark.parametrize("axis", [True, False, np.True_], ids=["True", "False", "np.True_"])
+def test_a_bool_is_not_an_axis(device, op, axis):
+    x = nda.ones((2, 3), device=device)
+    with pytest.raises(TypeError):
+        np.sum(np.ones((2, 3)), axis=True)  # NumPy refuses it
+    args = ([x, x],) if op == "concat" else (x,)
+    with pytest.raises(TypeError, match=rf"{op}\(\): axis must be an int, got (bool|bool_)"):
+        getattr(nda, op)(*args, axis=axis)
+
+
+def test_from_dlpack_of_something_without_dlpack_is_a_type_error():
+    for bad in (object(), [1, 2], 3.5):
+        with pytest.raises(TypeError, match=r"from_dlpack\(\): expected an object with __dlpack__ .* got (object|list|float)"):
+            nda.from_dlpack(bad)
+    assert nda.from_dlpack(np.arange(3.0)).asnumpy().tolist() == [0.0, 1.0, 2.0]
+
+
+@pytest.mark.parametrize("bad", [5, None, 2.5, ["sim"]])
+def test_backends_load_of_something_that_is_not_a_name_is_a_type_error(bad):
+    with pytest.raises(TypeError, match=r"backends\.load\(\): expected a backend or op library name"):
+        nda.backends.load(bad)
+
+
+# ----------------------------------------------------------------------------- NDA_* environment variables
+
+
+def test_environment_values_are_parsed_with_errors_naming_the_variable(monkeypatch):
+    from nda._config import env_choice, env_flag, env_float, env_int
+
+    monkeypatch.setenv("NDA_TEST_VALUE", "x")
+    for parse, allowed in ((lambda: env_int("NDA_TEST_VALUE", 3, minimum=1), "an integer >= 1"),
+                           (lambda: env_float("NDA_TEST_VALUE", 1.5), "a number >= 0"),
+                           (lambda: env_flag("NDA_TEST_VALUE", True), "1 or 0"),
+                           (lambda: env_choice("NDA_TEST_VALUE", "a", ("a", "b")), "one of a, b")):
+        with pytest.raises(ValueError, match=rf"NDA_TEST_VALUE must be {allowed}.*got 'x'; unset it for the default"):
+            parse()
+    for value, expected in (("0", None), ("-2", None), ("nan", None), ("7", 7)):
+        monkeypatch.setenv("NDA_TEST_VALUE", value)
+        if expected is None:
+            with pytest.raises(ValueError, match="NDA_TEST_VALUE must be"):
+                env_int("NDA_TEST_VALUE", 3, minimum=1) if value != "nan" else env_float("NDA_TEST_VALUE", 1.0)
+        else:
+            assert env_int("NDA_TEST_VALUE", 3, minimum=1) == expected
+    monkeypatch.setenv("NDA_TEST_VALUE", " ")
+    assert env_int("NDA_TEST_VALUE", 3) == 3 and env_flag("NDA_TEST_VALUE", False) is False  # empty: the default
+    monkeypatch.setenv("NDA_TEST_VALUE", "inf")
+    assert env_float("NDA_TEST_VALUE", 1.0) == math.inf
+    for value, flag in (("Yes", True), ("off", False), ("1", True), ("FALSE", False)):
+        monkeypatch.setenv("NDA_TEST_VALUE", value)
+        assert env_flag("NDA_TEST_VALUE", not flag) is flag
+
+
+_BAD_ENVIRONMENT = {
+    "NDA_QUIESCE_TIMEOUT": "soon", "NDA_MAX_PENDING": "0", "NDA_MAX_PENDING_ELEMENTS": "-1", "NDA_INLINE_MAX": "lots",
+    "NDA_MAX_IN_FLIGHT": "1.5", "NDA_NATIVE": "maybe", "NDA_FUSION_CHUNK": "0", "NDA_SIM_DEVICES": "two", "NDA_SIM_LATENCY_US": "-5",
+    "NDA_SIM_CAPACITY": "1GB", "NDA_SIM_FLUSH_SUBNORMALS": "sometimes",
+}
+
+
+def test_a_bad_nda_environment_value_is_an_error_naming_the_variable():
+    """A bare AssertionError (``NDA_SIM_LATENCY_US=-5``: a stream item failed silently), an
+    ``int()`` error that does not say which variable, or a silent default: now ``import nda``
+    (or the sim device, which names its import error) says which variable, its value and what
+    it takes. One fresh interpreter per variable, all at once."""
+    import subprocess
+    import sys
+
+    script = "import nda\nf = nda.hybridize(lambda a: a * 2 + 1)\nf(nda.ones(4)).wait_to_read()\nprint((nda.ones(3, device='sim') + 1).asnumpy())"
+    procs = {name: subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                    env={**os.environ, "NDA_ENGINE": "threaded", name: value})  # the threaded engine reads its settings
+             for name, value in _BAD_ENVIRONMENT.items()}
+    for name, proc in procs.items():
+        try:
+            _, err = proc.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            pytest.fail(f"{name}: the process hung")
+        value = _BAD_ENVIRONMENT[name]
+        assert proc.returncode != 0, f"{name}={value!r} was accepted"
+        assert re.search(rf"ValueError: {name} must be .*, got {re.escape(repr(value))}", err), (name, err[-1500:])
+        assert "AssertionError" not in err

@@ -172,12 +172,19 @@ CREATION = [
     lambda: nda.random.philox_exponential((1, 3), key=(1, 2), dtype=nda.float32),
     lambda: nda.random.philox_integers((7,), key=(1, 2), low=-3, high=3, dtype=nda.int8),
     lambda: nda.random.philox_integers((2, 2), key=(1, 2), low=0, high=2**64, dtype=nda.uint64),
+    lambda: nda.random.philox_gamma((2, 3), key=(1, 2), alpha=0.5, dtype=nda.float32),
+    lambda: nda.random.philox_gamma((3,), key=(1, 2), alpha=nda.asarray([1.0, 2.0, 3.0], copy=True), scale=2.0),
+    lambda: nda.random.philox_beta((4,), key=(1, 2), a=0.5, b=2.0), lambda: nda.random.philox_standard_t((), key=(1, 2), df=3.0),
+    lambda: nda.random.philox_lognormal((2, 0), key=(1, 2), dtype=nda.float32),
+    lambda: nda.random.philox_poisson((5,), key=(1, 2), lam=4.0), lambda: nda.random.philox_poisson((2,), key=(1, 2), lam=30.0, dtype=nda.uint8),
+    lambda: nda.random.philox_binomial((3, 2), key=(1, 2), n=50, p=0.3, dtype=nda.int16),
 ]
 
 
 def test_every_catalog_op_is_covered_here():
     covered = set(CALLS) | {"zeros", "ones", "empty", "full", "arange", "linspace", "eye", "asarray", "setitem"}
     covered |= {"random.philox_uniform", "random.philox_normal", "random.philox_exponential", "random.philox_integers"}  # CREATION
+    covered |= {f"random.philox_{name}" for name in ("gamma", "beta", "standard_t", "lognormal", "poisson", "binomial")}  # CREATION
     covered |= {n for n, d in CATALOG.items() if d.family in ("unary", "binary")}
     assert covered == set(CATALOG), f"ops without a metadata check: {sorted(set(CATALOG) - covered)}"
 

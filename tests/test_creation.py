@@ -405,6 +405,12 @@ CREATORS = {
     "random.philox_normal": lambda device: nda.random.philox_normal(2, key=(1, 2), device=device),
     "random.philox_exponential": lambda device: nda.random.philox_exponential(2, key=(1, 2), device=device),
     "random.philox_integers": lambda device: nda.random.philox_integers(2, key=(1, 2), low=0, high=5, device=device),
+    "random.philox_gamma": lambda device: nda.random.philox_gamma(2, key=(1, 2), alpha=2.0, device=device),
+    "random.philox_beta": lambda device: nda.random.philox_beta(2, key=(1, 2), a=1.0, b=2.0, device=device),
+    "random.philox_standard_t": lambda device: nda.random.philox_standard_t(2, key=(1, 2), df=3.0, device=device),
+    "random.philox_lognormal": lambda device: nda.random.philox_lognormal(2, key=(1, 2), device=device),
+    "random.philox_poisson": lambda device: nda.random.philox_poisson(2, key=(1, 2), lam=3.0, device=device),
+    "random.philox_binomial": lambda device: nda.random.philox_binomial(2, key=(1, 2), n=10, p=0.5, device=device),
 }
 
 

@@ -102,7 +102,7 @@ def test_the_model_refuses_what_cupy_refuses():
     with pytest.raises((BufferError, RuntimeError), match="Unsupported device"):
         np.from_dlpack(x)  # NumPy refuses CUDA memory, as with a real CuPy array
     with pytest.raises(BufferError, match="real CUDA consumer"):
-        x.__dlpack__(stream=1)  # what real CuPy or PyTorch pass: the model's host memory never reaches them
+        x.__dlpack__(stream=0x5A5A5A5A)  # a real stream (CuPy's, PyTorch's): the model's host memory never reaches it
 
 
 def test_the_model_reproduces_what_the_h200_measured():

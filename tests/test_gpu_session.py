@@ -23,13 +23,13 @@ SCRIPT = os.path.join(ROOT, "benchmarks", "gpu_session.sh")
 def test_the_script_is_valid_bash_and_runs_each_step_under_its_own_limit():
     assert subprocess.run(["bash", "-n", SCRIPT], capture_output=True, text=True).returncode == 0
     text = open(SCRIPT, encoding="utf-8").read()
-    for needed in ("tests/test_cuda.py", "tests/test_cuda_h200.py", "tests/test_cuda_elementwise.py", "tests/test_cuda_queues.py",
+    for needed in ("tests/test_cuda.py", "tests/test_cuda_h200.py", "tests/test_cuda_h200_1128.py", "STEPS=\"confirm\"", "tests/test_cuda_elementwise.py", "tests/test_cuda_queues.py",
                    "tests/test_cuda_reductions.py", "tests/test_random.py", "benchmarks.gpu_elementwise_check", "--profile deep --isolate", '--jobs "$JOBS"', "--worker-timeout",
                    "--deadline", "--gradients", "python3 -m benchmarks.gpu ", "python3 -m benchmarks.fusion",
                    "python3 -m benchmarks.gpu_session_summary", 'tar -czf "$OUT/logs.tar.gz"'):
         assert needed in text, needed
     assert re.search(r"^JOBS=\$\{JOBS:-8\}$", text, re.M)
-    assert len(re.findall(r"^\s*\(? ?step \S+ ", text, re.M)) == 10  # every command runs through step (timeout, budget, record)
+    assert len(re.findall(r"^\s*\(? ?step \S+ ", text, re.M)) == 13  # every command runs through step (timeout, budget, record)
     assert re.search(r"^STEPS=\$\{STEPS:-\"tests kit deep gradients elementwise bench\"\}$", text, re.M)
     # the benchmarks run alone: after every correctness step has been waited for
     assert text.index('for pid in $PIDS; do wait "$pid"; done') < text.index("step bench-gpu")

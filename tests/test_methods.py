@@ -157,6 +157,14 @@ DOCUMENTED_EXTRAS = {
     "copy", "copyto", "default_device", "dispatch", "engine", "ext", "getitem", "hybridize", "isclose", "layouts", "ops",
     "profiler", "setitem", "sparse", "to_device", "waitall", "einsum", "einsum_path", "load", "save", "savez", "savez_compressed",
     "random", "pad", "transpose",
+} | {  # NumPy's everyday names (issue 37: nda._numpyapi, nda.savetxt/loadtxt)
+    "absolute", "amax", "amin", "angle", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctan2", "arctanh", "argwhere", "around",
+    "array", "array_equal", "array_split", "atleast_1d", "atleast_2d", "atleast_3d", "average", "bincount", "bool_", "cbrt", "column_stack",
+    "concatenate", "conjugate", "convolve", "corrcoef", "correlate", "cov", "cross", "cumprod", "cumsum", "deg2rad", "degrees", "diag",
+    "diagonal", "digitize", "dot", "dstack", "errstate", "get_printoptions", "gradient", "histogram", "histogram_bin_edges", "hstack",
+    "identity", "inner", "interp", "kron", "loadtxt", "logspace", "median", "nan_to_num", "nanmax", "nanmean", "nanmin", "nanprod",
+    "nanstd", "nansum", "nanvar", "ndarray", "outer", "percentile", "polyfit", "polyval", "power", "printoptions", "ptp", "put", "quantile",
+    "rad2deg", "radians", "ravel", "savetxt", "set_printoptions", "split", "swapaxes", "trace", "unique", "vdot", "vstack",
 }
 
 

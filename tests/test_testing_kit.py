@@ -104,6 +104,19 @@ def test_tolerances_hold_at_the_top_of_the_range():
         assert_allclose(np.array([big + big * 1j]), np.array([big * (1 + 1e-9) + big * 1j]), rtol=1e-12, atol=0)
 
 
+def test_explicit_tolerances_apply_to_integers_as_in_numpy():
+    """``atol=1`` was ignored for integer arrays (a probe): NumPy's assert_allclose passes these."""
+    np.testing.assert_allclose(np.array([100]), np.array([101]), atol=1)
+    assert_allclose(nda.asarray([100]), nda.asarray([101]), atol=1)
+    assert_allclose(np.uint64([2**64 - 1]), np.uint64([2**64 - 2]), rtol=1e-6)
+    with pytest.raises(AssertionError, match="outside tolerance"):
+        assert_allclose(nda.asarray([100]), nda.asarray([103]), atol=1)
+    with pytest.raises(AssertionError, match="not equal"):
+        assert_allclose(nda.asarray([100]), nda.asarray([101]))  # the default stays exact
+    with pytest.raises(AssertionError, match="not equal"):
+        assert_allclose(np.array([True]), np.array([False]), atol=1)  # bools compare exactly
+
+
 def test_shapes_and_dtypes_must_match_exactly():
     with pytest.raises(AssertionError, match=r"shapes differ: actual \(1,\), desired \(\)"):
         assert_allclose(np.zeros(1), np.zeros(()))

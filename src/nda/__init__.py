@@ -22,6 +22,8 @@ from ._api import __all__ as _api_all
 from . import _interop  # NumPy's protocols (__array_ufunc__, __array_function__) on NDArray
 from ._composite import *  # noqa: F403
 from ._composite import __all__ as _composite_all
+from ._numpyapi import *  # noqa: F403  (NumPy's everyday names: nda._numpyapi)
+from ._numpyapi import __all__ as _numpyapi_all
 from ._info import __array_namespace_info__, finfo, iinfo
 from . import fft, linalg
 from . import autograd
@@ -68,6 +70,7 @@ _LAZY = {
     "hybridize": ("hybrid", "hybridize"), "HybridizeWarning": ("hybrid", "HybridizeWarning"), "hybrid": ("hybrid", None),
     "random": ("random", None),
     "load": ("_io", "load"), "save": ("_io", "save"), "savez": ("_io", "savez"), "savez_compressed": ("_io", "savez_compressed"),
+    "savetxt": ("_io", "savetxt"), "loadtxt": ("_io", "loadtxt"),
 }
 
 
@@ -91,7 +94,8 @@ def __dir__() -> list[str]:
 __all__ = sorted(
     set(_api_all)
     | (set(_composite_all) - {"fftfreq", "rfftfreq", "fftshift", "ifftshift"})
-    | {"__array_namespace_info__", "finfo", "iinfo", "fft", "linalg", "random", "save", "savez", "savez_compressed", "load"}
+    | set(_numpyapi_all)
+    | {"__array_namespace_info__", "finfo", "iinfo", "fft", "linalg", "random", "save", "savez", "savez_compressed", "load", "savetxt", "loadtxt"}
     | {
         "NDArray", "Device", "Layout", "KernelKey", "ArrayMeta", "DType", "default_device",
         "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",

@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 
 import nda
+from nda._config import env_flag
 
 TRACE_NAME = "nda-demo-trace.json"
 TIMELINE_NAME = "nda-demo-timeline.png"
@@ -119,7 +120,7 @@ def info() -> int:
     from nda import _execute
 
     native = "C (nda._native)" if _execute.native is not None else (
-        "Python (NDA_NATIVE=0)" if os.environ.get("NDA_NATIVE") == "0" else "Python (nda._native is not compiled: no C compiler at install)")
+        "Python (NDA_NATIVE=0)" if not env_flag("NDA_NATIVE", True) else "Python (nda._native is not compiled: no C compiler at install)")
     print(f"operator fast paths: {native}")
     mpl = _matplotlib_version()
     print(f"matplotlib: {mpl} (profiler timelines)" if mpl else "matplotlib: not installed (pip install 'nda[notebooks]' for profiler timelines)")

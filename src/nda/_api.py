@@ -363,6 +363,9 @@ def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> N
     target = None if device is None else as_device(device)
     if isinstance(x, NDArray):
         return asarray(x, device=target, copy=copy)
+    if not callable(getattr(x, "__dlpack__", None)):
+        raise TypeError(f"from_dlpack(): expected an object with __dlpack__ (a DLPack producer: a NumPy, CuPy, PyTorch or JAX array), "
+                        f"got {type(x).__name__}; nda.asarray() takes other data")
     probe = getattr(x, "__dlpack_device__", None)
     kind, index = (int(v) for v in probe()) if probe is not None else (1, 0)
     if kind in _HOST_DLPACK:

@@ -21,7 +21,9 @@ NDArray is defined here, once. Its operators and methods that *are* ops (``+``, 
 catalog's fields, so they exist exactly once and no module rebinds them afterwards. The
 other methods that need a higher layer (``astype``, ``to_device``, NumPy's protocols,
 ``attach_grad``…) are written here and call that layer through :data:`up`, which the layer
-fills when it is imported (a lower layer never imports a higher one).
+fills when it is imported (a lower layer never imports a higher one). NumPy's methods that
+are NumPy-named functions (``x.cumsum()``, ``x.sort()``, ``x.flat``, ``x.nbytes``) come from
+the base class :class:`nda._arraymethods.NumPyMethods`.
 
 Layer: arrays and front end, array handle (README, "Architecture").
 """
@@ -35,6 +37,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from . import _display, _hostcopy, _intercept, backends, layouts
+from ._arraymethods import NumPyMethods
 from ._devices import ArrayMeta, Device, Layout
 from ._dtypes import DType
 from .ops._spec import Array
@@ -78,7 +81,7 @@ up = _Up()
 HOST_READS = [0]
 
 
-class NDArray(Array):
+class NDArray(Array, NumPyMethods):
     """An n-dimensional array on some device, computed by nda's engine.
 
     Create arrays with ``nda.asarray``, ``nda.zeros``, ``nda.arange``…; all Array API
@@ -151,11 +154,15 @@ class NDArray(Array):
     # ------------------------------------------------------------------ sync points
     def wait_to_read(self) -> NDArray:
         """Block until every pending write to this array has finished; raise its error if it failed."""
+        if _intercept.ACTIVE[0] and _intercept.waiting(self):
+            return self  # an interceptor's stand-in (hybridize's check mode): nothing to wait for yet
         _engine_state.wait_for(self, False)
         return self
 
     def wait_to_write(self) -> NDArray:
         """Block until every pending read and write of this array has finished; raise its error if it failed."""
+        if _intercept.ACTIVE[0] and _intercept.waiting(self):
+            return self
         _engine_state.wait_for(self, True)
         return self
 
@@ -346,6 +353,8 @@ class NDArray(Array):
     # ------------------------------------------------------------------ display
     def __repr__(self) -> str:
         if self._meta.layout.name != "strided":
+            if _intercept.ACTIVE[0]:
+                _intercept.reading(self, "repr")
             return layouts.sparse_repr(self)
         return self._repr_of(_display.host_for_display(self))  # a large device array: only its corners
 
@@ -441,6 +450,8 @@ def _is_pending(array: NDArray) -> bool:
 
 def _fetch_for_display(array: NDArray) -> tuple[np.ndarray, bool, float]:
     """(host data, was it pending, seconds waited): the one sync point of a display."""
+    if _intercept.ACTIVE[0]:
+        _intercept.reading(array, "a display")
     pending = _is_pending(array)
     start = perf_counter()
     if array._meta.layout.name != "strided":

@@ -6,15 +6,82 @@ backend without a kernel for it that opted into host fallback): ``"warn"`` (defa
 :class:`nda.FallbackError` instead of running it). The environment variable
 ``NDA_FALLBACK`` sets the initial value.
 
+The ``NDA_*`` environment variables are read once, when the module that uses one is
+imported, through :func:`env_int`, :func:`env_float`, :func:`env_flag` and
+:func:`env_choice`: a value that is not what the variable takes raises a ValueError that
+names the variable, the value and what is allowed (``import nda`` fails with it), rather
+than a bare ``int()`` error or an assertion deep inside later.
+
 Layer: values (README, "Architecture").
 """
 
 from __future__ import annotations
 
+import math
 import os
 from typing import Callable
 
-__all__ = ["config"]
+__all__ = ["config", "env_int", "env_float", "env_flag", "env_choice"]
+
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off")
+
+
+def _raw(name: str) -> str | None:
+    value = os.environ.get(name)
+    if value is None or not value.strip():
+        return None  # unset or empty: the default
+    return value.strip()
+
+
+def env_int(name: str, default: int, *, minimum: int = 0) -> int:
+    """The integer in environment variable ``name`` (``default`` when unset or empty), at least ``minimum``."""
+    raw = _raw(name)
+    if raw is None:
+        return default
+    try:
+        value = int(raw.replace("_", ""))
+    except ValueError:
+        value = None
+    if value is None or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {os.environ[name]!r}; unset it for the default, {default}")
+    return value
+
+
+def env_float(name: str, default: float, *, minimum: float = 0.0) -> float:
+    """The number in environment variable ``name`` (``default`` when unset or empty), at least ``minimum`` (``inf`` allowed)."""
+    raw = _raw(name)
+    if raw is None:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if math.isnan(value) or value < minimum:
+        raise ValueError(f"{name} must be a number >= {minimum:g}, got {os.environ[name]!r}; unset it for the default, {default:g}")
+    return value
+
+
+def env_flag(name: str, default: bool) -> bool:
+    """The switch in environment variable ``name``: 1/true/yes/on or 0/false/no/off (any case); ``default`` when unset or empty."""
+    raw = _raw(name)
+    if raw is None:
+        return default
+    if raw.lower() in _TRUE:
+        return True
+    if raw.lower() in _FALSE:
+        return False
+    raise ValueError(f"{name} must be 1 or 0 (or true/false, yes/no, on/off), got {os.environ[name]!r}; unset it for the default, {int(default)}")
+
+
+def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
+    """The value of environment variable ``name``, one of ``choices`` (``default`` when unset or empty)."""
+    raw = _raw(name)
+    if raw is None:
+        return default
+    if raw not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(choices)}, got {os.environ[name]!r}; unset it for the default, {default}")
+    return raw
 
 _FALLBACK_MODES = ("warn", "silent", "error")
 
@@ -25,10 +92,7 @@ class Config:
     __slots__ = ("_fallback", "on_change")
 
     def __init__(self) -> None:
-        mode = os.environ.get("NDA_FALLBACK", "warn")
-        if mode not in _FALLBACK_MODES:
-            raise ValueError(f"NDA_FALLBACK must be one of {', '.join(_FALLBACK_MODES)}, got {mode!r}")
-        self._fallback = mode
+        self._fallback = env_choice("NDA_FALLBACK", "warn", _FALLBACK_MODES)
         #: Called after a setting changes (dispatch clears its resolution caches: routes are
         #: announced, warned about or refused, when they are resolved).
         self.on_change: list[Callable[[], None]] = []

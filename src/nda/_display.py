@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from . import dispatch
+from . import _printoptions, dispatch
 
 __all__ = ["Summary", "host_for_display", "array_repr", "array_str", "array2string", "failure_bundle", "failure_text"]
 
@@ -65,7 +65,7 @@ class Summary:
 
 def host_for_display(x: Any) -> np.ndarray | Summary:
     """What a display of the strided array ``x`` needs from it (module docstring); a sync point."""
-    options = np.get_printoptions()
+    options = _printoptions.current()  # NumPy's, with nda.set_printoptions' settings over them
     edge, threshold = options["edgeitems"], options["threshold"]
     if x._meta.device.type == "cpu" or x._size <= threshold or _REPR_IMPL is None or not dispatch.kernels("getitem", x._meta.key):
         return x._host()  # type: ignore[no-any-return]  (without a native getitem a view would copy it all anyway)
@@ -100,26 +100,29 @@ def _summarised(summary: Summary) -> tuple[Any, Any]:
 
 
 def array_repr(host: np.ndarray | Summary) -> str:
-    """NumPy's ``repr`` of the data (of the whole array, for a :class:`Summary`)."""
-    if isinstance(host, Summary):
-        fake, over_corners = _summarised(host)
-        return _REPR_IMPL(fake, array2string=over_corners)  # type: ignore[no-any-return,misc]
-    return np.array_repr(host)
+    """NumPy's ``repr`` of the data (of the whole array, for a :class:`Summary`), with nda's print options."""
+    with _printoptions.applied():
+        if isinstance(host, Summary):
+            fake, over_corners = _summarised(host)
+            return _REPR_IMPL(fake, array2string=over_corners)  # type: ignore[no-any-return,misc]
+        return np.array_repr(host)
 
 
 def array_str(host: np.ndarray | Summary) -> str:
-    """NumPy's ``str`` of the data."""
+    """NumPy's ``str`` of the data, with nda's print options."""
     if isinstance(host, Summary):
         return array2string(host, separator=" ")
-    return np.array_str(host)
+    with _printoptions.applied():
+        return np.array_str(host)
 
 
 def array2string(host: np.ndarray | Summary, **kwargs: Any) -> str:
-    """``numpy.array2string`` of the data."""
-    if isinstance(host, Summary):
-        with np.printoptions(threshold=0):
-            return np.array2string(host.corners, **kwargs)  # type: ignore[no-any-return]
-    return np.array2string(host, **kwargs)  # type: ignore[no-any-return]
+    """``numpy.array2string`` of the data, with nda's print options."""
+    with _printoptions.applied():
+        if isinstance(host, Summary):
+            with np.printoptions(threshold=0):
+                return np.array2string(host.corners, **kwargs)  # type: ignore[no-any-return]
+        return np.array2string(host, **kwargs)  # type: ignore[no-any-return]
 
 
 # --------------------------------------------------------------------------- failed arrays

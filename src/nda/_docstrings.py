@@ -25,7 +25,8 @@ _DEVICE = "Where the result lives (``\"cpu\"``, ``\"sim:0\"``, a ``Device``); by
 _AXIS = "The axis or axes to reduce; all of them when None."
 _KEEPDIMS = "Keep the reduced axes, with length 1 (the result then broadcasts against ``x``)."
 _SHAPE = "The shape of the result: an int for a 1-D array, or a tuple of ints."
-_CORRECTION = "Degrees of freedom removed from the element count (NumPy's ``ddof``; the methods take ``ddof=`` too): 0 for the population, 1 for the sample."
+_CORRECTION = "Degrees of freedom removed from the element count (NumPy's ``ddof``): 0 for the population, 1 for the sample."
+_DDOF = "NumPy's name of ``correction`` (give one or the other); None: ``correction`` applies."
 
 #: op name -> (parameter descriptions, what it returns, examples as doctest lines)
 _DOCS: dict[str, tuple[dict[str, str], str, str]] = {
@@ -70,9 +71,9 @@ _DOCS: dict[str, tuple[dict[str, str], str, str]] = {
             ">>> x = nda.asarray([[1.0, 2.0], [3.0, 4.0]])\n>>> nda.sum(x)\narray(10.)\n>>> x.sum(axis=0)\narray([4., 6.])"),
     "mean": ({"x": _X, "axis": _AXIS, "keepdims": _KEEPDIMS}, "The means.",
              ">>> x = nda.asarray([[1.0, 2.0], [3.0, 4.0]])\n>>> nda.mean(x, axis=1)\narray([1.5, 3.5])\n>>> float(x.mean())\n2.5"),
-    "std": ({"x": _X, "axis": _AXIS, "correction": _CORRECTION, "keepdims": _KEEPDIMS}, "The standard deviations.",
+    "std": ({"x": _X, "axis": _AXIS, "correction": _CORRECTION, "keepdims": _KEEPDIMS, "ddof": _DDOF}, "The standard deviations.",
             ">>> x = nda.asarray([1.0, 2.0, 3.0, 4.0])\n>>> nda.std(x)\narray(1.11803399)\n>>> x.std(ddof=1)\narray(1.29099445)"),
-    "var": ({"x": _X, "axis": _AXIS, "correction": _CORRECTION, "keepdims": _KEEPDIMS}, "The variances.",
+    "var": ({"x": _X, "axis": _AXIS, "correction": _CORRECTION, "keepdims": _KEEPDIMS, "ddof": _DDOF}, "The variances.",
             ">>> x = nda.asarray([1.0, 2.0, 3.0, 4.0])\n>>> nda.var(x)\narray(1.25)\n>>> nda.var(x, correction=1)\narray(1.66666667)"),
     "max": ({"x": _X, "axis": _AXIS, "keepdims": _KEEPDIMS}, "The maxima.",
             ">>> x = nda.asarray([[1, 5], [7, 2]])\n>>> nda.max(x, axis=0)\narray([7, 5])\n>>> int(x.max())\n7"),

@@ -22,11 +22,11 @@ Layer: arrays and front end, execution (README, "Architecture").
 from __future__ import annotations
 
 import importlib
-import os
 from math import prod
 from typing import Any, Callable
 
 from . import _hostviews, _intercept
+from ._config import env_flag
 from . import backends as _backends
 from . import dispatch as _dispatch
 from ._array import NDArray, new_array
@@ -38,7 +38,7 @@ from .engine import state as _state
 from .engine._fperrors import guard as _fp_guard
 from .engine._fperrors import unguard as _fp_unguard
 from .engine._queues import local as _writing
-from .ops._spec import Cast, Plan
+from .ops._spec import SURELY_FITS, Cast, Plan, check_size
 
 __all__ = [
     "EntryCache", "NOT_INTERCEPTED", "hooks", "intercepted", "native", "native_operator", "unwrap", "cast_buffer", "base_of", "execute", "execute_multi", "execute_mutation",
@@ -119,7 +119,7 @@ def notify_write(target: Any, value: Any, what: str) -> None:
 
 def _load_native() -> Any:
     """nda._native (the C fast paths of the operators), configured; None without it or with NDA_NATIVE=0."""
-    if os.environ.get("NDA_NATIVE", "1") == "0":
+    if not env_flag("NDA_NATIVE", True):
         return None
     try:  # a C module that imports nothing (by name: the import-linter sees no Python module there)
         _native = importlib.import_module(f"{__package__}._native")
@@ -206,6 +206,8 @@ def execute(name: str, plan: Plan) -> NDArray:
     kernel, layout = resolve_plan(name, plan)
     meta = _META.get((plan.device, plan.out_dtype, layout)) or ArrayMeta(plan.device, plan.out_dtype, layout)
     out = new_array(None, meta, plan.out_shape)
+    if out._size > SURELY_FITS and layout is _STRIDED:
+        check_size(name, plan.out_shape, plan.out_dtype)  # before any kernel: no backend gets a size it cannot index
     if plan.view_of is not None and plan.key.layout is _STRIDED:  # non-strided routes never return views
         out._base = base_of(plan.view_of)
         if getattr(kernel, "_nda_host_view", False) or (_HOST_VIEWS and id(plan.view_of) in _HOST_VIEWS):
@@ -235,21 +237,47 @@ def execute(name: str, plan: Plan) -> NDArray:
 
 
 def execute_mutation(name: str, plan: Plan, target: NDArray) -> None:
-    """Run a planned call whose kernel mutates ``target``'s buffer in place."""
+    """Run a planned call whose kernel mutates ``target``'s buffer in place.
+
+    The write reads ``target`` (its old contents are part of the result: a partial write, an
+    in-place update) unless the plan says it ``overwrites`` all of it. Only then does the
+    engine leave the target out of the op's reads, so that a target poisoned by a failed
+    earlier write is written again (and valid once the write succeeds), as in NumPy.
+    """
     kernel = resolve_plan(name, plan)[0]
     base = base_of(target)
     if _HOST_FAMILIES and id(base) in _HOST_FAMILIES:
         kernel = _hostviews.writing(name, kernel, target, base)  # keeps host views in step
     args, kwargs = plan.args, plan.kwargs
     size = work_size(plan)
+    reads = plan.reads
+    for r in reads:
+        if r is target:
+            overwrites = False
+            break
+    else:  # the plan leaves the target out of its reads: a whole write, if it says so
+        overwrites = getattr(plan, "overwrites", False) and base is target
+        if not overwrites:
+            reads = (*reads, target)
 
-    def run() -> Any:
-        outer = _writing.base
-        _writing.base = base._buf  # the memory written: a device queue records the write as the base's
-        try:
-            return kernel(*unwrap(args), **kwargs)  # a Completion when the work finishes later
-        finally:
-            _writing.base = outer
+    if not overwrites:
+        def run() -> Any:
+            outer = _writing.base
+            _writing.base = base._buf  # the memory written: a device queue records the write as the base's
+            try:
+                return kernel(*unwrap(args), **kwargs)  # a Completion when the work finishes later
+            finally:
+                _writing.base = outer
+    else:
+        def run() -> Any:
+            outer = _writing.base
+            _writing.base = base._buf
+            _writing.overwrite = True  # ... and it writes all of it: its old failure no longer matters
+            try:
+                return kernel(*unwrap(args), **kwargs)
+            finally:
+                _writing.base = outer
+                _writing.overwrite = False
 
     if inline(size):
         token = _fp_guard()  # NumPy's warnings name the user's line (engine._fperrors)
@@ -258,12 +286,17 @@ def execute_mutation(name: str, plan: Plan, target: NDArray) -> None:
         finally:
             _fp_unguard(token)
         return
-    _state.push(run, plan.reads, (base,), plan.device, name, cost=size, route=kernel)
+    _state.push(run, reads, (base,), plan.device, name, cost=size, route=kernel)
 
 
 def run_elementwise(name: str, kernel: Callable[..., Any], args: tuple[Any, ...], meta: ArrayMeta, shape: tuple[int, ...]) -> NDArray:
-    """The engine path of an element-wise op whose kernel is known (taken when it does not run inline)."""
+    """The engine path of an element-wise op whose kernel is known (taken when it does not run inline).
+
+    A broadcast result too large for any array is refused here, at the call (the inline path
+    is taken only below the engine's limit, where NumPy itself refuses it at once)."""
     out = new_array(None, meta, shape)
+    if out._size > SURELY_FITS and meta.layout is _STRIDED:  # a sparse result stores what it stores, whatever its shape
+        check_size(name, shape, meta.dtype)
     reads = tuple(a for a in args if a.__class__ is NDArray)
 
     def run() -> None:
@@ -297,6 +330,9 @@ def execute_multi(name: str, plan: Plan, multi: bool, data_dependent: bool) -> l
         return outs
     shapes = plan.out_shape if multi else (plan.out_shape,)
     outs = [new_array(None, meta, shape) for meta, shape in zip(metas, shapes)]
+    for out in outs:
+        if out._size > SURELY_FITS and layout is _STRIDED:
+            check_size(name, out._shape, out._meta.dtype)
     size = max([prod(s) for s in shapes] + [a._size for a in plan.reads])
     args, kwargs = plan.args, plan.kwargs
 

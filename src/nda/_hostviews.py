@@ -55,7 +55,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import backends
+from . import _forksafe, backends
 from ._devices import KernelKey
 from .dispatch import resolve
 
@@ -66,7 +66,7 @@ VIEWS: dict[int, _Record] = {}
 #: id(base) -> {id(view): record}: the host views of each base (checked by the write paths).
 FAMILIES: dict[int, dict[int, _Record]] = {}
 # Reentrant: a garbage collection inside a locked section may finalize a view (_forget).
-_lock = threading.RLock()
+_lock = _forksafe.guard(threading.RLock(), "the host views' lock", rank=20, stage=_forksafe.INNER)
 
 
 class _Record:

@@ -27,8 +27,10 @@ others is announced to them (:meth:`Interceptor.pushed_above`): a traced functio
 enters ``autograd.record()`` is noticed that way.
 
 **Reads and writes.** Host reads (``asnumpy``, ``float(x)``, ``repr``, ``np.asarray``,
-``__dlpack__``) are announced to the thread's interceptors (:func:`reading`; hybridize
-ends its graph there). Writes into existing arrays (in-place operators, ``setitem`` and
+``__dlpack__``, displays) are announced to the thread's interceptors (:func:`reading`;
+hybridize ends its graph there), and so are waits (``wait_to_read``/``wait_to_write``,
+:func:`waiting`: hybridize's check mode answers for its stand-in arrays, which have no data
+to wait for yet). Writes into existing arrays (in-place operators, ``setitem`` and
 the ops that mutate) call the global :data:`WRITES` hooks first, from any thread:
 autograd counts writes into arrays a live graph saved, and refuses writes into the graph
 inside ``record()``; the list is empty unless a graph is alive, and the in-place fast path
@@ -43,9 +45,10 @@ import threading
 from typing import Any, Callable, Iterator
 from contextlib import contextmanager
 
+from . import _forksafe
 from .engine import state as _engine_state
 
-__all__ = ["Interceptor", "EntryPoint", "ACTIVE", "WRITES", "push", "pop", "stack", "call", "reading", "suspended", "installed"]
+__all__ = ["Interceptor", "EntryPoint", "ACTIVE", "WRITES", "push", "pop", "stack", "call", "reading", "waiting", "suspended", "installed"]
 
 
 class Interceptor:
@@ -62,6 +65,10 @@ class Interceptor:
 
     def read(self, array: Any, what: str) -> None:
         """The thread reads ``array``'s data on the host (``what``: how)."""
+
+    def wait(self, array: Any) -> bool:
+        """The thread waits for ``array`` (a sync point); True: the interceptor answers for it, no wait."""
+        return False
 
     def pushed_above(self, other: Interceptor) -> None:
         """``other`` was pushed above this interceptor on its thread."""
@@ -95,7 +102,7 @@ class _Local(threading.local):
 
 
 _local = _Local()
-_lock = threading.Lock()
+_lock = _forksafe.guard(threading.Lock(), "the interceptors' lock", rank=30, stage=_forksafe.INNER)
 
 #: ``[n]``: interceptors installed over all threads. The slow paths test ``ACTIVE[0]`` before
 #: they look at the calling thread's stack.
@@ -169,6 +176,14 @@ def reading(array: Any, what: str) -> None:
     """Announce a host read of ``array`` to the calling thread's interceptors (top first)."""
     for interceptor in reversed(_local.stack):
         interceptor.read(array, what)
+
+
+def waiting(array: Any) -> bool:
+    """Announce a wait for ``array``; True if an interceptor of the calling thread answered for it."""
+    for interceptor in reversed(_local.stack):
+        if interceptor.wait(array):
+            return True
+    return False
 
 
 @contextmanager

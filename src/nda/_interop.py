@@ -67,7 +67,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import _api, _dtypes, _execute, _interop_args
+from . import _api, _dtypes, _execute, _interop_args, _numpyapi
 from . import dask as _dask
 from . import linalg as _linalg
 from ._array import NDArray, up
@@ -98,6 +98,8 @@ UFUNCS: dict[Any, str] = {
     np.rint: "round", np.sign: "sign", np.signbit: "signbit", np.sin: "sin", np.sinh: "sinh",
     np.square: "square", np.sqrt: "sqrt", np.subtract: "subtract", np.tan: "tan", np.tanh: "tanh",
     np.trunc: "trunc", np.matmul: "matmul",
+    # NumPy-named functions made of nda's ops (nda._numpyapi)
+    np.cbrt: "cbrt", np.deg2rad: "deg2rad", np.radians: "radians", np.rad2deg: "rad2deg", np.degrees: "degrees",
 }
 if hasattr(np, "vecdot"):
     UFUNCS[np.vecdot] = "vecdot"
@@ -106,13 +108,13 @@ _functions_ready = False
 
 
 def _functions() -> dict[Any, Callable[..., Any]]:
-    """``FUNCTIONS`` (``nda._interop_args``'s table), filled by ``nda._numpy_functions`` and
-    ``nda._numpy_linalg`` at the first NumPy function call on an nda array: importing nda
+    """``FUNCTIONS`` (``nda._interop_args``'s table), filled by ``nda._numpy_functions``,
+    ``nda._numpy_linalg`` and ``nda._numpy_names`` at the first NumPy function call on an nda array: importing nda
     loads neither the handlers nor ``numpy.fft``. Safe under concurrent first calls: the
     import system's module lock makes a second thread wait until the table is filled."""
     global _functions_ready
     if not _functions_ready:
-        from . import _numpy_functions, _numpy_linalg  # noqa: F401  (fill FUNCTIONS)
+        from . import _numpy_functions, _numpy_linalg, _numpy_names  # noqa: F401  (fill FUNCTIONS)
 
         _functions_ready = True
     return _interop_args.FUNCTIONS
@@ -254,7 +256,7 @@ def _ufunc_on_device(self: NDArray, name: str, ufunc: Any, method: str, inputs: 
         _leftover(name, kwargs)
         args = [call.operand(v, zero_d_is_scalar=True) for v in inputs]
         loop = _numpy_loop(ufunc, args, dtype)  # NumPy's error (no loop, a cast refused) is the answer
-        fn = getattr(_api, op) if hasattr(_api, op) else getattr(_linalg, op)
+        fn = getattr(_api, op, None) or getattr(_numpyapi, op, None) or getattr(_linalg, op)
         try:
             # the arrays cast to the dtypes of NumPy's loop, as NumPy does (rint of ints is float64)
             args = [_api.astype(a, _dtypes.from_numpy_dtype(t)) if a.__class__ is NDArray and a.dtype.numpy != t else a

@@ -26,7 +26,7 @@ _NoValue = getattr(np, "_NoValue", object())
 
 #: Suggestions for common NumPy names that nda spells differently or lacks.
 _INSTEAD = {
-    "exp2": "nda.pow(2.0, x)", "cbrt": "nda.pow(x, 1 / 3) for x >= 0", "fabs": "nda.abs",
+    "exp2": "nda.pow(2.0, x)", "fabs": "nda.abs",
     "float_power": "nda.pow on float64 arrays", "fmod": "nda.remainder (its sign follows x2)",
     "einsum": "nda.tensordot / nda.matmul", "allclose": "nda.all(nda.abs(x - y) <= atol + rtol * nda.abs(y))",
 }

@@ -1,4 +1,5 @@
-"""``nda.save``, ``nda.savez``, ``nda.savez_compressed`` and ``nda.load``: NumPy's ``.npy``/``.npz`` files.
+"""``nda.save``, ``nda.savez``, ``nda.savez_compressed`` and ``nda.load``: NumPy's ``.npy``/``.npz`` files
+(and ``nda.savetxt``/``nda.loadtxt``: NumPy's text files, written and read by NumPy).
 
 The files are NumPy's own (written and read by ``numpy.save``/``numpy.load``), so NumPy
 reads what nda writes and nda reads what NumPy writes. Saving reads the array (a sync
@@ -9,8 +10,11 @@ as in NumPy, and even when it is True an object array cannot become an nda array
 What nda arrays cannot hold is refused with a TypeError naming the dtype (``float16``,
 strings, structured dtypes); data stored big-endian is converted to the machine's byte
 order. ``mmap_mode`` maps the file (NumPy's modes): on cpu the array is backed by the file
-itself (``"r"``: read-only, a write raises; ``"r+"``: writes reach the file), on another
-device it is copied in from the mapping.
+itself (``"r"``: read-only, a write raises; ``"r+"``: writes reach the file; ``"c"``: writes
+stay in memory), on another device it is copied in from the mapping, and ``"r+"`` is refused
+there (a write into the device copy would never reach the file). ``"w+"`` is refused
+with a ValueError before the file is opened: it would create or truncate the file, and a
+load never changes the file it reads.
 
 Sparse arrays are not ``.npy`` data: ``nda.save`` refuses them and points to
 ``nda.sparse.save_npz``, which writes SciPy's format for csr (``scipy.sparse.load_npz`` reads
@@ -29,9 +33,13 @@ import numpy as np
 
 from . import _api
 from ._array import NDArray
+from ._devices import default_device
 from .ops.creation import nda_dtype
 
-__all__ = ["save", "savez", "savez_compressed", "load", "NpzFile"]
+__all__ = ["save", "savez", "savez_compressed", "load", "NpzFile", "savetxt", "loadtxt"]
+
+#: NumPy's memory-map modes a load may use (and their long names); never ``"w+"``/``"write"``.
+_MMAP_MODES = {"r": "r", "r+": "r+", "c": "c", "readonly": "r", "readwrite": "r+", "copyonwrite": "c"}  # (np.load takes the short names only)
 
 
 def _host(value: Any, op: str, name: str) -> np.ndarray:
@@ -78,6 +86,21 @@ def load(file: Any, *, device: Any = None, mmap_mode: str | None = None, allow_p
     """
     if not isinstance(allow_pickle, bool):
         raise TypeError(f"load(): allow_pickle must be a bool, got {allow_pickle!r}")
+    if mmap_mode is not None:
+        if not isinstance(mmap_mode, str):
+            raise TypeError(f"load(): mmap_mode must be None or a str ({', '.join(map(repr, _MMAP_MODES))}), got {type(mmap_mode).__name__}")
+        if mmap_mode in ("w+", "write"):
+            raise ValueError(f"load(): mmap_mode={mmap_mode!r} creates or truncates the file, and a load never does; "
+                             "use 'r' (read-only), 'r+' (writes reach the file) or 'c' (copy on write), "
+                             "or numpy.lib.format.open_memmap(path, mode='w+', dtype=..., shape=...) to make a new file")
+        if mmap_mode not in _MMAP_MODES:
+            raise ValueError(f"load(): mmap_mode must be one of {', '.join(map(repr, _MMAP_MODES))}, got {mmap_mode!r}")
+        mmap_mode = _MMAP_MODES[mmap_mode]
+        target = default_device() if device is None else device
+        if mmap_mode == "r+" and getattr(target, "type", str(target).partition(":")[0]) != "cpu":
+            raise ValueError(f"load(): mmap_mode='r+' makes writes reach the file, which holds only on cpu (the array is the "
+                             f"mapping); on {target} the array is a copy in device memory, where a write would never reach the "
+                             "file: load with mmap_mode='r', 'c' or None there, and write the file back with nda.save")
     loaded = np.load(file, mmap_mode=mmap_mode, allow_pickle=allow_pickle)
     if isinstance(loaded, np.lib.npyio.NpzFile):
         return NpzFile(loaded, device)
@@ -86,7 +109,39 @@ def load(file: Any, *, device: Any = None, mmap_mode: str | None = None, allow_p
     return _to_nda(loaded, device, "load()")
 
 
-def _to_nda(host: np.ndarray, device: Any, where: str) -> NDArray:
+def savetxt(fname: Any, X: Any, fmt: Any = "%.18e", delimiter: str = " ", newline: str = "\n", header: str = "", footer: str = "",  # noqa: N803
+            comments: str = "# ", encoding: str | None = None) -> None:
+    """Write a 1-D or 2-D array to a text file, as ``numpy.savetxt`` writes it (same arguments and
+    format); the array is read to the host (a sync point, like ``asnumpy``)."""
+    np.savetxt(fname, _host(X, "savetxt", "X"), fmt=fmt, delimiter=delimiter, newline=newline, header=header, footer=footer,
+               comments=comments, encoding=encoding)
+
+
+def loadtxt(fname: Any, dtype: Any = float, comments: Any = "#", delimiter: Any = None, converters: Any = None, skiprows: int = 0,
+            usecols: Any = None, unpack: bool = False, ndmin: int = 0, encoding: Any = None, max_rows: Any = None, *,
+            quotechar: Any = None, like: Any = None, device: Any = None) -> Any:
+    """Read a text file as ``numpy.loadtxt`` does (same arguments), onto ``device`` (default: nda's default device).
+
+    ``dtype`` may be an nda dtype; what nda arrays cannot hold (strings, structured dtypes)
+    is refused with a TypeError naming the dtype. ``unpack=True`` gives a tuple of arrays.
+    """
+    from . import _dtypes
+
+    if like is not None:
+        device = like.device if device is None and isinstance(like, NDArray) else device
+    host_dtype = dtype.numpy if isinstance(dtype, _dtypes.DType) else dtype
+    data = np.loadtxt(fname, dtype=host_dtype, comments=comments, delimiter=delimiter, converters=converters, skiprows=skiprows,
+                      usecols=usecols, unpack=unpack, ndmin=ndmin, encoding=encoding, max_rows=max_rows, quotechar=quotechar)
+    if unpack and isinstance(data, (tuple, list)):
+        return tuple(_to_nda(np.ascontiguousarray(d), device, "loadtxt()") for d in data)
+    if unpack:
+        return tuple(_to_nda(np.ascontiguousarray(d), device, "loadtxt()") for d in data) if data.ndim > 1 else _to_nda(data, device, "loadtxt()")
+    return _to_nda(data, device, "loadtxt()")
+
+
+def _to_nda(host: Any, device: Any, where: str) -> NDArray:
+    if not isinstance(host, np.ndarray):  # an .npz member NumPy could not read as .npy data: its raw bytes
+        raise TypeError(f"{where}: the archive member is not NumPy array data (.npy) but {type(host).__name__}; nda loads arrays only")
     if host.dtype.kind == "O":
         raise TypeError(f"{where}: the file holds Python objects (an object array); nda arrays hold numbers")
     if not host.dtype.isnative:

@@ -158,13 +158,8 @@ def _method(fn: Callable[..., Any], decl: OpDecl, spec: Method) -> Callable[...,
     axis = decl.signature.parameters.get("axis")
     if varargs is None and not fixed and axis is not None and axis.kind is inspect.Parameter.KEYWORD_ONLY:
         # NumPy's reduction methods take the axis positionally too: x.sum(0), x.mean(1), x.argmax(-1)
-        takes_correction = "correction" in decl.signature.parameters
-
+        # (x.std(ddof=1): the planners of std and var take NumPy's ddof themselves)
         def method(self: NDArray, *args: Any, **kwargs: Any) -> Any:
-            if takes_correction and "ddof" in kwargs:  # x.std(ddof=1): NumPy's name of the Array API's correction
-                if "correction" in kwargs:
-                    raise TypeError(f"{name}() got both ddof and correction; pass one (correction is the Array API's name)")
-                kwargs["correction"] = kwargs.pop("ddof")
             if args:
                 if len(args) > 1:
                     raise TypeError(f"{name}() takes at most 1 positional argument (axis), got {len(args)}; pass the others by keyword")

@@ -43,7 +43,7 @@ def _reduce_handler(op: str, with_dtype: bool) -> Callable[..., Any]:
 
 for _np_fn, _op in ((np.sum, "sum"), (np.prod, "prod")):
     _register(_np_fn)(_reduce_handler(_op, True))
-for _np_fns, _op in (((np.max, np.amax), "max"), ((np.min, np.amin), "min"), ((np.any,), "any"), ((np.all,), "all")):
+for _np_fns, _op in (((np.any,), "any"), ((np.all,), "all")):  # np.max/np.min: nda._numpy_names
     def _extremum(c: _Call, a: Any, axis: Any = None, out: Any = None, keepdims: Any = False, _op: str = _op, **kw: Any) -> Any:
         return _reduce_handler(_op, False)(c, a, axis=axis, out=out, keepdims=keepdims, **kw)
 
@@ -98,25 +98,17 @@ _register(np.argmax)(_arg_handler("argmax"))
 _register(np.argmin)(_arg_handler("argmin"))
 
 
-def _scan_handler(op: str, array_api: bool) -> Callable[..., Any]:
-    def handler(c: _Call, a: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
-        x = c.array(a)
-        if axis is None:
-            x, axis = _flat(x), 0
-        return _store(c.name, out, getattr(_api, op)(x, axis=axis, dtype=dtype))
-
-    def array_api_handler(c: _Call, x: Any, /, *, axis: Any = None, dtype: Any = None, out: Any = None, include_initial: bool = False) -> Any:
-        # np.cumulative_sum/prod: the Array API's (axis=None only for 1-d arrays, as NumPy checks)
+def _scan_handler(op: str) -> Callable[..., Any]:
+    def handler(c: _Call, x: Any, /, *, axis: Any = None, dtype: Any = None, out: Any = None, include_initial: bool = False) -> Any:
+        # np.cumulative_sum/prod: the Array API's (axis=None only for 1-d arrays, as NumPy checks); np.cumsum: nda._numpy_names
         result = getattr(_api, op)(c.array(x), axis=axis, dtype=dtype, include_initial=bool(include_initial))
         return _store(c.name, out, result)
 
-    return array_api_handler if array_api else handler
+    return handler
 
 
-_register(np.cumsum)(_scan_handler("cumulative_sum", False))
-_register(np.cumprod)(_scan_handler("cumulative_prod", False))
-_register(getattr(np, "cumulative_sum", None))(_scan_handler("cumulative_sum", True))
-_register(getattr(np, "cumulative_prod", None))(_scan_handler("cumulative_prod", True))
+_register(getattr(np, "cumulative_sum", None))(_scan_handler("cumulative_sum"))
+_register(getattr(np, "cumulative_prod", None))(_scan_handler("cumulative_prod"))
 
 
 @_register(np.count_nonzero)
@@ -232,11 +224,6 @@ def _ravel_multi_index(c: _Call, multi_index: Any, dims: Any, mode: Any = "raise
     return flat
 
 
-@_register(np.round, getattr(np, "around", None))
-def _round(c: _Call, a: Any, decimals: int = 0, out: Any = None) -> Any:
-    return _store(c.name, out, _api.round_decimals(c.array(a), decimals))
-
-
 @_register(np.copyto)
 def _copyto(c: _Call, dst: Any, src: Any, casting: str = "same_kind", where: Any = True) -> Any:
     if not isinstance(dst, NDArray):
@@ -278,14 +265,6 @@ def _size(c: _Call, a: Any, axis: Any = None) -> Any:
     return x.size if axis is None else x.shape[axis]
 
 
-@_register(np.concatenate)
-def _concatenate(c: _Call, arrays: Any, axis: Any = 0, out: Any = None, *, dtype: Any = None, casting: Any = "same_kind") -> Any:
-    xs = _cast_all(c, c.arrays(arrays), dtype, casting)
-    if axis is None:
-        xs, axis = [_flat(x) for x in xs], 0
-    return _store(c.name, out, _api.concat(xs, axis=axis))
-
-
 def _cast_all(c: _Call, xs: list[Any], dtype: Any, casting: Any) -> list[Any]:
     """``xs`` cast to NumPy's ``dtype=`` of a joining function, under its ``casting=`` rule."""
     if dtype is None:
@@ -302,27 +281,6 @@ def _stack(c: _Call, arrays: Any, axis: int = 0, out: Any = None, *, dtype: Any 
     return _store(c.name, out, _api.stack(_cast_all(c, c.arrays(arrays), dtype, casting), axis=axis))
 
 
-@_register(np.vstack, getattr(np, "row_stack", None))
-def _vstack(c: _Call, tup: Any, *, dtype: Any = None, casting: Any = "same_kind") -> Any:
-    return _api.concat([_at_least(x, 2) for x in _cast_all(c, c.arrays(tup), dtype, casting)], axis=0)
-
-
-@_register(np.hstack)
-def _hstack(c: _Call, tup: Any, *, dtype: Any = None, casting: Any = "same_kind") -> Any:
-    xs = [_at_least(x, 1) for x in _cast_all(c, c.arrays(tup), dtype, casting)]
-    return _api.concat(xs, axis=0 if xs[0].ndim == 1 else 1)
-
-
-@_register(np.column_stack)
-def _column_stack(c: _Call, tup: Any) -> Any:
-    xs = [x if x.ndim >= 2 else _api.reshape(x, (-1, 1)) for x in c.arrays(tup)]
-    return _api.concat(xs, axis=1)
-
-
-def _at_least(x: Any, ndim: int) -> Any:
-    return x if x.ndim >= ndim else _api.reshape(x, (1,) * (ndim - x.ndim) + x.shape)
-
-
 @_register(np.reshape)
 def _reshape(c: _Call, a: Any, shape: Any = None, order: str = "C", *, newshape: Any = None, copy: Any = None) -> Any:
     if order != "C":
@@ -331,28 +289,10 @@ def _reshape(c: _Call, a: Any, shape: Any = None, order: str = "C", *, newshape:
     return _api.reshape(c.array(a), (target,) if isinstance(target, int) else tuple(target), copy=copy)
 
 
-@_register(np.ravel)
-def _ravel(c: _Call, a: Any, order: str = "C") -> Any:
-    x = c.array(a)
-    # "K" and "A" follow the buffer's memory layout, which only a host copy (np.array keeps it) shows
-    if order != "C" and not (order in ("K", "A") and x.ndim <= 1):
-        raise _unsupported(c.name, "order", order)
-    return _flat(x)
-
-
 @_register(np.transpose, getattr(np, "permute_dims", None))
 def _transpose(c: _Call, a: Any, axes: Any = None) -> Any:
     x = c.array(a)
     return _api.permute_dims(x, tuple(range(x.ndim - 1, -1, -1)) if axes is None else tuple(axes))
-
-
-@_register(np.swapaxes)
-def _swapaxes(c: _Call, a: Any, axis1: int, axis2: int) -> Any:
-    x = c.array(a)
-    order = list(range(x.ndim))
-    i, j = order[axis1], order[axis2]
-    order[i], order[j] = order[j], order[i]
-    return _api.permute_dims(x, tuple(order))
 
 
 @_register(np.moveaxis)
@@ -371,25 +311,6 @@ def _squeeze(c: _Call, a: Any, axis: Any = None) -> Any:
     if axis is None:
         axis = tuple(i for i, n in enumerate(x.shape) if n == 1)
     return _api.squeeze(x, axis=_axis(axis))
-
-
-def _atleast_handler(ndim: int) -> Callable[..., Any]:
-    def handler(c: _Call, *arys: Any) -> Any:
-        results = []
-        for a in arys:
-            x = c.array(a)
-            if x.ndim < ndim:
-                shape = {0: (1,) * ndim, 1: (1,) + x.shape + (1,) * (ndim - 2), 2: x.shape + (1,)}[x.ndim] if ndim == 3 else (1,) * (ndim - x.ndim) + x.shape
-                x = _api.reshape(x, shape)
-            results.append(x)
-        return results[0] if len(results) == 1 else tuple(results)
-
-    return handler
-
-
-FUNCTIONS[np.atleast_1d] = _atleast_handler(1)
-FUNCTIONS[np.atleast_2d] = _atleast_handler(2)
-FUNCTIONS[np.atleast_3d] = _atleast_handler(3)
 
 
 @_register(np.broadcast_to)
@@ -433,23 +354,6 @@ def _tril(c: _Call, m: Any, k: int = 0) -> Any:
 @_register(np.triu)
 def _triu(c: _Call, m: Any, k: int = 0) -> Any:
     return _api.triu(c.array(m), k=k)
-
-
-@_register(np.take)
-def _take(c: _Call, a: Any, indices: Any, axis: Any = None, out: Any = None, mode: str = "raise") -> Any:
-    if mode != "raise":
-        raise _unsupported(c.name, "mode", mode)
-    x = c.array(a)
-    if axis is None:
-        x, axis = _flat(x), 0
-    idx = c.array(indices)
-    if idx.ndim == 1:
-        result = _api.take(x, idx, axis=axis)
-    else:  # NumPy takes any index shape: take the flat indices and restore it
-        flat = _api.take(x, _flat(idx), axis=axis)
-        ax = axis % x.ndim
-        result = _api.reshape(flat, x.shape[:ax] + idx.shape + x.shape[ax + 1:])
-    return _store(c.name, out, result)
 
 
 @_register(np.take_along_axis)

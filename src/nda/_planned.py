@@ -46,7 +46,7 @@ from ._execute import NOT_INTERCEPTED, _ACTIVE, _META, EntryCache, _local, hooks
 from .dispatch import generation as _generation
 from .dispatch import remember, resolve, resolve_plan
 from .engine import state as _state
-from .ops._spec import Cast, OpDecl, Plan
+from .ops._spec import SURELY_FITS, Cast, OpDecl, Plan, check_size
 
 __all__ = ["make_generic", "make_multi", "make_getitem"]
 
@@ -253,6 +253,8 @@ def make_generic(decl: OpDecl) -> Callable[..., Any]:
         meta = _META.get((plan.device, plan.out_dtype, layout)) or ArrayMeta(plan.device, plan.out_dtype, layout)
         work = work_size(plan, name)
         size = prod(plan.out_shape)
+        if size > SURELY_FITS and layout is _STRIDED:
+            check_size(name, plan.out_shape, plan.out_dtype)  # never memoised: a later call would run its kernel unchecked
         is_view = plan.view_of is not None and plan.key.layout is _STRIDED  # what execute() makes of this plan
         remember(memo, key, (kernel, meta, plan.out_shape, steps, plan.kwargs, work, size, is_view), seen)
         n = len(args)

@@ -90,7 +90,7 @@ def method_signature(decl: Any, spec: Any) -> inspect.Signature:
         if axis is not None and axis.kind is _P.KEYWORD_ONLY:  # x.sum(0): NumPy's reductions take the axis positionally
             positional = [p for p in rest if p.kind is _P.POSITIONAL_ONLY]
             rest = positional + [axis.replace(kind=_P.POSITIONAL_OR_KEYWORD)] + [p for p in rest if p is not axis and p not in positional]
-        if "correction" in decl.signature.parameters:  # x.std(ddof=1): NumPy's name of the correction
+        if "correction" in decl.signature.parameters and "ddof" not in decl.signature.parameters:  # x.std(ddof=1): NumPy's name
             rest.append(_P("ddof", _P.KEYWORD_ONLY, default=None, annotation="int | float | None"))
         out = [this] + rest
     return inspect.Signature(out, return_annotation=returns(decl))

@@ -36,6 +36,7 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
+from . import _forksafe
 from . import ops as _ops  # the catalog: every op declared before the tables are made
 from ._devices import KernelKey, Layout, as_layout, strided
 from ._dtypes import DType, as_dtype
@@ -146,7 +147,7 @@ class OpTable:
 
 _TABLES: dict[str, OpTable] = {}
 _registration_counter = 0
-_lock = threading.RLock()  # changes of the tables (registration, unregistration)
+_lock = _forksafe.guard(threading.RLock(), "the dispatch tables' lock", rank=30)  # changes of the tables (registration, unregistration)
 
 #: ``clear`` callables of the caches that higher layers build from resolutions: called, with
 #: every table's own ``resolved`` cleared, whenever what resolution answers may change.

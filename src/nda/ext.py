@@ -20,13 +20,13 @@ import threading
 import types
 from typing import Any, Callable
 
-from . import _namespace, backends
+from . import _forksafe, _namespace, backends
 from .backends import _libraries
 from .ops import extension as _extension
 
 __all__: list[str] = []
 
-_lock = threading.RLock()
+_lock = _forksafe.guard(threading.RLock(), "the op libraries' lock", rank=10)  # outermost: it may activate a backend
 _namespaces: dict[str, types.ModuleType] = {}
 #: Called with (namespace module, functions by qualified op name) when a library's namespace is built.
 on_namespace: list[Callable[[types.ModuleType, dict[str, Callable[..., Any]]], None]] = []

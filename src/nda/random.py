@@ -44,13 +44,17 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import _api, _composite, _dtypes
+from . import _api, _composite, _dtypes, _forksafe
 from ._api import extension as _extension
 from ._array import NDArray
 from ._devices import Device, as_device
 from .ops import random as _spec
+from .ops.random_dist import mvn_factor as _mvn_factor
 
-__all__ = ["Generator", "Philox", "default_rng", "philox_uniform", "philox_normal", "philox_exponential", "philox_integers"]
+__all__ = [
+    "Generator", "Philox", "default_rng", "philox_uniform", "philox_normal", "philox_exponential", "philox_integers",
+    "philox_gamma", "philox_beta", "philox_standard_t", "philox_lognormal", "philox_poisson", "philox_binomial",
+]
 
 
 def __dir__() -> list[str]:
@@ -64,6 +68,12 @@ philox_uniform = _ops["philox_uniform"]
 philox_normal = _ops["philox_normal"]
 philox_exponential = _ops["philox_exponential"]
 philox_integers = _ops["philox_integers"]
+philox_gamma = _ops["philox_gamma"]
+philox_beta = _ops["philox_beta"]
+philox_standard_t = _ops["philox_standard_t"]
+philox_lognormal = _ops["philox_lognormal"]
+philox_poisson = _ops["philox_poisson"]
+philox_binomial = _ops["philox_binomial"]
 
 _TWO128 = 1 << 128
 
@@ -81,7 +91,7 @@ class Philox:
     name = "Philox4x32-10"
 
     def __init__(self, seed: Any = None, *, key: Any = None, counter: int = 0) -> None:
-        self._lock = threading.Lock()
+        self._lock = _forksafe.lock()  # held while a draw is issued (which may wait for the engine): a child gets it unlocked
         if key is not None:
             if seed is not None:
                 raise TypeError("Philox(): give a seed or a key, not both")
@@ -329,6 +339,112 @@ class Generator:
         bg = self._bit_generator
         return bg._draw(blocks, lambda c: philox_integers(dims, key=bg.key, counter=c, low=lo, high=hi, dtype=dt, device=where))
 
+    # ------------------------------------------------------------------ rejection-sampled distributions
+    def _sample(self, short: str, parameters: dict[str, Any], checks: dict[str, Callable[[Any], Any]], size: Any, shape: Any,
+                dtype: Any, device: Any, integer: bool = False) -> NDArray:
+        """One ``random.philox_<short>`` call: scalar parameters as they are, array ones on one device
+        (checked on the host, as NumPy checks them), the result of ``size`` or of their broadcast shape."""
+        dims = _size(size, shape, short, allow_none=True)
+        arrays = {k: v for k, v in parameters.items() if not _is_scalar(v)}
+        where = self._where(device)
+        values = dict(parameters)
+        if arrays:
+            devices = {v.device for v in arrays.values() if isinstance(v, NDArray)}
+            if len(devices) > 1:
+                raise ValueError(f"{short}(): parameters on different devices ({', '.join(map(str, devices))})")
+            if devices:
+                where = next(iter(devices))
+                if device is not None and as_device(device) is not where:
+                    raise ValueError(f"{short}(): parameters are on {where} but device={device!r} was asked for")
+            for name, v in arrays.items():
+                a = v if isinstance(v, NDArray) else _api.asarray(np.asarray(v, dtype=np.float64), device=where)
+                if a.dtype.category not in ("bool", "signed integer", "unsigned integer", "real floating"):
+                    raise TypeError(f"{short}(): {name} must hold real numbers, got dtype {a.dtype.name}")
+                bad = checks[name](a)
+                if bad is not None and bool(_api.any(bad)):
+                    raise ValueError(f"{short}(): {name} {_WHY[short, name]}")
+                values[name] = a
+        else:
+            values = {k: float(v) for k, v in parameters.items()}
+        out = dims if dims is not None else _composite.broadcast_shapes(*(a.shape for a in values.values() if isinstance(a, NDArray)))
+        dt = (_dtypes.int64 if dtype is None else _dtypes.as_dtype(dtype)) if integer else _float_dtype(dtype, short)
+        fn = _ops[f"philox_{short}"]
+        bg = self._bit_generator
+        blocks = _spec.consumed(short, math.prod(out), dt)
+        return bg._draw(blocks, lambda c: fn(out, key=bg.key, counter=c, dtype=dt, device=where, **values))  # type: ignore[no-any-return]
+
+    def standard_gamma(self, shape: Any, size: Any = None, dtype: Any = None, out: Any = None, *, device: Any = None) -> NDArray:
+        """Gamma variates with shape ``shape`` and scale 1 (Marsaglia-Tsang, the same bits on every device)."""
+        result = self._sample("gamma", {"alpha": shape, "scale": 1.0}, _GAMMA_CHECKS, size, None, dtype, device)
+        return _into(out, result)
+
+    def gamma(self, shape: Any, scale: Any = 1.0, size: Any = None, *, dtype: Any = None, device: Any = None) -> NDArray:
+        """Gamma variates with ``shape`` (k) and ``scale`` (theta): mean ``k * theta``. Parameters may be arrays (broadcast)."""
+        return self._sample("gamma", {"alpha": shape, "scale": scale}, _GAMMA_CHECKS, size, None, dtype, device)
+
+    def beta(self, a: Any, b: Any, size: Any = None, *, dtype: Any = None, device: Any = None) -> NDArray:
+        """Beta(a, b) variates in [0, 1] (two gamma variates, in log space: no underflow for small a, b)."""
+        return self._sample("beta", {"a": a, "b": b}, _BETA_CHECKS, size, None, dtype, device)
+
+    def standard_t(self, df: Any, size: Any = None, *, dtype: Any = None, device: Any = None) -> NDArray:
+        """Student's t variates with ``df`` (> 0) degrees of freedom."""
+        return self._sample("standard_t", {"df": df}, _T_CHECKS, size, None, dtype, device)
+
+    def lognormal(self, mean: Any = 0.0, sigma: Any = 1.0, size: Any = None, *, dtype: Any = None, device: Any = None) -> NDArray:
+        """Log-normal variates ``exp(mean + sigma * z)`` (``mean``, ``sigma`` of the underlying normal)."""
+        return self._sample("lognormal", {"mean": mean, "sigma": sigma}, _LOGNORMAL_CHECKS, size, None, dtype, device)
+
+    def poisson(self, lam: Any = 1.0, size: Any = None, *, dtype: Any = None, device: Any = None) -> NDArray:
+        """Poisson counts (int64, or ``dtype``) with mean ``lam`` (inversion below 10, Hormann's PTRS from 10)."""
+        return self._sample("poisson", {"lam": lam}, _POISSON_CHECKS, size, None, dtype, device, integer=True)
+
+    def binomial(self, n: Any, p: Any, size: Any = None, *, dtype: Any = None, device: Any = None) -> NDArray:
+        """Binomial counts (int64, or ``dtype``) of ``n`` trials with success probability ``p`` (inversion, or Hormann's BTRS from ``n p >= 10``)."""
+        if _is_scalar(n):
+            n = int(n)  # NumPy takes n as an integer (a float is truncated)
+        elif isinstance(n, NDArray) and n.dtype.category == "real floating":
+            n = _api.astype(n, _dtypes.int64)
+        elif not isinstance(n, NDArray):
+            n = np.asarray(n).astype(np.int64)
+        return self._sample("binomial", {"n": n, "p": p}, _BINOMIAL_CHECKS, size, None, dtype, device, integer=True)
+
+    def multivariate_normal(self, mean: Any, cov: Any, size: Any = None, check_valid: str = "warn", tol: float = 1e-8, *,
+                            method: str = "svd", dtype: Any = None, device: Any = None) -> NDArray:
+        """Samples of a multivariate normal: shape ``size + (N,)``; ``mean`` (N,) and ``cov`` (N, N) are read on the host.
+
+        ``z @ F + mean`` with ``F`` NumPy's factor of ``cov`` (``method`` "svd", "eigh" or
+        "cholesky"; ``check_valid`` and ``tol`` as NumPy's) and ``z`` standard normals. For up to
+        64 dimensions the product is written as element-wise multiply-adds in a fixed order, so
+        the bits are the same on every device; above that it is a ``matmul``.
+        """
+        m = np.asarray(mean._host() if isinstance(mean, NDArray) else mean, dtype=np.float64)
+        c = np.asarray(cov._host() if isinstance(cov, NDArray) else cov, dtype=np.float64)
+        factor = _mvn_factor(m, c, method, check_valid, tol)
+        dims = _size(size, None, "multivariate_normal", allow_none=True) or ()
+        k = m.shape[0]
+        dt = _float_dtype(dtype, "multivariate_normal")
+        where = self._where(device if device is not None else (mean.device if isinstance(mean, NDArray) else None))
+        z = self.standard_normal(dims + (k,), dtype=_dtypes.float64, device=where)
+        f = _api.asarray(factor, device=where)
+        if k <= 64:
+            total = None
+            for i in range(k):
+                term = _api.multiply(z[..., i:i + 1], f[i])
+                total = term if total is None else _api.add(total, term)
+            x = total if total is not None else _api.zeros(dims + (0,), device=where)
+        else:
+            x = _api.matmul(z, f)
+        x = _api.add(x, _api.asarray(m, device=where))
+        return _api.astype(x, dt) if dt is not _dtypes.float64 else x
+
+    def bytes(self, length: int) -> bytes:
+        """``length`` random bytes (Python ``bytes``): the little-endian bytes of random 32-bit integers."""
+        n = operator.index(length)
+        if n < 0:
+            raise ValueError(f"bytes(): length must be non-negative, got {n}")
+        words = self.integers(0, 1 << 32, size=(-(-n // 4),), dtype=_dtypes.uint32, device="cpu")
+        return words._host().astype("<u4").tobytes()[:n]
+
     # ------------------------------------------------------------------ permutations
     def _order(self, n: int, device: Device) -> NDArray:
         """A random permutation of ``0..n-1`` (int64): the stable argsort of random 64-bit keys."""
@@ -487,6 +603,34 @@ def _axis(axis: Any, ndim: int, op: str) -> int:
 def _non_negative(x: NDArray, op: str, name: str) -> None:
     if bool(_api.any(_api.less(x, 0))):
         raise ValueError(f"{op}(): {name} must be non-negative")
+
+
+def _into(out: Any, result: NDArray) -> NDArray:
+    """NumPy's ``out=`` of ``standard_gamma``: the values written into an nda array of the same shape."""
+    if out is None:
+        return result
+    if not isinstance(out, NDArray) or out.shape != result.shape:
+        raise ValueError(f"standard_gamma(): out= must be an nda array of shape {result.shape}")
+    out[...] = _api.astype(result, out.dtype, copy=False)
+    return out
+
+
+_WHY = {
+    ("gamma", "alpha"): "(shape) must be non-negative", ("gamma", "scale"): "must be non-negative",
+    ("beta", "a"): "must be positive", ("beta", "b"): "must be positive", ("standard_t", "df"): "must be positive",
+    ("lognormal", "mean"): "must be finite", ("lognormal", "sigma"): "must be non-negative",
+    ("poisson", "lam"): "must be non-negative (and at most about 9.2e18)",
+    ("binomial", "n"): "must be a non-negative integer (at most 2**53)", ("binomial", "p"): "must be in [0, 1]",
+}
+_GAMMA_CHECKS = {"alpha": lambda a: _api.logical_not(_api.greater_equal(a, 0)), "scale": lambda a: _api.logical_not(_api.greater_equal(a, 0))}
+_BETA_CHECKS = {"a": lambda a: _api.logical_not(_api.greater(a, 0)), "b": lambda a: _api.logical_not(_api.greater(a, 0))}
+_T_CHECKS = {"df": lambda a: _api.logical_not(_api.greater(a, 0))}
+_LOGNORMAL_CHECKS = {"mean": lambda a: _api.logical_not(_api.isfinite(a)), "sigma": lambda a: _api.logical_not(_api.greater_equal(a, 0))}
+_POISSON_CHECKS = {"lam": lambda a: _api.logical_not(_api.logical_and(_api.greater_equal(a, 0), _api.less_equal(a, 9.2e18)))}
+_BINOMIAL_CHECKS = {
+    "n": lambda a: _api.logical_or(_api.less(a, 0), _api.greater(a, 2.0 ** 53)),
+    "p": lambda a: _api.logical_not(_api.logical_and(_api.greater_equal(a, 0), _api.less_equal(a, 1))),
+}
 
 
 def _probabilities(p: Any, n: int) -> np.ndarray:

@@ -28,7 +28,7 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable
 
-from .. import _api, _intercept
+from .. import _api, _forksafe, _intercept
 from .. import ext as _ext
 from .._array import NDArray
 from ..ops._spec import NoVJP
@@ -142,7 +142,7 @@ class _State:
     """Threads inside ``record()`` and whether the write hook is installed (under a lock)."""
 
     def __init__(self) -> None:
-        self.lock = threading.Lock()
+        self.lock = _forksafe.guard(threading.Lock(), "autograd's lock", rank=40, stage=_forksafe.INNER)
         self.recorders = 0
         self.checking = False
 

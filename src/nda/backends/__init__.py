@@ -65,6 +65,9 @@ def load(name: str) -> Any:
     """
     if _libraries.is_library(name):  # an OpLibrary object (a notebook, a test, the guide)
         return _libraries.load_object(name, f"{getattr(name, '__module__', '?')}.{name.name}")
+    if not isinstance(name, str):
+        raise TypeError(f"backends.load(): expected a backend or op library name, a 'package.module[:attr]' string or an OpLibrary, "
+                        f"got {type(name).__name__} {name!r}")
     records = _discover()
     rec = records.get(name)
     if rec is None and name in _libraries.installed_names():
@@ -77,11 +80,11 @@ def load(name: str) -> Any:
         return activate(rec, rec.source)
     if not _module_exists(name.partition(":")[0]):
         raise BackendError(f"no backend named {name!r} is installed (installed: {', '.join(sorted(records)) or 'none'}); pass an importable 'package.module[:attr]' to load one that is not installed")
-    peeked = _safe_peek(name)
-    if _libraries.is_library(peeked) or (not hasattr(peeked, "api_version") and _libraries.is_library(getattr(peeked, "library", None))):
-        return _libraries.load_object(peeked, name)
-    backend_name = getattr(peeked, "name", None) or name
-    with LOCK:
+    with LOCK:  # the import too: an os.fork() waits for it, and its child never finds the module half imported
+        peeked = _safe_peek(name)
+        if _libraries.is_library(peeked) or (not hasattr(peeked, "api_version") and _libraries.is_library(getattr(peeked, "library", None))):
+            return _libraries.load_object(peeked, name)
+        backend_name = getattr(peeked, "name", None) or name
         loaded = records.get(backend_name)
         if loaded is not None and loaded.state == "loaded" and loaded.source == name:
             return loaded.backend  # loading the same module again returns the backend it loaded

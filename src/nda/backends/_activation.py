@@ -20,7 +20,7 @@ import os
 import threading
 from typing import Any, Callable, Iterable
 
-from .. import dispatch
+from .. import _forksafe, dispatch
 from .._devices import Device, as_layout
 from .._dtypes import CATEGORIES, DType, as_dtype
 from ..engine import _queues
@@ -32,8 +32,10 @@ from . import _libraries
 __all__ = ["BackendError", "BackendValidationError", "LOCK", "activate", "ensure_device_type", "handle", "checked_registration", "layout_hooks"]
 
 #: Held while a backend (or an op library) activates; reentrant: a backend's registration
-#: may need another device type (cpu) activated first.
-LOCK = threading.RLock()
+#: may need another device type (cpu) activated first. Fork-safe (:mod:`nda._forksafe`): an
+#: ``os.fork()`` waits for an activation under way on another thread, so a child never finds a
+#: backend half imported, nor this lock held by a thread it does not have.
+LOCK = _forksafe.guard(threading.RLock(), "a backend's activation on another thread", rank=20)
 
 GROUP = "nda.backends"
 
@@ -94,15 +96,17 @@ def _selection() -> tuple[set[str] | None, set[str]]:
 def _discover() -> dict[str, _Record]:
     global _records
     if _records is None:
-        from importlib.metadata import entry_points
+        with LOCK:  # an os.fork() waits for the discovery (it imports importlib.metadata, reads files)
+            if _records is None:
+                from importlib.metadata import entry_points
 
-        records: dict[str, _Record] = {}
-        only, excluded = _selection()
-        for ep in entry_points(group=GROUP):
-            rec = records.setdefault(ep.name, _Record(ep.name, ep.value))
-            if ep.name in excluded or (only is not None and ep.name not in only):
-                rec.fail("excluded", f"excluded by NDA_BACKENDS={os.environ.get('NDA_BACKENDS', '')!r}")
-        _records = records
+                records: dict[str, _Record] = {}
+                only, excluded = _selection()
+                for ep in entry_points(group=GROUP):
+                    rec = records.setdefault(ep.name, _Record(ep.name, ep.value))
+                    if ep.name in excluded or (only is not None and ep.name not in only):
+                        rec.fail("excluded", f"excluded by NDA_BACKENDS={os.environ.get('NDA_BACKENDS', '')!r}")
+                _records = records
     return _records
 
 

@@ -59,12 +59,16 @@ _pending: dict[str, list[tuple[str, dict[str, Any]]]] = {}
 def _discover() -> dict[str, _Record]:
     global _records
     if _records is None:
-        from importlib.metadata import entry_points
+        from ._activation import LOCK
 
-        found: dict[str, _Record] = {}
-        for ep in entry_points(group=GROUP):
-            found.setdefault(ep.name, _Record(ep.name, ep.value))
-        _records = found
+        with LOCK:  # an os.fork() waits for the discovery (nda._forksafe)
+            if _records is None:
+                from importlib.metadata import entry_points
+
+                found: dict[str, _Record] = {}
+                for ep in entry_points(group=GROUP):
+                    found.setdefault(ep.name, _Record(ep.name, ep.value))
+                _records = found
     return _records
 
 
@@ -83,7 +87,16 @@ def is_library(obj: Any) -> bool:
 
 
 def load_library(name: str) -> Any:
-    """Load the installed library ``name`` (entry point), or the one a ``"package.module[:attr]"`` names."""
+    """Load the installed library ``name`` (entry point), or the one a ``"package.module[:attr]"`` names.
+
+    Under the activation lock, its import too: an ``os.fork()`` waits for it (nda._forksafe)."""
+    from ._activation import LOCK
+
+    with LOCK:
+        return _load_library(name)
+
+
+def _load_library(name: str) -> Any:
     records = _discover()
     rec = records.get(name)
     if rec is not None:
@@ -109,7 +122,7 @@ def load_object(obj: Any, source: str) -> Any:
 
     library = obj if is_library(obj) else getattr(obj, "library", None)
     if not is_library(library):
-        raise BackendValidationError(f"{source!r} is neither a backend nor an op library (nda.ops.extension.OpLibrary); see docs/writing-a-backend.md")
+        raise BackendValidationError(f"{source!r} is neither a backend nor an op library (nda.ops.extension.OpLibrary); see the backend guide (python -m nda.testing.conformance --guide)")
     records = _discover()
     rec = records.get(library.name)
     if rec is not None and rec.state == "loaded":

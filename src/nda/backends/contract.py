@@ -4,8 +4,9 @@ nda accepts a backend whose ``api_version`` has the same major number and a mino
 no higher than its own; a minor version only adds optional members (1.1: memory, executor,
 completion, DLPack; 1.2: layouts; 1.3: in-order device queues; 1.4: op libraries and
 subgraph partitioners). A backend built for a newer
-minor version is refused with a message saying to upgrade nda. The members (see "Writing a
-backend" in ``docs/``):
+minor version is refused with a message saying to upgrade nda. The members (see the backend
+guide, "Writing a backend", which ships with nda: ``python -m nda.testing.conformance --guide``
+prints it and says where it and its complete minimal backend are installed):
 
 Identity
     ``name``, ``api_version``, ``device_types`` (the device types it serves; its entry
@@ -28,7 +29,8 @@ Data movement
     optional ``copy_to_device(buf, device)`` for direct device-to-device copies (else the
     route goes through host memory); ``device_of(buf)``.
 Memory (optional, for accelerators)
-    ``allocate(nbytes, device)``/``free(allocation)`` as the allocator its kernels use,
+    ``allocate(nbytes, device)``/``free(allocation)`` as the allocator its kernels use
+    (nda never calls these two: it frees memory by dropping its references to buffers),
     ``memory_stats(device) -> dict`` with ``in_use``, ``peak``, ``cached`` (and
     ``capacity``), ``release_all(device) -> int`` (bytes of cached memory given back).
 Execution (optional)
@@ -56,7 +58,12 @@ In-order queues (optional, 1.3; the way for an accelerator)
     waited for exactly the work that wrote it (a copy on the compute queue would also wait
     for everything enqueued after that work).
     The engine issues every op on such a device at once and waits only when the host reads
-    data (the backend guide, section 7).
+    data (the backend guide, section 7). After ``os.fork``, the work in flight on such a
+    device fails in the child ("still being computed when the process forked"), as a GPU's
+    must (CUDA cannot be used in a child forked after it was initialised), unless the backend
+    declares ``continues_after_fork = True``: its queues then run on in the child (its fork
+    hooks, ``nda.engine.register_at_fork``, restart them with what was queued and not run),
+    and its markers stay valid there (nda-sim does this).
 Completion (optional, 1.1; superseded by in-order queues)
     ``record_completion(device)``: an :class:`nda.engine.Completion` signalled when the
     work enqueued so far on ``device`` has finished; the engine calls it after each task

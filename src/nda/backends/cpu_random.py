@@ -33,6 +33,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .._config import env_flag
+
 __all__ = ["register", "load_native", "native_kernels", "ChunkRunner", "PART_BLOCKS", "OPS"]
 
 #: The catalog ops these kernels serve, by their short names.
@@ -48,7 +50,7 @@ _TWO128 = 1 << 128
 
 def load_native() -> Any:
     """``nda._philox_native``, or None where it was not compiled or ``NDA_NATIVE=0``."""
-    if os.environ.get("NDA_NATIVE", "1") == "0":
+    if not env_flag("NDA_NATIVE", True):
         return None
     try:  # a C module that imports nothing (by name: the import-linter sees no Python module there)
         return importlib.import_module(f"{__package__.rpartition('.')[0]}._philox_native")

@@ -40,18 +40,18 @@ Layer: backends (README, "Architecture").
 from __future__ import annotations
 
 import math
-import os
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from .._config import env_flag, env_int
 from .._dtypes import DType
 
 __all__ = ["NodeInfo", "Instr", "Program", "Compiled", "ElementwisePartitioner", "chunked", "numexpr_source", "numexpr_evaluator",
            "numexpr_available", "NUMEXPR_TEMPLATES", "CHUNK"]
 
 #: Elements per chunk of :func:`chunked` (64 KiB of float32 per temporary: the chain stays in L2).
-CHUNK = int(os.environ.get("NDA_FUSION_CHUNK", str(1 << 14)))
+CHUNK = env_int("NDA_FUSION_CHUNK", 1 << 14, minimum=1)
 
 
 class NodeInfo:
@@ -221,7 +221,7 @@ _NUMEXPR_DTYPES = ("float32", "float64")
 
 def numexpr_available() -> bool:
     """Whether numexpr can be used (installed, and not turned off with ``NDA_NUMEXPR=0``)."""
-    if os.environ.get("NDA_NUMEXPR", "1").strip() in ("0", "false", "no", "off"):
+    if not env_flag("NDA_NUMEXPR", True):
         return False
     try:
         import numexpr  # noqa: F401

@@ -152,7 +152,9 @@ class Engine:
         """After ``os.fork``, in the parent: undo :meth:`pause`."""
 
     def for_child(self) -> Engine:
-        """After ``os.fork``, in the child: the engine to use there."""
+        """After ``os.fork``, in the child: the engine to use there, holding the work the parent had
+        issued and not started (it runs in the child when needed; see ``._lifecycle``). No thread
+        starts here: other fork hooks run after nda's."""
         return self
 
     def close(self, timeout: float) -> int:

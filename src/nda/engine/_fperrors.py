@@ -41,7 +41,6 @@ from __future__ import annotations
 import contextvars
 import os
 import sys
-import threading
 import warnings
 from typing import Any
 
@@ -62,7 +61,6 @@ _CATEGORIES = ("divide", "over", "under", "invalid")
 _registries: dict[str, dict[Any, Any]] = {}  # per file, for warnings re-raised at a recorded site
 _cache: dict[Any, Any] = {}  # issuing state -> derived state (both NumPy extobj capsules)
 _CACHE_SIZE = 64
-_lock = threading.Lock()
 
 
 class _Writer:
@@ -127,10 +125,9 @@ def derived(state: Any) -> Any:
     found = _cache.get(state)
     if found is None:
         found = _derive(state)
-        with _lock:
-            if len(_cache) >= _CACHE_SIZE:
-                _cache.clear()  # np.errstate blocks make new states: keep the cache small
-            _cache[state] = found
+        if len(_cache) >= _CACHE_SIZE:
+            _cache.clear()  # np.errstate blocks make new states: keep the cache small
+        _cache[state] = found  # (no lock: a race between threads only computes a state twice)
     return found
 
 

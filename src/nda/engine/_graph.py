@@ -14,7 +14,11 @@ A task that fails *poisons* the arrays it writes, as the op named them: the outp
 failed view op is poisoned, not the array it views; a failed in-place write poisons the
 base it writes (its contents are undefined). Reading an array raises its own poison or
 its base's. A task whose input is poisoned does not
-run: it fails with the same exception and poisons its own outputs. Poison lives in
+run: it fails with the same exception and poisons its own outputs. A write of a whole
+array that does not read it (``x[...] = 7``, ``copyto(x, y)``: the front end then leaves
+``x`` out of the op's reads) runs whatever ``x``'s state, and when it succeeds ``x`` is
+valid again (:meth:`Graph.overwritten`), as after a failed write in NumPy; a partial write
+reads ``x`` and stays poisoned. Poison lives in
 :attr:`Graph.poison`, keyed by ``id(base)`` with a weak reference, so it goes when the
 array goes; reading a poisoned array re-raises the original exception.
 
@@ -155,6 +159,8 @@ class Graph:
                     self.first_error = err
                 for array in current.outputs:
                     self._poison(array, err)
+            elif self.poison:
+                self.overwritten(current.reads, current.writes)
             for base in current.reads:
                 var = self.vars.get(id(base))
                 if var is not None:
@@ -254,6 +260,16 @@ class Graph:
 
     def clear_poison(self, base: Any) -> None:
         self.poison.pop(id(base), None)
+
+    def overwritten(self, reads: Sequence[Any], writes: Sequence[Any]) -> None:
+        """A write that succeeded: the bases it wrote without reading them were written whole
+        (the front end lists a mutated array among an op's reads unless the op overwrites all
+        of it), so their poison, if any, is gone. Fresh outputs have none."""
+        for base in writes:
+            if all(base is not r for r in reads):
+                entry = self.poison.get(id(base))
+                if entry is not None and entry[0]() is base:
+                    del self.poison[id(base)]
 
     def _poison(self, base: Any, err: BaseException) -> None:
         key = id(base)

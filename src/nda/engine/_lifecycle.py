@@ -14,7 +14,24 @@ situation for a program that has only one thread of its own. So:
 * **At** ``os.fork``, the engine is *paused* for the instant of the fork: no worker and no
   waiting thread starts a task, the fork waits for the kernels already running, and then
   proceeds with the engine's lock held (the child copies a consistent graph). The parent
-  resumes at once; the child gets a fresh engine (``Engine.for_child``).
+  resumes at once; the child gets a fresh engine (``Engine.for_child``) that inherits the
+  parent's unfinished work: what was issued and not started (a held op, tasks queued or
+  waiting for others, work queued on a device that keeps running in a child) is computed in
+  the child too, when needed, so the child sees every array the parent had issued, as
+  NumPy's and the naive engine's children do. Only a kernel that was *running* at the fork
+  (which the fork waited for past the bound below) has no value in the child: its arrays,
+  and what was computed from them, raise a ``RuntimeError`` saying so (:data:`FORKED`).
+  The fork itself waits for nothing queued: a parent that forks a helper while another
+  thread keeps the engine busy is not held up; a child that reads an array the parent had
+  not computed yet computes it itself (``nda.waitall()`` before forking computes it once).
+
+Every lock nda holds is safe across the fork (:mod:`nda._forksafe`): before pausing the
+engine, the forking thread takes the locks whose holders may run long or issue work (a
+backend being activated on another thread is finished first, so the child never finds it
+half imported); once the engine and the backends' streams are paused, it takes the locks
+of short bookkeeping (the device queues' state, host views, interceptor counts); the child
+releases them (the forking thread is its only thread) and re-initialises every other lock
+nda made, which no thread of the child holds.
 
 Both waits are bounded by :data:`QUIESCE_TIMEOUT` seconds (``NDA_QUIESCE_TIMEOUT``, default
 60): a kernel that never returns cannot keep the process from exiting or forking, and past
@@ -38,10 +55,13 @@ import os
 import sys
 from typing import Callable
 
+from .. import _forksafe
+from .._config import env_float
+
 __all__ = ["QUIESCE_TIMEOUT", "register_at_fork"]
 
 #: Seconds exit and ``os.fork`` wait for kernels already running (``NDA_QUIESCE_TIMEOUT``).
-QUIESCE_TIMEOUT = float(os.environ.get("NDA_QUIESCE_TIMEOUT", "60"))
+QUIESCE_TIMEOUT = env_float("NDA_QUIESCE_TIMEOUT", 60.0)
 #: After this many seconds of waiting, say on stderr what the process waits for.
 NOTICE_AFTER = 2.0
 
@@ -88,24 +108,41 @@ def _run(hooks: list[_Hook], what: str) -> None:
             print(f"nda: a backend's {what} fork hook {hook!r} failed: {err!r}", file=sys.stderr)
 
 
+def _fork_notice(what: str, waited: float) -> None:
+    try:
+        print(f"nda: os.fork() {what} ({waited:.0f} s so far, at most {QUIESCE_TIMEOUT:.0f} s; NDA_QUIESCE_TIMEOUT sets the bound)",
+              file=sys.stderr, flush=True)
+    except Exception:  # noqa: BLE001 - stderr closed
+        pass
+
+
 def _before_fork() -> None:
     from . import state
 
+    _forksafe.acquire(_forksafe.OUTER, QUIESCE_TIMEOUT, _fork_notice)  # backend activation and the like: finished first
     engine = state.engine
-    engine.pause(QUIESCE_TIMEOUT)  # returns with the engine's lock held (threaded engine)
+    try:
+        engine.pause(QUIESCE_TIMEOUT)  # returns with the engine's lock held (threaded engine)
+    except BaseException:
+        _forksafe.release(_forksafe.OUTER)
+        raise
     _paused.append(engine)
     _run(_before, "before")
+    _forksafe.acquire(_forksafe.INNER, QUIESCE_TIMEOUT, _fork_notice)  # short bookkeeping: nothing runs any more
 
 
 def _after_fork_in_parent() -> None:
+    _forksafe.release(_forksafe.INNER)
     _run(list(reversed(_after_in_parent)), "after_in_parent")
     while _paused:
         _paused.pop().resume()
+    _forksafe.release(_forksafe.OUTER)
 
 
 def _after_fork_in_child() -> None:
     from . import _queues, state
 
+    _forksafe.after_in_child()
     _queues.reset_after_fork(FORKED)
     engine = _paused.pop() if _paused else state.engine
     _paused.clear()
@@ -117,8 +154,10 @@ def _after_fork_in_child() -> None:
     _run(_after_in_child, "after_in_child")
 
 
-#: The error of an array the parent was still computing when the process forked.
-FORKED = "this array was still being computed when the process forked; its value exists only in the parent process"
+#: The error of an array whose kernel was running when the process forked (and still was when
+#: the fork stopped waiting for it): its value exists only in the parent.
+FORKED = ("this array was still being computed when the process forked: its kernel was running then, and os.fork() "
+          "stopped waiting for it after NDA_QUIESCE_TIMEOUT seconds; its value exists only in the parent process")
 
 
 def _at_exit() -> None:

@@ -33,6 +33,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
+from .. import _forksafe
 from . import _queues
 
 if TYPE_CHECKING:
@@ -107,7 +108,7 @@ class Profiler:
         self._enqueued: list[_Enqueued] = []  # device-queue ops whose marker was not seen reached yet
         self._queue_events: list[Event] = []
         self._queue_end: dict[Any, float] = {}  # queue -> end of its latest device span
-        self._lock = threading.Lock()
+        self._lock = _forksafe.lock()
         self._on_change: Callable[[], None] = lambda: None
         self._origin = time.perf_counter()
 

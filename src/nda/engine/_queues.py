@@ -74,7 +74,6 @@ Layer: engine (README, "Architecture").
 from __future__ import annotations
 
 import itertools
-import os
 import threading
 import time
 import weakref
@@ -83,6 +82,8 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
+from .. import _forksafe
+from .._config import env_int
 from ._entries import Deferred, Entry, KernelTraceback, annotate, fresh, local, strip_frames, user_site
 
 __all__ = ["Deferred", "Entry", "Queue", "MAX_IN_FLIGHT", "issuing", "issue", "register_backend", "queue_for", "queue_of_device",
@@ -92,7 +93,7 @@ __all__ = ["Deferred", "Entry", "Queue", "MAX_IN_FLIGHT", "issuing", "issue", "r
 #: bound on work in flight; ``NDA_MAX_IN_FLIGHT``). About CUDA's own launch-queue depth:
 #: enough to keep a device busy through thousands of tiny ops, small enough that the
 #: bookkeeping of a loop that never syncs stays small.
-MAX_IN_FLIGHT = int(os.environ.get("NDA_MAX_IN_FLIGHT", "1024"))
+MAX_IN_FLIGHT = env_int("NDA_MAX_IN_FLIGHT", 1024, minimum=1)
 
 _SCALARS = (np.generic, bool, int, float, complex)
 
@@ -103,7 +104,7 @@ _SCALARS = (np.generic, bool, int, float, complex)
 #: writing versions of existing buffers happen under it, so markers, the log and those
 #: versions are in number order; lookups of versions and their pruning too. The fast path
 #: takes no lock (see the module docstring).
-LOCK = threading.Lock()
+LOCK = _forksafe.guard(threading.Lock(), "the device queues' lock", rank=10, stage=_forksafe.INNER)
 
 
 class Queue:
@@ -139,6 +140,7 @@ class Queue:
         self.checked = 0
         self.markers = 0
         self._marked = 0  # number of the newest marker
+        self.overwritten: dict[int, int] = {}  # id of a buffer -> number of the latest op that wrote it whole (x[...] = v)
 
     # ------------------------------------------------------------------ transitions (LOCK held)
     def take(self) -> int:
@@ -236,13 +238,15 @@ class Queue:
         entry.outs = ()
 
     def _record_failure(self, entry: Entry, error: BaseException) -> None:
-        """Remember ``error`` for the live buffers ``entry`` wrote (LOCK held)."""
+        """Remember ``error`` for the live buffers ``entry`` wrote (LOCK held), unless a later op
+        wrote one of them whole since (``overwritten``): a reader gets that op's result."""
         global first_error, _failures
         failed = self.failed
         for key in [k for k, (ref, _) in failed.items() if ref() is None]:  # forget dead buffers
             del failed[key]
+        overwritten = self.overwritten
         for key, ref in entry.outs:
-            if ref() is not None:
+            if ref() is not None and overwritten.get(key, 0) <= entry.seq:
                 failed[key] = (ref, error)
         _failures = sum(1 for q in list(_queues.values()) if q.failed)
         _refresh_mode()
@@ -405,15 +409,20 @@ def all_queues() -> list[Queue]:
 
 
 def reset_after_fork(message: str) -> None:
-    """In a forked child: work in flight in the parent never finishes here; its entries fail.
+    """In a forked child: a device whose queue does not run on in a child (a GPU: CUDA cannot be
+    used in a child forked after it was initialised) never finishes the work in flight; its
+    entries fail with ``message``, and the parent's markers mean nothing here. A backend that
+    declares ``continues_after_fork`` (nda-sim: its stream threads restart in the child and run
+    what was queued) keeps its queues as they are: its markers are reached in the child too.
 
-    The parent's markers mean nothing here; buffers written by ops without an entry get the
-    backend's own answer when read (nda-sim fails the work it had not run).
+    :data:`LOCK` is one of nda's fork-safe locks (:mod:`nda._forksafe`): the fork took it, so
+    the state here is whole, and the child has released it before this runs.
     """
-    global LOCK, _failures
-    LOCK = threading.Lock()  # the parent's may have been held by another thread at the fork
+    global _failures
     error = RuntimeError(message)
     for queue in _queues.values():
+        if getattr(queue.backend, "continues_after_fork", False):
+            continue
         for entry in queue.log:
             entry.retired = True
             entry.error = error
@@ -426,6 +435,7 @@ def reset_after_fork(message: str) -> None:
         queue.versions.clear()
         queue.done = next(queue.numbers)
         queue.checked = 0
+        queue.overwritten.clear()
     _failures = sum(1 for q in _queues.values() if q.failed)
     _refresh_mode()
 
@@ -498,6 +508,7 @@ def _record(result: Any, name: str, device_of: Callable[[Any], Any], mutating: b
     if queue is None:  # the backend serves this device without queues (never for in-order backends)
         return value
     # What it writes: its new buffers, or its target and the buffer owning the target's memory.
+    overwrite = False
     if mutating:
         # The target, the buffer owning its memory, and the base array's buffer as the front
         # end knows it (a backend may learn that a buffer is a view only when its work runs).
@@ -506,19 +517,23 @@ def _record(result: Any, name: str, device_of: Callable[[Any], Any], mutating: b
         for buf in (owner(target) if owner is not None else None, local.base):
             if buf is not None and all(buf is not w for w in written):
                 written.append(buf)
+        # A write of all of the target that does not read it (the front end says so: a full
+        # ``x[...] = v``) neither waits for nor inherits the target's earlier failure.
+        overwrite = local.overwrite and local.base is target
     elif value.__class__ is tuple:
         written = [v for v in value if v is not None]
     else:
         written = [value]
+    read_args = args[1:] if overwrite else args
     # What it reads that work in flight produces, while such work may still fail (to fail
     # with it if it does; a backend's kernels need not propagate failures themselves).
     deps = None
     if across:
-        deps = _inputs_in([q for q in list(_queues.values()) if q.log], args)
+        deps = _inputs_in([q for q in list(_queues.values()) if q.log], read_args)
     elif queue.log:
-        deps = _inputs_in((queue,), args)
+        deps = _inputs_in((queue,), read_args)
     if _failures:
-        inherited = _failed_input(args, kwargs)
+        inherited = _failed_input(read_args, kwargs)
         if inherited is not None:  # it read a failed op's output: it fails the same way
             check = _Inherited(inherited)
     entry = None
@@ -530,6 +545,8 @@ def _record(result: Any, name: str, device_of: Callable[[Any], Any], mutating: b
         versions = queue.versions
         for w in written:
             versions[id(w)] = n
+        if overwrite:  # written whole: an earlier failure of it is over (a failure in flight records nothing: see _record_failure)
+            _forget_written(queue, written, n)
         if entry is not None:
             entry.seq = n
             queue.add(entry)
@@ -579,6 +596,22 @@ def _failed_input(args: Iterable[Any], kwargs: dict[str, Any]) -> BaseException 
                     return error
     _forget_dead_failures(queues)
     return None
+
+
+def _forget_written(queue: Queue, written: list[Any], n: int) -> None:
+    """Buffers op number ``n`` wrote whole, without reading them: their failure and the entry in
+    flight that wrote them are no longer what a reader gets (LOCK held)."""
+    global _failures
+    overwritten = queue.overwritten
+    if len(overwritten) > 256:
+        for key in [k for k, m in overwritten.items() if m < queue.done]:
+            del overwritten[key]
+    for w in written:
+        overwritten[id(w)] = n
+        queue.tracked.pop(id(w), None)
+        if queue.failed.pop(id(w), None) is not None:
+            _failures = sum(1 for q in list(_queues.values()) if q.failed)
+            _refresh_mode()
 
 
 def _forget_dead_failures(queues: list[Queue]) -> None:

@@ -62,9 +62,11 @@ bounded, for the kernels running. ``os.fork`` does not wait for the engine to go
 (another thread may issue work forever): it *pauses* the engine (no worker or waiting
 thread starts a task), waits, bounded, for the kernels already running on workers or
 lent threads, and forks holding the engine's lock, so the child copies a consistent graph;
-the parent resumes at once, and the child gets a fresh engine in which every array still
-being computed by the parent at the fork is poisoned with a ``RuntimeError`` saying so,
-and everything finished before the fork is there.
+the parent resumes at once, and the child gets a fresh engine that inherits the parent's
+unfinished work (:mod:`._child`): the held op stays held, tasks
+not started are added again in issue order and run on the child's own workers, and only
+the arrays of a task that was *running* (the fork stopped waiting for it) are poisoned with
+a ``RuntimeError`` saying so; everything finished before the fork is there.
 
 Layer: engine (README, "Architecture").
 """
@@ -82,21 +84,22 @@ try:  # queue.SimpleQueue is _queue's, where CPython has it: without importing q
 except ImportError:  # pragma: no cover - another Python
     from queue import SimpleQueue
 
+from .._config import env_int
 from . import Completion, Engine, _queues, deliver, device_completion, drain_queues, profiler, wait_queued
 from ._entries import user_site
 from ._fperrors import guard, issuing, unguard
 from ._graph import QUEUED, RUNNING, Graph, Task
+from . import _child
 from ._held import Held, HoldingEngine
-from ._lifecycle import FORKED as _FORKED
 from ._lifecycle import NOTICE_AFTER, notice
 
 __all__ = ["ThreadedEngine", "WorkerPool", "MAX_PENDING", "MAX_PENDING_ELEMENTS"]
 
 _WAIT_SLICE = 0.05  # seconds; waits wake this often so that Ctrl-C gets through
 #: Host tasks pending before the issuing thread waits (``NDA_MAX_PENDING``).
-MAX_PENDING = int(os.environ.get("NDA_MAX_PENDING", "256"))
+MAX_PENDING = env_int("NDA_MAX_PENDING", 256, minimum=1)
 #: Elements touched by pending host tasks before the issuing thread waits (1 GiB of float64).
-MAX_PENDING_ELEMENTS = int(os.environ.get("NDA_MAX_PENDING_ELEMENTS", str(1 << 27)))
+MAX_PENDING_ELEMENTS = env_int("NDA_MAX_PENDING_ELEMENTS", 1 << 27, minimum=1)
 #: Elements below which an op runs inline on the caller's thread while the engine is idle
 #: (``NDA_INLINE_MAX``). A float32 ``x + y`` on 2**20 elements takes 0.3-0.6 ms here; the
 #: engine's Python around a task, run after such an op has emptied the caches, costs 0.05-0.1 ms,
@@ -152,7 +155,7 @@ class ThreadedEngine(HoldingEngine, Engine):
 
     def __init__(self, executor_factory: Callable[[Any], Any] | None = None, inline_limit: int | None = None) -> None:
         if inline_limit is None:
-            inline_limit = int(os.environ.get("NDA_INLINE_MAX", str(INLINE_MAX)))
+            inline_limit = env_int("NDA_INLINE_MAX", INLINE_MAX)
         self.idle_limit = inline_limit
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
@@ -175,6 +178,7 @@ class ThreadedEngine(HoldingEngine, Engine):
         self._paused = False
         self._closed = False
         self._busy: dict[int, int] = {}
+        self._inherited: list[Task] = []  # in a forked child: the parent's tasks that are ready (_start_inherited)
 
     #: Ops on a device queue never wait at issue: the queue retires what is done and applies
     #: the bound on work in flight itself (``nda.engine._queues.Queue.settle``).
@@ -201,6 +205,8 @@ class ThreadedEngine(HoldingEngine, Engine):
 
     # ------------------------------------------------------------------ issuing
     def push(self, run: Callable[[], Any], reads: Sequence[Any], writes: Sequence[Any], device: Any, name: str, cost: int = 0, route: Any = None) -> None:
+        if self._inherited:
+            self._start_inherited()  # a forked child's first op (see ._child)
         if self._held is not None or self._unsent is not None:
             self._before_push(reads, writes)  # the held op becomes a task first (see ._held)
         if device.type in _queues._backends and self._issue_now(run, reads, writes, device, name, cost, route):
@@ -266,6 +272,9 @@ class ThreadedEngine(HoldingEngine, Engine):
         if isinstance(result, Completion):  # pragma: no cover - a queue backend's kernels never return one
             errors: list[BaseException | None] = []
             result.add_done_callback(errors.append)
+        if graph.poison:  # a whole-array write (not among the reads) makes a poisoned array valid again
+            with self._lock:
+                graph.overwritten(_bases(reads), _bases(writes))
         if profiler.active:
             profiler.record(name, device, route, start, time.perf_counter())
         return True
@@ -492,6 +501,8 @@ class ThreadedEngine(HoldingEngine, Engine):
         wait_queued(array, for_write)
 
     def wait_tasks(self, array: Any, for_write: bool = False) -> None:
+        if self._inherited:
+            self._start_inherited()
         if self._held is not None:
             self._sync_held(array, for_write)  # runs it here if this read or write needs it
         graph = self._graph
@@ -508,6 +519,8 @@ class ThreadedEngine(HoldingEngine, Engine):
             deliver(error)
 
     def wait_all(self) -> None:
+        if self._inherited:
+            self._start_inherited()
         if self._held is not None:
             self._sync_held(None, False, always=True)
         with self._lock:
@@ -584,26 +597,28 @@ class ThreadedEngine(HoldingEngine, Engine):
             return self._quiesce(timeout, "exit")
 
     def for_child(self) -> ThreadedEngine:
-        return self._fresh_for_child()
+        """The child's engine, inheriting the parent's poison and unfinished work (``._child``)."""
+        return _child.inherit(self, ThreadedEngine(self._executor_factory, self.idle_limit))
 
-    def _fresh_for_child(self) -> ThreadedEngine:
-        """The child's engine: the parent's poison, and poison for what was still being computed."""
-        child = ThreadedEngine(self._executor_factory, self.idle_limit)
-        graph = self._graph
-        child._graph.poison = dict(graph.poison)
-        child._graph.first_error = graph.first_error
-        unfinished: dict[int, Any] = {}
-        if self._held is not None:  # issued, never run
-            for array in self._held.writes:
-                unfinished[id(array)] = array
-        for var in graph.vars.values():
-            for task in ([var.last_write] if var.last_write is not None else []):
-                for array in task.outputs:
-                    unfinished[id(array)] = array
-        error = RuntimeError(_FORKED)
-        for array in unfinished.values():
-            child._graph._poison(array, error)
-        return child
+    def _start_inherited(self) -> None:
+        """The child's first op or sync point: send the inherited tasks that are ready to the
+        child's workers (or fail those whose inputs are poisoned); the rest follow as their
+        dependencies finish. Not in the fork hook itself: other libraries' fork hooks, which
+        run after nda's (a thread pool forgetting the parent's threads), must have run before
+        a worker of the child starts a kernel."""
+        runnable: list[Task] = []
+        with self._lock:
+            ready, self._inherited = self._inherited, []
+            for task in ready:
+                inherited = self._graph.poisoned_input(task)
+                if inherited is None:
+                    runnable.append(task)
+                else:
+                    self._pending_elements -= task.cost
+                    runnable.extend(self._graph.finish(task, inherited))
+            self._set_limit()
+        for task in runnable:
+            self._submit(task)
 
 
 def _restartable(task: Task) -> bool:

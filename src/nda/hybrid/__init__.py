@@ -1,62 +1,69 @@
-"""``nda.hybridize(fn)``: record the ops a function issues once, check the graph, then run the graph.
+"""``nda.hybridize(fn)``: record the ops a function issues, check the graph, then run it, guarded.
 
-Gluon's ``hybridize()`` for functions, with MXNet's subgraph API for the backends::
+Gluon's ``hybridize()`` for functions, with MXNet's subgraph API for the backends and
+torch.compile's rule that a graph never outlives the Python values it was traced with::
 
     @nda.hybridize
     def gelu(x):
         return 0.5 * x * (1.0 + nda.tanh(0.7978845608 * (x + 0.044715 * x * x * x)))
 
     y = gelu(x)                  # first call for x's metadata: traced, checked, then the graph
-    y = gelu(x2)                 # same shape/dtype/device/layout: runs the graph
-    print(nda.dispatch.explain(gelu, x))   # the graph and how the backends partitioned it
+    y = gelu(x2)                 # same shape/dtype/device/layout: the function's Python is checked, the graph runs
+    print(nda.dispatch.explain(gelu, x))   # the graph, its guards and how the backends partitioned it
 
 **Per input metadata.** A call's *signature* is the metadata of its array arguments
 (shape, dtype, device, layout, which arguments are the same array and which share memory,
-views included) and the values of its other arguments, which must be hashable (they are
-constants of the graph, like Gluon's non-array arguments; floating scalars count by type
-and bit pattern, so ``-0.0`` is not ``0.0`` and every NaN is one key). A function keeps at
-most ``max_signatures`` graphs (128; the oldest is forgotten). The first call with a
+views included) and the values of its other arguments, which must be hashable (floating
+scalars count by type and bit pattern, so ``-0.0`` is not ``0.0``). A function keeps at most
+``max_signatures`` signatures (128; the oldest is forgotten). The first call with a
 signature runs ``fn`` eagerly while recording every op it issues (:mod:`._trace`); its
 results are the eager ones. The graph is then partitioned (each device's backend claims
 subgraphs through its ``partitioner``, backend API 1.4, :mod:`nda.backends.fusion`), run
 once more from the state before the eager run (the storages ``fn`` writes in place are
 copied before their first write and put back) and compared with the eager results and
 writes (exactly, or within rounding for a claimed subgraph whose compiler says it is not
-exact). Later calls with that signature run the graph: claimed subgraphs as one kernel
-each, every other node op by op through the op's public function (planning, dispatch, the
-engine, device queues: what the eager call does).
+exact).
 
-**Never another result than eager.** The tracer is an interceptor at the invocation point
-every op call goes through (:mod:`nda._intercept`), so every op the function issues is
-recorded however it was bound (``nda.exp``, ``from nda import exp``, operators, methods,
-``nda.ext.<library>.<op>``); nothing is rebound and nothing is locked while the function
-runs. Arrays ``fn`` uses without receiving them (closures,
-globals, attributes and items of its non-array arguments: Gluon's parameters) are found
-*by name* after tracing and read under that name at every run: a rebound global runs with
-the new array, or traces again when its metadata changed; a captured array that shares
-memory with an argument at a run makes that call eager; one found under no name makes the
-signature eager; an argument that is also a captured array (``f(w)`` for ``x + w``) makes
-that call eager and is traced again next time. Each of these, and every other eager or
-op-by-op fallback, emits a :class:`HybridizeWarning` naming the reason, once per
-signature; ``explain`` says it too.
+**Never another result than eager: guards.** A graph depends on Python values the trace
+read: a global ``lr``, a dict item, a slice bound, an attribute of an argument, a closure
+cell, a NumPy array converted inside, and the ``if`` that picked the ops. So a later call
+runs ``fn``'s Python again, in *check mode* (:mod:`._check`): every op call it makes is
+compared with the recorded graph (the op; its Python arguments by value, :mod:`._guards`;
+which arrays it takes) instead of being executed, and gets placeholder results. When the
+function returns having issued exactly the recorded calls, the graph runs on the arrays this
+call used (claimed subgraphs as one kernel each, every other node through the op's public
+function: planning, dispatch, the engine, device queues) and the placeholders the function
+kept receive their arrays. At the first difference (a guard fails: another value, another
+op, another array, a host read, an exception) the ops matched so far run op by op and the
+rest of the call runs eagerly: its result is eager's. Where the difference is in the op
+calls, that call is recorded as it runs (the ops matched so far under the tracer too), and
+its graph, once checked, is kept next to the others (up to :data:`MAX_GRAPHS` per signature,
+most recent first; a call is checked against all of them at once), so a value that flips
+between two settings runs as a graph either way. Past that the signature runs eagerly, with
+a :class:`HybridizeWarning`. Arrays the function takes from outside (globals, closures,
+attributes: Gluon's parameters) are whatever the function reads at each call, with the
+recorded metadata and aliasing. Python side effects of ``fn`` (appending to a list,
+printing) happen at every call, as eagerly.
+
+**Random numbers** run in the graph: a random op's place in its generator's stream is not a
+guard but taken from each call, so the generator advances exactly as eagerly and the same
+seed gives eager's bits.
 
 **Fallbacks stay exact.** A graph that differs from the eager results with its claimed
 subgraphs runs op by op; one that differs even so (or could not be recorded) is not used:
 the signature runs ``fn`` eagerly, and ``explain`` says why. The graph *ends*, and the
 signature runs eagerly, when ``fn`` reads data on the host (``float(x)``, ``asnumpy``,
-``repr``, ``bool(x)``...) or issues an op whose output shape depends on the data
-(``nonzero``, ``unique_*``, boolean masks, ``repeat`` with array counts): what follows
-may depend on the values. Errors keep the op and the user's ``file:line``: each node runs
-through a trampoline carrying the line of ``fn`` that issued it, so the engine's and the
-device queues' error notes, and tracebacks, point there; a note names the call of the
-hybridized function too.
+``repr``, ``bool(x)``...), issues an op whose output shape depends on the data
+(``nonzero``, ``unique_*``, boolean masks, ``repeat`` with array counts), or passes an op a
+Python value that cannot be compared between calls (:class:`._guards.Uncomparable`). Errors
+keep the op and the user's ``file:line``: each node runs through a trampoline carrying the
+line of ``fn`` that issued it, so the engine's and the device queues' error notes, and
+tracebacks, point there; a note names the call of the hybridized function too.
 
-**Autograd.** Hybridized functions are differentiable, as Gluon's are: inside
-``nda.autograd.record()`` the graph runs op by op through the recording versions of the
-ops (no fusion), so every op's VJP applies. Tracing inside ``record()`` records too. A
-function that enters ``record()`` itself is not hybridized (it runs eagerly).
+**Autograd.** Hybridized functions are differentiable: inside ``nda.autograd.record()`` the
+function runs eagerly (recorded op by op, so every op's VJP applies).
 
-In-place writes into captured arrays or into the arguments happen at every run, in
+In-place writes into arrays from outside or into the arguments happen at every run, in
 program order.
 
 Layer: hybridize (README, "Architecture").
@@ -66,18 +73,20 @@ from __future__ import annotations
 
 import functools
 import struct
-import threading
 import warnings
 from typing import Any, Callable
 
 import numpy as np
 
+from .. import _intercept
 from .._array import NDArray
 from ..autograd._graph import FLAGS as _AUTOGRAD
-from . import _graph, _trace
-from ._captured import ALIASED, AMBIGUOUS, alias_pattern, captured_now, locate
+from .. import _forksafe
+from . import _executable, _graph, _trace
+from ._check import Checker, Variant
+from ._explain import Explanation
 
-__all__ = ["hybridize", "HybridFunction", "HybridizeWarning"]
+__all__ = ["hybridize", "HybridFunction", "HybridizeWarning", "Explanation"]
 
 
 class HybridizeWarning(UserWarning):
@@ -90,21 +99,29 @@ _PACK = struct.Struct("<d").pack  # a float's bit pattern, for the signature key
 
 #: Signatures a hybridized function keeps (the oldest is forgotten beyond; ``max_signatures=``).
 MAX_SIGNATURES = 128
+#: Graphs a signature keeps for Python values that changed (torch.compile's cache limit is 8
+#: too); one more failed guard and the signature runs eagerly.
+MAX_GRAPHS = 8
 
 
 class _Entry:
-    """What one signature runs: an :class:`~._graph.Executable`, or ``fn`` eagerly (``reason``).
+    """What one signature runs: its graphs (most recent first), or ``fn`` eagerly (``reason``)."""
 
-    ``captured``: per captured array, ``(slot, path, metadata)``: where ``fn`` finds it (read
-    again at every run) and the shape/dtype/device/layout the graph was recorded for.
-    """
+    __slots__ = ("variants", "reason", "check", "inputs", "failure", "stats", "shared", "retraced")
 
-    __slots__ = ("executable", "reason", "check", "inputs", "captured", "aliases")
+    def __init__(self, inputs: int) -> None:
+        self.variants: list[Variant] = []
+        self.reason: str | None = None
+        self.check = ""  # the last trace's first-call check
+        self.inputs = inputs
+        self.failure: str | None = None  # the last failed guard, and what it did
+        self.stats = {"traces": 0, "graph": 0, "op by op": 0, "eager": 0, "guard failures": 0}
+        self.shared: str | None = None  # why calls with arguments NumPy shares run eagerly (once said)
+        self.retraced = 0  # failed guards whose recording gave no new graph (the same one, or none)
 
-    def __init__(self, executable: Any, reason: str | None, check: str, inputs: int) -> None:
-        self.executable, self.reason, self.check, self.inputs = executable, reason, check, inputs
-        self.captured: list[tuple[int, Any, Any]] = []
-        self.aliases: tuple[int, ...] = ()
+    @property
+    def executable(self) -> Any:
+        return self.variants[0].executable if self.variants and self.reason is None else None
 
 
 class HybridFunction:
@@ -122,12 +139,12 @@ class HybridFunction:
         self.partition = partition
         self.max_signatures = max_signatures
         self._cache: dict[Any, _Entry] = {}
-        self._lock = threading.Lock()
+        self._lock = _forksafe.lock()
         self._evicted = False
 
     # ------------------------------------------------------------------ calling
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if _trace.tracing_now():  # inside another hybridized function's trace: inline
+        if _AUTOGRAD.recording or _trace.tracing_now():  # recorded op by op; or inside another's trace or check: inline
             return self.fn(*args, **kwargs)
         arrays: list[NDArray] = []
         key = _signature(args, kwargs, arrays)
@@ -135,80 +152,143 @@ class HybridFunction:
             return self.fn(*args, **kwargs)
         entry = self._cache.get(key)
         if entry is None:
-            return self._first_call(key, args, kwargs, arrays)[0]
-        if entry.executable is None:
+            return self._trace(key, args, kwargs, arrays)[0]
+        if entry.reason is not None:
+            entry.stats["eager"] += 1
             return self.fn(*args, **kwargs)
-        externals = None
-        if entry.captured:
-            externals = captured_now(entry, args, kwargs, arrays)
-            if externals is None:  # a captured name now holds an array of other metadata: record again
-                with self._lock:
-                    if self._cache.get(key) is entry:
-                        del self._cache[key]
-                return self._first_call(key, args, kwargs, arrays)[0]
-            if externals is ALIASED:  # a captured array now shares memory with an argument: the graph assumed not
-                return self.fn(*args, **kwargs)
-        unfused = _AUTOGRAD.recording  # recorded op by op: differentiable
-        return entry.executable.run(arrays, unfused=unfused, externals=externals)
+        if _graph.SHARED and any(_graph.shared(a) for a in arrays):
+            self._shared(entry, arrays)
+            return self.fn(*args, **kwargs)
+        return self._checked(entry, args, kwargs, arrays)
 
-    def _first_call(self, key: Any, args: Any, kwargs: Any, arrays: list[NDArray]) -> tuple[Any, _Entry]:
+    def _shared(self, entry: _Entry, arrays: list[NDArray]) -> None:
+        """An argument's memory is NumPy's (or another library's) too: this call runs eagerly (said once)."""
+        entry.stats["eager"] += 1
+        which = next(i for i, a in enumerate(arrays) if _graph.shared(a))
+        note = (f"array argument {which + 1} shares memory with NumPy or another library (nda.asarray of a NumPy array on "
+                "cpu, np.asarray(x), DLPack): a graph cannot order the writes Python may make to that memory between its ops, "
+                "so such calls run eagerly; pass a copy (nda.asarray(a, copy=True)) to run the graph")
+        if entry.shared is None:
+            entry.shared = note
+            name = getattr(self.fn, "__qualname__", self.fn)
+            warnings.warn(HybridizeWarning(f"{name}: {note}"), stacklevel=3)
+
+    def _checked(self, entry: _Entry, args: Any, kwargs: Any, arrays: list[NDArray]) -> Any:
+        """Run ``fn``'s Python in check mode, then the graph it matched (see :mod:`._check`)."""
+        checker = Checker(list(entry.variants), arrays)
+        _intercept.push(checker)
+        try:
+            try:
+                result = self.fn(*args, **kwargs)
+            except BaseException:
+                _intercept.pop(checker)
+                checker.abandon()
+                raise
+            _intercept.pop(checker)
+            checker.finish()
+        finally:
+            graph = checker.stop_tracing()
+            self._after(entry, checker)
+        if graph is not None:  # a guard failed and the rest of the call was recorded: a graph for these values
+            self._keep(entry, graph, result, arrays, "{}:{}".format(*_trace.user_site()))
+        return result
+
+    def _after(self, entry: _Entry, checker: Checker) -> None:
+        if checker.failure is None:
+            entry.stats[checker.ran] += 1
+            used = checker.alive[0].variant
+            if entry.variants and entry.variants[0] is not used:
+                with self._lock:
+                    if used in entry.variants:
+                        entry.variants.remove(used)
+                        entry.variants.insert(0, used)
+            return
+        entry.stats["guard failures"] += 1
+        entry.failure = f"{checker.failure}; that call ran its earlier ops op by op and the rest eagerly (eager's result)"
+
+    def _trace(self, key: Any, args: Any, kwargs: Any, arrays: list[NDArray]) -> tuple[Any, _Entry]:
+        """The first call of a signature: run ``fn`` eagerly while recording it; keep the graph if it checks out."""
         graph = _graph.Graph()
         for a in arrays:
             graph.add_input(a)
         with _trace.tracing(graph):
             result = self.fn(*args, **kwargs)
-        caller = "{}:{}".format(*_trace.user_site())
-        entry = self._build(graph, result, args, kwargs, arrays, caller)
-        keep = not entry.reason or not entry.reason.startswith(AMBIGUOUS)
-        if entry.reason is not None:
-            warnings.warn(HybridizeWarning(f"{getattr(self.fn, '__qualname__', self.fn)} (called at {caller}) runs eagerly for this "
-                                           f"signature: {entry.reason[len('eager: '):] if entry.reason.startswith('eager: ') else entry.reason}"),
-                          stacklevel=3)
-        elif entry.executable is not None and not entry.executable.groups and any("op by op" in n for n in getattr(entry.executable, "notes", [])):
-            warnings.warn(HybridizeWarning(f"{getattr(self.fn, '__qualname__', self.fn)} (called at {caller}) runs op by op for this "
-                                           f"signature: {entry.executable.notes[-1]}"), stacklevel=3)  # type: ignore[attr-defined]
-        if keep:
-            with self._lock:
-                self._cache.setdefault(key, entry)
+        with self._lock:
+            entry = self._cache.get(key)
+            if entry is None:
+                entry = self._cache[key] = _Entry(len(arrays))
                 while len(self._cache) > self.max_signatures:
                     del self._cache[next(iter(self._cache))]  # the oldest signature
                     if not self._evicted:
                         self._evicted = True
-                        warnings.warn(HybridizeWarning(f"{getattr(self.fn, '__qualname__', self.fn)}: more than {self.max_signatures} signatures; "
-                                                       "the oldest are forgotten (each new one is traced again)"), stacklevel=3)
+                        warnings.warn(HybridizeWarning(f"{getattr(self.fn, '__qualname__', self.fn)}: more than {self.max_signatures} "
+                                                       "signatures; the oldest are forgotten (each new one is traced again)"), stacklevel=3)
+        self._keep(entry, graph, result, arrays, "{}:{}".format(*_trace.user_site()))
         return result, entry
 
-    def _build(self, graph: _graph.Graph, result: Any, args: Any, kwargs: Any, arrays: list[NDArray], caller: str) -> _Entry:
+    def _keep(self, entry: _Entry, graph: _graph.Graph, result: Any, arrays: list[NDArray], caller: str) -> None:
+        """Check a recorded call's graph and add it to the signature's graphs (or say why it cannot be one)."""
+        variant, reason, check = self._build(graph, result, arrays, caller)
+        name = getattr(self.fn, "__qualname__", self.fn)
+        warn: str | None = None
+        with self._lock:
+            entry.stats["traces"] += 1
+            entry.check = check
+            if variant is not None:
+                fingerprint = variant.fingerprint()
+                before = len(entry.variants)
+                entry.variants = [variant] + [v for v in entry.variants if v.fingerprint() != fingerprint]
+                if len(entry.variants) <= before:
+                    entry.retraced += 1  # the same graph again: the call differed in what a graph cannot hold (an op that raised)
+                if entry.failure is not None and entry.stats["traces"] > 1:
+                    entry.failure += "; it was traced as it ran: a graph for these values"
+            elif not entry.variants:
+                entry.reason = reason
+                warn = reason
+            else:  # a guard failed and this path cannot be a graph: the other graphs stay
+                entry.retraced += 1
+                entry.failure = f"{entry.failure}; traced as it ran, that path cannot be a graph ({reason})"
+            if entry.variants and len(entry.variants) + entry.retraced > MAX_GRAPHS:
+                entry.variants = []
+                entry.reason = (f"eager: its calls differed from its graphs {MAX_GRAPHS} times (Python values that change, "
+                                f"or paths a graph cannot hold; the last failed guard: {entry.failure})")
+                warn = entry.reason
+        if warn is not None:
+            warnings.warn(HybridizeWarning(f"{name} (called at {caller}) runs eagerly for this signature: "
+                                           f"{warn[len('eager: '):] if warn.startswith('eager: ') else warn}"), stacklevel=4)
+        elif variant is not None and not variant.executable.groups and any("op by op" in n for n in getattr(variant.executable, "notes", [])):
+            warnings.warn(HybridizeWarning(f"{name} (called at {caller}) runs op by op for this "
+                                           f"signature: {variant.executable.notes[-1]}"), stacklevel=4)  # type: ignore[attr-defined]
+
+    def _build(self, graph: _graph.Graph, result: Any, arrays: list[NDArray], caller: str) -> tuple[Variant | None, str | None, str]:
+        """(the checked graph, None, its check) or (None, why the trace cannot run as a graph, its check)."""
         if graph.ended is not None:
             graph.release()
-            return _Entry(None, f"eager: the graph ended at {graph.ended}", "", len(arrays))
-        graph.out_tree = graph.output(result)
-        located = locate(self.fn, graph, args, kwargs)
-        if isinstance(located, str):
+            return None, f"eager: the graph ended at {graph.ended}", ""
+        held = graph.shared_memory()
+        if held is not None:
             graph.release()
-            return _Entry(None, located, "", len(arrays))
+            return None, f"eager: {held}", ""
+        graph.out_tree = graph.output(result)
         external_reads = _slots_of(graph.out_tree)
         order, groups, notes = _graph.partition(graph, external_reads, enabled=self.partition)
-        executable = _graph.Executable(graph, order, groups, caller)
+        executable = _executable.Executable(graph, order, groups, caller)
         executable.notes = notes  # type: ignore[attr-defined]
         eager = _host_leaves(result)  # before the replays (a result may be an array the function writes)
         written = [(base, snap, _copy(base)) for base, snap in graph.snapshots.values()]  # (storage, before, after the eager run)
-        check = self._check(executable, graph, eager, arrays, groups, written)
+        check = self._check(executable, eager, arrays, groups, written)
         if check.startswith("differs") and groups:
-            plain = _graph.Executable(graph, list(graph.nodes), [], caller)
+            plain = _executable.Executable(graph, list(graph.nodes), [], caller)
             plain.notes = notes + [f"the claimed subgraphs gave results that {check}; the graph runs op by op"]  # type: ignore[attr-defined]
-            check2 = self._check(plain, graph, eager, arrays, [], written)
-            executable, check = plain, check2
+            executable, check = plain, self._check(plain, eager, arrays, [], written)
         if check.startswith("differs"):
             _restore(written, after=True)  # the arrays the function wrote hold what the eager run wrote
-        entry = _Entry(None, f"eager: re-running the recorded graph {check}", check, len(arrays)) if check.startswith("differs") \
-            else _Entry(executable, None, check, len(arrays))
-        entry.captured = [(slot, path, (graph.arrays[slot]._meta, graph.arrays[slot]._shape)) for slot, path in located]
-        entry.aliases = alias_pattern(arrays + [graph.arrays[slot] for slot, _ in located])
+            graph.release()
+            return None, f"eager: re-running the recorded graph {check}", check
         graph.release()
-        return entry
+        return Variant(executable, check), None, check
 
-    def _check(self, executable: Any, graph: _graph.Graph, eager: list[Any], arrays: list[NDArray], groups: list[Any],
+    def _check(self, executable: Any, eager: list[Any], arrays: list[NDArray], groups: list[Any],
                written: list[tuple[NDArray, NDArray, NDArray]]) -> str:
         """Replay ``executable`` from the state before the eager run and compare results and writes with it."""
         from .. import autograd
@@ -229,7 +309,7 @@ class HybridFunction:
 
     # ------------------------------------------------------------------ introspection
     def explain(self, *args: Any, **kwargs: Any) -> Explanation:
-        """The graph recorded for these arguments' signature and its partition (traces on first use)."""
+        """The graphs recorded for these arguments' signature, their guards and partition (traces on first use)."""
         arrays: list[NDArray] = []
         key = _signature(args, kwargs, arrays)
         if key is _UNHASHABLE:
@@ -238,7 +318,7 @@ class HybridFunction:
         if entry is None:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", HybridizeWarning)  # explain says it
-                entry = self._first_call(key, args, kwargs, arrays)[1]
+                entry = self._trace(key, args, kwargs, arrays)[1]
         return Explanation(self, entry, entry.reason)
 
     __nda_explain__ = explain
@@ -262,10 +342,10 @@ class HybridFunction:
 
 
 def hybridize(fn: Callable[..., Any] | None = None, *, partition: bool = True, max_signatures: int = MAX_SIGNATURES) -> Any:
-    """Decorator: run ``fn`` as a recorded graph per input signature (see :mod:`nda.hybrid`).
+    """Decorator: run ``fn`` as a recorded graph per input signature, guarded (see :mod:`nda.hybrid`).
 
     ``partition=False`` keeps every node op by op (no backend claims subgraphs);
-    ``max_signatures`` bounds the graphs kept (the oldest signature is forgotten beyond).
+    ``max_signatures`` bounds the signatures kept (the oldest is forgotten beyond).
     """
     if fn is None:
         return lambda f: HybridFunction(f, partition, max_signatures)
@@ -402,45 +482,3 @@ def _compare(a: list[Any], b: list[Any], exact: bool) -> str:
     return "same as eager (bit for bit)" if exact else f"same as eager within {worst:.1f} ulp of the largest result"
 
 
-class Explanation:
-    """What :meth:`HybridFunction.explain` found (``str()`` for people)."""
-
-    def __init__(self, function: HybridFunction, entry: _Entry | None, reason: str | None) -> None:
-        self.function = function
-        self.entry = entry
-        self.reason = reason
-        executable = entry.executable if entry is not None else None
-        self.groups = list(executable.groups) if executable is not None else []
-        self.nodes = list(executable.graph.nodes) if executable is not None else []
-
-    @property
-    def fused(self) -> list[list[str]]:
-        """The ops of each claimed subgraph."""
-        return [[n.op for n in g.nodes] for g in self.groups]
-
-    def __str__(self) -> str:
-        name = getattr(self.function.fn, "__qualname__", repr(self.function.fn))
-        lines = [f"hybridized: {name}"]
-        entry = self.entry
-        if entry is None or entry.executable is None:
-            lines.append(f"runs:    {self.reason}")
-            return "\n".join(lines)
-        ex = entry.executable
-        lines.append(f"graph:   {len(self.nodes)} ops recorded, {len(self.groups)} claimed subgraph(s); check on the first call: {entry.check}")
-        for unit in ex.order:
-            if isinstance(unit, _graph.Group):
-                lines.append(f"fused:   {unit.name} on {unit.device} by {unit.partitioner} ({unit.compiled.name})")
-                lines.append(f"         ops at {', '.join(n.where.rsplit('/', 1)[-1] for n in unit.nodes)}")
-                ins = ", ".join(f"{d.name}{tuple(s)}" for d, s in unit.program.inputs)
-                lines.append(f"         borders: reads {ins or 'nothing'}; writes {len(unit.outputs)} result(s) {unit.program.shape}; "
-                             f"casts to the key dtype inside the kernel")
-                lines.append(f"         source: {unit.compiled.source}")
-            else:
-                where = unit.where.rsplit("/", 1)[-1]
-                lines.append(f"op:      {unit.op} at {where} (op by op)")
-        for note in getattr(ex, "notes", []):
-            lines.append(f"note:    {note}")
-        return "\n".join(lines)
-
-    def __repr__(self) -> str:
-        return f"<hybridize explanation: {len(self.nodes)} ops, {len(self.groups)} fused>"

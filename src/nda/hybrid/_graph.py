@@ -1,11 +1,15 @@
 """The recorded graph of a hybridized function: nodes, partitioning by the backends, replay.
 
 Values live in *slots*: the function's input arrays first, then every array an op made,
-and arrays the function captured from outside (closures, globals: "externals", read at
-each run as they are then). A :class:`Node` is one recorded call: the op, its arguments
-with arrays replaced by slot markers, the slots of its results, and the user's
-``file:line``. Element-wise nodes also carry a :class:`~nda.backends.fusion.NodeInfo`
-for the partitioners.
+and arrays the function took from outside (closures, globals, attributes: "externals",
+which the function itself reads again at every call, :mod:`._check`). A :class:`Node` is
+one recorded call: the op, its arguments with arrays replaced by slot markers (Python
+values as :func:`._guards.private` keeps them), its *key* (the same arguments frozen by
+:func:`._guards.freeze`, what a later call is compared with), the slots of its results
+(and which of them the call made), and the user's ``file:line``. Element-wise nodes also
+carry a :class:`~nda.backends.fusion.NodeInfo` for the partitioners. Random-number ops
+take their generator's ``key`` and ``counter`` as *dynamic* arguments: not guarded, taken
+from each call (the generator advances as eagerly).
 
 :func:`partition` asks each device's backend for its partitioner (backend API 1.4) and
 grows subgraphs MXNet-style (``select``, then ``select_input``/``select_output`` across
@@ -14,48 +18,37 @@ ordered after earlier reads and writes of it, and before later ones), lets the b
 ``filter`` and ``compile`` it, then orders the units (claimed subgraphs, single nodes)
 topologically, keeping the recorded order where it can.
 
-:class:`Executable` runs the plan: a node calls the op's public function as installed at
-that moment (so inside ``autograd.record()`` it records), through a one-line trampoline
-compiled with the user's file name at the node's line: engine and queue entries, error
-notes and tracebacks then point at the line of the hybridized function that issued the
-op. A claimed subgraph is one op: its output arrays are made pending, and its compiled
-kernel runs through the engine (recorded on the device queue for a queue backend).
+Running a plan: :mod:`._executable`.
 
 Layer: hybridize (README, "Architecture").
 """
 
 from __future__ import annotations
 
-import math
-from typing import Any, Callable
+from typing import Any
 
-from .. import backends
-from .._array import NDArray, new_array
-from .._devices import ArrayMeta, strided
+from .. import _hostviews, backends
+from .. import engine as _engine
+from .._array import NDArray
+from .._devices import strided
 from ..backends import fusion
-from ..engine import _queues
-from ..engine import state as _state
 from ..ops import DECLARED
 from ..ops._spec import Cast
-from ._trace import public_function
+from ._guards import Slot, Uncomparable, freeze, private, split
 
-__all__ = ["Graph", "Node", "Slot", "partition", "Executable"]
+__all__ = ["Graph", "Node", "Group", "Slot", "partition", "DYNAMIC", "DYNAMIC_MARK", "shared"]
 
-
-class Slot:
-    """Marks an array argument in a node's recorded arguments."""
-
-    __slots__ = ("index",)
-
-    def __init__(self, index: int) -> None:
-        self.index = index
-
-    def __repr__(self) -> str:
-        return f"%{self.index}"
+#: Per op, the keyword arguments taken from each call instead of guarded: a random-number
+#: op's place in its generator's stream (the generator advances at every call, as eagerly;
+#: the values' shape, dtype and distribution parameters stay guarded).
+DYNAMIC: dict[str, tuple[str, ...]] = {f"random.philox_{kind}": ("key", "counter") for kind in ("uniform", "normal", "exponential", "integers")}
+#: What a dynamic argument is replaced with in a node's key (and in a checked call's arguments).
+DYNAMIC_MARK = "<taken from each call>"
 
 
 class Node:
-    __slots__ = ("index", "op", "kind", "attr", "args", "kwargs", "outs", "multi", "result_type", "site", "info", "reads", "writes")
+    __slots__ = ("index", "op", "kind", "attr", "args", "kwargs", "outs", "multi", "result_type", "site", "info", "reads", "writes",
+                 "key", "dynamic", "fresh", "args_key", "kwargs_key", "entry")
 
     def __init__(self, index: int, op: str, kind: str, attr: str | None, args: Any, kwargs: Any, outs: list[int], multi: bool,
                  result_type: Any, site: tuple[str, int]) -> None:
@@ -64,6 +57,12 @@ class Node:
         self.info: fusion.NodeInfo | None = None
         self.reads: list[int] = []
         self.writes: list[int] = []
+        self.key: Any = None  # (args, kwargs) frozen, the dynamic kwargs marked (._guards)
+        self.args_key: tuple[Any, ...] = ()  # the key split per argument (._guards.split)
+        self.kwargs_key: dict[str, Any] = {}
+        self.entry: Any = None  # the op's declaration or entry point the call went through (identity: a quick first test)
+        self.dynamic: tuple[str, ...] = ()
+        self.fresh: list[bool] = []  # per result: made by this call (else an array the graph had already)
 
     @property
     def where(self) -> str:
@@ -81,15 +80,20 @@ class Graph:
         self.arrays: list[NDArray] = []  # slot -> the array seen while tracing (kept alive so ids stay unique)
         self.kinds: list[str] = []  # slot -> "input" | "node" | "external" | "storage"
         self.storage: list[int] = []  # slot -> slot of the array owning its memory (views share it)
+        self.metas: list[tuple[Any, tuple[int, ...]]] = []  # slot -> (ArrayMeta, shape)
+        self.input_slots: list[int] = []  # the slots of the function's array arguments, in order
         self.nodes: list[Node] = []
         self.inputs = 0
         self.ended: str | None = None
         self.out_tree: Any = None
         self.snapshots: dict[int, tuple[NDArray, NDArray]] = {}  # id(storage) -> (storage, its copy before the first write)
+        self.kept: list[NDArray] = []  # placeholders entered under other arrays' slots (:meth:`stand_ins`)
 
     # ------------------------------------------------------------------ recording
     def add_input(self, array: NDArray) -> int:
-        return self._slot(array, "input")
+        slot = self._slot(array, "input")
+        self.input_slots.append(slot)
+        return slot
 
     def _slot(self, array: NDArray, kind: str) -> int:
         found = self.slots.get(id(array))
@@ -100,6 +104,7 @@ class Graph:
         self.arrays.append(array)
         self.kinds.append(kind)
         self.storage.append(index)
+        self.metas.append((array._meta, array._shape))
         base = array._base
         if base is not None and base is not array:
             self.storage[index] = self._slot(base, "storage")  # "storage": only names the memory (never bound at a run)
@@ -119,7 +124,9 @@ class Graph:
             return cls(self._template(v, reads) for v in value)
         if cls is dict:
             return {k: self._template(v, reads) for k, v in value.items()}
-        return value
+        if cls is slice and any(v.__class__ is NDArray for v in (value.start, value.stop, value.step)):
+            return slice(*(self._template(v, reads) for v in (value.start, value.stop, value.step)))
+        return private(value)
 
     def before_write(self, args: tuple[Any, ...]) -> None:
         """A traced call is about to write into its first array argument: copy that storage once.
@@ -146,7 +153,8 @@ class Graph:
         if self.ended is None:
             self.ended = reason
 
-    def record(self, op: str, kind: str, attr: str | None, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any, site: tuple[str, int]) -> None:
+    def record(self, op: str, kind: str, attr: str | None, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any, site: tuple[str, int],
+               entry: Any = None) -> None:
         if self.ended is not None:
             return
         decl = DECLARED.get(op)
@@ -157,16 +165,34 @@ class Graph:
         reads: list[int] = []
         targs = self._template(args, reads)
         tkwargs = self._template(kwargs, reads)
+        dynamic = DYNAMIC.get(op, ())
+        slots = self.slots
+        try:
+            key = freeze((args, {k: DYNAMIC_MARK if k in dynamic else v for k, v in kwargs.items()}), lambda a: Slot(slots[id(a)]))
+        except Uncomparable as err:
+            self.end(f"{op}() at {site[0]}:{site[1]} received {err}, a Python value that cannot be compared between calls")
+            return
         multi = isinstance(out, tuple)
+        if multi and type(out) is not tuple and not hasattr(type(out), "_fields"):
+            self.end(f"{op}() at {site[0]}:{site[1]} returned a {type(out).__name__}, which a graph cannot make again")
+            return
         results = list(out) if multi else ([] if out is None else [out])
-        outs = []
+        outs, fresh = [], []
         for r in results:
             if r.__class__ is not NDArray:
                 self.end(f"{op}() at {site[0]}:{site[1]} returned a {type(r).__name__}, which a graph cannot hold")
                 return
+            if _hostviews.VIEWS and id(r) in _hostviews.VIEWS:
+                self.end(f"{op}() at {site[0]}:{site[1]} made a host view (a copy kept in step with its base), which a graph cannot hand over")
+                return
+            made = len(self.arrays)
             outs.append(self._slot(r, "node"))
+            fresh.append(outs[-1] >= made)
         node = Node(len(self.nodes), op, kind, attr, targs, tkwargs, outs, multi, type(out) if multi else None, site)
         node.reads = reads
+        node.key, node.dynamic, node.fresh = key, dynamic, fresh
+        node.args_key, node.kwargs_key = split(key)
+        node.entry = entry
         mutates = kind == "attr" and attr is not None and attr.startswith("__i") or bool(decl is not None and decl.mutates)
         if mutates and reads:
             node.writes = [self.storage[reads[0]]]
@@ -190,11 +216,46 @@ class Graph:
             return {k: self.output(v) for k, v in value.items()}
         return value
 
+    def stand_ins(self, visible: dict[int, NDArray], values: list[Any]) -> None:
+        """Enter placeholders (slot of another graph -> placeholder) under the slots of the arrays
+        they stand in for (``values``: that graph's slots as this graph saw them recorded)."""
+        for slot, ph in visible.items():
+            real = values[slot]
+            mine = self.slots.get(id(real)) if real is not None else None
+            if mine is not None and id(ph) not in self.slots:
+                self.slots[id(ph)] = mine
+                self.kept.append(ph)  # its id stays its own while the graph is recorded
+
+    def shared_memory(self) -> str | None:
+        """After the trace: an array the graph made or took from outside whose memory NumPy (or
+        another library) holds too, which a graph cannot take (see :func:`shared`); None if none."""
+        if not SHARED:
+            return None
+        arguments = {self.storage[s] for s in self.input_slots}  # the arguments' memory: checked at each call
+        for slot, array in enumerate(self.arrays):
+            if array is not None and self.storage[slot] not in arguments and shared(array):
+                user = next((n for n in self.nodes if slot in n.outs or slot in n.reads), None)
+                where = f" ({user.op} at {user.where})" if user is not None else ""
+                return (f"an array{where} shares memory with NumPy or another library (nda.asarray of a NumPy array on cpu, "
+                        "DLPack): a graph cannot order the Python writes to that memory between its ops")
+        return None
+
     def release(self) -> None:
-        """Drop the arrays seen while tracing (the externals stay: they are read at every run)."""
-        self.arrays = [a if k == "external" else None for a, k in zip(self.arrays, self.kinds)]  # type: ignore[misc]
+        """Drop the arrays seen while tracing (a later call binds its own: :mod:`._check`)."""
+        self.arrays = [None] * len(self.arrays)  # type: ignore[list-item]
         self.slots = {}
         self.snapshots = {}
+        self.kept = []
+
+
+SHARED = _engine.SHARED  # id(base) of the arrays whose memory another library holds too
+
+
+def shared(array: NDArray) -> bool:
+    """Whether ``array``'s memory is held by another library too (``nda.engine.share``): a graph
+    cannot order the writes Python makes to it between ops, so no graph takes such an array."""
+    return bool(SHARED) and id(array._base if array._base is not None else array) in SHARED
+
 
 
 def _data_dependent(op: str, decl: Any, args: tuple[Any, ...]) -> str | None:
@@ -445,129 +506,3 @@ def _program(graph: Graph, members: list[Node], external_reads: set[int]) -> tup
     shape = members[0].info.shape  # type: ignore[union-attr]
     program = fusion.Program(instrs, [(graph.arrays[s].dtype, graph.arrays[s].shape) for s in inputs], outputs, shape, members[0].info.device)  # type: ignore[union-attr]
     return program, inputs, [members[k].outs[0] for k in outputs]
-
-
-# ---------------------------------------------------------------------------- running
-
-_TRAMPOLINES: dict[tuple[str, int], Callable[..., Any]] = {}
-
-
-def trampoline(site: tuple[str, int]) -> Callable[..., Any]:
-    """``call(f, args, kwargs)`` whose frame has the user's file name and line (see the module docstring)."""
-    found = _TRAMPOLINES.get(site)
-    if found is None:
-        filename, line = site
-        source = "\n" * max(line - 1, 0) + "def _nda_hybridized(f, a, k): return f(*a, **k)\n"
-        namespace: dict[str, Any] = {}
-        exec(compile(source, filename, "exec"), namespace)  # noqa: S102 - a fixed one-line function
-        found = _TRAMPOLINES[site] = namespace["_nda_hybridized"]
-    return found
-
-
-def _fill(template: Any, values: list[Any]) -> Any:
-    cls = template.__class__
-    if cls is Slot:
-        return values[template.index]
-    if cls is tuple or cls is list:
-        return cls(_fill(v, values) for v in template)
-    if cls is dict:
-        return {k: _fill(v, values) for k, v in template.items()}
-    if isinstance(template, tuple) and hasattr(template, "_fields"):
-        return cls(*(_fill(v, values) for v in template))
-    return template
-
-
-class Executable:
-    """A graph ready to run: units in order (see :func:`partition`)."""
-
-    def __init__(self, graph: Graph, order: list[Any], groups: list[Group], caller: str) -> None:
-        self.graph = graph
-        self.order = order
-        self.groups = groups
-        self.caller = caller
-        self.steps: list[Any] = []
-        for unit in order:
-            if isinstance(unit, Group):
-                self.steps.append((1, unit, _fused_kernel(unit), trampoline(unit.nodes[-1].site)))
-            else:
-                self.steps.append((0, unit, None, trampoline(unit.site)))
-
-    def run(self, inputs: list[NDArray], unfused: bool = False, externals: dict[int, NDArray] | None = None) -> Any:
-        """Run the plan on ``inputs``; ``externals`` (slot -> array) replaces captured arrays (rebound names)."""
-        graph = self.graph
-        values: list[Any] = [None] * len(graph.kinds)
-        values[: len(inputs)] = inputs
-        for slot, kind in enumerate(graph.kinds):
-            if kind == "external":
-                values[slot] = graph.arrays[slot]
-        if externals:
-            for slot, array in externals.items():
-                values[slot] = array
-        steps = self.steps if not unfused else [(0, n, None, trampoline(n.site)) for n in graph.nodes]
-        for fused, unit, kernel, at in steps:
-            try:
-                if fused:
-                    outs = at(_run_fused, (unit, kernel, [values[s] for s in unit.inputs]), {})
-                    for slot, out in zip(unit.outputs, outs):
-                        values[slot] = out
-                    continue
-                args = _fill(unit.args, values)
-                kwargs = _fill(unit.kwargs, values)
-                if unit.kind == "attr":
-                    out = at(getattr(NDArray, unit.attr), args, kwargs)  # x += y, x.to_layout(...)
-                else:
-                    out = at(public_function(unit.op), args, kwargs)
-            except Exception as err:
-                _note(err, unit, self.caller)
-                raise
-            results = list(out) if unit.multi else ([] if out is None else [out])
-            for slot, value in zip(unit.outs, results):
-                values[slot] = value
-        return _fill(graph.out_tree, values)
-
-
-def _note(err: BaseException, unit: Any, caller: str) -> None:
-    if getattr(err, "_nda_hybrid_noted", False):
-        return
-    try:
-        err._nda_hybrid_noted = True  # type: ignore[attr-defined]
-    except AttributeError:
-        return
-    if isinstance(unit, Group):
-        sites = ", ".join(f"{n.op} at {n.where}" for n in unit.nodes)
-        err.add_note(f"nda.hybridize: the fused subgraph {unit.name} ({sites}) failed, run by the graph of the call at {caller}")
-    else:
-        err.add_note(f"nda.hybridize: op '{unit.op}' recorded at {unit.where}, run by the graph of the call at {caller}")
-
-
-def _fused_kernel(group: Group) -> Callable[..., Any]:
-    fn = group.compiled.fn
-    if group.queued:  # recorded on the device's queue like any kernel (marker, op, the user's line)
-        fn = _queues.issuing(fn, group.name, group.backend)
-    fn.__qualname__ = f"{group.name} ({group.compiled.name})"  # type: ignore[union-attr]
-    return fn
-
-
-def _run_fused(group: Group, kernel: Callable[..., Any], inputs: list[NDArray]) -> list[NDArray]:
-    """One claimed subgraph as one op through the engine: pending outputs, a task or an inline call."""
-    program = group.program
-    device = group.device
-    outs = []
-    for o in program.outputs:
-        dtype = program.instrs[o].out
-        meta = ArrayMeta._registry.get((device, dtype, strided)) or ArrayMeta(device, dtype, strided)
-        outs.append(new_array(None, meta, program.shape))
-    size = max(math.prod(program.shape), *(a._size for a in inputs)) if inputs else math.prod(program.shape)
-
-    def run() -> Any:
-        result = kernel(*[a._buf for a in inputs])
-        for out, buf in zip(outs, result):
-            out._buf = buf
-        return None
-
-    if size < _state.limit:
-        run()
-    else:
-        _state.push(run, tuple(inputs), tuple(outs), device, group.name, cost=size, route=kernel)
-    return outs
-

@@ -1,10 +1,12 @@
 """Recording the ops a function issues: hybridize's tracer, an interceptor at the invocation point.
 
-While a hybridized function runs for the first time with a signature, a :class:`Tracer` is
-on the calling thread's interceptor stack (:mod:`nda._intercept`). Every op call the thread
+While a hybridized function runs for the first time with a signature (or, after a failed
+guard, for the rest of that call: :mod:`._check`), a :class:`Tracer` is on the calling
+thread's interceptor stack (:mod:`nda._intercept`). Every op call the thread
 makes reaches it, however the function was bound (``nda.exp``, ``from nda import exp``,
 operators, methods, indexing, ``to_device``, ``to_layout``, ``nda.ext.<library>.<op>``), and
-the tracer adds a node to its graph. Calls nda makes inside a traced call (a composite's
+the tracer adds a node to its graph, with the call's Python arguments frozen for later
+comparison (:mod:`._guards`; a value that cannot be compared ends the graph). Calls nda makes inside a traced call (a composite's
 inner ops) do not reach it: the tracer is off the stack while the op runs, so only the
 outermost call is recorded. Nothing in NDArray or in a namespace changes while tracing,
 and nothing is locked while the traced function runs.
@@ -15,6 +17,9 @@ interceptors by NDArray), at an op whose output shape depends on data, and when 
 function enters ``autograd.record()`` itself (an interceptor pushed above the tracer).
 Before a traced call writes in place, the written array's storage is copied once
 (:meth:`~._graph.Graph.before_write`): the first-call check replays the graph from that state.
+
+A hybridized function called while its thread traces or checks another one (a
+:class:`Scope` is installed) runs inline: its ops belong to the outer graph.
 
 Layer: hybridize (README, "Architecture").
 """
@@ -29,7 +34,7 @@ from .. import ext as _ext
 from .. import fft, linalg
 from ..ops import DECLARED
 
-__all__ = ["Tracer", "tracing", "tracing_now", "user_site", "public_function"]
+__all__ = ["Scope", "Tracer", "tracing", "tracing_now", "user_site", "public_function"]
 
 _PACKAGE_DIR = __file__.rsplit("/", 2)[0] if "/" in __file__ else ""
 
@@ -44,7 +49,13 @@ def user_site() -> tuple[str, int]:
     return (frame.f_code.co_filename, frame.f_lineno)
 
 
-class Tracer(_intercept.Interceptor):
+class Scope(_intercept.Interceptor):
+    """An interceptor of hybridize's (the tracer, the checker of :mod:`._check`)."""
+
+    __slots__ = ()
+
+
+class Tracer(Scope):
     """Adds every op call of its thread to ``graph`` (see the module docstring)."""
 
     __slots__ = ("graph",)
@@ -64,11 +75,11 @@ class Tracer(_intercept.Interceptor):
             return out
         site = user_site()
         if kind == "inplace":
-            graph.record(op.name, "attr", op.attr, args, {}, out, site)
+            graph.record(op.name, "attr", op.attr, args, {}, out, site, op)
         elif kind == "to_layout":
-            graph.record("to_layout", "attr", "to_layout", args, kwargs, out, site)
+            graph.record("to_layout", "attr", "to_layout", args, kwargs, out, site, op)
         else:  # a catalog or extension op, to_device: the public function, called again with these arguments
-            graph.record(op.name, "call", None, args, kwargs, out, site)
+            graph.record(op.name, "call", None, args, kwargs, out, site, op)
         return out
 
     def read(self, array: Any, what: str) -> None:
@@ -99,8 +110,8 @@ class tracing:
 
 
 def tracing_now() -> bool:
-    """Whether the calling thread is tracing (a hybridized function called inside another's trace runs inline)."""
-    return _intercept.ACTIVE[0] > 0 and _intercept.installed(Tracer)
+    """Whether the calling thread traces or checks a hybridized function (another one called inside runs inline)."""
+    return _intercept.ACTIVE[0] > 0 and _intercept.installed(Scope)
 
 
 def public_function(name: str) -> Callable[..., Any]:
@@ -116,4 +127,8 @@ def public_function(name: str) -> Callable[..., Any]:
         return vars(linalg)[short]  # type: ignore[no-any-return]
     if namespace == "fft":
         return vars(fft)[short]  # type: ignore[no-any-return]
+    if namespace == "random":
+        from .. import random as _random  # loaded at first use, as nda.random is
+
+        return vars(_random)[short]  # type: ignore[no-any-return]
     return vars(_api)[short]  # type: ignore[no-any-return]

@@ -9,7 +9,7 @@ Layer: op catalog (README, "Architecture").
 """
 
 from . import creation, elementwise, indexing, linalg, manipulation, reductions, searching  # noqa: F401  (declare the ops)
-from . import einsum, random  # noqa: F401  (einsum; the Philox ops behind nda.random: "random.*")
+from . import einsum, random, random_dist  # noqa: F401  (einsum; the Philox ops behind nda.random: "random.*")
 from . import fft, linalg_extension  # noqa: F401  (the standard's extensions: "linalg.*", "fft.*")
 from ._spec import CATALOG, OpDecl, Plan
 from .extension import DECLARED, EXTENSIONS, OpLibrary, lookup  # ops of op libraries (nda.ext.<library>.<op>)

@@ -54,6 +54,9 @@ from __future__ import annotations
 
 import inspect
 import operator
+import sys
+from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -134,7 +137,10 @@ class Plan:
 
     # ``values_decide_shape`` (left unset unless true): the output shape was read from an
     # argument's data (``repeat`` with an array of counts), so the plan must not be memoised.
-    __slots__ = ("key", "device", "out_dtype", "out_shape", "args", "kwargs", "reads", "view_of", "values_decide_shape")
+    # ``overwrites`` (left unset unless true): a mutating op's plan that writes every element of
+    # its target from values that are not the target's, and so does not list the target among
+    # its ``reads`` (a full ``x[...] = v``): it clears the target's poison when it succeeds.
+    __slots__ = ("key", "device", "out_dtype", "out_shape", "args", "kwargs", "reads", "view_of", "values_decide_shape", "overwrites")
 
     def __init__(
         self,
@@ -433,6 +439,8 @@ def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
 
 def normalize_axis(axis: Any, ndim: int, op: str) -> int:
     try:
+        if isinstance(axis, (bool, np.bool_)):
+            raise TypeError  # a bool is not an axis (NumPy refuses axis=True too)
         ax = operator.index(axis)
     except TypeError:
         raise TypeError(f"{op}(): axis must be an int, got {type(axis).__name__}") from None
@@ -499,7 +507,8 @@ def check_shape(shape: Any, op: str) -> tuple[int, ...]:
             pass
     why = ""
     try:
-        if isinstance(shape, (str, bytes)):
+        if shape.__class__ is not tuple and shape.__class__ is not list and isinstance(shape, (str, bytes, Mapping, AbstractSet)):
+            why = f" (a {type(shape).__name__} is not a sequence of dimensions)" if not isinstance(shape, (str, bytes)) else ""
             raise TypeError
         if any(isinstance(n, (bool, np.bool_)) for n in shape):
             why = " (a bool is not a dimension)"
@@ -518,6 +527,35 @@ def prod(shape: Sequence[int]) -> int:
     for s in shape:
         n *= s
     return n
+
+
+#: The most bytes one array may span: what NumPy, CuPy and the device backends index with a
+#: signed pointer-sized integer (``np.intp``). NumPy refuses more ("array is too big"); some of
+#: its functions (``np.repeat``) compute such a size without checking and crash.
+MAX_BYTES = sys.maxsize
+
+
+def check_size(op: str, shape: tuple[int, ...], dtype: DType) -> None:
+    """ValueError when an output of ``shape`` and ``dtype`` would span more than :data:`MAX_BYTES`.
+
+    The front end checks every planned output where a plan becomes work (``nda._execute``:
+    ``execute``, ``execute_multi``, ``run_elementwise``; ``nda._planned`` before it memoises a
+    plan), at the call, before any kernel runs: no backend is handed a size it cannot index.
+    Sparse results are not checked: they index what they store, whatever their shape.
+    """
+    n = 1
+    for s in shape:
+        n *= s
+    if n * dtype.itemsize > MAX_BYTES:
+        raise ValueError(
+            f"{op}(): array is too big: the result of shape {tuple(shape)} and dtype {dtype.name} would span {n * dtype.itemsize:,} bytes; "
+            f"an array spans at most {MAX_BYTES:,} bytes (sys.maxsize: what NumPy and every device backend can index)"
+        )
+
+
+#: Elements up to which no dtype's array can exceed :data:`MAX_BYTES` (16: complex128's itemsize);
+#: callers compare a size they have anyway with it before calling :func:`check_size`.
+SURELY_FITS = MAX_BYTES // 16
 
 
 def dtype_arg(dtype: Any, op: str) -> DType | None:

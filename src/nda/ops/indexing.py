@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from .. import _dtypes
+from .._devices import strided
 from ._spec import Array, broadcast_shapes, Cast, check_array, declare, normalize_axis, not_differentiable, Plan, same_device, scalar_arg, upcalls
 from ._vjp import gather_positions, scatter_flat, scatter_rows
 
@@ -273,12 +274,36 @@ def _check_value(x: Any, value: Any, shape: tuple[int, ...]) -> Any:
 def setitem(x: _ARRAY, key: Any, value: Any, /) -> Plan:
     """``x[key] = value``: write ``value`` (broadcast to the selection, cast to ``x``'s dtype) into ``x``."""
     x = check_array(x, "setitem")
-    kernel_key, shape, reads, _ = _normalize_key(x, key, "x[...] = value")
+    kernel_key, shape, reads, basic = _normalize_key(x, key, "x[...] = value")
     checked = _check_value(x, value, shape)
     more = [checked.array if isinstance(checked, Cast) else checked] if not isinstance(checked, (bool, int, float, complex)) else []
     plan = Plan.of(x, out_shape=x.shape, args=(x, kernel_key, checked))
-    plan.reads = (x, *reads, *more)
+    if basic and x._base is None and _overwrites(x, shape, [*reads, *more]):
+        # Every element of x is written, from values that are not x's: x's old contents (and a
+        # failed earlier write's poison) do not matter, so the write does not read x.
+        plan.reads = (*reads, *more)
+        plan.overwrites = True
+    else:
+        plan.reads = (x, *reads, *more)
     return plan
+
+
+def _overwrites(x: Any, shape: tuple[int, ...], reads: list[Any]) -> bool:
+    """Whether ``x[key] = value`` writes all of ``x``'s memory without reading it (the caller has
+    checked that the index is basic and that ``x`` owns its memory): a strided ``x``, a selection
+    of as many elements as ``x`` has (a basic selection never repeats one), and a value that is
+    not (a view of) ``x``."""
+    if x._meta.layout is not strided:
+        return False
+    n = 1
+    for s in shape:
+        n *= s
+    if n != x._size:
+        return False
+    for r in reads:
+        if r is x or r._base is x:
+            return False
+    return True
 
 
 def _ref_take(x: np.ndarray, indices: np.ndarray, axis: int | None = None) -> np.ndarray:

@@ -212,10 +212,14 @@ def _ref_squeeze(x: np.ndarray, axis: tuple[int, ...]) -> np.ndarray:
 
 
 @declare("squeeze", dtypes="any", reference=_ref_squeeze, view=True, method="squeeze", vjp=_vjp_same_elements, host_values=("axis",))
-def squeeze(x: _ARRAY, /, axis: int | tuple[int, ...]) -> Plan:
-    """Remove the size-one dimensions named by ``axis`` (a view)."""
+def squeeze(x: _ARRAY, /, axis: int | tuple[int, ...] | None = None) -> Plan:
+    """Remove the size-one dimensions named by ``axis`` (a view); ``axis=None`` (an nda extra, NumPy's
+    default: ``x.squeeze()``) removes every size-one dimension."""
     x = check_array(x, "squeeze")
-    axes = normalize_axes(axis, x.ndim, "squeeze")
+    if axis is None:
+        axes = tuple(i for i, n in enumerate(x.shape) if n == 1)
+    else:
+        axes = normalize_axes(axis, x.ndim, "squeeze")
     for a in axes:
         if x.shape[a] != 1:
             raise ValueError(f"squeeze(): axis {a} has size {x.shape[a]}, only axes of size 1 can be removed (shape {x.shape})")
@@ -299,15 +303,17 @@ def _vjp_tile(nd: Any, need: Any, g: Any, y: Any, x: Any, repetitions: Any, /) -
     return (nd.reshape(nd.sum(split, axis=tuple(range(0, 2 * n, 2))), x.shape),)
 
 @declare("tile", dtypes="any", reference=_ref_tile, vjp=_vjp_tile)
-def tile(x: _ARRAY, repetitions: tuple[int, ...], /) -> Plan:
+def tile(x: _ARRAY, repetitions: int | tuple[int, ...], /) -> Plan:
     """``x`` repeated ``repetitions[i]`` times along axis ``i``.
 
     When the two lengths differ, the shorter of ``x.shape`` and ``repetitions`` is padded
-    with leading ones.
+    with leading ones. An int (an nda extra, NumPy's ``np.tile(x, 2)``) is one repetition count.
     """
     x = check_array(x, "tile")
     if not isinstance(repetitions, tuple):
-        raise TypeError(f"tile(): repetitions must be a tuple of ints, got {type(repetitions).__name__}")
+        if isinstance(repetitions, (bool, np.bool_)) or not hasattr(repetitions, "__index__") or isinstance(repetitions, Array):
+            raise TypeError(f"tile(): repetitions must be an int or a tuple of ints, got {type(repetitions).__name__}")
+        repetitions = (operator.index(repetitions),)
     reps = check_shape(repetitions, "tile")
     n = max(len(reps), x.ndim)
     padded_shape = (1,) * (n - x.ndim) + x.shape
@@ -349,12 +355,12 @@ def repeat(x: _ARRAY, repeats: int | _ARRAY, /, *, axis: int | None = None) -> P
         if repeats.ndim > 1:
             raise ValueError(f"repeat(): repeats must be an int or a 1-D array, got shape {repeats.shape}")
         same_device("repeat", [x, repeats])
-        counts = repeats._host().astype(np.int64).reshape(-1)  # the output size comes from these values
+        counts = repeats._host().reshape(-1)  # the output size comes from these values
         if counts.size not in (1, length):
             raise ValueError(f"repeat(): repeats has {counts.size} counts but axis {axis} has {length} elements (give 1 or {length})")
-        if (counts < 0).any():
+        if counts.dtype.kind == "i" and (counts < 0).any():
             raise ValueError("repeat(): repeats must be non-negative")
-        total = int(counts.sum()) if counts.size == length else int(counts[0]) * length
+        total = _total(counts) if counts.size == length else int(counts[0]) * length
         reads.append(repeats)
         kernel_repeats: Any = repeats
     else:
@@ -373,6 +379,17 @@ def repeat(x: _ARRAY, repeats: int | _ARRAY, /, *, axis: int | None = None) -> P
     plan.reads = tuple(reads)
     plan.values_decide_shape = kernel_repeats is repeats and isinstance(repeats, Array)
     return plan
+
+
+def _total(counts: np.ndarray) -> int:
+    """The sum of ``counts`` (non-negative integers), exact: int64 arithmetic would wrap past 2**63
+    (counts of 2**62 summed to 0 and np.repeat then wrote past its output)."""
+    if not counts.size:
+        return 0
+    most = int(counts.max())
+    if most * counts.size < 2**63:
+        return int(counts.sum(dtype=np.int64))
+    return sum(int(c) for c in counts.tolist())
 
 
 def _triangle(op: str, x: Any, k: Any) -> Plan:

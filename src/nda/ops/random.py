@@ -92,9 +92,13 @@ _TWO128 = 1 << 128
 
 def consumed(op: str, n: int, dtype: DType, span: int = 0) -> int:
     """Philox blocks a request of ``n`` values of ``op`` (``"uniform"``, ``"normal"``,
-    ``"exponential"``, ``"integers"`` with its ``span``) consumes: what a generator's counter
-    advances by. A block yields 2 float64 values or 4 float32 ones; 2 integers when
-    ``span <= 2**32``, else 1."""
+    ``"exponential"``, ``"integers"`` with its ``span``, or a distribution of
+    :mod:`nda.ops.random_dist`) consumes: what a generator's counter advances by. A block
+    yields 2 float64 values or 4 float32 ones; 2 integers when ``span <= 2**32``, else 1; the
+    rejection-sampled distributions take one block a value (their further draws lie outside
+    the generator's range: :mod:`nda.ops._philox_dist`)."""
+    if op in ("gamma", "beta", "standard_t", "lognormal", "poisson", "binomial"):
+        return n
     if op == "integers":
         per_block = 2 if span <= 1 << 32 else 1
     elif op in ("uniform", "normal", "exponential"):

@@ -149,13 +149,17 @@ def _vjp_mean(nd: Any, need: Any, g: Any, y: Any, x: Any, /, *, axis: Any = None
     return (expand_reduced(nd, g / builtins.max(_count(x.shape, axes), 1), x.shape, axes, keepdims),)
 
 
-def _vjp_var(nd: Any, need: Any, g: Any, y: Any, x: Any, /, *, axis: Any = None, correction: Any = 0.0, keepdims: bool = False) -> tuple[Any, ...]:
+def _vjp_var(nd: Any, need: Any, g: Any, y: Any, x: Any, /, *, axis: Any = None, correction: Any = 0.0, keepdims: bool = False,
+             ddof: Any = None) -> tuple[Any, ...]:
+    correction = correction if ddof is None else ddof
     axes = normalize_axes(axis, x.ndim, "var")
     centred = x - nd.mean(x, axis=axes, keepdims=True)
     return (expand_reduced(nd, g * (2.0 / (_count(x.shape, axes) - correction)), x.shape, axes, keepdims) * centred,)
 
 
-def _vjp_std(nd: Any, need: Any, g: Any, y: Any, x: Any, /, *, axis: Any = None, correction: Any = 0.0, keepdims: bool = False) -> tuple[Any, ...]:
+def _vjp_std(nd: Any, need: Any, g: Any, y: Any, x: Any, /, *, axis: Any = None, correction: Any = 0.0, keepdims: bool = False,
+             ddof: Any = None) -> tuple[Any, ...]:
+    correction = correction if ddof is None else ddof
     axes = normalize_axes(axis, x.ndim, "std")
     centred = x - nd.mean(x, axis=axes, keepdims=True)
     scale = g / (y * (_count(x.shape, axes) - correction))
@@ -168,7 +172,11 @@ def mean(x: _ARRAY, /, *, axis: int | tuple[int, ...] | None = None, keepdims: b
     return _plan_float_reduction("mean", x, axis, keepdims, "floating", {})
 
 
-def _check_correction(correction: Any, op: str) -> float:
+def _check_correction(correction: Any, op: str, ddof: Any = None) -> float:
+    if ddof is not None:  # NumPy's name of the Array API's correction
+        if correction != 0.0:
+            raise TypeError(f"{op}(): got both ddof and correction; pass one (correction is the Array API's name, ddof NumPy's)")
+        correction = ddof
     correction = host_scalar(correction, op, "correction")  # a NumPy scalar or 0-d array: read now
     if isinstance(correction, bool) or not isinstance(correction, (int, float)):
         raise TypeError(f"{op}(): correction must be an int or a float, got {correction!r}")
@@ -177,16 +185,24 @@ def _check_correction(correction: Any, op: str) -> float:
     return correction
 
 
-@declare("std", dtypes="real floating", reference=_ref_std, method="std", vjp=_vjp_std, host_values=("correction",))
-def std(x: _ARRAY, /, *, axis: int | tuple[int, ...] | None = None, correction: int | float = 0.0, keepdims: bool = False) -> Plan:
-    """Standard deviation over ``axis`` with ``correction`` degrees of freedom removed (1 for the sample std)."""
-    return _plan_float_reduction("std", x, axis, keepdims, "real floating", {"correction": _check_correction(correction, "std")})
+@declare("std", dtypes="real floating", reference=_ref_std, method="std", vjp=_vjp_std, host_values=("correction", "ddof"))
+def std(x: _ARRAY, /, *, axis: int | tuple[int, ...] | None = None, correction: int | float = 0.0, keepdims: bool = False,
+        ddof: int | float | None = None) -> Plan:
+    """Standard deviation over ``axis`` with ``correction`` degrees of freedom removed (1 for the sample std).
+
+    ``ddof`` is NumPy's name for ``correction`` (an nda extra; pass one of them).
+    """
+    return _plan_float_reduction("std", x, axis, keepdims, "real floating", {"correction": _check_correction(correction, "std", ddof)})
 
 
-@declare("var", dtypes="real floating", reference=_ref_var, method="var", vjp=_vjp_var, host_values=("correction",))
-def var(x: _ARRAY, /, *, axis: int | tuple[int, ...] | None = None, correction: int | float = 0.0, keepdims: bool = False) -> Plan:
-    """Variance over ``axis`` with ``correction`` degrees of freedom removed (1 for the sample variance)."""
-    return _plan_float_reduction("var", x, axis, keepdims, "real floating", {"correction": _check_correction(correction, "var")})
+@declare("var", dtypes="real floating", reference=_ref_var, method="var", vjp=_vjp_var, host_values=("correction", "ddof"))
+def var(x: _ARRAY, /, *, axis: int | tuple[int, ...] | None = None, correction: int | float = 0.0, keepdims: bool = False,
+        ddof: int | float | None = None) -> Plan:
+    """Variance over ``axis`` with ``correction`` degrees of freedom removed (1 for the sample variance).
+
+    ``ddof`` is NumPy's name for ``correction`` (an nda extra; pass one of them).
+    """
+    return _plan_float_reduction("var", x, axis, keepdims, "real floating", {"correction": _check_correction(correction, "var", ddof)})
 
 
 def _plan_extremum(op: str, x: Any, axis: Any, keepdims: Any, out_dtype: DType | None) -> Plan:

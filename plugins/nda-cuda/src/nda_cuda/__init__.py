@@ -24,7 +24,9 @@ The contract (``nda.backends.contract``, API 1.2), member by member:
 * data movement: host <-> device copies on the device's stream; direct device-to-device
   copies ordered by events on both streams; DLPack export (``cupy.from_dlpack(x)``,
   ``torch.from_dlpack(x)``) and import: ``dlpack_device_types``/``import_dlpack``, so that
-  ``nda.from_dlpack`` takes CUDA arrays of CuPy, PyTorch and JAX without a copy;
+  ``nda.from_dlpack`` takes CUDA arrays of CuPy, PyTorch and JAX without a copy; memory shared
+  so is ordered with the other library's current streams at each op, both ways, with events
+  (:mod:`nda_cuda._shared`): writes on either side are seen by the other's next op;
 * numerics: ``flushes_subnormals = ("float32", "complex64")`` (CuPy compiles with ``-ftz=true``),
   and :mod:`nda_cuda._workarounds` where CuPy 14.2 differs from NumPy;
 * element-wise kernels of its own (:mod:`nda_cuda._elementwise`, :mod:`nda_cuda._codegen`):
@@ -96,6 +98,8 @@ class CudaBackend:
         self.csr_unavailable = ""
         #: nda-cuda's generated element-wise kernels (:mod:`nda_cuda._elementwise`), None when off.
         self.elementwise: Any = None
+        #: buffers shared with other libraries through DLPack (:mod:`nda_cuda._shared`); made with the streams.
+        self._shared: Any = None
 
     # ------------------------------------------------------------------ processor info
     def _import_cupy(self) -> Any:
@@ -131,11 +135,13 @@ class CudaBackend:
         if not self._streams:
             with self._lock:
                 if not self._streams:
+                    from ._shared import SharedMemory
                     from ._streams import DeviceStream
 
                     cupy = self._import_cupy()
                     count = cupy.cuda.runtime.getDeviceCount()
                     self._devices = {i: Device("cuda", i) for i in range(count)}
+                    self._shared = SharedMemory(cupy, cupy.ndarray)
                     self._streams = [DeviceStream(cupy, i) for i in range(count)]
         return self._streams
 
@@ -203,33 +209,13 @@ class CudaBackend:
         self.csr_sources = _sparse.register(register_kernel, layer, to_host=to_host, from_host=from_host, wrap=self._on_device)
 
     def _on_device(self, fn: Callable[..., Any], source: str) -> Callable[..., Any]:
-        """Run ``fn`` with the buffers' device current and that device's stream as CuPy's stream."""
-        streams = self._streams
-        oom = self._cupy.cuda.memory.OutOfMemoryError
+        """Run ``fn`` with the buffers' device current and that device's stream as CuPy's stream; an op on
+        memory shared with another library is ordered with its streams (:mod:`nda_cuda._shared`)."""
+        from ._shared import wrap_kernel
+
         ndarray = self._cupy.ndarray
-        backend = self
-
-        if len(streams) == 1:
-            stream = streams[0].stream  # one GPU: it is every thread's current device already
-
-            def kernel(*args: Any, **kwargs: Any) -> Any:
-                try:
-                    with stream:
-                        return fn(*args, **kwargs)
-                except oom as err:
-                    raise backend._out_of_memory(0, err) from None
-        else:
-
-            def kernel(*args: Any, **kwargs: Any) -> Any:
-                index = _device_index(args, kwargs, ndarray)
-                ds = streams[index]
-                try:
-                    with ds.device, ds.stream:
-                        return fn(*args, **kwargs)
-                except oom as err:
-                    raise backend._out_of_memory(index, err) from None
-
-        kernel.__name__ = kernel.__qualname__ = f"cuda[{source}]"
+        kernel = wrap_kernel(fn, source, self._streams, self._shared, lambda args, kwargs: _device_index(args, kwargs, ndarray),
+                             self._cupy.cuda.memory.OutOfMemoryError, self._out_of_memory)
         kernel.__module__ = __name__
         return kernel
 
@@ -256,21 +242,25 @@ class CudaBackend:
 
     # ------------------------------------------------------------------ data movement
     def to_host(self, buf: Any) -> Any:
-        ds = self._stream(self.device_of(buf))
-        with ds.device:
-            # nda has waited for the event of the work that wrote ``buf`` (backend API 1.3); the
-            # copy runs on the reader stream, so it does not wait for what came after that work.
-            return buf.get(stream=ds.reader, blocking=True)
+        # nda has waited for the event of the work that wrote ``buf`` (backend API 1.3); the copy
+        # runs on the reader stream, so it does not wait for what came after that work (a buffer
+        # shared with another library: after that library's work too, nda_cuda._shared).
+        from ._shared import to_host
+
+        return to_host(self._stream(self.device_of(buf)), self._shared, buf, False)
 
     def to_host_in_order(self, buf: Any) -> Any:
         """A host copy on the device's compute stream, after everything enqueued on it: nda reads
         the newest version of a queue this way, with no event (one stream synchronize, as
         ``float(cupy_array)``). CuPy makes a non-contiguous buffer contiguous on that stream too."""
-        return buf.get(stream=self._stream(self.device_of(buf)).stream, blocking=True)
+        from ._shared import to_host
+
+        return to_host(self._stream(self.device_of(buf)), self._shared, buf, True)
 
     def from_host(self, host: Any, device: Device, out: Any = None) -> Any:
         import numpy as np
 
+        from ._shared import write
         from ._workarounds import to_device
 
         ds = self._stream(device)
@@ -280,10 +270,9 @@ class CudaBackend:
                 # Pageable memory: staged, so ``host`` may change afterwards. Not cupy.array(host):
                 # CuPy 14.2 fills a 0-d array with a memset when it equals zero, losing -0.0.
                 data = to_device(self._cupy, host)
-                if out is None:
-                    return data
-                out[...] = data
-                return out
+            if out is None:
+                return data
+            return write(ds, self._shared, out, data)  # a shared ``out``: ordered with the other library
         except self._cupy.cuda.memory.OutOfMemoryError as err:
             raise self._out_of_memory(device.index, err) from None
 
@@ -306,6 +295,8 @@ class CudaBackend:
         src = self._stream(self.device_of(buf))
         dst = self._stream(device)
         cupy = self._cupy
+        foreign = self._shared.foreign(src) if self._shared.holds(buf) else []  # memory another library shares
+        src.wait_for(foreign)
         try:
             with src.device, src.stream:
                 source = cupy.ascontiguousarray(buf)
@@ -317,16 +308,19 @@ class CudaBackend:
                     out.data.copy_from_device_async(source.data, source.nbytes, dst.stream)
                 copied = dst.event()
             src.stream.wait_event(copied)
+            dst.make_wait(foreign)
         except cupy.cuda.memory.OutOfMemoryError as err:
             raise self._out_of_memory(device.index, err) from None
         return out
 
     def dlpack(self, buf: Any, **kwargs: Any) -> Any:
-        ds = self._stream(self.device_of(buf))
+        """``buf`` for a DLPack consumer (``cupy.from_dlpack(x)``, ``torch.from_dlpack(x)``): CuPy orders the
+        consumer's stream after the current (nda's) stream's work; from then on ``buf`` is shared, and
+        each op on it is ordered with the other library's streams (:mod:`nda_cuda._shared`)."""
+        from ._shared import export
+
         kwargs = {k: v for k, v in kwargs.items() if v is not None}
-        with ds.device, ds.stream:
-            # CuPy orders the consumer's stream after the current (our) stream's work.
-            return buf.__dlpack__(**kwargs)
+        return export(self._stream(self.device_of(buf)), self._shared, buf, kwargs)
 
     def dlpack_device(self, device: Device) -> tuple[int, int]:
         return (_KDLCUDA, device.index)
@@ -338,13 +332,15 @@ class CudaBackend:
         """``obj``'s memory as a CuPy array (zero-copy; CuPy, PyTorch, JAX, ... CUDA arrays).
 
         Inside the device's stream context CuPy hands the producer that stream in the DLPack
-        handshake, so the producer's pending work is ordered before anything nda enqueues.
+        handshake (PyTorch and JAX make it wait for their pending work); nda's stream first waits
+        for the calling thread's CuPy and PyTorch streams (a CuPy producer sees nda's stream as its
+        current one and orders nothing), and the buffer is shared from then on: each op on it is
+        ordered with those streams both ways (:mod:`nda_cuda._shared`).
         """
+        from ._shared import import_buffer
         from ._workarounds import import_dlpack
 
-        ds = self._stream(device)
-        with ds.device, ds.stream:
-            return import_dlpack(self._cupy, obj)
+        return import_buffer(self._stream(device), self._shared, lambda: import_dlpack(self._cupy, obj))
 
     # ------------------------------------------------------------------ memory
     def memory_stats(self, device: Device) -> dict[str, int]:

@@ -38,6 +38,8 @@ import inspect
 from types import ModuleType
 from typing import Any, Callable
 
+import numpy as np
+
 from nda import DType
 from nda.engine import Deferred
 from nda.backends.contract import kernel_parameters
@@ -305,17 +307,25 @@ def _checked_take(kernel: Callable[..., Any], xp: ModuleType) -> Callable[..., A
 def _later(xp: ModuleType, values: list[Any]) -> Callable[[], list[Any]]:
     """0-d device values as host values, copied without waiting; read them after the op's marker.
 
-    Over NumPy (the mirror) they are on the host already. Over CuPy they are packed into one
-    int64 array whose copy into pinned host memory is enqueued on the current (the device's)
-    stream, behind the kernels that computed them; the op's marker is recorded after it.
+    Over CuPy they are packed into one int64 array whose copy into pinned host memory is enqueued
+    on the current (the device's) stream, behind the kernels that computed them; the op's marker
+    is recorded after it. Read before the marker is reached, the buffer holds whatever it held.
+    Over the model of CuPy (no ``cuda`` module of its own) the same copy goes into host memory
+    filled with -1 (the model's copy lands in stream order: an early read sees the -1); over
+    NumPy the values are on the host already.
     """
-    if not hasattr(xp, "cuda"):
+    real = hasattr(xp, "cuda")
+    if not real and not hasattr(values[0], "get"):
         return lambda: [v.item() for v in values]
-    import cupyx
-
     packed = xp.stack([v.astype(xp.int64) for v in values])
-    host = cupyx.empty_pinned(packed.shape, dtype=packed.dtype)
-    packed.get(stream=xp.cuda.get_current_stream(), out=host, blocking=False)
+    if real:
+        import cupyx
+
+        host = cupyx.empty_pinned(packed.shape, dtype=packed.dtype)
+        packed.get(stream=xp.cuda.get_current_stream(), out=host, blocking=False)
+    else:
+        host = np.full(packed.shape, -1, dtype=np.int64)
+        packed.get(out=host, blocking=False)
     return lambda: host.tolist()
 
 

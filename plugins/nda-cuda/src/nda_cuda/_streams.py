@@ -77,16 +77,49 @@ class DeviceStream:
         self._anchor: tuple[Any, float] | None = None
 
     # ------------------------------------------------------------------ events
-    def event(self) -> Any:
-        """An event recorded on the stream now (after everything enqueued so far)."""
+    def _pooled(self) -> Any:
         with self._lock:
             ev = self._events.pop() if self._events else None
         if ev is None:
             with self.device:
                 ev = self.cupy.cuda.Event(disable_timing=True)
+        return ev
+
+    def event(self) -> Any:
+        """An event recorded on the stream now (after everything enqueued so far)."""
+        ev = self._pooled()
         with self.device:
             ev.record(self.stream)
         return ev
+
+    # ------------------------------------------------------------------ other libraries' streams
+    def wait_for(self, ptrs: list[int], target: Any = None) -> None:
+        """Make ``target`` (the compute stream by default) wait for the work enqueued so far on the streams
+        with the raw handles ``ptrs`` (another library's): an event recorded on each, waited for by
+        ``target``. No host thread waits; CUDA takes the event's state when the wait is enqueued, so
+        the event goes straight back to the pool."""
+        runtime = self.cupy.cuda.runtime
+        target = self.stream if target is None else target
+        with self.device:
+            for ptr in ptrs:
+                ev = self._pooled()
+                runtime.eventRecord(ev.ptr, ptr)
+                runtime.streamWaitEvent(target.ptr, ev.ptr)
+                self.recycle(ev)
+
+    def make_wait(self, ptrs: list[int], source: Any = None) -> None:
+        """Make the streams with the raw handles ``ptrs`` wait for the work enqueued so far on ``source``
+        (the compute stream by default): one event, waited for by each."""
+        if not ptrs:
+            return
+        runtime = self.cupy.cuda.runtime
+        source = self.stream if source is None else source
+        ev = self._pooled()
+        with self.device:
+            runtime.eventRecord(ev.ptr, source.ptr)
+            for ptr in ptrs:
+                runtime.streamWaitEvent(ptr, ev.ptr)
+        self.recycle(ev)
 
     def marker(self) -> Marker:
         return Marker(self.event(), self)

@@ -35,6 +35,10 @@ element, which costs a few extra kernel launches on the (rarely hot) ops concern
   the *bits* of the parts, then compute with flushed arithmetic, so a subnormal part is neither
   zero nor itself (``sin(1.4e-45+193j)`` is ``nan+infj``): :func:`flushed_complex64` flushes the
   input first, which gives the function of the flushed input, as ``flushes_subnormals`` declares.
+  thrust's ``clog`` sends a NaN part to ``log(x*x + y*y)``: ``log(nan+infj)`` is ``nan+nanj``
+  where C99 (NumPy) gives ``inf+nanj``, and ``pow`` then turned ``(nan+infj) ** (-1+1j)`` (NumPy:
+  ``0j``) into NaN (the H200, 2026-11-28): :func:`log` and :func:`log1p` give ``+inf`` real parts
+  wherever a part is infinite.
 * **float64 logarithms of negative subnormals** are ``-inf`` (CUDA's ``log`` takes them for
   zeros; NumPy: NaN); float64 is not declared as flushing, and must not flush: :func:`log`,
   :func:`log2`, :func:`log10` give NaN for every negative input.
@@ -47,7 +51,8 @@ element, which costs a few extra kernel launches on the (rarely hot) ops concern
   :func:`remainder` follow NumPy's ``divmod`` (``fmod``, then the Python-convention fix-up).
 * **Argument conventions.** ``arange`` with an unsigned dtype and a negative step raises
   ``OverflowError`` (CuPy converts the step to the dtype); ``linspace`` takes ``float()`` of
-  complex bounds (``TypeError``); ``isin`` needs arrays on both sides; ``linalg.eigvals`` of an
+  complex bounds (``TypeError``); ``isin`` needs arrays on both sides, and sorts its second one by
+  thrust's radix order (a NaN with its sign bit set first, hiding what follows: :func:`isin`); ``linalg.eigvals`` of an
   empty matrix has a real dtype; ``linalg.pinv`` of a stack of small matrices uses batched
   Jacobi SVD, whose results differ from LAPACK's by about ``eps * |x|`` even where LAPACK's are
   exact (``pinv([[[0, 1]]])`` has ``-1.8e-16`` for ``0``); matrix by matrix it uses ``gesvd``
@@ -212,9 +217,12 @@ def absolute(xp: Any) -> Kernel:
 
 
 def _fix_log(xp: Any, result: Any, z: Any, scale: float) -> Any:
-    """``result`` (a complex logarithm of ``z`` times ``scale``) with the real parts that overflowed early recomputed."""
+    """``result`` (a complex logarithm of ``z`` times ``scale``) with the real parts that overflowed early
+    recomputed, and ``+inf`` wherever a part of ``z`` is infinite (C99: ``log(nan+infj)`` is ``inf+nanj``;
+    thrust's ``clog`` takes ``log(x*x + y*y)`` once a part is NaN: ``nan+nanj``)."""
     early = xp.isinf(result.real) & xp.isfinite(z) & (z != 0)
     real = xp.where(early, _log_magnitude(xp, z.real, z.imag) * scale, result.real)
+    real = xp.where(xp.isinf(z.real) | xp.isinf(z.imag), math.inf, real)
     return _complex(xp, real, result.imag, result.dtype)
 
 
@@ -279,6 +287,7 @@ def log1p(xp: Any) -> Kernel:
         w_real = x.real + 1
         early = xp.isinf(result.real) & xp.isfinite(w_real) & xp.isfinite(x.imag)
         real = xp.where(early, xp.log(_magnitude(xp, w_real, x.imag)), result.real)
+        real = xp.where(xp.isinf(w_real) | xp.isinf(x.imag), math.inf, real)  # thrust's clog: NaN for nan+infj
         imag = xp.where(x.imag == 0, xp.copysign(result.imag, x.imag), result.imag)
         return _complex(xp, real, imag, result.dtype)
 
@@ -540,10 +549,17 @@ def linspace(xp: Any) -> Kernel:
 
 
 def isin(xp: Any) -> Kernel:
-    """CuPy 14.2's ``isin`` needs arrays (``x2.ravel()``): Python scalars become 0-d arrays first."""
+    """CuPy 14.2's ``isin`` needs arrays (``x2.ravel()``): Python scalars become 0-d arrays first.
+
+    It sorts ``x2`` and binary-searches each element of ``x1`` in it assuming NaNs last; the sort of
+    1-d floats is thrust's radix sort, which puts a NaN with its sign bit set first, and such a NaN
+    then hides the values after it (the H200: ``isin(0.0, [-nan, 0.0])`` is False). A float ``x2``'s
+    NaNs are made positive first (they never match anything either way)."""
 
     def isin(x1: Any, x2: Any, invert: bool = False) -> Any:
         a, b = _pair(xp, x1, x2)
+        if b.dtype.kind == "f":
+            b = xp.where(xp.isnan(b), math.nan, b)
         return xp.isin(a, b, invert=invert)
 
     return isin

@@ -44,6 +44,19 @@ conformance kit on an H100 (2026-11-22) and an H200 (2026-11-26), CuPy 14.2.0:
   those of the flushed matrix. :func:`flushed_input` flushes the operand of ``svdvals``,
   ``pinv`` and the spectral ``matrix_norm`` first.
 
+* From the H200 run of 2026-11-28: cuSOLVER's double-precision routines compute the norms of their
+  Householder vectors without LAPACK's scaling. ``eigvalsh`` (``zheevd``) of a complex128 matrix
+  with off-diagonal entries of ``2e-179`` gave NaN eigenvalues (the squared norm of a non-zero
+  column underflows, and the reflector divides by it); ``svdvals([[1, 5e-324], [5e-324, 5e-324]])``
+  gave ``inf`` and ``pinv`` of a matrix of ``5e-324`` NaN. :func:`conditioned` scales each
+  float64/complex128 matrix by a power of two and zeroes its entries below ``1.5e-154`` of the
+  largest for ``eigvalsh``, ``svdvals``, the spectral ``matrix_norm`` and ``pinv``, whose result is
+  then NumPy's formula from that SVD (``1 / s`` overflows where NumPy's does). complex64 ``eigvals``
+  of a matrix holding a subnormal raised ``CUSOLVER_STATUS_INTERNAL_ERROR`` (``geev``):
+  :func:`eigvals` flushes single-precision input first, as the backend declares.
+  ``searchsorted`` of a Python scalar compared ``x1``'s flushed float32 values with an unflushed
+  double (``cupy.asarray(x2)``): :func:`scalar_of_x1s_dtype`.
+
 Still differing, by decision: singular values of rank-deficient matrices from cuSOLVER are
 ``eps * sigma_max`` noise where LAPACK's are ~0 (the kit compares ``svdvals``, ``pinv`` and
 the spectral ``matrix_norm`` with a tolerance scaled by the largest singular value, see
@@ -57,7 +70,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["WRAPPERS", "positive_strides", "solve", "cholesky", "vector_norm", "first_nan", "nans_last", "flush", "flushed_input", "flushed_spectral_norm", "reshape_without_copy", "pinv", "eigvals"]
+__all__ = ["WRAPPERS", "positive_strides", "solve", "cholesky", "vector_norm", "first_nan", "nans_last", "flush", "flushed_input",
+           "flushed_spectral_norm", "reshape_without_copy", "pinv", "eigvals", "conditioned", "conditioned_eigvalsh", "scalar_of_x1s_dtype"]
 
 Kernel = Callable[..., Any]
 
@@ -195,11 +209,52 @@ def flush(xp: Any, x: Any) -> Any:
     return x
 
 
+#: Below this magnitude a float64 square underflows (to a subnormal or zero): ``sqrt(smallest normal)``.
+_SQRT_TINY64 = math.sqrt(float(np.finfo(np.float64).smallest_normal))
+
+
+def _ldexp(xp: Any, x: Any, k: Any) -> Any:
+    """``x * 2**k`` (exact; ``k`` an integer array broadcast against ``x``), complex arrays part by part."""
+    if x.dtype.kind != "c":
+        return xp.ldexp(x, k)
+    from ._workarounds import _complex
+
+    return _complex(xp, xp.ldexp(x.real, k), xp.ldexp(x.imag, k), x.dtype)
+
+
+def conditioned(xp: Any, x: Any) -> tuple[Any, Any]:
+    """A float64/complex128 stack of matrices as cuSOLVER computes it right: ``(y, k)``, ``y = x * 2**k``
+    per matrix, ``k`` (shape ``(..., 1, 1)``) putting the largest magnitude in ``[1, 2)``, and the
+    elements of ``y`` still below ``sqrt(smallest normal)`` made zeros. ``k`` is None (and ``y`` is
+    ``x``) for other dtypes and empty stacks.
+
+    cuSOLVER's double-precision routines compute the norms of their Householder vectors without
+    LAPACK's scaling: a non-zero column whose squared norm underflows makes a reflector divide by
+    zero, and subnormals give infinities (the H200: ``eigvalsh`` NaN for off-diagonal entries of
+    ``2e-179``, ``svdvals([[1, 5e-324], [5e-324, 5e-324]])`` inf, ``pinv`` of ``5e-324`` NaN). The
+    scaling by a power of two is exact; the elements zeroed are below ``1.5e-154`` of the largest
+    one, far below the rounding of any result (``eps * |x|``), so eigenvalues and singular values
+    of ``y`` are those of ``x`` times ``2**k`` to rounding. Element-wise kernels and one
+    reduction, no data read back.
+    """
+    if x.dtype not in (np.float64, np.complex128) or x.size == 0 or x.ndim < 2:
+        return x, None
+    largest = xp.abs(x).max(axis=(-2, -1), keepdims=True)
+    _, exponent = xp.frexp(largest)  # largest = m * 2**exponent, m in [0.5, 1)
+    k = xp.where(xp.isfinite(largest) & (largest > 0), 1 - exponent, 0).astype(np.int32)
+    y = _ldexp(xp, x, k)
+    return xp.where(xp.abs(y) < _SQRT_TINY64, xp.zeros((), dtype=x.dtype), y), k
+
+
 def flushed_input(xp: Any, kernel: Kernel) -> Kernel:
-    """``kernel`` (an SVD-based op) on its operand with float32/complex64 subnormals flushed (see the module docstring)."""
+    """``kernel`` (an SVD-based op: ``svdvals``) on its operand with float32/complex64 subnormals flushed,
+    and double precision :func:`conditioned` (the singular values scaled back by ``2**-k``)."""
 
     def spectral(x: Any, *args: Any, **kwargs: Any) -> Any:
-        return kernel(flush(xp, x), *args, **kwargs)
+        y, k = conditioned(xp, x)
+        if k is None:
+            return kernel(flush(xp, x), *args, **kwargs)
+        return _ldexp(xp, kernel(y, *args, **kwargs), -k[..., 0])
 
     spectral.__name__ = getattr(kernel, "__name__", "svd")
     return spectral
@@ -209,11 +264,44 @@ def flushed_spectral_norm(xp: Any, kernel: Kernel) -> Kernel:
     """``matrix_norm``: :func:`flushed_input` for the orders computed from singular values (2, -2, ``'nuc'``)."""
 
     def matrix_norm(x: Any, *args: Any, **kwargs: Any) -> Any:
-        if kwargs.get("ord", "fro") in (2, -2, "nuc"):
-            x = flush(xp, x)
-        return kernel(x, *args, **kwargs)
+        if kwargs.get("ord", "fro") not in (2, -2, "nuc"):
+            return kernel(x, *args, **kwargs)
+        y, k = conditioned(xp, x)
+        if k is None:
+            return kernel(flush(xp, x), *args, **kwargs)
+        return _ldexp(xp, kernel(y, *args, **kwargs), -(k if kwargs.get("keepdims") else k[..., 0, 0]))
 
     return matrix_norm
+
+
+def conditioned_eigvalsh(xp: Any, kernel: Kernel) -> Kernel:
+    """``eigvalsh`` of double-precision matrices :func:`conditioned` first (eigenvalues scaled back)."""
+
+    def eigvalsh(x: Any, *args: Any, **kwargs: Any) -> Any:
+        y, k = conditioned(xp, x)
+        if k is None:
+            return kernel(x, *args, **kwargs)
+        return _ldexp(xp, kernel(y, *args, **kwargs), -k[..., 0])
+
+    eigvalsh.__name__ = getattr(kernel, "__name__", "eigvalsh")
+    return eigvalsh
+
+
+def scalar_of_x1s_dtype(xp: Any, kernel: Kernel) -> Kernel:
+    """``searchsorted`` with a Python-scalar ``x2``: searched as a 0-d array of ``x1``'s dtype (nda's plan
+    promotes the two to that dtype). array-api-compat's wrapper makes it ``cupy.asarray(x2)``, a float64
+    or int64 array, and CuPy's search kernel then converts ``x1``'s float32 values to double with
+    ``-ftz=true`` (subnormals flushed) against an unflushed double: ``searchsorted([1.4e-45], 1.4e-45)``
+    is 1 (the H200), where both operands flushed give NumPy's 0."""
+
+    def searchsorted(x1: Any, x2: Any, *args: Any, **kwargs: Any) -> Any:
+        if not hasattr(x2, "dtype"):
+            from ._workarounds import to_device
+
+            x2 = to_device(xp, np.asarray(x2, dtype=x1.dtype))
+        return kernel(x1, x2, *args, **kwargs)
+
+    return searchsorted
 
 
 def reshape_without_copy(xp: Any, kernel: Kernel) -> Kernel:
@@ -234,10 +322,34 @@ def reshape_without_copy(xp: Any, kernel: Kernel) -> Kernel:
 
 def pinv(xp: Any) -> Kernel:
     """Stacks of matrices one matrix at a time (see the module docstring: batched Jacobi SVD);
-    float32/complex64 subnormals flushed first (cuSOLVER's scaling)."""
+    float32/complex64 subnormals flushed first (cuSOLVER's scaling), double precision
+    :func:`conditioned` (``pinv(x) = 2**k pinv(x 2**k)``; ``rtol`` is relative, so it holds as it is)."""
 
     def pinv(x: Any, rtol: Any = None) -> Any:
-        x = flush(xp, x)
+        y, k = conditioned(xp, x)
+        if k is None:
+            return by_matrix(flush(xp, x), rtol)
+        m, n = x.shape[-2:]
+        if rtol is None:
+            rtol = max(m, n) * float(np.finfo(x.dtype).eps)
+        if x.ndim == 2:
+            return from_svd(y, k[0, 0], rtol)
+        batch = x.shape[:-2]
+        flat, scales = y.reshape((-1, m, n)), k.reshape(-1)
+        tols = [rtol] * flat.shape[0] if not hasattr(rtol, "shape") else list(xp.broadcast_to(rtol, batch).reshape(-1))
+        return xp.stack([from_svd(flat[i], scales[i], tols[i]) for i in range(flat.shape[0])]).reshape(batch + (n, m))
+
+    def from_svd(y: Any, k: Any, rtol: Any) -> Any:
+        """NumPy's (and CuPy's) ``pinv`` formula, ``V S^+ U^T`` of ``conj(x)``, from the SVD of the conditioned
+        ``y = x 2**k``: the singular values scaled back first, so that ``1 / s`` overflows (and ``0 * inf``
+        is NaN) exactly where NumPy's does (``pinv([[0, 5e-324]])`` is ``[[nan], [inf]]``)."""
+        u, s, vt = xp.linalg.svd(xp.conj(y), full_matrices=False)
+        s = xp.ldexp(s, -k)
+        large = s > rtol * s.max()
+        inverse = xp.where(large, 1 / xp.where(large, s, 1), 0)
+        return xp.matmul(xp.swapaxes(vt, -1, -2), inverse[..., None] * xp.swapaxes(u, -1, -2))
+
+    def by_matrix(x: Any, rtol: Any) -> Any:
         m, n = x.shape[-2:]
         if rtol is None:
             rtol = max(m, n) * float(np.finfo(x.dtype).eps)
@@ -257,7 +369,7 @@ def eigvals(xp: Any) -> Kernel:
     complex_of = {"f": np.complex64, "d": np.complex128}
 
     def eigvals(x: Any) -> Any:
-        result = xp.linalg.eigvals(x)
+        result = xp.linalg.eigvals(flush(xp, x))  # cuSOLVER's geev: INTERNAL_ERROR for complex64 subnormals (the H200)
         if result.dtype.kind != "c":
             result = result.astype(complex_of.get(np.dtype(x.dtype).char, np.complex128))
         return result
@@ -276,8 +388,10 @@ WRAPPERS: dict[str, Callable[[Any, Kernel], Kernel]] = {
     "argmax": first_nan,
     "argmin": first_nan,
     "linalg.svdvals": flushed_input,
+    "linalg.eigvalsh": conditioned_eigvalsh,
     "linalg.matrix_norm": flushed_spectral_norm,
     "reshape": reshape_without_copy,
+    "searchsorted": scalar_of_x1s_dtype,
     "sort": nans_last,
     "argsort": nans_last,
 }

@@ -22,6 +22,9 @@ It follows nda's backend contract (``nda.backends.contract``):
   ``synchronize``. Copies between sim devices are ordered by markers on both streams,
   without waiting on the host; ``to_host_in_order`` (a read after everything enqueued, for a
   read of the newest version without a marker).
+* fork and exit: the streams pause at ``os.fork`` (through ``nda.engine.register_at_fork``)
+  and restart in the child with what was queued (``continues_after_fork``); at exit they
+  finish what was queued, bounded, and say so when that lasts.
 
 Kernels reuse the catalog's NumPy reference implementations on the simulated device
 memory, so the simulation is exact and any difference from cpu is a bug in the plumbing.
@@ -43,7 +46,7 @@ from nda.engine import QUIESCE_TIMEOUT, Deferred, register_at_fork
 from nda.ops import CATALOG
 
 from . import _flush
-from ._device import Allocator, InputFailed, Marker, SimBuffer, Stream, check_host_read, read, submit, track
+from ._device import Allocator, InputFailed, Marker, SimBuffer, Stream, check_host_read, env_number, read, read_target, submit, track
 
 __all__ = ["SimBackend", "SimBuffer", "backend", "NATIVE_OPS"]
 
@@ -60,6 +63,8 @@ _OTHER_NATIVE = {
     "linalg.matrix_norm", "linalg.matrix_power", "linalg.outer", "linalg.qr", "linalg.slogdet", "linalg.solve", "linalg.svd",
     "linalg.svdvals", "linalg.trace", "linalg.vector_norm",
     "fft.fft", "fft.ifft", "fft.rfft", "fft.irfft", "fft.fftn", "fft.ifftn", "fft.rfftn", "fft.irfftn",
+    "random.philox_gamma", "random.philox_beta", "random.philox_standard_t", "random.philox_lognormal",
+    "random.philox_poisson", "random.philox_binomial",
 }
 #: The ops with a native sim kernel; everything else runs through nda's host fallback: the ops whose
 #: result's shape depends on the data (nonzero, unique_*: they read their input on the host anyway),
@@ -81,8 +86,8 @@ class SimBackend:
     in_order_queues = True
 
     def __init__(self) -> None:
-        self.device_count = int(os.environ.get("NDA_SIM_DEVICES", "2"))
-        self.capacity = int(os.environ.get("NDA_SIM_CAPACITY", str(1 << 30)))
+        self.device_count = env_number("NDA_SIM_DEVICES", 2)
+        self.capacity = env_number("NDA_SIM_CAPACITY", 1 << 30)
         self.flushes_subnormals = _flush.declared()  # NDA_SIM_FLUSH_SUBNORMALS=1: a GPU's flush-to-zero (_flush)
         self._allocators: dict[Device, Allocator] = {}
         self._streams: dict[Device, Stream] = {}
@@ -123,21 +128,41 @@ class SimBackend:
 
     def _flush_at_exit(self) -> None:
         """At exit: let the streams finish what was enqueued (bounded), so that none is inside
-        NumPy when the interpreter shuts down. A read in a later exit handler still works."""
-        deadline = time.monotonic() + QUIESCE_TIMEOUT
+        NumPy when the interpreter shuts down. A read in a later exit handler still works.
+
+        A wait that lasts says so on stderr after :data:`NOTICE_AFTER` seconds (how many work
+        items are left, and the bound), as nda does for the kernels its workers run."""
+        start = time.monotonic()
+        deadline = start + QUIESCE_TIMEOUT
+        noticed = False
         for stream in self._streams.values():
-            if stream.started() and not stream.wait_reached(stream.issued, deadline):
-                print(f"nda-sim: {stream.name} still running work after {QUIESCE_TIMEOUT:.0f} s at exit; exiting anyway", file=sys.stderr)
-                return
+            if not stream.started():
+                continue
+            while not stream.wait_reached(stream.issued, min(deadline, time.monotonic() + 0.25)):
+                waited = time.monotonic() - start
+                if time.monotonic() >= deadline:
+                    _say(f"nda-sim: {stream.name} still running work after {QUIESCE_TIMEOUT:.0f} s at exit; exiting anyway")
+                    return
+                if waited >= NOTICE_AFTER and not noticed:
+                    left = sum(max(0, s.issued - s.completed) for s in self._streams.values())
+                    _say(f"nda-sim: exit waits for {left} work item(s) queued on the simulated devices ({waited:.0f} s so far, at most "
+                         f"{QUIESCE_TIMEOUT:.0f} s; NDA_QUIESCE_TIMEOUT sets the bound)")
+                    noticed = True
+
+    #: After os.fork, the child's streams run on what the parent had queued (backend contract).
+    continues_after_fork = True
 
     def _after_fork_in_child(self) -> None:
-        """The parent's stream threads do not exist here: what they had not run fails, new streams start."""
-        error = RuntimeError("this array was still being computed on the simulated device when the process forked; its value exists only in the parent process")
+        """The parent's stream threads do not exist here: each stream restarts with a thread of the
+        child's own and runs what the parent had queued and not started; an item that was running
+        (the fork stopped waiting for it) fails."""
+        error = RuntimeError(
+            "this array was still being computed on the simulated device when the process forked: its work was running "
+            "then, and os.fork() stopped waiting for it after NDA_QUIESCE_TIMEOUT seconds; its value exists only in the parent process")
         for alloc in self._allocators.values():
             alloc.after_fork()
         for stream in self._streams.values():
-            stream.cancel_pending(error)
-        self._reset_streams()
+            stream.restart_after_fork(error)
 
     # ------------------------------------------------------------------ kernels
     def register(self, register_kernel: Callable[..., None]) -> None:
@@ -170,10 +195,15 @@ class SimBackend:
 
             def work() -> None:
                 inputs: list[SimBuffer] = []
-                host_args = [_on_device(a, inputs) for a in args]
+                if target is not None:  # an in-place write: the target's earlier failure is nda's to judge
+                    host_args = [read_target(target), *(_on_device(a, inputs) for a in args[1:])]
+                else:
+                    host_args = [_on_device(a, inputs) for a in args]
                 host_kwargs = {k: (_CPU if k == "device" else _on_device(v, inputs)) for k, v in kwargs.items()}
                 result = reference(*host_args, **host_kwargs)
                 if out is None:
+                    if target is not None:
+                        target._error = None  # written: the failure an earlier write left here is over
                     return
                 result = np.asarray(result)
                 if is_asarray:
@@ -345,6 +375,17 @@ class SimBackend:
 
     def __repr__(self) -> str:
         return f"<nda-sim backend: {self.device_count} devices of {self.capacity:,} bytes>"
+
+
+#: Seconds an exit waits for the streams before it says so on stderr (as nda's engine does).
+NOTICE_AFTER = 2.0
+
+
+def _say(line: str) -> None:
+    try:
+        print(line, file=sys.stderr, flush=True)
+    except Exception:  # noqa: BLE001 - stderr closed at exit
+        pass
 
 
 def _on_device(value: Any, inputs: list[SimBuffer]) -> Any:

@@ -18,12 +18,30 @@ import weakref
 from typing import Any, Callable
 
 import numpy as np
+
 _WAIT_SLICE = 0.05
+
+
+def env_number(name: str, default: float, kind: type = int) -> Any:
+    """The non-negative number (``kind``: int or float) in environment variable ``name``, ``default``
+    when unset or empty; a ValueError naming the variable otherwise."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = kind(raw)
+    except ValueError:
+        value = None
+    if value is None or value != value or value < 0:
+        what = "an integer" if kind is int else "a number"
+        raise ValueError(f"{name} must be {what} >= 0, got {os.environ[name]!r}; unset it for the default, {default}")
+    return value
+
 
 #: Seconds each work item waits on the stream before it runs: a slow device, so that a read or
 #: an op nda did not order after its producer finds the producer unfinished (and, with the
 #: strict host reads below, fails loudly). ``NDA_SIM_LATENCY_US``; tests set it directly.
-latency = float(os.environ.get("NDA_SIM_LATENCY_US", "0")) * 1e-6
+latency = env_number("NDA_SIM_LATENCY_US", 0.0, float) * 1e-6
 
 
 class Allocator:
@@ -36,7 +54,9 @@ class Allocator:
         self.peak = 0
         self.cached = 0
         self._blocks: dict[int, int] = {}  # size -> number of cached blocks of that size
-        self._lock = threading.Lock()
+        # Reentrant: a buffer freed by the garbage collector while this thread allocates gives its
+        # bytes back from inside allocate() (see track()).
+        self._lock = threading.RLock()
 
     def allocate(self, nbytes: int) -> int:
         with self._lock:
@@ -64,7 +84,7 @@ class Allocator:
 
     def after_fork(self) -> None:
         """In a forked child: a parent thread may have held the lock at the fork."""
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
 
     def release_all(self) -> int:
         with self._lock:
@@ -179,16 +199,19 @@ class Stream:
     def enqueue(self, work: Callable[[], None]) -> int:
         """Run ``work`` after everything enqueued before; returns its position on the timeline."""
         if self._thread is None:
-            with self._start_lock:
-                if self._thread is None:
-                    self._thread = threading.Thread(target=self._loop, name=self.name, daemon=True)
-                    self._thread.start()
+            self._start()
         with self._count_lock:
             self.issued += 1
             position = self.issued
             self._pending[position] = work
             self._queue.put(work)
         return position
+
+    def _start(self) -> None:
+        with self._start_lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._loop, name=self.name, daemon=True)
+                self._thread.start()
 
     def _loop(self) -> None:
         np.seterr(all="ignore")  # this thread only: a device does not warn of floating-point errors (CuPy does not)
@@ -259,6 +282,8 @@ class Stream:
         or until ``deadline`` (a ``time.monotonic()`` value); True when they have."""
         if self.completed >= count:
             return True
+        if self._thread is None:  # a forked child's stream with work queued by the parent (restart_after_fork)
+            self._start()
         with self._cond:
             self._waiters += 1
             try:
@@ -287,29 +312,36 @@ class Stream:
         op's check); raising them here would fail unrelated arrays' sync points."""
         self.flush()
 
-    def cancel_pending(self, error: BaseException) -> list[Callable[[], None]]:
-        """In a forked child: the work the parent had not run yet never runs here.
+    def restart_after_fork(self, error: BaseException) -> None:
+        """In a forked child: run on, with a thread of the child's own, what the parent had queued.
 
-        The parent's threads may have held this stream's locks at the fork; in the child
-        nobody will release them, so they are made afresh first.
+        The parent's thread does not exist here, and may have held this stream's locks at the
+        fork; they are made afresh. The work it had not started is queued again, in order, on
+        this same stream (markers and positions stay valid: nda's queue for this device goes
+        on as in the parent); the child's thread starts when something is enqueued or waited
+        for, not in the fork hook (other fork hooks run after this one). An item that was
+        *running* (the fork stopped waiting for it past ``NDA_QUIESCE_TIMEOUT``) never
+        finishes here: it fails with ``error``.
         """
         self._cond = threading.Condition()
         self._count_lock = threading.Lock()
         self._start_lock = threading.Lock()
         self._gate = threading.Condition()
-        self._paused = self._running = False
+        self._paused = False
         self._waiters = 0
-        with self._count_lock:
-            pending = list(self._pending.values())
-            self._pending.clear()
-            self._timed.clear()
-            self._queue = queue.SimpleQueue()
-            self.completed = self.issued
-        for work in pending:
+        running, self._running = self._running, False
+        pending = sorted(self._pending.items())  # positions completed + 1 ... issued, oldest first
+        if running and pending:
+            position, work = pending.pop(0)
+            del self._pending[position]
             cancel = getattr(work, "cancel", None)
             if cancel is not None:
                 cancel(error)
-        return pending
+            self.completed = position
+        self._queue = queue.SimpleQueue()
+        for _, work in pending:
+            self._queue.put(work)
+        self._thread = None
 
 
 class Outcome:
@@ -344,6 +376,20 @@ def read(buf: SimBuffer) -> Any:
     if error is not None:
         raise InputFailed(error)
     return buf._array
+
+
+def read_target(buf: SimBuffer) -> Any:
+    """On the stream: the device array an in-place write writes into, whatever an earlier failed
+    write left there (nda decides whether this write inherits that failure: a write of the whole
+    array does not, a partial one does, through the op's check). A buffer that was never filled
+    (its producer failed) has nothing to write into: the write fails with that error."""
+    if not buf.ready():
+        buf._wait_filled()
+    array = buf._array
+    if array is None:
+        error = buf._error if buf._error is not None else (buf._base._error if buf._base is not None else None)
+        raise InputFailed(error if error is not None else RuntimeError(f"{buf!r} was never filled"))
+    return array
 
 
 def check_host_read(buf: SimBuffer) -> None:
@@ -407,6 +453,22 @@ def submit(stream: Stream, body: Callable[[], None], out: SimBuffer | None = Non
     return outcome
 
 
+#: The weak references of :func:`track` (by their id): kept alive until their buffer goes.
+_tracked: dict[int, weakref.ref[SimBuffer]] = {}
+
+
 def track(buffer: SimBuffer, allocator: Allocator, nbytes: int) -> None:
-    """Give ``nbytes`` back to ``allocator`` when ``buffer`` is garbage collected."""
-    weakref.finalize(buffer, allocator.free, nbytes)
+    """Give ``nbytes`` back to ``allocator`` when ``buffer`` is garbage collected.
+
+    A weak reference with a callback, not ``weakref.finalize``: finalizers stop running once
+    the interpreter's exit began (``weakref.finalize``'s own exit handler), and work still
+    queued at exit (or read by an exit handler registered before nda) would then never get
+    its temporaries' memory back and fail with MemoryError on a long chain.
+    """
+
+    def free(ref: weakref.ref[SimBuffer]) -> None:
+        _tracked.pop(id(ref), None)
+        allocator.free(nbytes)
+
+    ref = weakref.ref(buffer, free)
+    _tracked[id(ref)] = ref

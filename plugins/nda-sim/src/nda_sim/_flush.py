@@ -35,9 +35,15 @@ _FLUSHED = (np.dtype(np.float32), np.dtype(np.complex64))
 
 
 def declared(environ: Any = None) -> tuple[str, ...]:
-    """:data:`DTYPES` when the mode is on (``NDA_SIM_FLUSH_SUBNORMALS`` set to anything but ``""``/``0``), else ``()``."""
-    value = (os.environ if environ is None else environ).get(ENV, "").strip()
-    return DTYPES if value not in ("", "0") else ()
+    """:data:`DTYPES` when the mode is on (``NDA_SIM_FLUSH_SUBNORMALS`` 1/true/yes/on), ``()`` when off
+    (unset, empty, 0/false/no/off); another value is a ValueError naming the variable."""
+    raw = (os.environ if environ is None else environ).get(ENV, "")
+    value = raw.strip().lower()
+    if value in ("", "0", "false", "no", "off"):
+        return ()
+    if value in ("1", "true", "yes", "on"):
+        return DTYPES
+    raise ValueError(f"{ENV} must be 1 or 0 (or true/false, yes/no, on/off), got {raw!r}; unset it for the default, 0")
 
 
 def _flush_part(a: np.ndarray) -> np.ndarray:

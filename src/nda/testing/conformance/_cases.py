@@ -255,8 +255,11 @@ def _clip_parts(a: np.ndarray, low: float, high: float, *, finite: bool = False)
 
 #: Ops whose result depends on the order of accumulation once intermediate values overflow
 #: or underflow: their finite float inputs are kept moderate (NaN, ±inf, ±0 stay), so that
-#: any summation order gives the reference's result up to rounding.
-ACCUMULATING = {"sum", "prod", "mean", "std", "var", "cumulative_sum", "cumulative_prod", "matmul", "tensordot", "vecdot"}
+#: any summation order gives the reference's result up to rounding. ``einsum`` sums too (its
+#: own generator keeps its inputs moderate); CuPy's contracts pairwise and reduces with CUB, in
+#: another order than NumPy's loop (a cancellation ``-1 + 1 + 7e-15 + ...`` differs in the last
+#: bits of 1, found on the CuPy model running CuPy's own einsum).
+ACCUMULATING = {"sum", "prod", "mean", "std", "var", "cumulative_sum", "cumulative_prod", "matmul", "tensordot", "vecdot", "einsum"}
 
 #: Products of arrays get finite inputs: with NaN or inf the result is the library's choice
 #: (BLAS skips zero terms, so NaN*0 may vanish; complex multiplication formulas differ).

@@ -36,6 +36,7 @@ import time
 from typing import Any, Callable, Iterable
 
 import nda
+from nda._config import env_int
 
 from ._report import CellResult, Report
 
@@ -46,9 +47,8 @@ _LOG_TAIL = 3000
 
 def default_jobs() -> int:
     """``NDA_KIT_JOBS`` if set, else the number of CPU cores this process may use."""
-    value = os.environ.get("NDA_KIT_JOBS", "").strip()
-    if value:
-        return max(1, int(value))
+    if os.environ.get("NDA_KIT_JOBS", "").strip():
+        return env_int("NDA_KIT_JOBS", 1, minimum=1)
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # not on Linux
