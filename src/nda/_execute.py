@@ -30,6 +30,7 @@ from ._config import env_flag
 from . import backends as _backends
 from . import dispatch as _dispatch
 from ._array import NDArray, new_array
+from ._snapshots import queued_inputs
 from ._devices import ArrayMeta
 from ._devices import strided as _STRIDED
 from .dispatch import resolve, resolve_plan
@@ -223,6 +224,7 @@ def execute(name: str, plan: Plan) -> NDArray:
             _fp_unguard(token)
         out._buf = zero_d_buffer(result, meta) if zero_d else result
         return out
+    args, reads = queued_inputs(name, plan, size)  # heavy ops: snapshots of inputs NumPy shares (nda._snapshots)
 
     def run() -> Any:
         result = kernel(*unwrap(args), **kwargs)
@@ -232,7 +234,7 @@ def execute(name: str, plan: Plan) -> NDArray:
         out._buf = zero_d_buffer(result, meta) if zero_d else result
         return None
 
-    _state.push(run, plan.reads, (out,), plan.device, name, cost=size, route=kernel)
+    _state.push(run, reads, (out,), plan.device, name, cost=size, route=kernel)
     return out
 
 
@@ -334,7 +336,9 @@ def execute_multi(name: str, plan: Plan, multi: bool, data_dependent: bool) -> l
         if out._size > SURELY_FITS and layout is _STRIDED:
             check_size(name, out._shape, out._meta.dtype)
     size = max([prod(s) for s in shapes] + [a._size for a in plan.reads])
-    args, kwargs = plan.args, plan.kwargs
+    kwargs = plan.kwargs
+    now = inline(size)
+    args, reads = (plan.args, plan.reads) if now else queued_inputs(name, plan, size)  # see execute()
 
     def fill(result: Any) -> None:
         for out, buf in zip(outs, tuple(result) if multi else (result,)):
@@ -348,14 +352,14 @@ def execute_multi(name: str, plan: Plan, multi: bool, data_dependent: bool) -> l
         fill(result)
         return None
 
-    if inline(size):
+    if now:
         token = _fp_guard()  # NumPy's warnings name the user's line (engine._fperrors)
         try:
             run()
         finally:
             _fp_unguard(token)
     else:
-        _state.push(run, plan.reads, tuple(outs), plan.device, name, cost=size, route=kernel)
+        _state.push(run, reads, tuple(outs), plan.device, name, cost=size, route=kernel)
     return outs
 
 
