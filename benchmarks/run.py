@@ -13,7 +13,9 @@ devices vs one), (10) fused chains (``nda.hybridize``: ``a * b + c`` and a GELU 
 against eager nda, NumPy and numexpr on cpu; CuPy, PyTorch eager and torch.compile on a GPU),
 (11) ``nda.random`` on cpu against NumPy's ``Generator`` (1M values; ``cupy.random`` is in (6)),
 (12) everyday NumPy work against NumPy: sort and argsort of 1M float32, a boolean mask over 1M,
-iterating over the rows of an array (``benchmarks/everyday.py``).
+iterating over the rows of an array (``benchmarks/everyday.py``), (13) two 1200 x 1200 matmuls
+on inputs that share NumPy's memory against ``copy=True`` inputs and NumPy: time to issue and to
+complete (``benchmarks/shared.py``).
 Every comparison
 alternates the libraries inside each round and reports the median of the rounds, because
 these machines are noisy. Nothing here asserts a time: targets are printed next to the
@@ -43,6 +45,7 @@ from . import fusion as fusion_bench
 from ._timing import alternate
 from . import gpu as gpu_bench
 from . import rng as rng_bench
+from . import shared as shared_bench
 from . import sim as sim_bench
 from . import sparse as sparse_bench
 from . import tiny_ops
@@ -203,33 +206,35 @@ def main(argv: list[str] | None = None) -> int:
     }
     print(f"nda benchmarks ({'quick' if quick else 'full'}) on {report['machine']['platform']}, {os.cpu_count()} cores", file=sys.stderr)
 
-    _progress("[1/12] tiny-op latency")
+    _progress("[1/13] tiny-op latency")
     report["tiny"] = tiny_ops.run(rounds, 5_000 if quick else 20_000)
-    _progress("[2/12] where the time of a tiny op goes")
+    _progress("[2/13] where the time of a tiny op goes")
     report["overhead"] = overhead(rounds, 5_000 if quick else 20_000)
-    _progress("[3/12] large arrays (16M float32)")
+    _progress("[3/13] large arrays (16M float32)")
     report["large"] = large(3 if quick else 7)
-    _progress("[4/12] engine: two chains of 8 ops on 8M float64, tiny and mid-size ops per engine")
+    _progress("[4/13] engine: two chains of 8 ops on 8M float64, tiny and mid-size ops per engine")
     report["concurrency"] = engine_bench.concurrency(2 if quick else 5)
     report["engine_tiny"] = engine_bench.tiny_latency(rounds, 5_000 if quick else 20_000)
     report["engine_midsize"] = engine_bench.midsize(3 if quick else 9)
     report["host_read_check"] = engine_bench.host_read_check(rounds, 5_000 if quick else 20_000)
-    _progress("[5/12] import time")
+    _progress("[5/13] import time")
     report["import"] = import_time(5 if quick else 15)
-    _progress("[6/12] GPU")
+    _progress("[6/13] GPU")
     report["gpu"] = gpu(rounds, quick)
-    _progress("[7/12] memory")
+    _progress("[7/13] memory")
     report["memory"] = memory(200_000 if quick else 1_000_000)
-    _progress("[8/12] sparse: csr @ strided against scipy (child processes)")
+    _progress("[8/13] sparse: csr @ strided against scipy (child processes)")
     report["sparse"] = sparse_bench.run(7 if quick else 21)
-    _progress("[9/12] a device with an in-order queue (nda-sim)")
+    _progress("[9/13] a device with an in-order queue (nda-sim)")
     report["sim"] = sim_bench.run(3 if quick else 9)
-    _progress("[10/12] fused chains: nda.hybridize on 16M float32 (a * b + c, GELU)")
+    _progress("[10/13] fused chains: nda.hybridize on 16M float32 (a * b + c, GELU)")
     report["fusion"] = fusion_bench.run(3 if quick else 9)
-    _progress("[11/12] random numbers: nda.random against NumPy's Generator (1M values)")
+    _progress("[11/13] random numbers: nda.random against NumPy's Generator (1M values)")
     report["random"] = rng_bench.run(5 if quick else 15)
-    _progress("[12/12] everyday work against NumPy: sort, a boolean mask, iterating over rows")
+    _progress("[12/13] everyday work against NumPy: sort, a boolean mask, iterating over rows")
     report["everyday"] = everyday_bench.run(5 if quick else 15)
+    _progress("[13/13] heavy ops on memory NumPy shares: two 1200x1200 matmuls, issue and completion")
+    report["shared"] = shared_bench.run(3 if quick else 9)
     report["seconds"] = time.perf_counter() - started
 
     print(_format(report))
@@ -279,6 +284,8 @@ def _format(report: dict[str, Any]) -> str:
     out.append(rng_bench.table(report["random"]))
     out.append("\n== (12) everyday work against NumPy: sort (target <= 1.5x), a boolean mask (<= 1.2x), rows (<= 3x)")
     out.append(everyday_bench.table(report["everyday"]))
+    out.append("\n== (13) heavy ops on inputs sharing NumPy's memory: the call snapshots them and queues (issue 34)")
+    out.append(shared_bench.table(report["shared"]))
     out.append(f"\n(total {report['seconds']:.0f} s)")
     return "\n".join(out)
 

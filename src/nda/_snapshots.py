@@ -39,7 +39,7 @@ arrays are ever shared (``share`` is called for cpu memory only); any other case
 inside ``kwargs``, or a view op (its result must alias the shared memory), is left to the
 synchronous path. ``nda.hybridize`` runs calls with shared arguments eagerly and so goes
 through here; its own decision is untouched. While the profiler records, the copies show as
-one span, ``<op> (snapshot of shared inputs)``.
+one span, ``<op> (snapshot)`` (its route: "copy on the calling thread").
 
 Layer: arrays and front end, execution (README, "Architecture").
 """
@@ -51,6 +51,7 @@ from math import isqrt, log2, prod
 from typing import Any, Callable
 
 import numpy as np
+from numpy.lib.array_utils import byte_bounds
 
 from ._array import NDArray, new_array
 from .engine import SHARED, profiler
@@ -158,17 +159,50 @@ def queued_inputs(name: str, plan: Plan, size: int) -> tuple[tuple[Any, ...], tu
         if not isinstance(a._buf, np.ndarray):
             return args, reads
     start = time.perf_counter() if profiler.active else 0.0
-    copies: dict[int, NDArray] = {}
-    for a in shared:
-        if id(a) not in copies:
-            copies[id(a)] = new_array(a._buf.copy(order="K"), a._meta, a._shape)
+    copies = _snapshot(shared)
     if profiler.active:
-        profiler.record(f"{name} (snapshot of shared inputs)", shared[0]._meta.device, "copy on the calling thread", start, time.perf_counter())
+        profiler.record(f"{name} (snapshot)", shared[0]._meta.device, "copy on the calling thread", start, time.perf_counter())
     try:
         substituted = _substitute(args, copies)
     except LookupError:  # a shared array in a place the plan's reads do not name: the synchronous path
         return args, reads
     return substituted, tuple(copies.get(id(a), a) for a in reads)
+
+
+def _snapshot(shared: list[NDArray]) -> dict[int, NDArray]:
+    """A copy of each array in ``shared`` (by ``id``). Arrays of one base that together cover
+    at least its elements (``a @ a.T``, the halves of ``a``) are views of one copy of the base."""
+    groups: dict[int, list[NDArray]] = {}
+    for a in shared:
+        members = groups.setdefault(id(a._base if a._base is not None else a), [])
+        if all(m is not a for m in members):
+            members.append(a)
+    copies: dict[int, NDArray] = {}
+    for members in groups.values():
+        first = members[0]
+        base = first._base if first._base is not None else first
+        whole = None
+        if len(members) > 1 and sum(m._size for m in members) >= base._size:
+            buf = base._buf
+            if isinstance(buf, np.ndarray) and (buf.flags.c_contiguous or buf.flags.f_contiguous):
+                whole = (buf, buf.copy(order="K"))  # the same byte layout as the original
+        for a in members:
+            copy = _view_of_copy(a._buf, *whole) if whole is not None else None
+            copies[id(a)] = new_array(a._buf.copy(order="K") if copy is None else copy, a._meta, a._shape)
+    return copies
+
+
+def _view_of_copy(view: np.ndarray, original: np.ndarray, copy: np.ndarray) -> np.ndarray | None:
+    """``view`` (inside ``original``'s memory) as the same view of ``copy``; None if it is not inside."""
+    lo, hi = byte_bounds(view)
+    base_lo, base_hi = byte_bounds(original)
+    if not (base_lo <= lo and hi <= base_hi) or view.ndim == 0 and view.base is None:
+        return None  # not a view of that memory (a view op that had to copy), or a scalar-like buffer
+    offset = view.__array_interface__["data"][0] - base_lo
+    try:
+        return np.ndarray(view.shape, view.dtype, buffer=copy, offset=offset, strides=view.strides)
+    except (TypeError, ValueError):
+        return None
 
 
 def _substitute(value: Any, copies: dict[int, NDArray]) -> Any:
