@@ -3,9 +3,10 @@
 A NumPy buffer handed to nda (``nda.asarray(buf)``, ``x + buf``, ``np.add(x, buf)``) is read
 at the call, as NumPy reads it, even when the engine runs the op later: the usual
 "refill one batch buffer" loop gives each batch's values. On cpu ``nda.asarray(buf)`` and
-``np.asarray(x)`` share memory, so ops on such arrays complete before their call returns
-(``nda.engine.share``): ``h = np.asarray(x); x += 1`` shows in ``h`` at once, and a later
-NumPy write never reaches an op issued before it. Sizes cover inline ops, ops the threaded
+``np.asarray(x)`` share memory, so writes and cheap ops on such arrays complete before their
+call returns, and heavy ops copy them at the call (``nda.engine.share``, and
+tests/test_shared_overlap.py): ``h = np.asarray(x); x += 1`` shows in ``h`` at once, and a
+later NumPy write never reaches an op issued before it. Sizes cover inline ops, ops the threaded
 engine holds (2**20 elements and more) and ops queued behind pending work; devices cpu and
 sim; the suite runs on both engines (``.ci/run``). Found by a user-style probe: before, the
 results were the last batch's values, silently.

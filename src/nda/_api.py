@@ -68,7 +68,7 @@ def asarray(obj: Any, /, *, dtype: Any = None, device: Any = None, copy: bool | 
         return _catalog_astype(x, x.dtype) if copy and not moved else x  # type: ignore[no-any-return]
     out = _catalog_asarray(obj, dtype=dtype, device=device, copy=copy)
     if not copy and out._meta.device.type == "cpu" and _may_share(obj, out):
-        _engine.share(out)  # the caller's memory: ops on it complete before they return (nda.engine.share)
+        _engine.share(out)  # the caller's memory: writes and cheap ops on it complete at the call, heavy ones copy it (nda.engine.share)
     return out  # type: ignore[no-any-return]
 
 

@@ -11,6 +11,8 @@ paths to themselves; everything else about running an op lives here, once:
   plan's kernel (:mod:`nda.dispatch`, with :mod:`nda.layouts` for non-strided operands),
   make the output arrays, and run the kernel inline when ``size < engine.state.limit`` or
   hand it to the engine (``engine.state.push``), which orders it after what it depends on.
+  On that engine path only, a heavy op reading arrays that share NumPy's memory gets
+  snapshots of them (:func:`nda._snapshots.queued_inputs`), so it stays asynchronous.
 * Host views (:mod:`nda._hostviews`): a view op whose kernel is a host fallback, or whose
   input is a host view, makes a host view here; a write into a family with host views keeps
   them in step. Only these slow paths look: the fast paths never cache an entry for a

@@ -56,7 +56,7 @@ def array(x: Any, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
             raise ValueError(f"np.asarray(x, copy=False): converting {x._meta.dtype.name} to {np.dtype(dtype)} needs a copy")
     if device.type == "cpu":
         if not copy:
-            engine.share(x)  # later ops on x complete before they return (nda.engine.share); first,
+            engine.share(x)  # later writes and cheap ops on x complete at the call (nda.engine.share); first,
             x.wait_to_write()  # so that none issued meanwhile is left behind; NumPy may write: after the readers too
         host = x._host()  # a host read (counted, and announced to the thread's interceptors)
         if copy:

@@ -26,8 +26,12 @@ one element operation per element costs; at 4x or more the call gives back at le
 quarters of the op's time (a 1200 x 1200 matmul is 600x its inputs), while a matrix-vector
 product, a sum or an element-wise op (1x) never pays for its copy. Under the inline limit
 the engine would run the op on the caller's thread anyway (a thread hop costs more), so a
-copy would buy nothing. The cost model is deliberately rough (:data:`COSTS`): an op it
-underestimates runs at the call as before, one it overestimates pays one copy.
+copy would buy nothing. The cost model is deliberately rough (:data:`COSTS`: matmul,
+tensordot, the linalg factorisations and solvers, FFTs, sorts): an op it underestimates runs
+at the call as before, one it overestimates pays one copy. Reductions, however large, read
+each element once: their snapshot would cost as much as they do, so they stay at the call (a
+reduction of a heavy op's result reads no shared memory and is queued behind that op anyway).
+Views of one base that together cover it (``a @ a.T``) share one copy of the base.
 
 The one place this happens is :func:`queued_inputs`, called by :func:`nda._execute.execute`
 and :func:`nda._execute.execute_multi` on their queued path only (after the inline check,
@@ -51,7 +55,6 @@ from math import isqrt, log2, prod
 from typing import Any, Callable
 
 import numpy as np
-from numpy.lib.array_utils import byte_bounds
 
 from ._array import NDArray, new_array
 from .engine import SHARED, profiler
@@ -158,9 +161,10 @@ def queued_inputs(name: str, plan: Plan, size: int) -> tuple[tuple[Any, ...], tu
         _state.wait_for(a, False)
         if not isinstance(a._buf, np.ndarray):
             return args, reads
-    start = time.perf_counter() if profiler.active else 0.0
+    timed = profiler.active
+    start = time.perf_counter() if timed else 0.0
     copies = _snapshot(shared)
-    if profiler.active:
+    if timed:
         profiler.record(f"{name} (snapshot)", shared[0]._meta.device, "copy on the calling thread", start, time.perf_counter())
     try:
         substituted = _substitute(args, copies)
@@ -192,12 +196,25 @@ def _snapshot(shared: list[NDArray]) -> dict[int, NDArray]:
     return copies
 
 
+def _bounds(x: np.ndarray) -> tuple[int, int]:
+    """The first and one past the last byte address ``x`` reaches (NumPy's ``byte_bounds``)."""
+    lo = hi = x.__array_interface__["data"][0]
+    for n, stride in zip(x.shape, x.strides):
+        if stride > 0:
+            hi += (n - 1) * stride
+        else:
+            lo += (n - 1) * stride
+    return lo, hi + x.itemsize
+
+
 def _view_of_copy(view: np.ndarray, original: np.ndarray, copy: np.ndarray) -> np.ndarray | None:
     """``view`` (inside ``original``'s memory) as the same view of ``copy``; None if it is not inside."""
-    lo, hi = byte_bounds(view)
-    base_lo, base_hi = byte_bounds(original)
-    if not (base_lo <= lo and hi <= base_hi) or view.ndim == 0 and view.base is None:
-        return None  # not a view of that memory (a view op that had to copy), or a scalar-like buffer
+    if view.size == 0 or view.ndim == 0 and view.base is None:
+        return None  # nothing to share, or a scalar-like buffer
+    lo, hi = _bounds(view)
+    base_lo, base_hi = _bounds(original)
+    if not (base_lo <= lo and hi <= base_hi):
+        return None  # not a view of that memory (a view op that had to copy)
     offset = view.__array_interface__["data"][0] - base_lo
     try:
         return np.ndarray(view.shape, view.dtype, buffer=copy, offset=offset, strides=view.strides)

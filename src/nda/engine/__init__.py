@@ -543,11 +543,13 @@ def share(array: Any) -> None:
 
     Such memory can change, or be read, behind the engine's back: NumPy writes into the
     caller's buffer after ``y = x + 1`` must not reach ``y``, and ``h = np.asarray(x);
-    x += 1`` must show in ``h`` at once. So every op that reads or writes a shared array
-    runs to completion before its call returns, as under the naive engine (an op's error
-    raises at its call then). Other arrays keep the engine's overlap; nothing changes on the
-    hot path of tiny ops, which run inline anyway. The mark lasts as long as the array (its
-    base, for views).
+    x += 1`` must show in ``h`` at once. So every op that still reads or writes a shared array
+    when it reaches ``push`` runs to completion before its call returns, as under the naive
+    engine (an op's error raises at its call then). A heavy op that only reads shared arrays
+    does not get here with them: the front end hands it copies taken at the call
+    (``nda._snapshots``), and it keeps the overlap. Other arrays keep it too; nothing changes
+    on the hot path of tiny ops, which run inline anyway. The mark lasts as long as the array
+    (its base, for views).
     """
     base = array._base if array._base is not None else array
     key = id(base)
