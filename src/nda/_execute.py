@@ -102,13 +102,10 @@ def intercepted(op: Any, args: tuple[Any, ...], kwargs: dict[str, Any], proceed:
 
 
 def inline(size: int) -> bool:
-    """Whether an op touching ``size`` elements runs right here, on a slow path.
-
-    ``size < engine.state.limit``, as on the fast paths; while an interceptor is installed
-    somewhere ``limit`` is 0 (every call leaves its fast path to be looked at), and an op the
-    calling thread's interceptors let through runs inline under the engine's own limit.
-    """
-    return size < _state.limit or (bool(_state.watchers) and size < _state.inline_limit())
+    """Whether an op touching ``size`` elements runs right here, on a slow path: ``size <
+    engine.state.limit``, as on the fast paths (interception is decided before, by
+    :func:`intercepted`, and never through the limit)."""
+    return size < _state.limit
 
 
 def notify_write(target: Any, value: Any, what: str) -> None:
@@ -128,6 +125,7 @@ def _load_native() -> Any:
     slots = vars(NDArray)
     _native.configure(NDArray, slots["_buf"], slots["_meta"], slots["_shape"], slots["_size"], slots["_base"], _state,
                       vars(type(_state))["limit"])
+    _native.configure_interception(_ACTIVE, _local)  # the calling thread's interceptors: their own flag
     return _native
 
 

@@ -194,13 +194,12 @@ class ThreadedEngine(HoldingEngine, Engine):
         """Called with the lock held after the graph changed."""
         state = self._state
         if state is not None and state.engine is self:
-            busy = profiler.active or state.watchers or self._held is not None or not self._graph.idle()
+            busy = profiler.active or self._held is not None or not self._graph.idle()
             limit = 0 if busy else self.idle_limit
             state.limit = limit
-            if limit and (profiler.active or state.watchers):
-                # A watcher (an interceptor somewhere) or the profiler arrived after they were read:
-                # its own refresh may have run before the store above. Stored, then checked again,
-                # so that 0 wins whichever thread stores last.
+            if limit and profiler.active:
+                # The profiler started after it was read: its own refresh may have run before the
+                # store above. Stored, then checked again, so that 0 wins whichever thread stores last.
                 state.limit = 0
 
     # ------------------------------------------------------------------ issuing
