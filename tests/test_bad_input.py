@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -367,6 +368,59 @@ def test_a_mapping_or_a_set_is_not_a_shape(device, shape):
         np.zeros(shape)  # NumPy: "expected a sequence of integers or a single integer"
     with pytest.raises(TypeError, match=rf"zeros\(\): shape must be an int or a tuple of ints, got .* \(a {type(shape).__name__} is not a sequence of dimensions\)"):
         nda.zeros(shape, device=device)
+
+
+_NOT_SHAPES = [{6: 1}, {6}, (6, True), (True, 6), True, (6.0,), "6"]
+
+
+@pytest.mark.parametrize("shape", _NOT_SHAPES, ids=["dict", "set", "bool-inside", "bool-first", "bool", "float", "str"])
+def test_every_shape_taking_function_refuses_what_the_constructors_refuse(device, shape):
+    """reshape, NumPy's reshape/*_like(shape=)/unravel_index, broadcast_shapes and the random
+    generators parse shapes as the constructors do (``ops._spec.parse_shape``): ``{6: 1}`` or
+    ``(6, True)`` was taken as ``(6,)`` / ``(6, 1)`` where NumPy raises TypeError."""
+    x = nda.ones((2, 3), device=device)
+    rng = nda.random.default_rng(0)
+    bad = shape if not isinstance(shape, tuple) else shape
+    size_bad = shape if shape != (6.0,) else (3.0,)
+    calls = {
+        "nda.reshape": lambda: nda.reshape(x, bad),
+        "x.reshape(tuple)": lambda: x.reshape(bad),
+        "np.reshape": lambda: np.reshape(x, bad),
+        "np.zeros_like(shape=)": lambda: np.zeros_like(x, shape=bad),
+        "np.full_like(shape=)": lambda: np.full_like(x, 2.0, shape=bad),
+        "rng.random": lambda: rng.random(size_bad, device=device),
+        "rng.normal(size=)": lambda: rng.normal(size=size_bad, device=device),
+        "rng.integers(size=)": lambda: rng.integers(0, 5, size=size_bad, device=device),
+    }
+    if isinstance(shape, tuple):
+        calls["x.reshape(*dims)"] = lambda: x.reshape(*bad)
+        calls["nda.broadcast_shapes"] = lambda: nda.broadcast_shapes(bad)
+        calls["np.unravel_index"] = lambda: np.unravel_index(nda.asarray(1, device=device), bad)
+    for what, call in calls.items():
+        # nda's message; a NumPy function nda refuses goes to NumPy (a FallbackWarning), which raises its own
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", nda.FallbackWarning)
+            with pytest.raises(TypeError, match=r"must be an int or a tuple of ints|expected a sequence of integers|an integer is required|cannot be interpreted as an integer"):
+                call()
+                pytest.fail(f"{what} accepted {shape!r}")
+
+
+def test_np_reshape_and_like_name_numpys_function_and_still_take_ints(device):
+    x = nda.ones((2, 3), device=device)
+    assert np.reshape(x, 6).shape == (6,)
+    assert np.reshape(x, np.int64(6)).shape == (6,)
+    assert x.reshape(np.int64(3), -1).shape == (3, 2)
+    assert np.zeros_like(x, shape=4).shape == (4,)
+    assert np.zeros_like(x, shape=[2, np.int64(2)]).shape == (2, 2)
+    assert nda.random.default_rng(0).random([2, np.int32(2)], device=device).shape == (2, 2)
+    with warnings.catch_warnings():  # nda refuses (a FallbackWarning once per route); NumPy, given the call, refuses too
+        warnings.simplefilter("ignore", nda.FallbackWarning)
+        with pytest.raises(TypeError):
+            np.zeros_like(x, shape={4: 1})
+        with pytest.raises(ValueError, match="negative dimension"):
+            np.zeros_like(x, shape=(-1,))
+    with pytest.raises(TypeError, match=r"random\(\): size must be an int or a tuple of ints, got \{3: 1\} \(a dict is not"):
+        nda.random.default_rng(0).random({3: 1})
 
 
 @pytest.mark.parametrize("op", ["sum", "prod", "max", "min", "mean", "argmax", "cumulative_sum", "sort", "flip", "concat"])
