@@ -476,11 +476,15 @@ def test_environment_values_are_parsed_with_errors_naming_the_variable(monkeypat
         assert env_flag("NDA_TEST_VALUE", not flag) is flag
 
 
-_BAD_ENVIRONMENT = {
-    "NDA_QUIESCE_TIMEOUT": "soon", "NDA_MAX_PENDING": "0", "NDA_MAX_PENDING_ELEMENTS": "-1", "NDA_INLINE_MAX": "lots",
-    "NDA_MAX_IN_FLIGHT": "1.5", "NDA_NATIVE": "maybe", "NDA_FUSION_CHUNK": "0", "NDA_SIM_DEVICES": "two", "NDA_SIM_LATENCY_US": "-5",
-    "NDA_SIM_CAPACITY": "1GB", "NDA_SIM_FLUSH_SUBNORMALS": "sometimes",
-}
+_BAD_ENVIRONMENT = [
+    ("NDA_QUIESCE_TIMEOUT", "soon"), ("NDA_MAX_PENDING", "0"), ("NDA_MAX_PENDING_ELEMENTS", "-1"), ("NDA_INLINE_MAX", "lots"),
+    ("NDA_MAX_IN_FLIGHT", "1.5"), ("NDA_NATIVE", "maybe"), ("NDA_FUSION_CHUNK", "0"), ("NDA_SIM_DEVICES", "two"), ("NDA_SIM_LATENCY_US", "-5"),
+    ("NDA_SIM_CAPACITY", "1GB"), ("NDA_SIM_FLUSH_SUBNORMALS", "sometimes"),
+    # past what the setting can be: a hang (a list of 10**20 devices), a bare AssertionError (a stream's sleep overflowed)
+    ("NDA_SIM_DEVICES", "99999999999999999999"), ("NDA_SIM_LATENCY_US", "99999999999999999999"), ("NDA_SIM_CAPACITY", "99999999999999999999"),
+    ("NDA_NUMEXPR", "maybe"),  # was a partitioner's note at each compile, never an error
+    ("NDA_ENGINE", "fast"),
+]
 
 
 def test_a_bad_nda_environment_value_is_an_error_naming_the_variable():
@@ -492,16 +496,44 @@ def test_a_bad_nda_environment_value_is_an_error_naming_the_variable():
     import sys
 
     script = "import nda\nf = nda.hybridize(lambda a: a * 2 + 1)\nf(nda.ones(4)).wait_to_read()\nprint((nda.ones(3, device='sim') + 1).asnumpy())"
-    procs = {name: subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                    env={**os.environ, "NDA_ENGINE": "threaded", name: value})  # the threaded engine reads its settings
-             for name, value in _BAD_ENVIRONMENT.items()}
-    for name, proc in procs.items():
+    procs = {(name, value): subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                             env={**os.environ, "NDA_ENGINE": "threaded", name: value})  # the threaded engine reads its settings
+             for name, value in _BAD_ENVIRONMENT}
+    for (name, value), proc in procs.items():
         try:
             _, err = proc.communicate(timeout=120)
         except subprocess.TimeoutExpired:
             proc.kill()
-            pytest.fail(f"{name}: the process hung")
-        value = _BAD_ENVIRONMENT[name]
+            pytest.fail(f"{name}={value}: the process hung")
         assert proc.returncode != 0, f"{name}={value!r} was accepted"
         assert re.search(rf"ValueError: {name} must be .*, got {re.escape(repr(value))}", err), (name, err[-1500:])
         assert "AssertionError" not in err
+
+
+def test_an_empty_nda_variable_means_its_default():
+    """README: an empty value means the default, for every variable (``NDA_ENGINE=`` was a ValueError)."""
+    import subprocess
+    import sys
+
+    script = "import nda\nprint(nda.engine.current().name, (nda.ones(3, device='sim') + 1).asnumpy().tolist())"
+    names = ["NDA_ENGINE", "NDA_NUMEXPR", "NDA_SIM_DEVICES", "NDA_SIM_LATENCY_US", "NDA_SIM_FLUSH_SUBNORMALS", "NDA_FALLBACK", "NDA_NATIVE"]
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, **{name: "" for name in names}})
+    assert proc.returncode == 0, proc.stderr[-1500:]
+    assert proc.stdout.split()[0] == "threaded" and "[2.0, 2.0, 2.0]" in proc.stdout
+
+
+def test_the_largest_accepted_values_work(monkeypatch):
+    """The bounds refuse only what cannot work: the limits themselves are accepted."""
+    from nda._config import env_float, env_int
+
+    monkeypatch.setenv("NDA_TEST_VALUE", "64")
+    assert env_int("NDA_TEST_VALUE", 2, maximum=64) == 64
+    monkeypatch.setenv("NDA_TEST_VALUE", "65")
+    with pytest.raises(ValueError, match=r"NDA_TEST_VALUE must be an integer from 0 to 64, got '65'; unset it for the default, 2"):
+        env_int("NDA_TEST_VALUE", 2, maximum=64)
+    monkeypatch.setenv("NDA_TEST_VALUE", "1e7")
+    assert env_float("NDA_TEST_VALUE", 0.0, maximum=1e7) == 1e7
+    monkeypatch.setenv("NDA_TEST_VALUE", "inf")
+    with pytest.raises(ValueError, match=r"must be a number from 0 to 1e\+07, got 'inf'"):
+        env_float("NDA_TEST_VALUE", 0.0, maximum=1e7)

@@ -219,9 +219,14 @@ NUMEXPR_TEMPLATES: dict[str, str] = {
 _NUMEXPR_DTYPES = ("float32", "float64")
 
 
+#: ``NDA_NUMEXPR=0`` turns numexpr off (read once, at import: a bad value fails ``import nda``,
+#: naming the variable, instead of becoming a partitioner's note at each compile).
+USE_NUMEXPR = env_flag("NDA_NUMEXPR", True)
+
+
 def numexpr_available() -> bool:
-    """Whether numexpr can be used (installed, and not turned off with ``NDA_NUMEXPR=0``)."""
-    if not env_flag("NDA_NUMEXPR", True):
+    """Whether numexpr can be used (installed, and not turned off with ``NDA_NUMEXPR=0``: :data:`USE_NUMEXPR`)."""
+    if not USE_NUMEXPR:
         return False
     try:
         import numexpr  # noqa: F401

@@ -56,11 +56,11 @@ Layer: engine (README, "Architecture").
 
 from __future__ import annotations
 
-import os
 import sys
 import weakref
 from typing import Any, Callable, Sequence
 
+from .._config import env_choice
 from . import _fperrors, _queues
 from ._lifecycle import QUIESCE_TIMEOUT, register_at_fork
 from ._profile import Profiler, profiler
@@ -591,9 +591,7 @@ def waitall() -> None:
 
 
 def _initial_engine() -> None:
-    name = os.environ.get("NDA_ENGINE", "threaded")
-    if name not in _ENGINES:
-        raise ValueError(f"NDA_ENGINE={name!r} is not an engine; available engines: {', '.join(sorted(_ENGINES))}")
+    name = env_choice("NDA_ENGINE", "threaded", tuple(sorted(_ENGINES)))  # empty: the default, as for every NDA_* variable
     if name != "naive":
         use(name)
 

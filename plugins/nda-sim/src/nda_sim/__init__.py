@@ -42,13 +42,18 @@ from typing import Any, Callable
 import numpy as np
 from nda import Device
 from nda.backends import DeviceInfo
+from nda.backends.contract import env_int  # nda's one parser of NDA_* variables
 from nda.engine import QUIESCE_TIMEOUT, Deferred, register_at_fork
 from nda.ops import CATALOG
 
 from . import _flush
-from ._device import Allocator, Marker, SimBuffer, Stream, check_host_read, env_number, read, read_target, submit, track
+from ._device import Allocator, Marker, SimBuffer, Stream, check_host_read, read, read_target, submit, track
 
 __all__ = ["SimBackend", "SimBuffer", "backend", "NATIVE_OPS"]
+
+#: The most simulated devices ``NDA_SIM_DEVICES`` may ask for (a node has a handful of GPUs; a
+#: count like 10**20 would build a device list forever).
+MAX_DEVICES = 64
 
 _PREALLOCATED = {"zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like"}
 _OTHER_NATIVE = {
@@ -76,8 +81,8 @@ class SimBackend:
     in_order_queues = True
 
     def __init__(self) -> None:
-        self.device_count = env_number("NDA_SIM_DEVICES", 2)
-        self.capacity = env_number("NDA_SIM_CAPACITY", 1 << 30)
+        self.device_count = env_int("NDA_SIM_DEVICES", 2, maximum=MAX_DEVICES)
+        self.capacity = env_int("NDA_SIM_CAPACITY", 1 << 30, maximum=sys.maxsize)  # bytes: what NumPy can index
         self.flushes_subnormals = _flush.declared()  # NDA_SIM_FLUSH_SUBNORMALS=1: a GPU's flush-to-zero (_flush)
         self._allocators: dict[Device, Allocator] = {}
         self._streams: dict[Device, Stream] = {}
