@@ -114,7 +114,8 @@ class Engine:
     #: Whether every op on a device queue waits for its work at issue (:meth:`issued`).
     waits_at_issue = True
 
-    def push(self, run: Callable[[], Any], reads: Sequence[Any], writes: Sequence[Any], device: Any, name: str, cost: int = 0, route: Any = None) -> None:
+    def push(self, run: Callable[[], Any], reads: Sequence[Any], writes: Sequence[Any], device: Any, name: str, cost: int = 0, route: Any = None,
+             view: bool = False) -> None:
         raise NotImplementedError(f"engine {self.name!r} does not implement push")
 
     def current_limit(self) -> int:
@@ -382,7 +383,8 @@ class SyncEngine(Engine):
     name = "naive"
     idle_limit = UNBOUNDED
 
-    def push(self, run: Callable[[], Any], reads: Sequence[Any], writes: Sequence[Any], device: Any, name: str, cost: int = 0, route: Any = None) -> None:
+    def push(self, run: Callable[[], Any], reads: Sequence[Any], writes: Sequence[Any], device: Any, name: str, cost: int = 0, route: Any = None,
+             view: bool = False) -> None:
         if profiler.active:
             with profiler.span(name, device, route):
                 _run_now(run, device)
@@ -412,7 +414,8 @@ class DeferredEngine(Engine):
     def __init__(self) -> None:
         self._queue: list[tuple[Callable[[], Any], str, Any, Any]] = []
 
-    def push(self, run: Callable[[], Any], reads: Sequence[Any], writes: Sequence[Any], device: Any, name: str, cost: int = 0, route: Any = None) -> None:
+    def push(self, run: Callable[[], Any], reads: Sequence[Any], writes: Sequence[Any], device: Any, name: str, cost: int = 0, route: Any = None,
+             view: bool = False) -> None:
         self._queue.append((run, name, device, route))
 
     def wait_for(self, array: Any, for_write: bool = False) -> None:
@@ -510,7 +513,7 @@ class _State:
         self.refresh_limit()
 
     def _watched_push(self, run: Callable[[], Any], reads: Sequence[Any], writes: Sequence[Any], device: Any, name: str, cost: int = 0,
-                      route: Any = None) -> None:
+                      route: Any = None, view: bool = False) -> None:
         for hook in self.watchers:
             hook(name, reads)
         engine = self.engine
@@ -519,7 +522,7 @@ class _State:
             if isinstance(result, Completion):
                 _run_now(lambda: result)
             return
-        engine.push(run, reads, writes, device, name, cost=cost, route=route)
+        engine.push(run, reads, writes, device, name, cost=cost, route=route, view=view)
         if SHARED and _touches_shared(reads, writes):
             for array in writes:  # done before the call returns (see share())
                 engine.wait_for(array)
