@@ -19,7 +19,7 @@ import numpy as np
 
 from . import _api, _composite, _dtypes
 from ._array import NDArray
-from .ops._spec import check_shape
+from .ops._spec import check_shape, parse_shape
 from ._interop_args import (
     FUNCTIONS, _Call, _NoValue, _axis, _check_defaults, _flat, _leftover, _reduction, _refuse, _register, _store,
     _unsupported,
@@ -146,9 +146,11 @@ def _dims(c: _Call, shape: Any) -> tuple[int, ...]:
     if isinstance(shape, NDArray):
         shape = shape.tolist()
     seq = shape.tolist() if isinstance(shape, np.ndarray) else shape
-    dims = check_shape(seq, c.name, "dims")  # the constructors' parser: no float, bool, dict or set
+    dims = parse_shape(seq, c.name, "dims")  # the constructors' parser: no float, bool, dict or set
     total = 1
     for d in dims:
+        if d < 0:
+            raise ValueError(f"{c.name}: dimensions must be non-negative, got {dims}")
         total *= d
     if total > np.iinfo(np.int64).max:
         raise ValueError(f"{c.name}: invalid dims: array size defined by dims is larger than the maximum possible size")
