@@ -11,7 +11,9 @@ CuPy when present, (7) memory per array and RSS over many tiny ops, (8) a csr ma
 engine on a device with an in-order queue (nda-sim: a dependent chain threaded vs inline, two
 devices vs one), (10) fused chains (``nda.hybridize``: ``a * b + c`` and a GELU on 16M float32
 against eager nda, NumPy and numexpr on cpu; CuPy, PyTorch eager and torch.compile on a GPU),
-(11) ``nda.random`` on cpu against NumPy's ``Generator`` (1M values; ``cupy.random`` is in (6)).
+(11) ``nda.random`` on cpu against NumPy's ``Generator`` (1M values; ``cupy.random`` is in (6)),
+(12) everyday NumPy work against NumPy: sort and argsort of 1M float32, a boolean mask over 1M,
+iterating over the rows of an array (``benchmarks/everyday.py``).
 Every comparison
 alternates the libraries inside each round and reports the median of the rounds, because
 these machines are noisy. Nothing here asserts a time: targets are printed next to the
@@ -36,6 +38,7 @@ import numpy as np
 import nda
 
 from . import engine as engine_bench
+from . import everyday as everyday_bench
 from . import fusion as fusion_bench
 from ._timing import alternate
 from . import gpu as gpu_bench
@@ -200,31 +203,33 @@ def main(argv: list[str] | None = None) -> int:
     }
     print(f"nda benchmarks ({'quick' if quick else 'full'}) on {report['machine']['platform']}, {os.cpu_count()} cores", file=sys.stderr)
 
-    _progress("[1/11] tiny-op latency")
+    _progress("[1/12] tiny-op latency")
     report["tiny"] = tiny_ops.run(rounds, 5_000 if quick else 20_000)
-    _progress("[2/11] where the time of a tiny op goes")
+    _progress("[2/12] where the time of a tiny op goes")
     report["overhead"] = overhead(rounds, 5_000 if quick else 20_000)
-    _progress("[3/11] large arrays (16M float32)")
+    _progress("[3/12] large arrays (16M float32)")
     report["large"] = large(3 if quick else 7)
-    _progress("[4/11] engine: two chains of 8 ops on 8M float64, tiny and mid-size ops per engine")
+    _progress("[4/12] engine: two chains of 8 ops on 8M float64, tiny and mid-size ops per engine")
     report["concurrency"] = engine_bench.concurrency(2 if quick else 5)
     report["engine_tiny"] = engine_bench.tiny_latency(rounds, 5_000 if quick else 20_000)
     report["engine_midsize"] = engine_bench.midsize(3 if quick else 9)
     report["host_read_check"] = engine_bench.host_read_check(rounds, 5_000 if quick else 20_000)
-    _progress("[5/11] import time")
+    _progress("[5/12] import time")
     report["import"] = import_time(5 if quick else 15)
-    _progress("[6/11] GPU")
+    _progress("[6/12] GPU")
     report["gpu"] = gpu(rounds, quick)
-    _progress("[7/11] memory")
+    _progress("[7/12] memory")
     report["memory"] = memory(200_000 if quick else 1_000_000)
-    _progress("[8/11] sparse: csr @ strided against scipy (child processes)")
+    _progress("[8/12] sparse: csr @ strided against scipy (child processes)")
     report["sparse"] = sparse_bench.run(7 if quick else 21)
-    _progress("[9/11] a device with an in-order queue (nda-sim)")
+    _progress("[9/12] a device with an in-order queue (nda-sim)")
     report["sim"] = sim_bench.run(3 if quick else 9)
-    _progress("[10/11] fused chains: nda.hybridize on 16M float32 (a * b + c, GELU)")
+    _progress("[10/12] fused chains: nda.hybridize on 16M float32 (a * b + c, GELU)")
     report["fusion"] = fusion_bench.run(3 if quick else 9)
-    _progress("[11/11] random numbers: nda.random against NumPy's Generator (1M values)")
+    _progress("[11/12] random numbers: nda.random against NumPy's Generator (1M values)")
     report["random"] = rng_bench.run(5 if quick else 15)
+    _progress("[12/12] everyday work against NumPy: sort, a boolean mask, iterating over rows")
+    report["everyday"] = everyday_bench.run(5 if quick else 15)
     report["seconds"] = time.perf_counter() - started
 
     print(_format(report))
@@ -272,6 +277,8 @@ def _format(report: dict[str, Any]) -> str:
     out.append(fusion_bench.table(report["fusion"]))
     out.append("\n== (11) random numbers: nda.random (Philox4x32-10, bit-identical on every device) against NumPy's Generator")
     out.append(rng_bench.table(report["random"]))
+    out.append("\n== (12) everyday work against NumPy: sort (target <= 1.5x), a boolean mask (<= 1.2x), rows (<= 3x)")
+    out.append(everyday_bench.table(report["everyday"]))
     out.append(f"\n(total {report['seconds']:.0f} s)")
     return "\n".join(out)
 

@@ -286,3 +286,13 @@ flush_and_wrong = FlushingMutant("mut_flush_and_wrong", _FLUSH_OPS, declares=_SI
 partial = MutantBackend("mut_partial", ("add", "sum"), fallback=True)
 #: Registers logical_and for int8, which the op does not declare.
 undeclared = MutantBackend("mut_undeclared", ("logical_and",), undeclared=True)
+
+
+def _swapped_where(condition: Any, x1: Any, x2: Any) -> np.ndarray:
+    """where with its branches swapped: wrong values, and wrong gradients (the VJP runs this kernel)."""
+    return np.where(condition, x2, x1)
+
+
+#: float64 where with swapped branches, the host fallback for the ops its gradient needs besides.
+#: Its gradient cell failed with a bool input the case's repr tried to round (the kit crashed).
+where_swapped = MutantBackend("mut_where_swapped", ("where",), ("where", ["float64"], _swapped_where), fallback=True)

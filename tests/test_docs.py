@@ -11,6 +11,8 @@
 from __future__ import annotations
 
 import gc
+import os
+import pathlib
 import sys
 
 import numpy as np
@@ -164,7 +166,7 @@ def test_the_guide_answers_what_a_vendor_asked():
         "nda.engine.register_at_fork(before=...,",  # threads of one's own at os.fork
         "a copy whose `__cause__` shows the original traceback",  # Deferred.check errors keep their traceback
         "`getitem(x, key)` and `setitem(x, key, value)` receive `key` as a tuple",  # what getitem kernels receive
-        "with an index array or a mask it returns a new buffer (a copy)",
+        "With an index array or a mask `getitem` returns a new buffer (a copy)",
         '`"real floating"` (float32, float64)',  # the real-floating category's name
         "g * nd.conj(x2), g * nd.conj(x1), g",  # complex VJPs
         "May `from_host` return before the copy is done?",
@@ -212,3 +214,76 @@ def test_the_guides_fma_gradient_is_right_for_complex_inputs():
         y = a * nda.asarray(x2)
     y.backward(nda.asarray(w))
     np.testing.assert_allclose(a.grad.asnumpy(), w * np.conj(x2))  # the same convention
+
+
+# ----------------------------------------------------------------------------- issue 36: the guide ships with nda
+
+def test_the_guide_says_what_issue_36_asked():
+    text = " ".join(GUIDE.read_text(encoding="utf-8").split())
+    for answer in (
+        "**except where NumPy returns a scalar**: a key with an int for every dimension (`x[1]` of a 1-d array",
+        "Six differ from the ufunc",  # the element-wise references that are not NumPy's ufunc
+        "`expm1`", "`tanh`", "`floor_divide`", "`real` and `imag`", "`round`",
+        "every element-wise reference takes an optional `out=`", "nda never passes `out=` to a kernel",
+        "are not called by nda",  # allocate/free
+        "**The VJP, in words.**", "`dL/da + j dL/db`", "`g * conj(f'(x))`",
+        "**The ordering profile**", "Wrong when run in order", "Right alone, wrong in the program",
+        "python -m nda.testing.conformance --guide",
+    ):
+        assert answer in text, answer
+    from nda.ops import CATALOG
+
+    differing = sorted(n for n, d in CATALOG.items() if d.family in ("unary", "binary") and getattr(d.reference, "__module__", "") != "numpy")
+    assert differing == ["expm1", "floor_divide", "imag", "real", "round", "tanh"], "update the guide's list of references that are not NumPy's ufunc"
+
+
+def test_the_guide_ships_in_the_wheel_and_every_pointer_resolves(tmp_path):
+    """Build the wheel, unpack it (nothing of the repository on the path) and ask the installed nda
+    for its guide: it is the guide, its example backend loads, and the modules it names exist."""
+    import subprocess
+    import zipfile
+
+    import shutil
+
+    tree = tmp_path / "tree"  # what an sdist holds: no build/ left over from another build, no tests
+    ignore = shutil.ignore_patterns("build", "dist", "*.egg-info", "__pycache__", "*.so")
+    tree.mkdir()
+    for name in ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md"):
+        shutil.copy2(ROOT / name, tree / name)
+    for name in ("src", "docs"):
+        shutil.copytree(ROOT / name, tree / name, ignore=ignore)
+    build = subprocess.run([sys.executable, "-m", "pip", "wheel", str(tree), "--no-deps", "-q", "-w", str(tmp_path / "dist")],
+                           capture_output=True, text=True, timeout=600)
+    if build.returncode != 0:
+        pytest.skip(f"cannot build a wheel here (pip wheel: {build.stderr.strip().splitlines()[-1:] or build.returncode})")
+    [wheel] = (tmp_path / "dist").glob("nda-*.whl")
+    site = tmp_path / "site"
+    with zipfile.ZipFile(wheel) as zf:
+        names = zf.namelist()
+        zf.extractall(site)
+    assert "nda/_guide/writing-a-backend.md" in names and "nda/_guide/minimal_backend.py" in names, sorted(n for n in names if "guide" in n)
+    assert (site / "nda/_guide/writing-a-backend.md").read_text(encoding="utf-8") == GUIDE.read_text(encoding="utf-8")
+    assert (site / "nda/_guide/minimal_backend.py").read_text(encoding="utf-8") == EXAMPLE.read_text(encoding="utf-8")
+    import numpy
+
+    numpy_site = str(pathlib.Path(numpy.__file__).parents[1])
+    code = (
+        "import sys, nda, importlib\n"
+        "from nda.testing.conformance._guide import guide_path, example_path\n"
+        "assert str(guide_path()).startswith(sys.argv[1]) and str(example_path()).startswith(sys.argv[1]), (guide_path(), nda.__file__)\n"
+        "sys.path.insert(0, str(example_path().parent))\n"
+        "nda.backends.load('minimal_backend')\n"
+        "print((nda.asarray([1.0, 2.0], device='mini') * 2).tolist())\n"
+        "for module in ('nda.backends.contract', 'nda.ops.extension', 'nda.backends.fusion', 'nda.testing.conformance', 'nda.testing.strategies', 'nda.ops.random'):\n"
+        "    importlib.import_module(module)\n"
+        "assert 'python -m nda.testing.conformance --guide' in importlib.import_module('nda.backends.contract').__doc__\n"
+    )
+    env = {"PYTHONPATH": os.pathsep.join([str(site), numpy_site]), "PATH": os.environ.get("PATH", ""), "NDA_BACKENDS": "cpu", "NDA_NATIVE": "0"}
+    run = subprocess.run([sys.executable, "-I", "-c", f"import sys; sys.path[:0] = {[str(site), numpy_site]!r}\n" + code, str(site)],
+                         capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.stdout.strip().splitlines()[-1] == "[2.0, 4.0]", run.stdout
+    guide = subprocess.run([sys.executable, "-I", "-c", f"import sys, runpy; sys.path[:0] = {[str(site), numpy_site]!r}; sys.argv = ['x', '--guide']; "
+                            "runpy.run_module('nda.testing.conformance', run_name='__main__')"],
+                           capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
+    assert guide.stdout == GUIDE.read_text(encoding="utf-8") and str(site) in guide.stderr, guide.stderr[-2000:]

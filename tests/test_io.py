@@ -102,6 +102,35 @@ def test_mmap_onto_another_device_copies(tmp_path):
     assert x.tolist() == [7.0, 1.0, 2.0, 3.0] and np.load(tmp_path / "m.npy")[0] == 0.0
 
 
+@pytest.mark.skipif(not sim_installed, reason="nda-sim is not installed")
+@pytest.mark.parametrize("mode", ["r+", "readwrite"])
+def test_mmap_r_plus_onto_another_device_is_refused(tmp_path, mode):
+    """A write into the device copy would never reach the file, which ``r+`` promises (a probe:
+    the write vanished silently)."""
+    np.save(tmp_path / "m.npy", np.arange(4.0))
+    with pytest.raises(ValueError, match=r"mmap_mode='r\+' makes writes reach the file, which holds only on cpu"):
+        nda.load(tmp_path / "m.npy", mmap_mode=mode, device="sim")
+    with nda.Device("sim"), pytest.raises(ValueError, match="only on cpu"):
+        nda.load(tmp_path / "m.npy", mmap_mode=mode)  # the default device decides
+    assert np.load(tmp_path / "m.npy").tolist() == [0.0, 1.0, 2.0, 3.0]
+
+
+@pytest.mark.parametrize("mode, short", [("readonly", "r"), ("readwrite", "r+"), ("copyonwrite", "c")])
+def test_mmap_long_mode_names_are_numpys_short_ones(tmp_path, mode, short):
+    """NumPy's memmap spells the modes both ways, but np.load takes only the short names (it failed
+    with "invalid mode 'readwriteb'")."""
+    np.save(tmp_path / "m.npy", np.arange(4.0))
+    x = nda.load(tmp_path / "m.npy", mmap_mode=mode, device="cpu")
+    assert x.tolist() == [0.0, 1.0, 2.0, 3.0]
+    if short == "r":
+        with pytest.raises(ValueError, match="read-only"):
+            x[0] = 1.0
+    else:
+        x[0] = 5.0
+        nda.waitall()
+        assert np.load(tmp_path / "m.npy")[0] == (5.0 if short == "r+" else 0.0)
+
+
 class Payload:
     def __reduce__(self):
         return (print, ("unpickled!",))

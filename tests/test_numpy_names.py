@@ -100,8 +100,10 @@ def _first_slice_all_nan(h, axis) -> bool:
     """NumPy's nanquantile along an axis (``apply_along_axis``) takes its result dtype from the
     first slice: float32 data with an array ``q`` gives float32 when that slice is all NaN,
     float64 otherwise (quantile's rule, which nda keeps whatever the data)."""
-    if axis is None or h.dtype != np.float32:
+    if h.dtype != np.float32:
         return False
+    if axis is None:  # the whole array is the slice: all NaN gives NaN of the data's dtype
+        return bool(h.size) and bool(np.isnan(h).all())
     moved = np.moveaxis(h, axis if isinstance(axis, tuple) else (axis,), tuple(range(-(len(axis) if isinstance(axis, tuple) else 1), 0)))
     first = moved.reshape(moved.shape[: moved.ndim - (len(axis) if isinstance(axis, tuple) else 1)] + (-1,))
     return bool(first.size) and bool(np.isnan(first.reshape(-1, first.shape[-1])[0]).all())
@@ -349,7 +351,7 @@ def test_convolve_correlate_polynomials_are_numpys(device, data, a, v):
         both(lambda: nda.correlate(x, v, mode), lambda: np.correlate(a, v, mode), **tol)
         both(lambda: nda.correlate(v, x + 1j, mode), lambda: np.correlate(v, a + 1j, mode), **tol)
     both(lambda: nda.polyval(v, x), lambda: np.polyval(v, a), exact=False, rtol=1e-12, atol=1e-9)
-    if a.size > 3 and np.unique(a).size > 3:
+    if a.size > 3 and np.unique(np.round(a, 2)).size > 3:  # points spread out: a well-conditioned fit (not 1e-195 and 4e-75)
         y = 2 * a * a - a + 3
         deg = data.draw(st.integers(0, 2))
         both(lambda: nda.polyfit(x, y, deg), lambda: np.polyfit(a, y, deg), exact=False, rtol=1e-6, atol=1e-7)

@@ -153,7 +153,7 @@ def test_summary_is_a_table_with_text_and_html(threaded):
         nda.exp(nda.ones(8)).wait_to_read()
         x.wait_to_read()
     table = prof.summary()
-    assert isinstance(table, str) and "sin" in table and table.splitlines()[0].split()[:2] == ["op", "calls"]
+    assert isinstance(table, str) and "sin" in table and table.splitlines()[0].split()[:3] == ["op", "device", "calls"]
     assert repr(table) == str(table)  # shown as the table, not as a quoted string
     rows = {r.op: r for r in table.rows}
     assert rows["sin"].calls == 3 and rows["add"].calls == 3 and rows["exp"].calls == 1
@@ -161,6 +161,19 @@ def test_summary_is_a_table_with_text_and_html(threaded):
     html = table._repr_html_()
     assert html.startswith("<table") and "<td style='text-align:left'>sin</td>" in html and "device ms" in html
     assert str(nda.profiler.summary()) == str(table)  # the profiler shows its last recording
+
+
+def test_summary_splits_an_op_by_device(threaded):
+    # Issue 37: sum on cpu and sum on sim were one row, their calls and times added together.
+    with nda.profiler.profile() as prof:
+        for device in ("cpu", "sim", "sim", "sim:1"):
+            nda.sum(nda.ones(16, device=device)).wait_to_read()
+    rows = {(r.op, r.device): r for r in prof.summary().rows}
+    assert rows["sum", "cpu:0"].calls == 1 and rows["sum", "sim:0"].calls == 2 and rows["sum", "sim:1"].calls == 1
+    assert rows["sum", "cpu:0"].device_total == 0.0 and rows["sum", "sim:0"].device_total > 0
+    lines = [line.split() for line in str(prof.summary()).splitlines() if line.startswith("sum ")]
+    assert sorted((fields[1], fields[2]) for fields in lines) == [("cpu:0", "1"), ("sim:0", "2"), ("sim:1", "1")]
+    assert "<td style='text-align:left'>sim:1</td>" in prof.summary()._repr_html_()
 
 
 def test_stop_in_a_notebook_shows_a_short_summary_not_every_event(threaded):

@@ -322,8 +322,8 @@ def test_an_error_read_first_through_a_fallback_still_names_the_op_that_failed(t
     y = s[nda.asarray([7], device="sim")]
     with warnings.catch_warnings(), pytest.raises(IndexError) as info:
         warnings.simplefilter("ignore", nda.FallbackWarning)
-        nda.linalg.vector_norm(y).asnumpy()  # no sim kernel: the host fallback reads y
-    assert "host_fallback" in nda.dispatch.explain("linalg.vector_norm", s).kernel.qualname
+        nda.isin(y, s).asnumpy()  # no sim kernel: the host fallback reads y
+    assert "host_fallback" in nda.dispatch.explain("isin", s, s).kernel.qualname
     assert any("op 'getitem'" in n for n in info.value.__notes__), info.value.__notes__
 
 

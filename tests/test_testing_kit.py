@@ -104,6 +104,19 @@ def test_tolerances_hold_at_the_top_of_the_range():
         assert_allclose(np.array([big + big * 1j]), np.array([big * (1 + 1e-9) + big * 1j]), rtol=1e-12, atol=0)
 
 
+def test_explicit_tolerances_apply_to_integers_as_in_numpy():
+    """``atol=1`` was ignored for integer arrays (a probe): NumPy's assert_allclose passes these."""
+    np.testing.assert_allclose(np.array([100]), np.array([101]), atol=1)
+    assert_allclose(nda.asarray([100]), nda.asarray([101]), atol=1)
+    assert_allclose(np.uint64([2**64 - 1]), np.uint64([2**64 - 2]), rtol=1e-6)
+    with pytest.raises(AssertionError, match="outside tolerance"):
+        assert_allclose(nda.asarray([100]), nda.asarray([103]), atol=1)
+    with pytest.raises(AssertionError, match="not equal"):
+        assert_allclose(nda.asarray([100]), nda.asarray([101]))  # the default stays exact
+    with pytest.raises(AssertionError, match="not equal"):
+        assert_allclose(np.array([True]), np.array([False]), atol=1)  # bools compare exactly
+
+
 def test_shapes_and_dtypes_must_match_exactly():
     with pytest.raises(AssertionError, match=r"shapes differ: actual \(1,\), desired \(\)"):
         assert_allclose(np.zeros(1), np.zeros(()))
@@ -199,7 +212,7 @@ def test_cells_classify_native_fallback_missing_and_undeclared():
     sparse = {(c.op, c.layout.name) for c in cpu if c.layout.name != "strided"}  # ops with a native kernel at that layout
     assert {("matmul", "csr"), ("sum", "row_sparse"), ("sin", "csr")} <= sparse and ("cos", "csr") not in sparse
     sim = {(c.op, c.dtype.name): c.route for c in conformance.cells("sim")}
-    assert sim["add", "int8"] == "native" and sim["sort", "float32"] == "fallback" and sim["roll", "bool"] == "fallback"
+    assert sim["add", "int8"] == "native" and sim["sort", "float32"] == "native" and sim["isin", "int8"] == "fallback"
     routes = {(c.op, c.dtype.name): c.route for c in conformance.cells(load_mutant("int8_add"), ops=["add", "multiply"])}
     assert routes["add", "int8"] == "native" and routes["multiply", "int8"] == "missing"
     undeclared = {(c.op, c.dtype.name): c.route for c in conformance.cells(load_mutant("undeclared"), ops=["logical_and"])}
@@ -302,7 +315,8 @@ def test_kit_passes_accelerators_against_cpu(device):
     report = conformance.run(device, reference="cpu", settings=SUITE)
     assert report.ok, "\n\n".join(r.describe() for r in report.failures)
     if device == "sim":
-        assert report.result("sort", "float32").status == "fallback" and report.result("add", "int8").status == "passed"
+        assert report.result("isin", "float32").status == "fallback" and report.result("add", "int8").status == "passed"
+        assert report.result("sort", "float32").status == "passed" and report.result("linalg.eigh", "float64").status == "passed"
 
 
 # ----------------------------------------------------------------------------- reports
@@ -328,10 +342,10 @@ def _run(*args, cwd):
 
 
 def test_vendor_command_on_sim(tmp_path):
-    out = _run("-m", "pytest", "--pyargs", "nda.testing.conformance", "--nda-device=sim", "--nda-ops=add,sort,sum",
+    out = _run("-m", "pytest", "--pyargs", "nda.testing.conformance", "--nda-device=sim", "--nda-ops=add,isin,sum",
                "--nda-dtypes=int8,float32", "-p", "no:cacheprovider", "-rs", f"--nda-report={tmp_path / 'r.json'}", cwd=tmp_path)
     assert out.returncode == 0, out.stdout + out.stderr
-    # add and sum on strided, and sum on csr (sim stores csr natively), for both dtypes; sort falls back
+    # add and sum on strided, and sum on csr (sim stores csr natively), for both dtypes; isin falls back
     assert "6 passed, 2 skipped" in out.stdout and "fallback: no native kernel" in out.stdout
     assert "nda conformance: sim:0 against reference" in out.stdout
     data = json.loads((tmp_path / "r.json").read_text())

@@ -78,3 +78,30 @@ def test_mypy_reports_a_users_mistakes(tmp_path):
     assert 'Module has no attribute "onez"' in out, out
     assert 'expression has type "NDArray", variable has type "int"' in out, out
     assert '"NDArray" has no attribute "resahpe"' in out, out
+
+
+NUMPY_SPELLINGS = textwrap.dedent(
+    """
+    import numpy as np
+    import nda
+
+    a = nda.zeros(3, dtype="float32")
+    b = nda.asarray([1, 2], dtype=np.int64)
+    c = nda.ones((2, 2), dtype=np.dtype("float64")).sum(axis=0, dtype=float)
+    d = nda.astype(nda.arange(4, dtype=nda.int16), "int32")
+    m = nda.eye(2, dtype="f8")
+    e = nda.einsum("ij,jk->ik", m, m)
+    w, v = nda.linalg.eigh(m)
+    reveal_type(e)
+    reveal_type(w)
+    reveal_type(c)
+    """
+)
+
+
+def test_mypy_accepts_numpys_dtype_spellings_and_types_einsum(tmp_path):
+    # Issue 37: dtype="float32" and dtype=np.int64 run, and the stubs said `DType | None`.
+    out = _mypy(tmp_path, NUMPY_SPELLINGS)
+    revealed = [line for line in out.splitlines() if "Revealed type" in line]
+    assert len(revealed) == 3 and all('"nda._array.NDArray"' in line for line in revealed), out
+    assert "error" not in out, out

@@ -85,7 +85,10 @@ def __getattr__(name: str) -> object:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+    """``dir(nda)`` and tab completion: the public names and the deferred ones, without the private
+    modules and helper imports (``annotations``) that the package's globals also hold."""
+    public = {n for n in globals() if not n.startswith("_") and n != "annotations"}
+    return sorted(public | set(_LAZY) | {n for n in globals() if n.startswith("__") and n.endswith("__")})
 
 
 __all__ = sorted(

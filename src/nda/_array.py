@@ -58,13 +58,14 @@ class _Up:
     """What NDArray's methods need from the layers above it, registered by them at import.
 
     ``nda._api`` registers the public functions (``permute_dims``, ``to_device``, ``astype``…),
+    ``nda._planned`` the iteration over rows (``rows``, beside ``x[i]``'s fast path),
     ``nda._interop`` NumPy's protocols, ``nda.autograd`` the gradient methods, ``nda.sparse``
     the pickling of sparse arrays; the ``nda`` package registers itself as ``namespace``.
     """
 
     __slots__ = (
         "namespace", "asarray", "permute_dims", "to_device", "to_layout", "astype", "copy", "copyto",
-        "round", "divmod", "from_pickle", "sparse_reduce", "array_ufunc", "array_function", "attach_grad", "grad", "detach", "backward",
+        "round", "divmod", "rows", "from_pickle", "sparse_reduce", "array_ufunc", "array_function", "attach_grad", "grad", "detach", "backward",
     )
 
     def __init__(self) -> None:
@@ -274,7 +275,7 @@ class NDArray(Array, NumPyMethods):
         # (np.iterable, matplotlib's hist and set_ylim decide on it).
         if not self._shape:
             raise TypeError("iteration over a 0-d array")
-        return map(self.__getitem__, range(self._shape[0]))
+        return up.rows(self)  # type: ignore[no-any-return]  # x[0], x[1]... made as next() asks (nda._planned)
 
     def __dlpack__(self, *, stream: Any = None, max_version: Any = None, dl_device: Any = None, copy: bool | None = None) -> Any:
         if self._meta.layout.name != "strided":
@@ -409,9 +410,14 @@ class NDArray(Array, NumPyMethods):
         return {"text/plain": self._repr_of(host), "text/html": _html(self, host, pending, waited)}
 
     def __format__(self, spec: str) -> str:
-        if self.ndim == 0:
-            return format(self.item(), spec)
-        return format(str(self), spec)
+        """``f"{x}"`` is ``str(x)``; ``f"{x:.3f}"`` formats the element of a 0-d or 1-element array
+        (as ``float(x)`` takes it); a format spec for more elements is a TypeError, as in NumPy."""
+        if not spec:
+            return str(self)
+        if self._size != 1:
+            raise TypeError(f"format spec {spec!r} needs an array with exactly one element, got shape {self._shape}; "
+                            f"format its elements (x.tolist(), or x[i].item()) or use str(x)")
+        return format(self.item(), spec)
 
     def __reduce__(self) -> Any:
         if self._meta.layout.name != "strided":

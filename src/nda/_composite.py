@@ -367,8 +367,10 @@ def _einsum_metadata() -> None:
 
     P = inspect.Parameter
     einsum.__signature__ = inspect.Signature([  # type: ignore[attr-defined]
-        P("subscripts", P.POSITIONAL_ONLY), P("operands", P.VAR_POSITIONAL), P("optimize", P.KEYWORD_ONLY, default=False),
-    ])
+        P("subscripts", P.POSITIONAL_ONLY, annotation="str | NDArray"),  # an array first: NumPy's sublist form
+        P("operands", P.VAR_POSITIONAL, annotation="NDArray | Sequence[NDArray] | Sequence[int]"),
+        P("optimize", P.KEYWORD_ONLY, default=False, annotation="bool | str | list[Any]"),
+    ], return_annotation="NDArray")
     einsum.__module__ = "nda"
 
 

@@ -47,12 +47,13 @@ from __future__ import annotations
 
 import builtins
 import warnings
-from typing import Any
+from typing import Any, Union
 
 import numpy as np
 
 __all__ = [
     "DType",
+    "DTypeLike",
     "bool",
     "int8",
     "int16",
@@ -328,6 +329,13 @@ CATEGORIES: dict[str, tuple[DType, ...]] = {
     "real numeric": tuple(d for d in ALL_DTYPES if d.category in _INTEGER_CATEGORIES or d.category == "real floating"),
     "numeric": tuple(d for d in ALL_DTYPES if d is not bool),
 }
+
+
+#: What nda takes where it asks for a dtype (:func:`as_dtype`): an nda dtype (``nda.float32``),
+#: a name (``"float32"``, NumPy's ``"f4"``), a NumPy dtype (``np.dtype("int16")``) or a scalar
+#: type (``np.int64``, ``float``). The public signatures and the typed stubs annotate ``dtype``
+#: parameters with it (``nda._signatures``), so a type checker accepts what runs.
+DTypeLike = Union[DType, str, type, "np.dtype[Any]"]
 
 
 def as_dtype(value: Any) -> DType:

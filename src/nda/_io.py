@@ -11,7 +11,8 @@ What nda arrays cannot hold is refused with a TypeError naming the dtype (``floa
 strings, structured dtypes); data stored big-endian is converted to the machine's byte
 order. ``mmap_mode`` maps the file (NumPy's modes): on cpu the array is backed by the file
 itself (``"r"``: read-only, a write raises; ``"r+"``: writes reach the file; ``"c"``: writes
-stay in memory), on another device it is copied in from the mapping. ``"w+"`` is refused
+stay in memory), on another device it is copied in from the mapping, and ``"r+"`` is refused
+there (a write into the device copy would never reach the file). ``"w+"`` is refused
 with a ValueError before the file is opened: it would create or truncate the file, and a
 load never changes the file it reads.
 
@@ -32,12 +33,13 @@ import numpy as np
 
 from . import _api
 from ._array import NDArray
+from ._devices import default_device
 from .ops.creation import nda_dtype
 
 __all__ = ["save", "savez", "savez_compressed", "load", "NpzFile", "savetxt", "loadtxt"]
 
 #: NumPy's memory-map modes a load may use (and their long names); never ``"w+"``/``"write"``.
-_MMAP_MODES = ("r", "r+", "c", "readonly", "readwrite", "copyonwrite")
+_MMAP_MODES = {"r": "r", "r+": "r+", "c": "c", "readonly": "r", "readwrite": "r+", "copyonwrite": "c"}  # (np.load takes the short names only)
 
 
 def _host(value: Any, op: str, name: str) -> np.ndarray:
@@ -93,6 +95,12 @@ def load(file: Any, *, device: Any = None, mmap_mode: str | None = None, allow_p
                              "or numpy.lib.format.open_memmap(path, mode='w+', dtype=..., shape=...) to make a new file")
         if mmap_mode not in _MMAP_MODES:
             raise ValueError(f"load(): mmap_mode must be one of {', '.join(map(repr, _MMAP_MODES))}, got {mmap_mode!r}")
+        mmap_mode = _MMAP_MODES[mmap_mode]
+        target = default_device() if device is None else device
+        if mmap_mode == "r+" and getattr(target, "type", str(target).partition(":")[0]) != "cpu":
+            raise ValueError(f"load(): mmap_mode='r+' makes writes reach the file, which holds only on cpu (the array is the "
+                             f"mapping); on {target} the array is a copy in device memory, where a write would never reach the "
+                             "file: load with mmap_mode='r', 'c' or None there, and write the file back with nda.save")
     loaded = np.load(file, mmap_mode=mmap_mode, allow_pickle=allow_pickle)
     if isinstance(loaded, np.lib.npyio.NpzFile):
         return NpzFile(loaded, device)

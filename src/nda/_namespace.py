@@ -2,7 +2,8 @@
 
 Nothing here is written per op. For each :class:`~nda.ops._spec.OpDecl` this module makes
 one Python function with the op's real ``__name__``, ``__doc__`` and ``__signature__``
-(closures, no ``exec``) through the generators (:mod:`nda._elementwise` for element-wise
+(closures, no ``exec``; the signature says what the user passes and gets,
+:mod:`nda._signatures`) through the generators (:mod:`nda._elementwise` for element-wise
 ops, :mod:`nda._planned` for the rest), and in the same loop attaches to NDArray the
 operators and methods the declaration names: ``operators`` (``+``, ``x[i]``, ``x += y``,
 ``@``) and ``methods`` (``x.sum(axis=0)``, ``x.reshape(2, 3)``, ``x.ravel()``). This is the
@@ -23,6 +24,8 @@ from typing import Any, Callable
 import numpy as np
 
 from . import _elementwise, _execute, _planned
+from ._docstrings import public_doc
+from ._signatures import function_signature, method_signature, operator_signature
 from ._array import NDArray, up
 from .ops._spec import CATALOG, Method, OpDecl
 
@@ -43,9 +46,9 @@ def _finalize(fn: Callable[..., Any], decl: OpDecl, module: str) -> Callable[...
     extension, _, short = decl.name.rpartition(".")  # "linalg.inv" -> nda.linalg.inv
     fn.__name__ = short
     fn.__qualname__ = short
-    fn.__doc__ = decl.doc
+    fn.__doc__ = public_doc(decl)  # NumPy-style sections and examples for the most used (nda._docstrings)
     fn.__module__ = f"{module}.{extension}" if extension else module
-    fn.__signature__ = decl.signature  # type: ignore[attr-defined]
+    fn.__signature__ = function_signature(decl)  # type: ignore[attr-defined]  # NDArray in, NDArray out (nda._signatures)
     fn.__wrapped_decl__ = decl  # type: ignore[attr-defined]
     return fn
 
@@ -85,12 +88,27 @@ def build_namespace(module: str) -> dict[str, Callable[..., Any]]:
         namespace[decl.name] = public
         for spec in decl.methods:
             attached[spec.name] = _method(fn, decl, spec)
+    roles = operator_roles()
     for attr, value in attached.items():
         if attr in NDArray.__dict__:
             raise RuntimeError(f"NDArray.{attr} is defined in nda._array and declared by the op catalog too: define it once")
-        _named(getattr(value, "fallback", value), attr)  # a C operator (nda._native) answers with its Python one's names
+        python = _named(getattr(value, "fallback", value), attr)  # a C operator (nda._native) answers with its Python one's names
+        role = roles[attr][1]
+        if role != "method":  # what help(NDArray) shows for the operators
+            python.__signature__ = _operator_signature(attr, role)  # type: ignore[attr-defined]
         setattr(NDArray, attr, value)
     return namespace
+
+
+def _operator_signature(attr: str, role: str) -> inspect.Signature:
+    if attr not in ("__getitem__", "__setitem__"):
+        return operator_signature(role)
+    P = inspect.Parameter
+    this = P("self", P.POSITIONAL_ONLY, annotation="NDArray")
+    if attr == "__getitem__":
+        return inspect.Signature([this, P("key", P.POSITIONAL_ONLY, annotation="Any")], return_annotation="NDArray")
+    return inspect.Signature([this, P("key", P.POSITIONAL_ONLY, annotation="Any"), P("value", P.POSITIONAL_ONLY, annotation="Any")],
+                             return_annotation="None")  # __setitem__
 
 
 def _named(fn: Callable[..., Any], attr: str) -> Callable[..., Any]:
@@ -178,7 +196,8 @@ def _method(fn: Callable[..., Any], decl: OpDecl, spec: Method) -> Callable[...,
                 kwargs[varargs] = args
                 args = ()
             return fn(self, *args, **fixed, **kwargs)
-    method.__doc__ = spec.doc or decl.doc
+    method.__doc__ = spec.doc or public_doc(decl)
+    method.__signature__ = method_signature(decl, spec)  # type: ignore[attr-defined]  # what help() and editors show
     method.__wrapped_decl__ = decl  # type: ignore[attr-defined]
     method.__nda_method__ = spec  # type: ignore[attr-defined]
     return method

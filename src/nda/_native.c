@@ -323,6 +323,172 @@ fallback:
     return PyObject_Vectorcall(op->fallback, args, nargsf, kwnames);
 }
 
+static PyObject *op_reduce(PyObject *self, PyObject *Py_UNUSED(ignored));
+
+/* ------------------------------------------------------------------------- rows
+ *
+ * ``iter(x)`` (nda._planned.make_getitem's ``rows``): the rows ``x[0]``, ``x[1]``... made one
+ * at a time, as ``next()`` asks for them, by the getitem op's own fast path: the row's shape and
+ * size are worked out once, and each row is the kernel's view of the row plus a new NDArray.
+ * A row whose fast path does not apply at that moment (a busy engine, an interceptor, a cache
+ * miss) is ``x[i]`` through the Python operator, so every row is exactly what ``x[i]`` gives. */
+
+typedef struct {
+    PyObject_HEAD
+    OpObject *op;      /* the GetitemOp: its kernel cache and its Python operator */
+    PyObject *x;
+    PyObject *rest;    /* x.shape[1:], every row's shape */
+    PyObject *size;    /* a row's element count */
+    PyObject *ensure;  /* for 0-d rows: the backend's ensure_buffer (a kernel may return a scalar); else None */
+    Py_ssize_t i, n;
+} RowsObject;
+
+static PyTypeObject RowsType;
+
+/* The cpu backend's getitem kernel (operator.getitem) and its buffer type (numpy.ndarray), found at
+ * the first rows() call: for them a row is ``PySequence_GetItem(buf, i)``, NumPy's own fast path. */
+static PyObject *host_getitem = NULL;
+static PyTypeObject *host_array_type = NULL;
+
+static int find_host_kernel(void) {
+    if (host_getitem != NULL) return 0;
+    PyObject *operator_module = PyImport_ImportModule("operator");
+    if (operator_module == NULL) return -1;
+    PyObject *getitem = PyObject_GetAttrString(operator_module, "getitem");
+    Py_DECREF(operator_module);
+    if (getitem == NULL) return -1;
+    PyObject *numpy = PyImport_ImportModule("numpy");
+    PyObject *array_type = numpy == NULL ? NULL : PyObject_GetAttrString(numpy, "ndarray");
+    Py_XDECREF(numpy);
+    if (array_type == NULL || !PyType_Check(array_type)) {
+        Py_DECREF(getitem);
+        Py_XDECREF(array_type);
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "numpy.ndarray is not a type");
+        return -1;
+    }
+    host_array_type = (PyTypeObject *)array_type;
+    host_getitem = getitem;
+    return 0;
+}
+
+static PyObject *rows_next(RowsObject *it) {
+    if (it->i >= it->n) return NULL;  /* StopIteration */
+    Py_ssize_t i = it->i++;
+    PyObject *x = it->x;
+    PyObject *limit = SLOT(engine_state, off_limit), *meta = SLOT(x, off_meta), *xbuf = SLOT(x, off_buf);
+    PyObject *kernel = NULL;
+    if (limit != NULL && PyLong_CheckExact(limit) && meta != NULL && xbuf != NULL) {
+        Py_ssize_t most = PyLong_AsSsize_t(limit);
+        if (most == -1 && PyErr_Occurred()) PyErr_Clear();
+        kernel = most > 0 ? PyDict_GetItemWithError(it->op->cache, meta) : NULL;  /* borrowed */
+        if (kernel == NULL && PyErr_Occurred()) return NULL;
+    }
+    if (kernel == NULL) {  /* x[i] through the Python operator */
+        PyObject *index = PyLong_FromSsize_t(i);
+        if (index == NULL) return NULL;
+        PyObject *args[2] = {x, index};
+        PyObject *out = PyObject_Vectorcall(it->op->fallback, args, 2, NULL);
+        Py_DECREF(index);
+        return out;
+    }
+    PyObject *buf;
+    Py_INCREF(meta);
+    Py_INCREF(xbuf);
+    if (kernel == host_getitem && Py_TYPE(xbuf) == host_array_type) {
+        buf = PySequence_GetItem(xbuf, i);  /* numpy: a[i] is a[(i,)], without parsing a tuple */
+    } else {
+        PyObject *index = PyLong_FromSsize_t(i);
+        PyObject *key = index == NULL ? NULL : PyTuple_Pack(1, index);
+        Py_XDECREF(index);
+        if (key == NULL) {
+            buf = NULL;
+        } else {
+            Py_INCREF(kernel);
+            PyObject *kargs[2] = {xbuf, key};
+            buf = PyObject_Vectorcall(kernel, kargs, 2, NULL);
+            Py_DECREF(kernel);
+            Py_DECREF(key);
+        }
+    }
+    Py_DECREF(xbuf);
+    if (buf != NULL && it->ensure != Py_None) Py_SETREF(buf, PyObject_CallOneArg(it->ensure, buf));
+    PyObject *out = buf == NULL ? NULL : new_array(buf, meta, it->rest, it->size);
+    Py_DECREF(meta);
+    if (out != NULL) {
+        PyObject *base = SLOT(x, off_base);
+        Py_SETREF(SLOT(out, off_base), Py_NewRef(base == NULL || base == Py_None ? x : base));
+    }
+    return out;
+}
+
+static PyObject *rows_length_hint(RowsObject *it, PyObject *Py_UNUSED(ignored)) {
+    return PyLong_FromSsize_t(it->n > it->i ? it->n - it->i : 0);
+}
+
+static void rows_dealloc(RowsObject *it) {
+    Py_XDECREF(it->op);
+    Py_XDECREF(it->x);
+    Py_XDECREF(it->rest);
+    Py_XDECREF(it->size);
+    Py_XDECREF(it->ensure);
+    Py_TYPE(it)->tp_free((PyObject *)it);
+}
+
+static PyMethodDef rows_methods[] = {
+    {"__length_hint__", (PyCFunction)rows_length_hint, METH_NOARGS, "rows left"},
+    {NULL},
+};
+
+static PyTypeObject RowsType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "nda._native.Rows",
+    .tp_basicsize = sizeof(RowsObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "iter(x) of an NDArray: its rows x[0], x[1]... (see nda._native).",
+    .tp_dealloc = (destructor)rows_dealloc,
+    .tp_iter = PyObject_SelfIter,
+    .tp_iternext = (iternextfunc)rows_next,
+    .tp_methods = rows_methods,
+};
+
+/* GetitemOp.rows(x, ensure): the iterator over x's rows (x has at least one dimension). */
+static PyObject *getitem_rows(OpObject *op, PyObject *args) {
+    PyObject *x, *ensure;
+    if (!PyArg_ParseTuple(args, "OO", &x, &ensure)) return NULL;
+    if (find_host_kernel() < 0) return NULL;
+    if (ndarray_type == NULL || Py_TYPE(x) != ndarray_type) {
+        PyErr_SetString(PyExc_TypeError, "GetitemOp.rows: expected an NDArray");
+        return NULL;
+    }
+    PyObject *shape = SLOT(x, off_shape), *size_obj = SLOT(x, off_size);
+    if (shape == NULL || size_obj == NULL || !PyTuple_Check(shape) || PyTuple_GET_SIZE(shape) == 0) {
+        PyErr_SetString(PyExc_TypeError, "iteration over a 0-d array");
+        return NULL;
+    }
+    Py_ssize_t n = PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, 0)), size = PyLong_AsSsize_t(size_obj);
+    if ((n == -1 || size == -1) && PyErr_Occurred()) return NULL;
+    RowsObject *it = PyObject_New(RowsObject, &RowsType);
+    if (it == NULL) return NULL;
+    it->op = (OpObject *)Py_NewRef(op);
+    it->x = Py_NewRef(x);
+    it->ensure = Py_NewRef(ensure);
+    it->i = 0;
+    it->n = n;
+    it->rest = PyTuple_GetSlice(shape, 1, PyTuple_GET_SIZE(shape));
+    it->size = PyLong_FromSsize_t(n ? size / n : 0);
+    if (it->rest == NULL || it->size == NULL) {
+        Py_DECREF(it);
+        return NULL;
+    }
+    return (PyObject *)it;
+}
+
+static PyMethodDef getitem_methods[] = {
+    {"__reduce__", op_reduce, METH_NOARGS, "pickled by its qualified name"},
+    {"rows", (PyCFunction)getitem_rows, METH_VARARGS, "rows(x, ensure): iter(x), the rows of x (see nda._native)"},
+    {NULL},
+};
+
 static int op_traverse(OpObject *self, visitproc visit, void *arg) {
     Py_VISIT(self->cache);
     Py_VISIT(self->fallback);
@@ -472,7 +638,7 @@ static PyTypeObject GetitemOpType = {
     .tp_descr_get = op_descr_get,
     .tp_getattro = op_getattro,
     .tp_members = op_members,
-    .tp_methods = op_methods,
+    .tp_methods = getitem_methods,
     .tp_getset = op_getset,
 };
 
@@ -543,7 +709,7 @@ PyMODINIT_FUNC PyInit__native(void) {
     GetitemOpType.tp_new = getitem_type_new;
     ReflectedOpType.tp_new = reflected_type_new;
     if (PyType_Ready(&BinaryOpType) < 0 || PyType_Ready(&UnaryOpType) < 0 || PyType_Ready(&PlannedOpType) < 0 ||
-        PyType_Ready(&GetitemOpType) < 0 || PyType_Ready(&ReflectedOpType) < 0)
+        PyType_Ready(&GetitemOpType) < 0 || PyType_Ready(&ReflectedOpType) < 0 || PyType_Ready(&RowsType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&native_module);
     if (m == NULL) return NULL;

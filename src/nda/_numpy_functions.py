@@ -141,6 +141,16 @@ def _nonzero(c: _Call, a: Any) -> Any:
     return _api.nonzero(c.array(a))
 
 
+@_register(np.isclose)
+def _isclose(c: _Call, a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Any:
+    return _composite.isclose(c.operand(a), c.operand(b), rtol=rtol, atol=atol, equal_nan=equal_nan)
+
+
+@_register(np.allclose)
+def _allclose(c: _Call, a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Any:
+    return _composite.allclose(c.operand(a), c.operand(b), rtol=rtol, atol=atol, equal_nan=equal_nan)  # a Python bool, as NumPy's
+
+
 def _dims(c: _Call, shape: Any) -> tuple[int, ...]:
     """NumPy's ``shape``/``dims`` argument of unravel_index and ravel_multi_index, checked as NumPy does."""
     if isinstance(shape, NDArray):

@@ -37,10 +37,11 @@ import numpy as np
 
 from . import _intercept
 from . import backends as _backends
-from ._array import HOST_READS, NDArray
+from ._array import HOST_READS, NDArray, up
 from ._devices import ArrayMeta
 from ._devices import strided as _STRIDED
 from ._execute import native as _native
+from ._signatures import result_name
 from ._execute import NOT_INTERCEPTED, _ACTIVE, _META, EntryCache, _local, hooks, inline, base_of, execute, execute_multi, execute_mutation, intercepted, notify_write, work_size, zero_d_buffer
 from .dispatch import generation as _generation
 from .dispatch import remember, resolve, resolve_plan
@@ -299,7 +300,7 @@ def make_multi(decl: OpDecl) -> Callable[..., Any]:
     name = decl.name
     outputs = decl.outputs
     named = outputs is not None and outputs != ("*",)
-    result_type = namedtuple(_result_name(name), outputs) if named else None  # type: ignore[misc]
+    result_type = namedtuple(result_name(name), outputs) if named else None  # type: ignore[misc]
 
     def fn(*args: Any, **kwargs: Any) -> Any:
         found = intercepted(decl, args, kwargs, fn)
@@ -315,12 +316,6 @@ def make_multi(decl: OpDecl) -> Callable[..., Any]:
         result_type.__module__ = "nda"
         fn.result_type = result_type  # type: ignore[attr-defined]
     return fn
-
-
-def _result_name(op_name: str) -> str:
-    short = op_name.rsplit(".", 1)[-1]
-    special = {"qr": "QR", "svd": "SVD"}
-    return special.get(short, "".join(part.capitalize() for part in short.split("_"))) + "Result"
 
 
 def make_getitem(generic: Callable[..., NDArray]) -> Callable[..., NDArray]:
@@ -374,4 +369,58 @@ def make_getitem(generic: Callable[..., NDArray]) -> Callable[..., NDArray]:
                 remember(kernels, meta, kernel, seen)
         return generic(self, key)
 
-    return __getitem__ if _native is None else _native.GetitemOp(kernels, __getitem__)
+    if _native is None:
+        def rows(x: NDArray) -> Any:
+            return _Rows(x, kernels, __getitem__)
+
+        operator = __getitem__
+    else:
+        operator = _native.GetitemOp(kernels, __getitem__)
+        native_rows = operator.rows
+
+        def rows(x: NDArray) -> Any:  # 0-d rows need the backend's ensure_buffer (a kernel may return a scalar)
+            return native_rows(x, None if len(x._shape) > 1 else _backends.handle(x._meta.device).ensure_buffer)
+
+    up.rows = rows
+    return operator
+
+
+class _Rows:
+    """``iter(x)`` without nda._native: the rows ``x[0]``, ``x[1]``... made as ``next()`` asks,
+    by ``x[i]``'s fast path with the row's shape and size worked out once (each row is what
+    ``x[i]`` gives at that moment: the Python operator where the fast path does not apply)."""
+
+    __slots__ = ("x", "i", "n", "shape", "size", "kernels", "getitem")
+
+    def __init__(self, x: NDArray, kernels: EntryCache, getitem: Callable[..., NDArray]) -> None:
+        self.x, self.kernels, self.getitem = x, kernels, getitem
+        n = self.n = x._shape[0]
+        self.i = 0
+        self.shape = x._shape[1:]
+        self.size = x._size // n if n else 0
+
+    def __iter__(self) -> _Rows:
+        return self
+
+    def __length_hint__(self) -> int:
+        return max(self.n - self.i, 0)
+
+    def __next__(self) -> NDArray:
+        i = self.i
+        if i >= self.n:
+            raise StopIteration
+        self.i = i + 1
+        x = self.x
+        if 0 < _state.limit:
+            kernel = self.kernels.get(x._meta)
+            if kernel is not None:
+                out = _new(NDArray)
+                buf = kernel(x._buf, (i,))
+                out._buf = buf if self.shape else zero_d_buffer(buf, x._meta)
+                out._meta = x._meta
+                out._shape = self.shape
+                out._size = self.size
+                base = x._base
+                out._base = x if base is None else base
+                return out
+        return self.getitem(x, i)

@@ -26,6 +26,7 @@ from typing import Any, Callable
 import nda
 from nda import _namespace
 from nda._array import NDArray
+from nda._signatures import method_signature, result_name, returns as _returns
 from nda._arraymethods import NumPyMethods
 from nda.ops import CATALOG
 
@@ -38,7 +39,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 
 from ._array import NDArray as NDArray
 from ._devices import ArrayMeta as ArrayMeta, Device as Device, KernelKey as KernelKey, Layout as Layout
-from ._dtypes import DType as DType
+from ._dtypes import DType as DType, DTypeLike as DTypeLike
 """
 _SCALARS = "NDArray | bool | int | float | complex"
 
@@ -72,20 +73,8 @@ def _params(signature: inspect.Signature, drop_first: bool = False) -> str:
     return ", ".join(parts)
 
 
-def _returns(decl: Any) -> str:
-    if decl.mutates:
-        return "None"
-    if decl.outputs is None:
-        return "NDArray"
-    if decl.outputs == ("*",):
-        return "tuple[NDArray, ...]"
-    return _namespace_result(decl)
-
-
 def _namespace_result(decl: Any) -> str:
-    short = decl.name.rsplit(".", 1)[-1]
-    special = {"qr": "QR", "svd": "SVD"}
-    return special.get(short, "".join(p.capitalize() for p in short.split("_"))) + "Result"
+    return result_name(decl.name)
 
 
 def _result_classes(decls: list[Any]) -> list[str]:
@@ -172,27 +161,14 @@ def _method_lines() -> list[str]:
             lines.append("    def __setitem__(self, key: Any, value: Any, /) -> None: ...")
         elif role == "operator":
             lines.append(f"    def {attr}(self, other: NDArray, /) -> NDArray: ...")
-        else:  # a method: the op's signature without its array, or the Method spec's form
-            spec = getattr(fn, "__nda_method__", None)
-            signature = decl.signature
-            if spec is not None and spec.varargs:
-                rest = [p for p in list(signature.parameters.values())[1:] if p.name != spec.varargs and p.name not in spec.fixed]
-                kw = ", ".join(f"{p.name}: {_annotation(p.annotation)} = ..." for p in rest)
-                lines.append(f"    def {attr}(self, *{spec.varargs}: Any{', ' + kw if kw else ''}) -> {_returns(decl)}: ...")
-            elif spec is not None and spec.fixed:
-                rest = [p for p in list(signature.parameters.values())[1:] if p.name not in spec.fixed]
-                kw = ", ".join(f"{p.name}: {_annotation(p.annotation)} = ..." for p in rest)
-                lines.append(f"    def {attr}(self{', *, ' + kw if kw else ''}) -> {_returns(decl)}: ...")
-            else:
-                axis = signature.parameters.get("axis")
-                if axis is not None and axis.kind is axis.KEYWORD_ONLY:  # x.sum(0): the axis may come positionally
-                    ps = list(signature.parameters.values())
-                    i = ps.index(axis)
-                    ps = [ps[0], axis.replace(kind=axis.POSITIONAL_OR_KEYWORD)] + [p for j, p in enumerate(ps[1:], 1) if j != i]
-                    signature = signature.replace(parameters=ps)
-                params = _params(signature, drop_first=True)
-                lines.append(f"    def {attr}(self{', ' + params if params else ''}) -> {_returns(decl)}: ...")
+        else:  # a method: the signature nda._namespace gives it (nda._signatures)
+            lines.append(f"    def {attr}(self{_method_params(method_signature(decl, fn.__nda_method__))}) -> {_returns(decl)}: ...")
     return lines
+
+
+def _method_params(signature: inspect.Signature) -> str:
+    params = _params(signature, drop_first=True)
+    return ", " + params.lstrip("/, ") if params.lstrip("/, ") else ""
 
 
 _FLATITER = """
@@ -221,7 +197,7 @@ def _array_stub() -> str:
             own.append(f"    def {name}(self{', ' + _params(signature, drop_first=True) if len(signature.parameters) > 1 else ''}) -> "
                        f"{_annotation(signature.return_annotation)}: ...")
     head = (HEADER + "from typing import Any, Iterator\n\nimport numpy as np\n\n"
-            "from nda._devices import ArrayMeta, Device, Layout\nfrom nda._dtypes import DType\n\n\n"
+            "from nda._devices import ArrayMeta, Device, Layout\nfrom nda._dtypes import DType, DTypeLike\n\n\n"
             "class NDArray:\n    __hash__: None  # type: ignore[assignment]\n    __array_priority__: int\n")
     return head + "\n".join(own + _method_lines()) + "\n" + _FLATITER
 

@@ -373,7 +373,7 @@ def _chooser(entries: list[KernelEntry], op_name: str, key: KernelKey, fallback:
             if entry.supports is None or entry.supports(*args, **kwargs):
                 return entry.fn(*args, **kwargs)
         if fallback is not None:
-            _announce_fallback(op_name, route)
+            _announce_fallback(op_name, route, where=(key.device_type, key.layout.name, "declined"))
             return fallback.fn(*args, **kwargs)
         raise DispatchError(
             f"{op_name}: every kernel registered for {key} declined these arguments via supports(); kernels: {entries}{note}"
@@ -424,7 +424,7 @@ def resolve(op_name: str, key: KernelKey) -> Callable[..., Any]:
     entries = lookup(op_name, key)
     route = getattr(entries[0].fn, "_nda_route", None)
     if route is not None and not getattr(entries[0].fn, "_nda_quiet", False):
-        _announce_fallback(op_name, route)
+        _announce_fallback(op_name, route, where=(key.device_type, key.layout.name), summary=getattr(entries[0].fn, "_nda_summary", None))
     fn = entries[0].fn if entries[0].supports is None else _chooser(entries, op_name, key, *_declined_fallback(tbl, key, entries))
     if key.layout is strided:  # for other layouts the route depends on the operands (nda.layouts)
         remember(tbl.resolved, key, fn, seen)
@@ -464,19 +464,28 @@ def resolve_plan(op_name: str, plan: Any) -> tuple[Callable[..., Any], Layout]:
     return upper.layout_route(op_name, plan)
 
 
-def _announce_fallback(op_name: str, route: str) -> None:
-    """On the caller's thread, when a fallback route is chosen: warn once, or refuse."""
+def _announce_fallback(op_name: str, route: str, *, where: Any = None, summary: str | None = None) -> None:
+    """On the caller's thread, when a fallback route is chosen: warn once, or refuse.
+
+    Once per op and ``where`` (the device type and layout it happens on; without it, per
+    route): ``std`` on sim warns once, whatever the dtypes and shapes it is called with, so a
+    notebook session is not a wall of warnings. The warning says it in one line (``summary``
+    when given, the route otherwise); ``nda.dispatch.explain`` shows the whole route, and the
+    error under ``nda.config.fallback = "error"`` names it.
+    """
     mode = _config.fallback
     if mode == "error":
         raise FallbackError(f"{route}; nda.config.fallback is 'error' (set it to 'warn' or 'silent' to allow fallbacks)")
-    if mode == "warn" and (op_name, route) not in _warned_routes:
-        _warned_routes.add((op_name, route))
+    seen = (op_name, route if where is None else where)
+    if mode == "warn" and seen not in _warned_routes:
+        _warned_routes.add(seen)
         import warnings
 
-        warnings.warn(route, FallbackWarning, stacklevel=_user_stacklevel())
+        warnings.warn(summary or route, FallbackWarning, stacklevel=_user_stacklevel())
 
 
-_warned_routes: set[tuple[str, str]] = set()
+#: What has warned: (op, where) pairs (see :func:`_announce_fallback`).
+_warned_routes: set[tuple[str, Any]] = set()
 _PACKAGE_DIR = __file__.rsplit("/", 1)[0] if "/" in __file__ else ""
 
 
@@ -593,8 +602,13 @@ class Explanation:
             lines.append(f"cast:    {cast}")
         for conversion in self.conversions:
             lines.append(f"convert: {conversion}")
-        lines.append(f"output:  {self.out_dtype.name} {self.out_shape}" + ("" if self.out_layout is strided else f" {self.out_layout.name}"))
-        note = _flush_note(self.key, self.kernel, self.out_dtype, self.conversions)
+        if isinstance(self.out_dtype, tuple):  # an op with several results (qr, eigh, slogdet)
+            outputs = "; ".join(f"{d.name} {s}" for d, s in zip(self.out_dtype, self.out_shape))
+        else:
+            outputs = f"{self.out_dtype.name} {self.out_shape}"
+        lines.append(f"output:  {outputs}" + ("" if self.out_layout is strided else f" {self.out_layout.name}"))
+        first = self.out_dtype[0] if isinstance(self.out_dtype, tuple) else self.out_dtype
+        note = _flush_note(self.key, self.kernel, first, self.conversions)
         if note:
             lines.append(f"note:    {note}")
         return "\n".join(lines)

@@ -17,3 +17,10 @@ from ._numpyapi._products import fft2, ifft2, irfft2, rfft2  # noqa: F401  (NumP
 globals().update(_extension("fft"))
 
 __all__ = sorted(set(_extension("fft")) | {"fftfreq", "rfftfreq", "fftshift", "ifftshift", "fft2", "ifft2", "rfft2", "irfft2"})
+
+
+
+def __dir__() -> list[str]:
+    """``dir()`` and tab completion list the public names (``__all__``); the module's helper imports
+    (``annotations``) stay importable but out of sight."""
+    return sorted(set(__all__) | {n for n in globals() if n.startswith("__") and n.endswith("__")})

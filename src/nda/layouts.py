@@ -340,7 +340,7 @@ def route(op: str, plan: Any) -> tuple[Callable[..., Any], Layout]:
         result = found
     else:
         fn = _fallback(op, plan, key, sig)
-        dispatch._announce_fallback(op, fn._nda_route)  # type: ignore[attr-defined]
+        dispatch._announce_fallback(op, fn._nda_route, where=(key.device_type, key.layout.name, sig))  # type: ignore[attr-defined]
         result = (fn, strided)
     return dispatch.remember(_ROUTES, cache_key, result, seen)  # type: ignore[no-any-return]
 

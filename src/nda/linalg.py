@@ -18,3 +18,10 @@ from ._numpyapi._products import lstsq, norm  # noqa: F401  (NumPy's names, not 
 globals().update(_extension("linalg"))
 
 __all__ = sorted(set(_extension("linalg")) | {"matmul", "tensordot", "vecdot", "matrix_transpose", "norm", "lstsq"})
+
+
+
+def __dir__() -> list[str]:
+    """``dir()`` and tab completion list the public names (``__all__``); the module's helper imports
+    (``annotations``) stay importable but out of sight."""
+    return sorted(set(__all__) | {n for n in globals() if n.startswith("__") and n.endswith("__")})

@@ -37,6 +37,9 @@ from __future__ import annotations
 
 import math
 import operator
+import re
+import sys
+import threading
 from typing import Any, Callable
 
 import numpy as np
@@ -53,6 +56,13 @@ __all__ = [
     "Generator", "Philox", "default_rng", "philox_uniform", "philox_normal", "philox_exponential", "philox_integers",
     "philox_gamma", "philox_beta", "philox_standard_t", "philox_lognormal", "philox_poisson", "philox_binomial",
 ]
+
+
+def __dir__() -> list[str]:
+    """``dir()`` and tab completion list the public names (``__all__``); the module's helper imports
+    (``np``, ``threading``, ``Any``…) stay importable but out of sight."""
+    return sorted(set(__all__) | {n for n in globals() if n.startswith("__") and n.endswith("__")})
+
 
 _ops = _extension("random")
 philox_uniform = _ops["philox_uniform"]
@@ -136,7 +146,11 @@ class Philox:
     def _draw(self, blocks: int, issue: Callable[[int], Any]) -> Any:
         """Run ``issue(counter)`` and advance the counter by ``blocks`` if it did not raise."""
         with self._lock:
-            result = issue(self._counter)
+            try:
+                result = issue(self._counter)
+            except Exception as err:
+                _user_named(err)
+                raise
             self._counter = (self._counter + blocks) % _TWO128
             return result
 
@@ -147,6 +161,30 @@ class Philox:
 
     def __repr__(self) -> str:
         return f"Philox(key=({self._key[0]:#010x}, {self._key[1]:#010x}), counter={self._counter})"
+
+
+_OP_PREFIX = re.compile(r"^(?:random\.philox_\w+|uniform|normal|exponential)\(\)")
+
+
+def _user_named(err: BaseException) -> None:
+    """Name the function the user called in ``err``'s message, in place of the catalog op's
+    (``random.philox_integers(): low must be less than high`` raised inside ``rng.integers``
+    reads ``integers(): ...``): the outermost method of this module on the stack, below the
+    user's code. The exception keeps its type and traceback."""
+    frame, public = sys._getframe(1), None
+    while frame is not None:
+        code = frame.f_code
+        if code.co_filename != __file__:
+            if public is not None:
+                break
+        elif not code.co_name.startswith("_") and code.co_name != "<lambda>":
+            public = code.co_name
+        frame = frame.f_back
+    if public is None or not err.args or not isinstance(err.args[0], str):
+        return
+    renamed = _OP_PREFIX.sub(f"{public}()", err.args[0], count=1)
+    if renamed != err.args[0]:
+        err.args = (renamed, *err.args[1:])
 
 
 def _seed_sequence(seed: Any) -> np.random.SeedSequence:
@@ -205,7 +243,11 @@ class Generator:
         return as_device(device if device is not None else self._device)
 
     def _float(self, op: str, shape: tuple[int, ...], dtype: Any, device: Any, **params: Any) -> NDArray:
-        dt = _float_dtype(dtype, op)
+        try:
+            dt = _float_dtype(dtype, op)
+        except TypeError as err:
+            _user_named(err)  # rng.random(dtype=nda.int32): "random(): ...", not the transform's name
+            raise
         fn = {"uniform": philox_uniform, "normal": philox_normal, "exponential": philox_exponential}[op]
         blocks = _spec.consumed(op, math.prod(shape), dt)
         where = self._where(device)

@@ -80,6 +80,9 @@ def host_fallback(tbl: OpTable, key: KernelKey) -> KernelEntry | None:
 
     fallback.__qualname__ = f"host_fallback[{tbl.op_name}]"
     fallback._nda_route = route  # type: ignore[attr-defined]
+    # The FallbackWarning's one line (once per op and device type); explain() shows the route.
+    fallback._nda_summary = (f"{tbl.op_name}: no {key.device_type} kernel, so it runs on cpu with copies to and from {key.device_type} "  # type: ignore[attr-defined]
+                             f"(warned once per op and device; nda.dispatch.explain shows the route)")
     fallback._nda_host_view = bool(decl.view)  # type: ignore[attr-defined]  # see nda._hostviews
     fallback._nda_quiet = tbl.op_name == "asarray"  # type: ignore[attr-defined]
     return KernelEntry(fallback, key, -1, None, f"{backend.name} (host fallback)", 0, route="host fallback")

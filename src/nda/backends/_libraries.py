@@ -122,7 +122,7 @@ def load_object(obj: Any, source: str) -> Any:
 
     library = obj if is_library(obj) else getattr(obj, "library", None)
     if not is_library(library):
-        raise BackendValidationError(f"{source!r} is neither a backend nor an op library (nda.ops.extension.OpLibrary); see docs/writing-a-backend.md")
+        raise BackendValidationError(f"{source!r} is neither a backend nor an op library (nda.ops.extension.OpLibrary); see the backend guide (python -m nda.testing.conformance --guide)")
     records = _discover()
     rec = records.get(library.name)
     if rec is not None and rec.state == "loaded":

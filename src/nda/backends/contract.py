@@ -4,8 +4,9 @@ nda accepts a backend whose ``api_version`` has the same major number and a mino
 no higher than its own; a minor version only adds optional members (1.1: memory, executor,
 completion, DLPack; 1.2: layouts; 1.3: in-order device queues; 1.4: op libraries and
 subgraph partitioners). A backend built for a newer
-minor version is refused with a message saying to upgrade nda. The members (see "Writing a
-backend" in ``docs/``):
+minor version is refused with a message saying to upgrade nda. The members (see the backend
+guide, "Writing a backend", which ships with nda: ``python -m nda.testing.conformance --guide``
+prints it and says where it and its complete minimal backend are installed):
 
 Identity
     ``name``, ``api_version``, ``device_types`` (the device types it serves; its entry
@@ -28,7 +29,8 @@ Data movement
     optional ``copy_to_device(buf, device)`` for direct device-to-device copies (else the
     route goes through host memory); ``device_of(buf)``.
 Memory (optional, for accelerators)
-    ``allocate(nbytes, device)``/``free(allocation)`` as the allocator its kernels use,
+    ``allocate(nbytes, device)``/``free(allocation)`` as the allocator its kernels use
+    (nda never calls these two: it frees memory by dropping its references to buffers),
     ``memory_stats(device) -> dict`` with ``in_use``, ``peak``, ``cached`` (and
     ``capacity``), ``release_all(device) -> int`` (bytes of cached memory given back).
 Execution (optional)

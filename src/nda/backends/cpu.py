@@ -5,7 +5,8 @@ entry-point group and loaded through it on first use of a cpu array, like any pl
 NumPy already implements the catalog's semantics, so each op's reference implementation
 (written in the kernel convention) is registered as the cpu kernel for every dtype the
 op declares; a few hot ops get a kernel that calls the NumPy ufunc directly instead
-(``np.add.reduce`` for ``sum``: the same result without ``np.sum``'s Python wrapper), and
+(``np.add.reduce`` for ``sum``: the same result without ``np.sum``'s Python wrapper; ``sort``
+and ``argsort`` through NumPy's fast default sort, :mod:`.cpu_sort`), and
 ``nda.random``'s ops get the compiled Philox kernels where nda was built with its optional
 C extension (:mod:`.cpu_random`).
 
@@ -42,12 +43,16 @@ def _reducing(ufunc: np.ufunc, with_dtype: bool) -> Callable[..., Any]:
 def _direct_kernels() -> dict[str, Callable[..., Any]]:
     """cpu kernels that call a NumPy ufunc directly (the conformance kit checks them against
     the catalog's references like any backend's)."""
+    from . import cpu_sort  # NumPy's default sort with the stable result (see there)
+
     return {
         "sum": _reducing(np.add, True),
         "prod": _reducing(np.multiply, True),
         "max": _reducing(np.maximum, False),
         "min": _reducing(np.minimum, False),
         "matmul": np.matmul,
+        "sort": cpu_sort.sort,
+        "argsort": cpu_sort.argsort,
     }
 
 

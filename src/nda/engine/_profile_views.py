@@ -5,8 +5,9 @@ nda.profiler.profile() as prof:`` fills: a list of the host events (one per op, 
 plus the device spans (``queue_events``), the marks and the recording's origin. Its views:
 
 ``summary()``
-    a :class:`SummaryTable`: per op the calls, the host time (issuing, or running on a
-    thread) and the device time (on device queues), slowest first. It is a ``str`` (the
+    a :class:`SummaryTable`: per op and device (an op called on cpu and on sim is two
+    rows) the calls, the host time (issuing, or running on a thread) and the device time
+    (on device queues), slowest first. It is a ``str`` (the
     text table: print it, search it) with ``_repr_html_`` for notebooks and ``rows``.
 ``lanes()``
     the spans grouped into lanes: one per (device, thread) and one per device queue
@@ -60,7 +61,9 @@ class Lane(NamedTuple):
 
 
 class SummaryRow(NamedTuple):
-    """One op in :class:`SummaryTable` (times in seconds; device ones 0.0 when it ran on no queue)."""
+    """One op on one device in :class:`SummaryTable` (times in seconds; device ones 0.0 when it
+    ran on no queue). ``device`` is where it ran (``"cpu:0"``, ``"sim:1"``): the calls of an op
+    on two devices are two rows."""
 
     op: str
     calls: int
@@ -68,6 +71,7 @@ class SummaryRow(NamedTuple):
     host_mean: float
     device_total: float
     device_mean: float
+    device: str = ""
 
 
 class SummaryTable(str):
@@ -78,10 +82,11 @@ class SummaryTable(str):
 
     def __new__(cls, rows: list[SummaryRow]) -> SummaryTable:
         device = any(r.device_total for r in rows)
-        head = f"{'op':<24} {'calls':>7} {'total ms':>10} {'mean us':>10}" + (f" {'device ms':>10} {'dev mean us':>11}" if device else "")
+        where = max([len("device")] + [len(r.device) for r in rows])
+        head = f"{'op':<24} {'device':<{where}} {'calls':>7} {'total ms':>10} {'mean us':>10}" + (f" {'device ms':>10} {'dev mean us':>11}" if device else "")
         lines = [head]
         for r in rows:
-            line = f"{r.op:<24} {r.calls:>7} {r.host_total * 1e3:>10.3f} {r.host_mean * 1e6:>10.1f}"
+            line = f"{r.op:<24} {r.device:<{where}} {r.calls:>7} {r.host_total * 1e3:>10.3f} {r.host_mean * 1e6:>10.1f}"
             if device:
                 line += f" {r.device_total * 1e3:>10.3f} {r.device_mean * 1e6:>11.1f}" if r.device_total else f" {'':>10} {'':>11}"
             lines.append(line)
@@ -94,15 +99,15 @@ class SummaryTable(str):
 
     def _repr_html_(self) -> str:
         device = any(r.device_total for r in self.rows)
-        heads = ["op", "calls", "total ms", "mean µs"] + (["device ms", "device mean µs"] if device else [])
+        heads = ["op", "device", "calls", "total ms", "mean µs"] + (["device ms", "device mean µs"] if device else [])
         out = ["<table class='nda-profile'><thead><tr>"]
-        out += [f"<th style='text-align:{'left' if i == 0 else 'right'}'>{h}</th>" for i, h in enumerate(heads)]
+        out += [f"<th style='text-align:{'left' if i < 2 else 'right'}'>{h}</th>" for i, h in enumerate(heads)]
         out.append("</tr></thead><tbody>")
         for r in self.rows:
-            cells = [html.escape(r.op), str(r.calls), f"{r.host_total * 1e3:.3f}", f"{r.host_mean * 1e6:.1f}"]
+            cells = [html.escape(r.op), html.escape(r.device), str(r.calls), f"{r.host_total * 1e3:.3f}", f"{r.host_mean * 1e6:.1f}"]
             if device:
                 cells += [f"{r.device_total * 1e3:.3f}", f"{r.device_mean * 1e6:.1f}"] if r.device_total else ["", ""]
-            out.append("<tr>" + "".join(f"<td style='text-align:{'left' if i == 0 else 'right'}'>{c}</td>" for i, c in enumerate(cells)) + "</tr>")
+            out.append("<tr>" + "".join(f"<td style='text-align:{'left' if i < 2 else 'right'}'>{c}</td>" for i, c in enumerate(cells)) + "</tr>")
         out.append("</tbody></table>")
         return "".join(out)
 
@@ -139,19 +144,19 @@ class Profile(list):  # type: ignore[type-arg]
 
     # ------------------------------------------------------------------ views
     def summary(self) -> SummaryTable:
-        """Per op: calls, total and mean host time, total and mean device time; slowest first."""
-        host: dict[str, list[float]] = {}
+        """Per op and device: calls, total and mean host time, total and mean device time; slowest first."""
+        host: dict[tuple[str, str], list[float]] = {}
         for e in self:
-            host.setdefault(e.name, []).append(e.end - e.start)
-        device: dict[str, list[float]] = {}
+            host.setdefault((e.name, e.device), []).append(e.end - e.start)
+        device: dict[tuple[str, str], list[float]] = {}
         for e in self.queue_events:
-            device.setdefault(e.name, []).append(e.end - e.start)
+            device.setdefault((e.name, e.device), []).append(e.end - e.start)
         rows = []
-        for name in {**host, **device}:
-            h, d = host.get(name, []), device.get(name, [])
+        for name, where in {**host, **device}:
+            h, d = host.get((name, where), []), device.get((name, where), [])
             calls = len(h) or len(d)
-            rows.append(SummaryRow(name, calls, sum(h), sum(h) / len(h) if h else 0.0, sum(d), sum(d) / len(d) if d else 0.0))
-        rows.sort(key=lambda r: -max(r.host_total, r.device_total))
+            rows.append(SummaryRow(name, calls, sum(h), sum(h) / len(h) if h else 0.0, sum(d), sum(d) / len(d) if d else 0.0, where))
+        rows.sort(key=lambda r: (-max(r.host_total, r.device_total), r.op, _device_key(r.device)))
         return SummaryTable(rows)
 
     def lanes(self) -> list[Lane]:

@@ -140,7 +140,46 @@ def _basic_shape(shape: tuple[int, ...], items: list[Any], consumed: int) -> tup
     return tuple(result)
 
 
+def _mask_shape(x: Any, items: list[Any]) -> tuple[int, ...] | None:
+    """The shape of ``x[..., mask, ...]`` (one boolean mask of at least one dimension among
+    slices, ``...`` and ``None``) from the mask's count of True values: NumPy's count_nonzero
+    instead of indexing a stand-in of ``x``'s shape (which cost as much as the indexing itself).
+    None for any other key, and for a mask whose shape differs from the dimensions it indexes
+    (:func:`_advanced_shape` works those out, with NumPy's errors and exceptions)."""
+    mask = None
+    for item in items:
+        if isinstance(item, Array):
+            if mask is not None or item.dtype is not _dtypes.bool or item.ndim == 0:
+                return None
+            mask = item
+        elif item.__class__ is int:
+            return None  # an int beside an array is an advanced index too (NumPy's placement rules)
+    if mask is None:
+        return None
+    slices = sum(1 for i in items if i.__class__ is slice)
+    spans = [len(x.shape) - slices - mask.ndim if i is Ellipsis else 0 if i is None else mask.ndim if i is mask else 1 for i in items]
+    dim = 0
+    result: list[int] = []
+    for item, span in zip(items, spans):
+        if item is mask:
+            if mask.shape != x.shape[dim:dim + span]:
+                return None  # NumPy's rules for a mask that does not match (an error, or an empty mask on an empty array)
+            result.append(int(np.count_nonzero(mask._host())))  # the mask's data decides the shape
+        elif item is None:
+            result.append(1)
+        elif item is Ellipsis:
+            result.extend(x.shape[dim:dim + span])
+        else:
+            result.append(len(range(*item.indices(x.shape[dim]))))
+        dim += span
+    result.extend(x.shape[dim:])
+    return tuple(result)
+
+
 def _advanced_shape(x: Any, items: list[Any]) -> tuple[int, ...]:
+    found = _mask_shape(x, items)
+    if found is not None:
+        return found
     standin = np.lib.stride_tricks.as_strided(np.zeros(1, np.int8), shape=x.shape, strides=(0,) * x.ndim)
     probe: list[Any] = []
     for item in items:

@@ -350,12 +350,12 @@ def repeat(x: _ARRAY, repeats: int | _ARRAY, /, *, axis: int | None = None) -> P
         if repeats.ndim > 1:
             raise ValueError(f"repeat(): repeats must be an int or a 1-D array, got shape {repeats.shape}")
         same_device("repeat", [x, repeats])
-        counts = repeats._host().astype(np.int64).reshape(-1)  # the output size comes from these values
+        counts = repeats._host().reshape(-1)  # the output size comes from these values
         if counts.size not in (1, length):
             raise ValueError(f"repeat(): repeats has {counts.size} counts but axis {axis} has {length} elements (give 1 or {length})")
-        if (counts < 0).any():
+        if counts.dtype.kind == "i" and (counts < 0).any():
             raise ValueError("repeat(): repeats must be non-negative")
-        total = int(counts.sum()) if counts.size == length else int(counts[0]) * length
+        total = _total(counts) if counts.size == length else int(counts[0]) * length
         reads.append(repeats)
         kernel_repeats: Any = repeats
     else:
@@ -374,6 +374,17 @@ def repeat(x: _ARRAY, repeats: int | _ARRAY, /, *, axis: int | None = None) -> P
     plan.reads = tuple(reads)
     plan.values_decide_shape = kernel_repeats is repeats and isinstance(repeats, Array)
     return plan
+
+
+def _total(counts: np.ndarray) -> int:
+    """The sum of ``counts`` (non-negative integers), exact: int64 arithmetic would wrap past 2**63
+    (counts of 2**62 summed to 0 and np.repeat then wrote past its output)."""
+    if not counts.size:
+        return 0
+    most = int(counts.max())
+    if most * counts.size < 2**63:
+        return int(counts.sum(dtype=np.int64))
+    return sum(int(c) for c in counts.tolist())
 
 
 def _triangle(op: str, x: Any, k: Any) -> Plan:

@@ -24,6 +24,13 @@ from ._compare import assert_allclose, default_tolerance
 __all__ = ["assert_allclose", "default_tolerance", "strategies", "conformance"]
 
 
+def __dir__() -> list[str]:
+    """``dir()`` and tab completion list the public names (``__all__``); the module's helper imports
+    (``importlib``, ``Any``) stay importable but out of sight."""
+    return sorted(set(__all__) | {n for n in globals() if n.startswith("__") and n.endswith("__")})
+
+
+
 def __getattr__(name: str) -> Any:
     if name in ("strategies", "conformance"):
         return importlib.import_module(f"{__name__}.{name}")

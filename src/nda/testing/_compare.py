@@ -7,7 +7,7 @@ should use. Compared with ``numpy.testing.assert_allclose`` it
   through ``to_layout("strided")`` when needed) and checks that an array's buffer agrees
   with the array's own dtype and shape;
 * picks **dtype-aware default tolerances** (:func:`default_tolerance`): exact for bool and
-  integers; ``rtol`` 1e-5 for float32/complex64 and 1e-12 for float64/complex128; ``atol``
+  integers (an explicit ``rtol``/``atol`` applies to integers as NumPy's does); ``rtol`` 1e-5 for float32/complex64 and 1e-12 for float64/complex128; ``atol``
   the dtype's smallest normal number, so that only flush-to-zero differences below the
   normal range are forgiven;
 * handles special values precisely: NaN must meet NaN (a complex number is NaN when
@@ -102,6 +102,11 @@ def mismatches(actual: np.ndarray, desired: np.ndarray, *, rtol: float, atol: fl
     kind = np.result_type(actual.dtype, desired.dtype).kind
     if kind not in "fc":
         bad = actual != desired
+        if kind in "iu" and (rtol or atol) and bad.any():  # tolerances given for integers: as NumPy's, in float64
+            a, d = actual.astype(np.float64), desired.astype(np.float64)
+            with np.errstate(all="ignore"):
+                bad &= ~(np.abs(a - d) <= atol + rtol * np.abs(d))
+            return bad, {"outside tolerance": bad}
         return bad, {"not equal": bad}
     a = actual.astype(np.complex128 if kind == "c" else np.float64)
     d = desired.astype(np.complex128 if kind == "c" else np.float64)

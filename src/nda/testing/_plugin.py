@@ -7,7 +7,9 @@ A backend vendor runs::
 which collects ``nda/testing/conformance/test_conformance.py``: one test per (op, dtype,
 layout) of the device type (with ``--nda-gradients``: one per differentiable op and
 floating dtype, checking gradients; see ``conformance._gradients``), named ``test_cell[add-int8-strided]``. A failing cell fails
-with the minimal example Hypothesis (or the edge sweep) found; cells that run through
+with the minimal example Hypothesis (or the edge sweep) found; with ``--nda-profile=ordering``
+(and after the cells of ``deep``) the tests are the ordering profile's program families,
+``test_cell[ordering-copies-float64]``, and a failure shows the minimised program; cells that run through
 the host fallback, or that nothing serves, are skipped with their status as the reason.
 At the end the plugin prints the op × dtype table and, with ``--nda-report=PATH``,
 writes the JSON report (``-`` prints it). With more than one job (``--nda-jobs``, by default
@@ -39,7 +41,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("nda", "nda conformance kit (pytest --pyargs nda.testing.conformance --nda-device=TYPE)")
     group.addoption("--nda-device", metavar="TYPE[:INDEX]", default=None, help="the device type (or device) whose kernels the conformance tests check, e.g. sim")
     group.addoption("--nda-reference", metavar="reference|DEVICE", default="reference", help="compare with the catalog's NumPy reference functions (default) or with another device, e.g. cpu")
-    group.addoption("--nda-profile", choices=("quick", "deep"), default=None, help="hypothesis profile nda-quick (default: 8 cases per cell, derandomized) or nda-deep (200 random cases per cell)")
+    group.addoption("--nda-profile", choices=("quick", "deep", "ordering"), default=None,
+                    help="nda-quick (default: 8 cases per cell, derandomized), nda-deep (200 random cases per cell, then the ordering "
+                         "profile) or ordering (programs of dependent ops over two devices and cpu against sequential execution on cpu)")
     group.addoption("--nda-ops", metavar="OP,OP", default=None, help="test only these ops")
     group.addoption("--nda-dtypes", metavar="DTYPE,DTYPE", default=None, help="test only these dtypes")
     group.addoption("--nda-load", metavar="MODULE[:ATTR]", action="append", default=[], help="load a backend that is not installed before testing (nda.backends.load); repeatable")
@@ -74,8 +78,19 @@ class ConformanceSession:
             if config.getoption("nda_gradients"):
                 from .conformance._gradients import GradientRunner as Runner  # noqa: N814
                 from .conformance._gradients import gradient_cells as cells
-            self.runner = Runner(device, config.getoption("nda_reference"), profile=profile)
-            self.cells = cells(self.runner.device, ops=_split(config.getoption("nda_ops")), dtypes=_split(config.getoption("nda_dtypes")))
+            from .conformance import _ordering
+
+            families, ops = _ordering.split_ops(_split(config.getoption("nda_ops")))
+            dtypes = _split(config.getoption("nda_dtypes"))
+            self.runner = Runner(device, config.getoption("nda_reference"), profile=profile) if profile != "ordering" else None
+            self.cells = cells(self.runner.device, ops=ops, dtypes=dtypes) if self.runner is not None and (ops is None or ops) else []
+            #: the ordering profile's runner and cells (``--nda-profile=ordering``, and after the cells of ``deep``)
+            self.ordering = None
+            if not config.getoption("nda_gradients") and (profile == "ordering" or families or (profile == "deep" and families is None)):
+                self.ordering = _ordering.OrderingRunner(device, profile=profile if profile in ("deep", "ordering") else "quick")
+                self.cells = self.cells + _ordering.ordering_cells(self.ordering.device, dtypes=dtypes, families=families)
+            if self.runner is None:
+                self.runner = self.ordering
         except (ValueError, TypeError, nda.BackendError) as err:
             raise pytest.UsageError(f"nda conformance: {err}") from None
         self.results: list[Any] = []
@@ -89,9 +104,14 @@ class ConformanceSession:
 
     def check(self, cell: Any) -> None:
         """Run one cell; fail or skip the calling test according to its status."""
-        result = self._parallel_result(cell)
-        if result is None:
-            result = self.runner.run_cell(cell)
+        from .conformance._ordering import OrderingCell
+
+        if isinstance(cell, OrderingCell):
+            result = self.ordering.run_cell(cell)
+        else:
+            result = self._parallel_result(cell)
+            if result is None:
+                result = self.runner.run_cell(cell)
         self.results.append(result)
         if result.status == "failed":
             pytest.fail(result.describe(), pytrace=False)
@@ -105,7 +125,9 @@ class ConformanceSession:
             from .conformance._kit import auto_jobs, environment
             from .conformance._parallel import run_parallel
 
-            selected = self.selected if self.selected is not None else self.cells
+            from .conformance._ordering import OrderingCell
+
+            selected = [c for c in (self.selected if self.selected is not None else self.cells) if not isinstance(c, OrderingCell)]
             jobs = auto_jobs(selected) if self.jobs is None else self.jobs
             self.precomputed = {}
             if jobs > 1 and len(selected) > 1:
@@ -122,6 +144,10 @@ class ConformanceSession:
 
         runner = self.runner
         env = {**environment(runner), "jobs": self.jobs_used}
+        if self.ordering is not None:
+            from .conformance._ordering import runner_environment
+
+            env["ordering"] = runner_environment(self.ordering)
         reference = getattr(runner, "reference_label", runner.reference)
         return Report(str(runner.device), reference, runner.profile, self.results, env, time.perf_counter() - self.started)
 

@@ -7,7 +7,9 @@ database (a run writes nothing) and both report one bug per cell.
 ``nda-quick`` (the default): 8 generated cases per cell plus the deterministic edge
 sweep, derandomized so that CI runs are reproducible; the whole catalog on one device
 takes well under two minutes. ``nda-deep``: 200 random cases per cell, for a thorough
-run before a release (expect tens of minutes).
+run before a release (expect tens of minutes). The ordering profile (``ordering``, and part of
+``deep``; :mod:`nda.testing.conformance._ordering`) draws its programs with ``nda-quick``'s
+settings (derandomized), 24 per family, and ``deep``'s 150 random ones per family.
 
 Layer: clients (of the nda namespace) (README, "Architecture").
 """
@@ -41,10 +43,11 @@ def register() -> None:
 
 
 def profile_settings(profile: str) -> settings:
-    """The settings of ``profile``: ``"quick"``, ``"deep"``, ``"nda-quick"`` or ``"nda-deep"``."""
-    name = profile if profile.startswith("nda-") else f"nda-{profile}"
+    """The settings of ``profile``: ``"quick"``, ``"deep"``, ``"nda-quick"`` or ``"nda-deep"``
+    (``"ordering"``, the ordering profile's, draws its programs as ``quick`` does)."""
+    name = profile if profile.startswith("nda-") else f"nda-{'quick' if profile == 'ordering' else profile}"
     if name not in PROFILES:
-        raise ValueError(f"unknown conformance profile {profile!r}; choose quick or deep")
+        raise ValueError(f"unknown conformance profile {profile!r}; choose quick, deep or ordering")
     register()
     return settings.get_profile(name)
 

@@ -66,10 +66,20 @@ _OTHER_NATIVE = {
     "expand_dims", "squeeze", "flip", "broadcast_to", "getitem", "setitem", "matmul", "vecdot", "einsum", "where",
     # nda.random: the Philox stream, computed on the device (its values do not depend on the device)
     "random.philox_uniform", "random.philox_normal", "random.philox_exponential", "random.philox_integers",
+    # what a notebook session does every day (issue 37: standardise, PCA, k-means warned ~10 times)
+    "eye", "linspace", "std", "var", "argmin", "argmax", "all", "any", "count_nonzero", "cumulative_sum", "cumulative_prod",
+    "concat", "stack", "tile", "repeat", "roll", "tril", "triu", "clip", "take", "take_along_axis", "sort", "argsort", "searchsorted",
+    "tensordot", "linalg.cholesky", "linalg.cross", "linalg.det", "linalg.diagonal", "linalg.eigh", "linalg.eigvalsh", "linalg.inv",
+    "linalg.matrix_norm", "linalg.matrix_power", "linalg.outer", "linalg.qr", "linalg.slogdet", "linalg.solve", "linalg.svd",
+    "linalg.svdvals", "linalg.trace", "linalg.vector_norm",
+    "fft.fft", "fft.ifft", "fft.rfft", "fft.irfft", "fft.fftn", "fft.ifftn", "fft.rfftn", "fft.irfftn",
     "random.philox_gamma", "random.philox_beta", "random.philox_standard_t", "random.philox_lognormal",
     "random.philox_poisson", "random.philox_binomial",
 }
-#: The ops with a native sim kernel; everything else runs through nda's host fallback.
+#: The ops with a native sim kernel; everything else runs through nda's host fallback: the ops whose
+#: result's shape depends on the data (nonzero, unique_*: they read their input on the host anyway),
+#: and a few others (isin, linalg.eig, eigvals, pinv, matrix_rank, fft.hfft, ihfft) that keep the
+#: fallback route, which a plugin's missing ops take, exercised on a device with a queue.
 NATIVE_OPS = sorted(_PREALLOCATED | _OTHER_NATIVE | {n for n, d in CATALOG.items() if d.family in ("unary", "binary")})
 _CPU = Device("cpu", 0)
 _KDL_EXT_DEV = 12  # DLPack's kDLExtDev ("reserved extension device"): what a simulated device reports
@@ -174,6 +184,8 @@ class SimBackend:
         _sparse.register(self, register_kernel)  # the csr layout (nda.layouts plugin API)
 
     def _native(self, decl: Any) -> Callable[..., Any]:
+        if decl.outputs is not None:
+            return self._native_multi(decl)
         reference = _flush.wrap(decl, self.flushes_subnormals)
         mutating = bool(decl.mutates)
         viewing = bool(decl.view)  # x[10:20], x.T, reshape: the result may be a view of args[0]
@@ -228,6 +240,39 @@ class SimBackend:
 
             target = args[0] if mutating and isinstance(args[0], SimBuffer) else None
             return Deferred(out, submit(stream, work, out, target))
+
+        kernel.__name__ = kernel.__qualname__ = f"sim_{decl.name}"
+        kernel.__module__ = __name__
+        return kernel
+
+    def _native_multi(self, decl: Any) -> Callable[..., Any]:
+        """The kernel of an op with a fixed number of results (``linalg.eigh``, ``qr``, ``svd``,
+        ``slogdet``): one work item fills them all; a failure fails each of them."""
+        reference = _flush.wrap(decl, self.flushes_subnormals)
+        count = len(decl.outputs)
+        backend = self
+
+        def kernel(*args: Any, **kwargs: Any) -> Any:
+            device = kwargs.get("device") or _device_of_args(args)
+            stream = backend._stream(device)
+            alloc = backend._allocator(device)
+            outs = tuple(SimBuffer(device) for _ in range(count))
+
+            def work() -> None:
+                try:
+                    inputs: list[SimBuffer] = []
+                    host_args = [_on_device(a, inputs) for a in args]
+                    host_kwargs = {k: (_CPU if k == "device" else _on_device(v, inputs)) for k, v in kwargs.items()}
+                    results = tuple(np.asarray(r) for r in reference(*host_args, **host_kwargs))
+                    for out, result in zip(outs, results):
+                        track(out, alloc, alloc.allocate(result.nbytes))
+                        out._array = result
+                except BaseException as err:
+                    for out in outs[1:]:  # the first output gets the error from submit()
+                        out._error = err.error if isinstance(err, InputFailed) else err
+                    raise
+
+            return Deferred(outs, submit(stream, work, outs[0], more=outs[1:]))
 
         kernel.__name__ = kernel.__qualname__ = f"sim_{decl.name}"
         kernel.__module__ = __name__

@@ -17,6 +17,13 @@ From a shell: ``python -m nda.testing.conformance sim --reference cpu --json rep
 declares ``flushes_subnormals`` is compared with those subnormals flushed on both sides
 (:mod:`nda.testing.conformance._subnormals`).
 
+The ordering profile (``--nda-profile=ordering``, ``--profile ordering``, ``run(...,
+profile="ordering")``, and part of ``deep``) runs programs of dependent ops over the device
+type's devices 0 and 1 and cpu against sequential execution on cpu, keeping the device's
+queues busy so that a missing wait shows: see :mod:`nda.testing.conformance._ordering`. A
+failing cell's note says whose bug it is (:mod:`nda.testing.conformance._blame`).
+``python -m nda.testing.conformance --guide`` prints the backend guide that ships with nda.
+
 The gradient mode (``--nda-gradients``, ``--gradients``, ``run(..., gradients=True)``) checks
 a device's gradients (``nda.autograd``) against finite differences instead: see
 :mod:`nda.testing.conformance._gradients`.

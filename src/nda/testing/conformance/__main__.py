@@ -2,7 +2,9 @@
 
 Exits with status 1 when a cell failed, 2 on a usage error. ``--json -`` prints the JSON
 report on stdout (the table then goes to stderr), ``--json PATH`` writes it to a file.
-``--jobs N`` splits the cells (by op) among N worker processes (``auto``, the default: one
+``--profile ordering`` runs the ordering profile (programs of dependent ops over two devices
+and cpu; :mod:`._ordering`), ``--profile deep`` runs it after the deep value cells; ``--guide``
+prints the backend guide that ships with nda. ``--jobs N`` splits the cells (by op) among N worker processes (``auto``, the default: one
 per core, one per 100 native cells at most; see :mod:`._parallel`). ``--isolate`` runs one op
 per worker process, N at a time, so that a crash or a device left unusable by one op cannot
 fail another op's cells; ``--worker-timeout S`` then kills a worker after S seconds, and
@@ -21,9 +23,13 @@ from ._kit import run
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m nda.testing.conformance", description="Compare a device's kernels with the reference, per (op, dtype, layout).")
-    parser.add_argument("device", help="device type or device, e.g. sim or sim:1")
+    parser.add_argument("device", nargs="?", help="device type or device, e.g. sim or sim:1")
     parser.add_argument("--reference", default="reference", help="'reference' (the catalog's NumPy functions, default) or a device such as cpu")
-    parser.add_argument("--profile", choices=("quick", "deep"), default="quick")
+    parser.add_argument("--profile", choices=("quick", "deep", "ordering"), default="quick",
+                        help="quick (default), deep (more cases, and the ordering profile), or ordering (programs of dependent ops "
+                             "over two devices and cpu, against sequential execution on cpu)")
+    parser.add_argument("--guide", action="store_true",
+                        help="print the backend guide (Markdown) that ships with nda; where it and its example backend are goes to stderr")
     parser.add_argument("--ops", help="comma-separated ops to test (default: all)")
     parser.add_argument("--dtypes", help="comma-separated dtypes to test (default: all)")
     parser.add_argument("--load", action="append", default=[], metavar="MODULE[:ATTR]", help="load a backend at run time first (repeatable)")
@@ -38,6 +44,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--deadline", type=float, metavar="S",
                         help="with worker processes: end the run after S seconds, reporting unfinished ops as not covered")
     args = parser.parse_args(argv)
+    if args.guide:
+        from ._guide import guide_path, example_path
+
+        print(f"the backend guide: {guide_path()}\nits complete minimal backend: {example_path()}", file=sys.stderr)
+        sys.stdout.write(guide_path().read_text(encoding="utf-8"))
+        return 0
+    if not args.device:
+        parser.error("the device to test is required (or --guide)")
 
     import nda
 

@@ -51,7 +51,9 @@ class GradCase:
 
     def __repr__(self) -> str:
         shapes = ", ".join(f"{a.dtype.name}{a.shape}" for a in self.inputs)
-        return f"<gradient of {self.label} at inputs {shapes}, seed data {[a.round(3).tolist() for a in self.inputs]}>"
+        # Only floating inputs are rounded: a bool condition (where) or an integer index (take) cannot be.
+        data = [(a.round(3) if a.dtype.kind in "fc" else a).tolist() for a in self.inputs]
+        return f"<gradient of {self.label} at inputs {shapes}, seed data {data}>"
 
 
 _Builder = Callable[[Any, np.random.Generator, bool], GradCase]

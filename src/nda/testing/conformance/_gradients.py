@@ -236,6 +236,15 @@ def gradient_cells(device: Device | str, *, ops: Iterable[str] | None = None, dt
     return found
 
 
+def _describe(case: Any) -> str:
+    """``repr(case)``, or what can be said when that fails: a failing cell always gets its report."""
+    try:
+        return repr(case)
+    except Exception as err:  # noqa: BLE001
+        label = getattr(case, "label", None) or getattr(case, "op", "?")
+        return f"<gradient of {label} (its inputs could not be shown: {type(err).__name__}: {err})>"
+
+
 class GradientRunner:
     """Runs gradient cells of one device against finite differences or another device."""
 
@@ -288,7 +297,8 @@ class GradientRunner:
                 raise
             except BaseException as err:  # noqa: BLE001 - any failure of the device is a result
                 text = str(err) if isinstance(err, GradientMismatch) else f"{type(err).__name__}: {err}"
-                return CellResult(**base, status="failed", examples=state["examples"], example=repr(state["failed"]), error=text[:2000], found_by="hypothesis", case=state["failed"])
+                return CellResult(**base, status="failed", examples=state["examples"], example=_describe(state["failed"]), error=text[:2000],
+                                  found_by="hypothesis", case=state["failed"])
         return CellResult(**base, status="passed", examples=state["examples"])
 
     def run(self, selected: list[GradCell], progress: Callable[[CellResult], None] | None = None) -> Report:

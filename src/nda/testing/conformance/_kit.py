@@ -281,40 +281,11 @@ class Runner:
         return None
 
     def _diagnose(self, case: Case, cell: Cell) -> str:
-        """Whose bug is it? Call the device's kernel directly with the planned arguments.
+        """Whose bug is it: the backend's kernel ("wrong when run in order"), an ordering bug ("right
+        alone, wrong in the program") or nda's front end (see :mod:`._blame`)."""
+        from ._blame import diagnose
 
-        If the kernel alone agrees with the catalog's reference, the difference came from
-        nda's front end or engine (plan memos, casts, scheduling), not from the backend.
-        """
-        from nda._execute import unwrap
-
-        try:
-            with warnings.catch_warnings(), np.errstate(all="ignore"):
-                warnings.simplefilter("ignore")
-                args, kwargs, inputs, hosts = self._materialize(case, self.device, cell)
-                for x, _, _ in inputs:
-                    x.wait_to_read()
-                decl = CATALOG[case.op]
-                direct = _Outcome()
-                direct.plan, direct.hosts = decl.plan(*args, **kwargs), hosts
-                kernel = nda.dispatch.resolve(case.op, direct.plan.key)
-                result = kernel(*unwrap(direct.plan.args), **{k: unwrap(v) for k, v in direct.plan.kwargs.items()})
-                buf = args[0]._buf if decl.mutates else result
-                value = np.asarray(nda.backends.read_buffer(self.device, buf))
-                expected = self._reference(case, direct).value
-                if expected is None or value.dtype != expected.dtype or value.shape != expected.shape:
-                    return ""
-                if any(not _same_bits(x.asnumpy(), snapshot) for x, snapshot, _ in inputs if not (decl.mutates and x is args[0])):
-                    return ""
-                if case.check_values:
-                    rtol, atol = self._tolerance(case, expected.dtype, expected)
-                    assert_allclose(value, expected, rtol=rtol, atol=atol, signed_zeros=case.signed_zeros and cell.layout is strided, check_dtype=False)
-        except Exception:  # noqa: BLE001 - no verdict: the kernel alone fails too, or cannot be called
-            return ""
-        return (
-            "\nnote: the device's kernel, called directly with the arguments nda planned, gives the reference's "
-            "result; the difference comes from nda's front end or engine (an nda bug, not the backend's)"
-        )
+        return diagnose(self, case, cell)
 
     # ------------------------------------------------------------------ one case
     def check(self, case: Case, cell: Cell) -> None:
@@ -416,7 +387,9 @@ class Runner:
         kwargs = {k: conv(v, k, True) for k, v in case.kwargs.items()}
         return args, kwargs, inputs, hosts
 
-    def _run_on(self, case: Case, device: Device, cell: Cell, reference: bool = False) -> _Outcome:
+    def _run_on(self, case: Case, device: Device, cell: Cell, reference: bool = False, in_order: bool = False) -> _Outcome:
+        """Run ``case`` through the public function on ``device``; ``in_order``: every input finished
+        before the call, and the call before its result is read (``nda.waitall`` between them)."""
         out = _Outcome()
         try:
             args, kwargs, inputs, out.hosts = self._materialize(case, device, cell)
@@ -424,6 +397,11 @@ class Runner:
             raise
         except Exception as err:  # noqa: BLE001
             raise ConformanceFailure(f"building the inputs on {device} failed: {_short(err)}") from err
+        if in_order:
+            try:
+                nda.waitall()
+            except Exception:  # noqa: BLE001 - an earlier case's error: not this case's business
+                pass
         decl = CATALOG[case.op]
         try:
             out.plan = decl.plan(*args, **kwargs)
@@ -435,6 +413,8 @@ class Runner:
         target = None
         try:
             result = public_function(case.op)(*args, **kwargs)
+            if in_order:
+                nda.waitall()
             target = args[0] if decl.mutates else result
             out.value = tuple(host_data(t) for t in target) if isinstance(target, tuple) else host_data(target)  # checked below, naming the call
         except Exception as err:  # noqa: BLE001 - compared with the reference's behaviour
@@ -555,12 +535,19 @@ def run(
     isolate: bool = False,
     worker_timeout: float | None = None,
     deadline: float | None = None,
+    stall: Callable[[Device, float], None] | None = None,
 ) -> Report:
     """Run the conformance kit on ``device`` (a type such as ``"sim"`` or a device ``"sim:1"``).
 
     ``reference`` is ``"reference"`` (the catalog's NumPy reference functions) or another
-    device (``"cpu"``). ``ops``/``dtypes`` restrict the cells; ``profile`` is ``"quick"``
-    or ``"deep"`` (or pass Hypothesis ``settings``). ``gradients=True`` checks the
+    device (``"cpu"``). ``ops``/``dtypes`` restrict the cells; ``profile`` is ``"quick"``,
+    ``"deep"`` or ``"ordering"`` (or pass Hypothesis ``settings``). ``"ordering"`` runs the
+    ordering profile alone (programs of dependent ops over the device type's devices 0 and 1
+    and cpu, against sequential execution on cpu: :mod:`._ordering`); ``"deep"`` runs it after
+    the value cells. The names of its program families (``chains``, ``in-place``, ``views``,
+    ``copies``, ``index bounds``, ``mixed``) may be given in ``ops``. ``stall(device, seconds)``
+    replaces the kit's ballast as the way the ordering profile keeps a queue busy (see
+    :mod:`._pressure`). ``gradients=True`` checks the
     device's gradients instead (see :mod:`._gradients`). ``jobs`` > 1 splits the cells among
     that many worker processes (:mod:`._parallel`; not with ``settings``), ``None`` picks a
     number from the cores and the size of the run (:func:`auto_jobs`). ``isolate=True`` runs one
@@ -573,6 +560,28 @@ def run(
         from . import _gradients
 
         return _gradients.run(device, reference=reference, ops=ops, dtypes=dtypes, profile=profile, settings=settings, progress=progress)
+    from . import _ordering
+
+    families, ops = _ordering.split_ops(ops)
+    if profile == "ordering":
+        return _ordering.run(device, settings=settings, dtypes=dtypes, families=families, progress=progress, stall=stall)
+    values = None
+    if ops is None or ops:
+        values = _run_values(device, reference=reference, ops=ops, dtypes=dtypes, profile=profile, settings=settings, progress=progress,
+                             jobs=jobs, isolate=isolate, worker_timeout=worker_timeout, deadline=deadline)
+    if families == [] or (families is None and profile != "deep"):
+        assert values is not None
+        return values
+    ordering = _ordering.run(device, profile=profile, settings=settings, dtypes=dtypes, families=families, progress=progress, stall=stall)
+    if values is None:
+        return ordering
+    environment = {**values.environment, "ordering": ordering.environment.get("ordering")}
+    return Report(values.device, values.reference, profile, values.results + ordering.results, environment, values.seconds + ordering.seconds)
+
+
+def _run_values(device: Device | str, *, reference: str, ops: Iterable[str] | None, dtypes: Iterable[Any] | None, profile: str, settings: Any,
+                progress: Callable[[CellResult], None] | None, jobs: int | None, isolate: bool, worker_timeout: float | None,
+                deadline: float | None) -> Report:
     runner = Runner(device, reference, profile=profile, settings=settings)
     selected = cells(runner.device, ops=ops, dtypes=dtypes)
     from ._parallel import default_jobs, run_parallel
