@@ -11,7 +11,7 @@ locked while user code runs.
 **Its own flag.** Whether a call is intercepted is the calling thread's business alone, and
 the engine's inline limit is not involved: :data:`ACTIVE` counts the interceptors installed
 over all threads, and every fast path (the C ones in ``nda/_native.c`` and the Python ones)
-tests ``not ACTIVE[0] or not <the thread's stack>`` beside its ``size < engine.state.limit``.
+tests ``not ACTIVE[0] or not <the thread's stack>.pushed`` beside its ``size < engine.state.limit``.
 While nobody intercepts that is one list read; while another thread records it adds one
 thread-local read, and this thread's tiny ops stay on their fast paths. A thread with
 interceptors leaves every fast path, and its slow paths hand the call to its stack
@@ -95,9 +95,23 @@ class EntryPoint:
         return f"<entry point {self.name} ({self.kind})>"
 
 
+class _Stack(list):  # type: ignore[type-arg]
+    """A thread's interceptors, bottom first, and ``pushed``: how many were pushed on it and not
+    popped yet. The fast paths test ``pushed``, not the list: :func:`call` takes the top off
+    the list while it runs, and :func:`suspended` empties it, yet the calls made meanwhile
+    (an interceptor's ``proceed``, nda's own bookkeeping) still take the slow paths, whose
+    NumPy warnings name the user's line (``engine._fperrors``)."""
+
+    __slots__ = ("pushed",)
+
+    def __init__(self, pushed: int = 0) -> None:
+        super().__init__()
+        self.pushed = pushed
+
+
 class _Local(threading.local):
     def __init__(self) -> None:
-        self.stack: list[Interceptor] = []
+        self.stack: _Stack = _Stack()
 
 
 _local = _Local()
@@ -120,9 +134,10 @@ def push(interceptor: Interceptor) -> None:
     with _lock:
         ACTIVE[0] += 1  # before the push: a fast path that reads 0 finds the stack empty too
     stack.append(interceptor)
+    stack.pushed += 1
 
 
-def pop(interceptor: Interceptor, stack: list[Interceptor] | None = None) -> None:
+def pop(interceptor: Interceptor, stack: _Stack | None = None) -> None:
     """Remove ``interceptor`` from the calling thread's stack, or from ``stack`` (a thread's stack
     as :func:`stack` gave it: a scope left on another thread than the one that entered it)."""
     if stack is None:
@@ -136,11 +151,12 @@ def pop(interceptor: Interceptor, stack: list[Interceptor] | None = None) -> Non
             if stack[i] is interceptor:
                 del stack[i]
                 break
+    stack.pushed -= 1
     with _lock:
         ACTIVE[0] -= 1
 
 
-def stack() -> list[Interceptor]:
+def stack() -> _Stack:
     """The calling thread's interceptors, bottom first (the list itself: do not modify it)."""
     return _local.stack
 
@@ -181,7 +197,7 @@ def waiting(array: Any) -> bool:
 def suspended() -> Iterator[None]:
     """Calls made inside reach no interceptor of this thread (nda's own bookkeeping calls)."""
     saved = _local.stack
-    _local.stack = []
+    _local.stack = _Stack(saved.pushed)  # their slow paths all the same (see _Stack)
     try:
         yield
     finally:

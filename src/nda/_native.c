@@ -57,9 +57,9 @@ static PyObject *configure(PyObject *module, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-static PyObject *active_list = NULL, *intercept_local = NULL, *str_stack = NULL;
+static PyObject *active_list = NULL, *intercept_local = NULL, *str_stack = NULL, *str_pushed = NULL;
 
-/* Whether the calling thread has interceptors (nda._intercept): ``ACTIVE[0] and local.stack``.
+/* Whether the calling thread has interceptors (nda._intercept): ``ACTIVE[0] and local.stack.pushed``.
  * 1 also when that cannot be told (not configured, an error): the Python path decides then. */
 static int intercepting(void) {
     if (active_list == NULL) return 1;
@@ -74,9 +74,16 @@ static int intercepting(void) {
         PyErr_Clear();
         return 1;
     }
-    int found = !PyList_Check(stack) || PyList_GET_SIZE(stack) != 0;
+    PyObject *pushed = PyObject_GetAttr(stack, str_pushed);
     Py_DECREF(stack);
-    return found;
+    if (pushed == NULL) {
+        PyErr_Clear();
+        return 1;
+    }
+    Py_ssize_t depth = PyLong_AsSsize_t(pushed);
+    Py_DECREF(pushed);
+    if (depth == -1 && PyErr_Occurred()) PyErr_Clear();
+    return depth != 0;
 }
 
 static PyObject *configure_interception(PyObject *module, PyObject *args) {
@@ -87,6 +94,7 @@ static PyObject *configure_interception(PyObject *module, PyObject *args) {
         return NULL;
     }
     if (str_stack == NULL && (str_stack = PyUnicode_InternFromString("stack")) == NULL) return NULL;
+    if (str_pushed == NULL && (str_pushed = PyUnicode_InternFromString("pushed")) == NULL) return NULL;
     Py_XSETREF(active_list, Py_NewRef(active));
     Py_XSETREF(intercept_local, Py_NewRef(local));
     Py_RETURN_NONE;

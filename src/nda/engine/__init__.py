@@ -60,11 +60,11 @@ Layer: engine (README, "Architecture").
 
 from __future__ import annotations
 
-import os
 import sys
 import weakref
 from typing import Any, Callable, Sequence
 
+from .._config import env_choice
 from . import _fperrors, _queues
 from ._lifecycle import QUIESCE_TIMEOUT, register_at_fork
 from ._profile import Profiler, profiler
@@ -118,7 +118,8 @@ class Engine:
     #: Whether every op on a device queue waits for its work at issue (:meth:`issued`).
     waits_at_issue = True
 
-    def push(self, run: Callable[[], Any], reads: Sequence[Any], writes: Sequence[Any], device: Any, name: str, cost: int = 0, route: Any = None) -> None:
+    def push(self, run: Callable[[], Any], reads: Sequence[Any], writes: Sequence[Any], device: Any, name: str, cost: int = 0, route: Any = None,
+             view: bool = False) -> None:
         raise NotImplementedError(f"engine {self.name!r} does not implement push")
 
     def current_limit(self) -> int:
@@ -386,7 +387,8 @@ class SyncEngine(Engine):
     name = "naive"
     idle_limit = UNBOUNDED
 
-    def push(self, run: Callable[[], Any], reads: Sequence[Any], writes: Sequence[Any], device: Any, name: str, cost: int = 0, route: Any = None) -> None:
+    def push(self, run: Callable[[], Any], reads: Sequence[Any], writes: Sequence[Any], device: Any, name: str, cost: int = 0, route: Any = None,
+             view: bool = False) -> None:
         if profiler.active:
             with profiler.span(name, device, route):
                 _run_now(run, device)
@@ -416,7 +418,8 @@ class DeferredEngine(Engine):
     def __init__(self) -> None:
         self._queue: list[tuple[Callable[[], Any], str, Any, Any]] = []
 
-    def push(self, run: Callable[[], Any], reads: Sequence[Any], writes: Sequence[Any], device: Any, name: str, cost: int = 0, route: Any = None) -> None:
+    def push(self, run: Callable[[], Any], reads: Sequence[Any], writes: Sequence[Any], device: Any, name: str, cost: int = 0, route: Any = None,
+             view: bool = False) -> None:
         self._queue.append((run, name, device, route))
 
     def wait_for(self, array: Any, for_write: bool = False) -> None:
@@ -501,14 +504,14 @@ class _State:
         return False
 
     def _shared_push(self, run: Callable[[], Any], reads: Sequence[Any], writes: Sequence[Any], device: Any, name: str, cost: int = 0,
-                     route: Any = None) -> None:
+                     route: Any = None, view: bool = False) -> None:
         engine = self.engine
         if self.push_inline(cost):
             result = run()  # what the front end's inline path would have done
             if isinstance(result, Completion):
                 _run_now(lambda: result)
             return
-        engine.push(run, reads, writes, device, name, cost=cost, route=route)
+        engine.push(run, reads, writes, device, name, cost=cost, route=route, view=view)
         if SHARED and _touches_shared(reads, writes):
             for array in writes:  # done before the call returns (see share())
                 engine.wait_for(array)
@@ -580,9 +583,7 @@ def waitall() -> None:
 
 
 def _initial_engine() -> None:
-    name = os.environ.get("NDA_ENGINE", "threaded")
-    if name not in _ENGINES:
-        raise ValueError(f"NDA_ENGINE={name!r} is not an engine; available engines: {', '.join(sorted(_ENGINES))}")
+    name = env_choice("NDA_ENGINE", "threaded", tuple(sorted(_ENGINES)))  # empty: the default, as for every NDA_* variable
     if name != "naive":
         use(name)
 
