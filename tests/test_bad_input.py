@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -287,7 +288,7 @@ _HUGE = """
         "matmul": lambda: big((2**31, 1)) @ big((1, 2**31)),
         "concat": lambda: nda.concat([big((2**59,))] * 8),
         "stack": lambda: nda.stack([big((2**59,))] * 8),
-        "random.philox_uniform": lambda: nda.random.default_rng(0).random(2**62, device=D),
+        "random": lambda: nda.random.default_rng(0).random(2**62, device=D),  # errors name the user's method
     }
     for name, call in cases.items():
         try:
@@ -373,6 +374,59 @@ def test_a_mapping_or_a_set_is_not_a_shape(device, shape):
         nda.zeros(shape, device=device)
 
 
+_NOT_SHAPES = [{6: 1}, {6}, (6, True), (True, 6), True, (6.0,), "6"]
+
+
+@pytest.mark.parametrize("shape", _NOT_SHAPES, ids=["dict", "set", "bool-inside", "bool-first", "bool", "float", "str"])
+def test_every_shape_taking_function_refuses_what_the_constructors_refuse(device, shape):
+    """reshape, NumPy's reshape/*_like(shape=)/unravel_index, broadcast_shapes and the random
+    generators parse shapes as the constructors do (``ops._spec.parse_shape``): ``{6: 1}`` or
+    ``(6, True)`` was taken as ``(6,)`` / ``(6, 1)`` where NumPy raises TypeError."""
+    x = nda.ones((2, 3), device=device)
+    rng = nda.random.default_rng(0)
+    bad = shape if not isinstance(shape, tuple) else shape
+    size_bad = shape if shape != (6.0,) else (3.0,)
+    calls = {
+        "nda.reshape": lambda: nda.reshape(x, bad),
+        "x.reshape(tuple)": lambda: x.reshape(bad),
+        "np.reshape": lambda: np.reshape(x, bad),
+        "np.zeros_like(shape=)": lambda: np.zeros_like(x, shape=bad),
+        "np.full_like(shape=)": lambda: np.full_like(x, 2.0, shape=bad),
+        "rng.random": lambda: rng.random(size_bad, device=device),
+        "rng.normal(size=)": lambda: rng.normal(size=size_bad, device=device),
+        "rng.integers(size=)": lambda: rng.integers(0, 5, size=size_bad, device=device),
+    }
+    if isinstance(shape, tuple):
+        calls["x.reshape(*dims)"] = lambda: x.reshape(*bad)
+        calls["nda.broadcast_shapes"] = lambda: nda.broadcast_shapes(bad)
+        calls["np.unravel_index"] = lambda: np.unravel_index(nda.asarray(1, device=device), bad)
+    for what, call in calls.items():
+        # nda's message; a NumPy function nda refuses goes to NumPy (a FallbackWarning), which raises its own
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", nda.FallbackWarning)
+            with pytest.raises(TypeError, match=r"must be an int or a tuple of ints|expected a sequence of integers|an integer is required|cannot be interpreted as an integer"):
+                call()
+                pytest.fail(f"{what} accepted {shape!r}")
+
+
+def test_np_reshape_and_like_name_numpys_function_and_still_take_ints(device):
+    x = nda.ones((2, 3), device=device)
+    assert np.reshape(x, 6).shape == (6,)
+    assert np.reshape(x, np.int64(6)).shape == (6,)
+    assert x.reshape(np.int64(3), -1).shape == (3, 2)
+    assert np.zeros_like(x, shape=4).shape == (4,)
+    assert np.zeros_like(x, shape=[2, np.int64(2)]).shape == (2, 2)
+    assert nda.random.default_rng(0).random([2, np.int32(2)], device=device).shape == (2, 2)
+    with warnings.catch_warnings():  # nda refuses (a FallbackWarning once per route); NumPy, given the call, refuses too
+        warnings.simplefilter("ignore", nda.FallbackWarning)
+        with pytest.raises(TypeError):
+            np.zeros_like(x, shape={4: 1})
+        with pytest.raises(ValueError, match="negative dimension"):
+            np.zeros_like(x, shape=(-1,))
+    with pytest.raises(TypeError, match=r"random\(\): size must be an int or a tuple of ints, got \{3: 1\} \(a dict is not"):
+        nda.random.default_rng(0).random({3: 1})
+
+
 @pytest.mark.parametrize("op", ["sum", "prod", "max", "min", "mean", "argmax", "cumulative_sum", "sort", "flip", "concat"])
 @pytest.mark.parametrize("axis", [True, False, np.True_], ids=["True", "False", "np.True_"])
 def test_a_bool_is_not_an_axis(device, op, axis):
@@ -426,11 +480,15 @@ def test_environment_values_are_parsed_with_errors_naming_the_variable(monkeypat
         assert env_flag("NDA_TEST_VALUE", not flag) is flag
 
 
-_BAD_ENVIRONMENT = {
-    "NDA_QUIESCE_TIMEOUT": "soon", "NDA_MAX_PENDING": "0", "NDA_MAX_PENDING_ELEMENTS": "-1", "NDA_INLINE_MAX": "lots",
-    "NDA_MAX_IN_FLIGHT": "1.5", "NDA_NATIVE": "maybe", "NDA_FUSION_CHUNK": "0", "NDA_SIM_DEVICES": "two", "NDA_SIM_LATENCY_US": "-5",
-    "NDA_SIM_CAPACITY": "1GB", "NDA_SIM_FLUSH_SUBNORMALS": "sometimes",
-}
+_BAD_ENVIRONMENT = [
+    ("NDA_QUIESCE_TIMEOUT", "soon"), ("NDA_MAX_PENDING", "0"), ("NDA_MAX_PENDING_ELEMENTS", "-1"), ("NDA_INLINE_MAX", "lots"),
+    ("NDA_MAX_IN_FLIGHT", "1.5"), ("NDA_NATIVE", "maybe"), ("NDA_FUSION_CHUNK", "0"), ("NDA_SIM_DEVICES", "two"), ("NDA_SIM_LATENCY_US", "-5"),
+    ("NDA_SIM_CAPACITY", "1GB"), ("NDA_SIM_FLUSH_SUBNORMALS", "sometimes"),
+    # past what the setting can be: a hang (a list of 10**20 devices), a bare AssertionError (a stream's sleep overflowed)
+    ("NDA_SIM_DEVICES", "99999999999999999999"), ("NDA_SIM_LATENCY_US", "99999999999999999999"), ("NDA_SIM_CAPACITY", "99999999999999999999"),
+    ("NDA_NUMEXPR", "maybe"),  # was a partitioner's note at each compile, never an error
+    ("NDA_ENGINE", "fast"),
+]
 
 
 def test_a_bad_nda_environment_value_is_an_error_naming_the_variable():
@@ -442,16 +500,44 @@ def test_a_bad_nda_environment_value_is_an_error_naming_the_variable():
     import sys
 
     script = "import nda\nf = nda.hybridize(lambda a: a * 2 + 1)\nf(nda.ones(4)).wait_to_read()\nprint((nda.ones(3, device='sim') + 1).asnumpy())"
-    procs = {name: subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                    env={**os.environ, "NDA_ENGINE": "threaded", name: value})  # the threaded engine reads its settings
-             for name, value in _BAD_ENVIRONMENT.items()}
-    for name, proc in procs.items():
+    procs = {(name, value): subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                             env={**os.environ, "NDA_ENGINE": "threaded", name: value})  # the threaded engine reads its settings
+             for name, value in _BAD_ENVIRONMENT}
+    for (name, value), proc in procs.items():
         try:
             _, err = proc.communicate(timeout=120)
         except subprocess.TimeoutExpired:
             proc.kill()
-            pytest.fail(f"{name}: the process hung")
-        value = _BAD_ENVIRONMENT[name]
+            pytest.fail(f"{name}={value}: the process hung")
         assert proc.returncode != 0, f"{name}={value!r} was accepted"
         assert re.search(rf"ValueError: {name} must be .*, got {re.escape(repr(value))}", err), (name, err[-1500:])
         assert "AssertionError" not in err
+
+
+def test_an_empty_nda_variable_means_its_default():
+    """README: an empty value means the default, for every variable (``NDA_ENGINE=`` was a ValueError)."""
+    import subprocess
+    import sys
+
+    script = "import nda\nprint(nda.engine.current().name, (nda.ones(3, device='sim') + 1).asnumpy().tolist())"
+    names = ["NDA_ENGINE", "NDA_NUMEXPR", "NDA_SIM_DEVICES", "NDA_SIM_LATENCY_US", "NDA_SIM_FLUSH_SUBNORMALS", "NDA_FALLBACK", "NDA_NATIVE"]
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, **{name: "" for name in names}})
+    assert proc.returncode == 0, proc.stderr[-1500:]
+    assert proc.stdout.split()[0] == "threaded" and "[2.0, 2.0, 2.0]" in proc.stdout
+
+
+def test_the_largest_accepted_values_work(monkeypatch):
+    """The bounds refuse only what cannot work: the limits themselves are accepted."""
+    from nda._config import env_float, env_int
+
+    monkeypatch.setenv("NDA_TEST_VALUE", "64")
+    assert env_int("NDA_TEST_VALUE", 2, maximum=64) == 64
+    monkeypatch.setenv("NDA_TEST_VALUE", "65")
+    with pytest.raises(ValueError, match=r"NDA_TEST_VALUE must be an integer from 0 to 64, got '65'; unset it for the default, 2"):
+        env_int("NDA_TEST_VALUE", 2, maximum=64)
+    monkeypatch.setenv("NDA_TEST_VALUE", "1e7")
+    assert env_float("NDA_TEST_VALUE", 0.0, maximum=1e7) == 1e7
+    monkeypatch.setenv("NDA_TEST_VALUE", "inf")
+    with pytest.raises(ValueError, match=r"must be a number from 0 to 1e\+07, got 'inf'"):
+        env_float("NDA_TEST_VALUE", 0.0, maximum=1e7)

@@ -337,6 +337,18 @@ def test_settings_from_the_environment(monkeypatch):
     monkeypatch.setenv("NDA_CUDA_CODEGEN", "0")
     assert not from_environment().enabled
     assert Generator(np, HostCompiler(), from_environment()).wrap("add", "binary", np.add) is np.add
+    # nda's parser of NDA_* switches: "off" and an empty value are understood, "maybe" is refused
+    # (it was taken as "on"), naming the variable
+    monkeypatch.setenv("NDA_CUDA_CODEGEN", "off")
+    assert not from_environment().enabled
+    monkeypatch.setenv("NDA_CUDA_CODEGEN", "")
+    monkeypatch.setenv("NDA_CUDA_CODEGEN_FTZ", "yes")
+    assert from_environment().enabled and from_environment().ftz
+    for name in ("NDA_CUDA_CODEGEN", "NDA_CUDA_CODEGEN_FTZ"):
+        monkeypatch.setenv(name, "maybe")
+        with pytest.raises(ValueError, match=rf"{name} must be 1 or 0 .*, got 'maybe'"):
+            from_environment()
+        monkeypatch.delenv(name)
 
 
 def test_a_kernel_that_does_not_compile_warns_once_and_leaves_the_calls_to_cupy():

@@ -129,18 +129,41 @@ CASES = {
     "dot": (_INTS, lambda a: a.dot(a, dim="c")),
     "pad": (_INTS, lambda a: a.pad(t=(1, 0))),
     "transpose": (_FLOATS, lambda a: a.T * 1),
+    # quantiles: xarray calls xp.nanquantile (skipna) or xp.quantile, then xp.moveaxis on the result
+    "quantile": (_FLOATS, lambda a: a.quantile(0.3, dim="t")),
+    "quantile_list": (_FLOATS, lambda a: a.quantile([0.1, 0.5, 0.9], dim="t")),
+    "quantile_all": (_FLOATS, lambda a: a.quantile(0.5)),
+    "quantile_method": (_FLOATS, lambda a: a.quantile([0.25, 0.75], dim="c", method="nearest")),
+    "quantile_noskip": (_FLOATS, lambda a: a.quantile(0.5, dim="t", skipna=False)),
+    "quantile_int": (_INTS, lambda a: a.quantile(0.4, dim="t")),
+    # fits, derivatives, integrals, covariance (polyfit calls np.any(var), which passes out=None on)
+    "polyfit": (_FLOATS, lambda a: a.fillna(0).polyfit("t", 1).polyfit_coefficients),
+    "polyfit_nan": (_FLOATS, lambda a: a.polyfit("t", 2).polyfit_coefficients),
+    "differentiate": (_FLOATS, lambda a: a.differentiate("t")),
+    "differentiate_2nd": (_FLOATS, lambda a: a.differentiate("t", edge_order=2)),
+    "integrate": (_FLOATS, lambda a: a.integrate("t")),
+    "cumulative_integrate": (_FLOATS, lambda a: a.cumulative_integrate("t")),
+    "cov": (_FLOATS, lambda a: xr.cov(a, a * 2 + 1, dim="t")),
+    "cov_1d": (_FLOATS, lambda a: xr.cov(a.isel(c=0), a.isel(c=2))),
+    "corr": (_FLOATS, lambda a: xr.corr(a, a ** 2, dim="t")),
+    "weighted": (_FLOATS, lambda a: a.weighted(a.isel(t=0).fillna(0.5) + 1).mean("c")),  # weights of the data's namespace
+    # "when was the maximum": a datetime coordinate
+    "idxmax_time": (_FLOATS, lambda a: a.assign_coords(t=np.arange(6).astype("datetime64[D]")).idxmax("t")),
 }
 
 
-#: What xarray asks of the arrays' namespace that nda does not have (it is not about dtypes):
-#: a NumPy module layout (``xp.lib.stride_tricks``) and arrays of strings (a coordinate of
-#: labels made an array of the data's namespace). (``xp.var(x, ddof=)`` works since issue 37.) Over Dask chunks, Dask
+#: What xarray asks of the arrays' namespace that nda does not have: a NumPy module layout
+#: (``xp.lib.stride_tricks``), and arrays of strings or datetimes (a coordinate of labels or
+#: times made an array of the data's namespace by ``xarray.compat.array_api_compat.to_like_array``,
+#: which calls ``xp.asarray`` with no NumPy fallback; CuPy, without those dtypes either, fails the same way). (``xp.var(x, ddof=)`` works since issue 37.) Over Dask chunks, Dask
 #: does this work and these cases pass.
 NOT_IN_NDA = {
     "rolling_mean": (AttributeError, "xarray's eager rolling calls xp.lib.stride_tricks.sliding_window_view"),
     "rolling_sum": (AttributeError, "xarray's eager rolling calls xp.lib.stride_tricks.sliding_window_view"),
     "rolling_construct": (AttributeError, "xarray's eager rolling calls xp.lib.stride_tricks.sliding_window_view"),
     "idxmax_labels": (TypeError, "xarray makes the coordinate's labels (strings) an array of the data's namespace"),
+    "idxmax_time": (TypeError, "xarray makes the coordinate's datetimes an array of the data's namespace (xp.asarray, no fallback): "
+                               "nda, as CuPy, has no datetime64 dtype"),
 }
 
 
@@ -182,7 +205,8 @@ def test_xarray_on_nda_gives_numpys_values_and_dtypes(case, device):
 # compare the chunks' dtype with NumPy's abstract types and call np.isdtype on it.
 DASK_CASES = ["where", "where_int", "shift", "shift_int", "sum", "sum_noskip", "mean", "mean_int", "std", "min_max",
               "sum_int", "count", "cumsum", "idxmax", "idxmin", "idxmax_int_coords", "arithmetic", "concat", "fillna",
-              "rolling_mean", "rolling_sum", "groupby", "interp", "var_int", "pad", "reindex"]
+              "rolling_mean", "rolling_sum", "groupby", "interp", "var_int", "pad", "reindex", "differentiate",
+              "cumulative_integrate", "cov", "corr", "weighted", "polyfit"]
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -221,3 +245,20 @@ def test_dataset_of_nda_variables(device):
         got = expr(ds)
         for name in want.data_vars:
             _same(got[name], want[name])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_when_was_the_maximum_over_a_datetime_coordinate(device):
+    """``idxmax`` over datetimes cannot run on nda data (README: xarray makes the times an array of
+    the data's namespace); the error says why, and the ways around it give NumPy-backed xarray's answer."""
+    pd = pytest.importorskip("pandas")
+    time = pd.date_range("2020-01-01", periods=6)
+    values = np.nan_to_num(_FLOATS, nan=-1.0)
+    want = xr.DataArray(values, dims=("time", "c"), coords={"time": time}).idxmax("time")
+    got = xr.DataArray(nda.asarray(values, device=device), dims=("time", "c"), coords={"time": time})
+    with nda.Device(device):
+        with pytest.raises(TypeError, match=r"datetime64\[.*\] has no nda equivalent.*datetimes and timedeltas stay in NumPy"):
+            got.idxmax("time")
+        xr.testing.assert_identical(got["time"][got.argmax("time")].drop_vars("time").rename("time").reset_coords(drop=True),
+                                    want.reset_coords(drop=True))
+        xr.testing.assert_identical(got.as_numpy().idxmax("time"), want)

@@ -102,15 +102,12 @@ def test_hybridize_gives_eager_results_on_element_wise_chains(device, data):
     shape = data.draw(st.sampled_from([(5,), (3, 4), (40000,)]))
     host_a = nst.draw_host_array(data.draw, getattr(nda, dtype), shape)
     host_b = nst.draw_host_array(data.draw, getattr(nda, dtype), shape)
-    previous = os.environ.get("NDA_NUMEXPR")
-    os.environ["NDA_NUMEXPR"] = "0"  # the chunked evaluator: exact (numexpr is checked below)
+    previous = fusion.USE_NUMEXPR
+    fusion.USE_NUMEXPR = False  # as NDA_NUMEXPR=0: the chunked evaluator, exact (numexpr is checked below)
     try:
         found = _run_chain(steps, host_a, host_b, device)
     finally:
-        if previous is None:
-            del os.environ["NDA_NUMEXPR"]
-        else:
-            os.environ["NDA_NUMEXPR"] = previous
+        fusion.USE_NUMEXPR = previous
     if found is None:
         return
     eager, first, eager2, graph2, h = found

@@ -102,7 +102,7 @@ def test_reshape_errors():
         nda.reshape(x, (-2, -3))
     with pytest.raises(ValueError, match="cannot reshape"):
         nda.reshape(x, (4, -1))
-    with pytest.raises(TypeError, match="shape must be a tuple of ints"):
+    with pytest.raises(TypeError, match="shape must be an int or a tuple of ints"):
         nda.reshape(x, (2.0, 3))
     with pytest.raises(TypeError, match="copy must be True, False or None"):
         nda.reshape(x, (6,), copy=1)

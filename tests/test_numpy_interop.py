@@ -237,7 +237,7 @@ def test_numpy_calls_nda_cannot_run_are_numpys_on_host_copies(device):
         (lambda: np.add.outer(x, x), np.add.outer(data, data)),
         (lambda: np.subtract.reduce(x), np.subtract.reduce(data)),
         (lambda: np.add(x, 1, casting="unsafe"), data + 1),
-        (lambda: np.nanpercentile(x, 50), np.nanpercentile(data, 50)),
+        (lambda: np.nancumsum(x), np.nancumsum(data)),  # (np.nanpercentile runs on the device since nda.nanpercentile)
         (lambda: np.trapezoid(x), np.trapezoid(data)),  # (np.einsum runs on the device: tests/test_einsum.py)
         (lambda: np.allclose(x, x), True),
         (lambda: np.reshape(x, (3, 1), order="F"), data.reshape(3, 1)),

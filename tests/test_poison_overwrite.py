@@ -26,6 +26,15 @@ def device(request):
     return request.param
 
 
+@pytest.fixture(params=["cpu", "sim", "cudamirror"])
+def view_device(request):
+    """Also nda-cuda's kernels over the CuPy model (``tests/_cuda_numpy_mirror.py``): a device queue
+    whose kernels, as CuPy's, do not pass failures on themselves (nda's queue must)."""
+    if request.param == "cudamirror" and not nda.backends.serves("cudamirror"):
+        nda.backends.load("_cuda_numpy_mirror:backend")
+    return request.param
+
+
 @pytest.fixture(autouse=True)
 def _settle():
     yield
@@ -110,3 +119,108 @@ def test_writes_that_read_the_failed_array_stay_failed(device, n):
                 x[...] = x + 1
         with pytest.raises(IndexError):
             x.asnumpy()
+
+
+def _failed_type(x):
+    """The error a read of ``x`` raises (None when the failed op raised at its call and left ``x``
+    as it was: the naive engine, small cpu ops)."""
+    try:
+        x.asnumpy()
+    except (ValueError, IndexError) as err:
+        return type(err)
+    return None
+
+
+@pytest.mark.parametrize("failure", FAILURES)
+@pytest.mark.parametrize("n", SIZES)
+def test_a_view_made_after_the_failure_shows_the_whole_write(view_device, n, failure):
+    """``v = x[1:3]`` of a failed ``x`` reads as failed while ``x`` is, and shows ``x``'s new values
+    once ``x`` is written whole, as a view does in NumPy. It kept raising the old error: the view
+    op inherited the poison and never made the view (cpu tasks), or sim's view work failed."""
+    device = view_device
+    x = _fail_in_place(nda.ones(n, dtype=nda.int64, device=device), failure)
+    failed = _failed_type(x)
+    v = x[1:3]
+    t = nda.permute_dims(nda.reshape(x, (n // 2, 2)), (1, 0)) if failed is None else None
+    w = nda.flip(x)
+    if failed is not None:
+        with pytest.raises(failed):
+            v.asnumpy()
+        with pytest.raises(failed):
+            (v + 1).asnumpy()  # what is computed from it fails too
+        t = nda.permute_dims(nda.reshape(x, (n // 2, 2)), (1, 0))  # a view of a view of the failed memory
+    x[...] = 2
+    np.testing.assert_array_equal(v.asnumpy(), [2, 2])
+    np.testing.assert_array_equal((v + 1).asnumpy(), [3, 3])
+    assert (w.asnumpy() == 2).all() and (t.asnumpy() == 2).all()
+    assert float(nda.sum(x)) == 2 * n
+
+
+@pytest.mark.parametrize("failure", FAILURES)
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("view", ["x[::-1]", "x[...]", "x.T (2-d)", "flip(x)[::-1]"])
+def test_a_whole_write_through_a_view_spanning_the_array_makes_it_valid(view_device, n, failure, view):
+    """``x[::-1][...] = 7`` writes every element of ``x``: ``x`` is valid again, as after ``x[...] = 7``."""
+    device = view_device
+    x = nda.ones(n, dtype=nda.int64, device=device) if view != "x.T (2-d)" else nda.ones((n // 2, 2), dtype=nda.int64, device=device)
+    made = {"x[::-1]": lambda: x[::-1], "x[...]": lambda: x[...], "x.T (2-d)": lambda: x.T, "flip(x)[::-1]": lambda: nda.flip(x)[::-1]}[view]
+    before = made()  # a view made before the failure (its buffer is there)
+    before.wait_to_read()
+    _fail_in_place_2d(x, failure)
+    before[...] = 7
+    got = x.asnumpy()
+    assert (got == 7).all()
+    after = made()  # and one made after the failure
+    after[...] = 5
+    assert (x.asnumpy() == 5).all() and (before.asnumpy() == 5).all()
+
+
+def _fail_in_place_2d(x, how):
+    with contextlib.suppress(ValueError, IndexError):
+        if how == "pow":
+            x **= -1
+        else:
+            x[nda.asarray([x.shape[0] + 5], device=x.device)] = 3
+    return x
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_a_write_through_a_view_that_does_not_span_the_array_leaves_it_failed(view_device, n):
+    """A view with fewer elements, a broadcast, or a reshape that copied (``x.T.reshape(-1)``: its
+    writes do not reach ``x``) does not write all of ``x``: ``x`` stays failed."""
+    device = view_device
+    for how in ("slice", "reshape copy", "broadcast"):
+        x = nda.ones((n // 2, 2), dtype=nda.int64, device=device)
+        if how == "slice":
+            view = x[1:]
+        elif how == "reshape copy":
+            view = nda.reshape(x.T, (-1,))  # not contiguous: a copy, though nda orders it as a view of x
+        else:
+            view = nda.broadcast_to(x[:1], x.shape)
+        view.wait_to_read()
+        _fail_in_place_2d(x, "pow")
+        failed = _failed_type(x)
+        if failed is None:
+            continue  # the naive engine (or a small cpu op): x was never failed
+        with contextlib.suppress(ValueError, IndexError):  # a broadcast view is read-only; the old error may come at the call
+            view[...] = 7
+        with pytest.raises(failed):
+            x.asnumpy()
+
+
+@pytest.mark.parametrize("failure", FAILURES)
+@pytest.mark.parametrize("n", SIZES)
+def test_what_is_computed_from_a_view_made_before_the_failure_fails(view_device, n, failure):
+    """``w = x[::-1]``, then ``x`` fails: ``w + 1`` computes from undefined memory and must fail too.
+    On a device queue whose kernels do not pass failures on (CuPy's; the model here) it gave
+    a value: only ``x``'s own buffer was looked up, not the memory ``w`` views."""
+    x = nda.ones(n, dtype=nda.int64, device=view_device)
+    w = x[::-1]
+    w.wait_to_read()
+    _fail_in_place(x, failure)
+    failed = _failed_type(x)
+    if failed is None:
+        return  # the naive engine (or a small cpu op): x was never failed
+    for compute in (lambda: w + 1, lambda: nda.sum(w), lambda: w[:2] * 2):
+        with pytest.raises(failed):
+            compute().asnumpy()

@@ -270,3 +270,15 @@ def test_reductions_of_views_and_noncontiguous_input():
     v = nda.permute_dims(x, (2, 0, 1))[:, ::-1]
     assert_same(nda.sum(v, axis=(0, 2)), np.sum(np.transpose(a, (2, 0, 1))[:, ::-1], axis=(0, 2)))
     assert_same(nda.argmax(v, axis=1), np.argmax(np.transpose(a, (2, 0, 1))[:, ::-1], axis=1))
+
+
+@pytest.mark.parametrize("device", ["cpu", "sim"])
+def test_any_and_all_take_numpys_out_none(device):
+    """``np.any(obj)`` calls ``obj.any(axis=None, out=None)``; xarray passes that on as
+    ``xp.any(data, out=None)`` (its ``polyfit``): a TypeError before. An array there is refused."""
+    x = nda.asarray([[True, False], [True, True]], device=device)
+    assert nda.any(x, out=None).item() is True and nda.all(x, axis=1, out=None).tolist() == [False, True]
+    assert x.any(out=None).item() is True and x.all(0, out=None).tolist() == [True, False]
+    for op in (nda.any, nda.all):
+        with pytest.raises(TypeError, match=rf"{op.__name__}\(\): out= must be None"):
+            op(x, out=nda.zeros((), dtype=nda.bool, device=device))

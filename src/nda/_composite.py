@@ -24,7 +24,7 @@ import numpy as np
 from . import _dtypes
 from ._array import NDArray
 from .ops._spec import broadcast_shapes as _broadcast_shapes
-from .ops._spec import check_array, int_arg, normalize_axes, normalize_axis
+from .ops._spec import check_array, check_shape, int_arg, normalize_axes, normalize_axis
 
 __all__ = [
     "broadcast_arrays", "broadcast_shapes", "diff", "matrix_transpose", "meshgrid", "moveaxis", "unstack", "pad", "transpose",
@@ -46,7 +46,7 @@ def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
     for shape in shapes:
         if not isinstance(shape, tuple):
             raise TypeError(f"broadcast_shapes(): shapes must be tuples of ints, got {shape!r}")
-        checked.append(tuple(operator.index(n) for n in shape))
+        checked.append(check_shape(shape, "broadcast_shapes"))  # the constructors' parser: no bool
     return _broadcast_shapes(*checked)
 
 

@@ -10,7 +10,10 @@ The ``NDA_*`` environment variables are read once, when the module that uses one
 imported, through :func:`env_int`, :func:`env_float`, :func:`env_flag` and
 :func:`env_choice`: a value that is not what the variable takes raises a ValueError that
 names the variable, the value and what is allowed (``import nda`` fails with it), rather
-than a bare ``int()`` error or an assertion deep inside later.
+than a bare ``int()`` error, an assertion deep inside later or a hang (a device count of
+10**20). An empty value means the default, for every variable. Plugins parse their own
+``NDA_*`` variables with the same functions, re-exported by the public
+:mod:`nda.backends.contract` (a plugin imports only nda's public modules).
 
 Layer: values (README, "Architecture").
 """
@@ -34,8 +37,14 @@ def _raw(name: str) -> str | None:
     return value.strip()
 
 
-def env_int(name: str, default: int, *, minimum: int = 0) -> int:
-    """The integer in environment variable ``name`` (``default`` when unset or empty), at least ``minimum``."""
+def _range(minimum: float, maximum: float | None) -> str:
+    return f">= {minimum:g}" if maximum is None else f"from {minimum:g} to {maximum:g}"
+
+
+def env_int(name: str, default: int, *, minimum: int = 0, maximum: int | None = None) -> int:
+    """The integer in environment variable ``name`` (``default`` when unset or empty), from
+    ``minimum`` to ``maximum`` (a count of devices, a size: what the setting can sensibly be;
+    a value past it is refused rather than hanging or overflowing later)."""
     raw = _raw(name)
     if raw is None:
         return default
@@ -43,13 +52,14 @@ def env_int(name: str, default: int, *, minimum: int = 0) -> int:
         value = int(raw.replace("_", ""))
     except ValueError:
         value = None
-    if value is None or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {os.environ[name]!r}; unset it for the default, {default}")
+    if value is None or value < minimum or (maximum is not None and value > maximum):
+        raise ValueError(f"{name} must be an integer {_range(minimum, maximum)}, got {os.environ[name]!r}; unset it for the default, {default}")
     return value
 
 
-def env_float(name: str, default: float, *, minimum: float = 0.0) -> float:
-    """The number in environment variable ``name`` (``default`` when unset or empty), at least ``minimum`` (``inf`` allowed)."""
+def env_float(name: str, default: float, *, minimum: float = 0.0, maximum: float | None = None) -> float:
+    """The number in environment variable ``name`` (``default`` when unset or empty), from
+    ``minimum`` to ``maximum`` (``inf`` allowed when there is no maximum)."""
     raw = _raw(name)
     if raw is None:
         return default
@@ -57,8 +67,8 @@ def env_float(name: str, default: float, *, minimum: float = 0.0) -> float:
         value = float(raw)
     except ValueError:
         value = math.nan
-    if math.isnan(value) or value < minimum:
-        raise ValueError(f"{name} must be a number >= {minimum:g}, got {os.environ[name]!r}; unset it for the default, {default:g}")
+    if math.isnan(value) or value < minimum or (maximum is not None and value > maximum):
+        raise ValueError(f"{name} must be a number {_range(minimum, maximum)}, got {os.environ[name]!r}; unset it for the default, {default:g}")
     return value
 
 

@@ -365,7 +365,8 @@ def from_numpy_dtype(dt: np.dtype) -> DType:
     found = _BY_NUMPY.get(dt)
     if found is None:
         names = ", ".join(d.name for d in ALL_DTYPES)
-        raise TypeError(f"NumPy dtype {dt} has no nda equivalent; supported dtypes: {names}")
+        why = "; datetimes and timedeltas stay in NumPy (nda, as CuPy, has no datetime64 or timedelta64)" if np.dtype(dt).kind in "mM" else ""
+        raise TypeError(f"NumPy dtype {dt} has no nda equivalent; supported dtypes: {names}{why}")
     return found
 
 

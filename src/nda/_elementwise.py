@@ -47,6 +47,7 @@ _new = object.__new__
 _SCALARS = (bool, int, float, complex)
 _ACTIVE = _intercept.ACTIVE
 _WRITES = _intercept.WRITES
+_local = _intercept._local  # the calling thread's interceptors: stack (its own flag, never the engine's limit)
 _HOST_FAMILIES = _hostviews.FAMILIES
 
 
@@ -120,7 +121,7 @@ def make_unary(decl: OpDecl) -> Callable[..., NDArray]:
             kernel, meta = cache[x._meta]
         except (KeyError, AttributeError):
             return slow(x)
-        if x._size < _state.limit:
+        if x._size < _state.limit and (not _ACTIVE[0] or not _local.stack.pushed):
             out = _new(NDArray)
             out._buf = kernel(x._buf) if x._shape else zero_d_buffer(kernel(x._buf), meta)
             out._meta = meta
@@ -217,7 +218,7 @@ def make_binary(decl: OpDecl) -> tuple[Callable[..., NDArray], Callable[..., Any
                     else:
                         shape = broadcast_shapes(shape, x2._shape)
                         size = prod(shape)
-                    if size < _state.limit:
+                    if size < _state.limit and (not _ACTIVE[0] or not _local.stack.pushed):
                         kernel, meta = entry
                         out = _new(NDArray)
                         buf = kernel(x1._buf, x2._buf)
@@ -233,7 +234,7 @@ def make_binary(decl: OpDecl) -> tuple[Callable[..., NDArray], Callable[..., Any
                 if x1.__class__ is NDArray:
                     entry = cache_get((x1._meta, c2))
                     size = x1._size
-                    if entry is not None and size < _state.limit:
+                    if entry is not None and size < _state.limit and (not _ACTIVE[0] or not _local.stack.pushed):
                         kernel, meta = entry
                         shape = x1._shape
                         out = _new(NDArray)
@@ -250,7 +251,7 @@ def make_binary(decl: OpDecl) -> tuple[Callable[..., NDArray], Callable[..., Any
             elif c2 is NDArray and x1.__class__ is float:  # ``2.0 * x`` (reflected): inlined too
                 entry = cache_get((float, x2._meta))
                 size = x2._size
-                if entry is not None and size < _state.limit:
+                if entry is not None and size < _state.limit and (not _ACTIVE[0] or not _local.stack.pushed):
                     kernel, meta = entry
                     shape = x2._shape
                     out = _new(NDArray)
@@ -311,7 +312,7 @@ def make_inplace(decl: OpDecl, attr: str) -> Callable[..., Any]:
             other = python_scalar(other)
         key = (self._meta, other._meta if other.__class__ is NDArray else other.__class__)
         entry = cache.get(key)
-        if entry is not None and entry[1] and self._size < _state.limit and not _WRITES:
+        if entry is not None and entry[1] and self._size < _state.limit and not _WRITES and (not _ACTIVE[0] or not _local.stack.pushed):
             if other.__class__ is NDArray:
                 if other._shape == self._shape or broadcast_shapes(self._shape, other._shape) == self._shape:
                     buf = self._buf

@@ -105,13 +105,10 @@ def intercepted(op: Any, args: tuple[Any, ...], kwargs: dict[str, Any], proceed:
 
 
 def inline(size: int) -> bool:
-    """Whether an op touching ``size`` elements runs right here, on a slow path.
-
-    ``size < engine.state.limit``, as on the fast paths; while an interceptor is installed
-    somewhere ``limit`` is 0 (every call leaves its fast path to be looked at), and an op the
-    calling thread's interceptors let through runs inline under the engine's own limit.
-    """
-    return size < _state.limit or (bool(_state.watchers) and size < _state.inline_limit())
+    """Whether an op touching ``size`` elements runs right here, on a slow path: ``size <
+    engine.state.limit``, as on the fast paths (interception is decided before, by
+    :func:`intercepted`, and never through the limit)."""
+    return size < _state.limit
 
 
 def notify_write(target: Any, value: Any, what: str) -> None:
@@ -131,6 +128,7 @@ def _load_native() -> Any:
     slots = vars(NDArray)
     _native.configure(NDArray, slots["_buf"], slots["_meta"], slots["_shape"], slots["_size"], slots["_base"], _state,
                       vars(type(_state))["limit"])
+    _native.configure_interception(_ACTIVE, _local)  # the calling thread's interceptors: their own flag
     return _native
 
 
@@ -236,7 +234,12 @@ def execute(name: str, plan: Plan) -> NDArray:
         out._buf = zero_d_buffer(result, meta) if zero_d else result
         return None
 
-    _state.push(run, reads, (out,), plan.device, name, cost=size, route=kernel)
+    if out._base is not None and (name in _O1_VIEWS or (name == "reshape" and not plan.kwargs.get("copy") and _c_contiguous(plan.view_of))):
+        # Only a view: it runs on a base a failed write left poisoned and reads as failed through
+        # it (engine._graph), so that it shows the base's values once the base is written whole.
+        _state.push(run, reads, (out,), plan.device, name, cost=size, route=kernel, view=True)
+    else:
+        _state.push(run, reads, (out,), plan.device, name, cost=size, route=kernel)
     return out
 
 
@@ -260,7 +263,7 @@ def execute_mutation(name: str, plan: Plan, target: NDArray) -> None:
             overwrites = False
             break
     else:  # the plan leaves the target out of its reads: a whole write, if it says so
-        overwrites = getattr(plan, "overwrites", False) and base is target
+        overwrites = getattr(plan, "overwrites", False) and (base is target or spans_base(target, base))
         if not overwrites:
             reads = (*reads, target)
 
@@ -276,12 +279,12 @@ def execute_mutation(name: str, plan: Plan, target: NDArray) -> None:
         def run() -> Any:
             outer = _writing.base
             _writing.base = base._buf
-            _writing.overwrite = True  # ... and it writes all of it: its old failure no longer matters
+            _writing.overwrite = target._buf  # ... and it writes all of its memory: its old failure no longer matters
             try:
                 return kernel(*unwrap(args), **kwargs)
             finally:
                 _writing.base = outer
-                _writing.overwrite = False
+                _writing.overwrite = None
 
     if inline(size):
         token = _fp_guard()  # NumPy's warnings name the user's line (engine._fperrors)
@@ -291,6 +294,44 @@ def execute_mutation(name: str, plan: Plan, target: NDArray) -> None:
             _fp_unguard(token)
         return
     _state.push(run, reads, (base,), plan.device, name, cost=size, route=kernel)
+
+
+def _c_contiguous(x: NDArray) -> bool:
+    """Whether ``x``'s buffer is C-contiguous now (a ``reshape`` of it is a view, never a copy);
+    False when that is not known (a buffer not made yet, one without NumPy's ``flags``)."""
+    flags = getattr(x._buf, "flags", None)
+    return bool(getattr(flags, "c_contiguous", False))
+
+
+def spans_base(view: NDArray, base: NDArray) -> bool:
+    """Whether the view ``view`` spans all of ``base``'s memory (``x[::-1]``, ``x.T``, ``x[...]``
+    of a whole ``x``): a write of all of it writes every element of ``base``.
+
+    Asked of the buffers as they are now: the same number of elements of the same dtype, the
+    same buffer owning the memory (the backend's ``buffer_owner``, NumPy's ``base`` chain),
+    no stride 0 (a broadcast). A view whose buffer is not made yet, or a "view" that copied
+    (``reshape`` of a transposed array), does not count: the write then reads ``base`` and
+    stays failed if ``base`` was, as any partial write.
+    """
+    if view._size != base._size or view._meta.dtype != base._meta.dtype or view._meta.layout is not _STRIDED:
+        return False
+    vbuf, bbuf = view._buf, base._buf
+    if vbuf is None or bbuf is None:
+        return False
+    strides, shape = getattr(vbuf, "strides", None), getattr(vbuf, "shape", None)
+    if strides is not None and shape is not None and any(s == 0 and n > 1 for s, n in zip(strides, shape)):
+        return False
+    owner = _backends.handle(base._meta.device).buffer_owner or _owner_of_array
+    return owner(vbuf) is owner(bbuf)
+
+
+def _owner_of_array(buf: Any) -> Any:
+    """The object owning a NumPy-like array's memory (the end of its ``base`` chain)."""
+    while True:
+        parent = getattr(buf, "base", None)
+        if parent is None:
+            return buf
+        buf = parent
 
 
 def run_elementwise(name: str, kernel: Callable[..., Any], args: tuple[Any, ...], meta: ArrayMeta, shape: tuple[int, ...]) -> NDArray:

@@ -8,14 +8,14 @@ its trace stack and MXNet's ``Imperative::Invoke`` its ``is_recording()`` flag. 
 bound anywhere (``from nda import exp``) therefore records and traces, and nothing is
 locked while user code runs.
 
-**One check.** While no interceptor is installed on any thread, the generated functions'
-fast paths are exactly what they were: the single comparison ``size < engine.state.limit``
-decides whether a ready op runs inline. Installing the first interceptor anywhere asks the
-engine to route every op through ``push`` (``engine.state.watch``, which makes ``limit`` 0),
-so every call leaves its fast path; every slow path starts by asking this module whether
-the *calling thread* has interceptors (:data:`ACTIVE` first, a list read, then the thread's
-stack). Threads without interceptors meanwhile run their small ops inline all the same
-(``engine.state``'s watched push does what the inline path would have done).
+**Its own flag.** Whether a call is intercepted is the calling thread's business alone, and
+the engine's inline limit is not involved: :data:`ACTIVE` counts the interceptors installed
+over all threads, and every fast path (the C ones in ``nda/_native.c`` and the Python ones)
+tests ``not ACTIVE[0] or not <the thread's stack>.pushed`` beside its ``size < engine.state.limit``.
+While nobody intercepts that is one list read; while another thread records it adds one
+thread-local read, and this thread's tiny ops stay on their fast paths. A thread with
+interceptors leaves every fast path, and its slow paths hand the call to its stack
+(``nda._execute.intercepted``).
 
 **The chain.** :func:`call` hands the call to the thread's top interceptor with that
 interceptor *taken off* the stack; its ``proceed(*args, **kwargs)`` calls the op's public
@@ -46,7 +46,6 @@ from typing import Any, Callable, Iterator
 from contextlib import contextmanager
 
 from . import _forksafe
-from .engine import state as _engine_state
 
 __all__ = ["Interceptor", "EntryPoint", "ACTIVE", "WRITES", "push", "pop", "stack", "call", "reading", "waiting", "suspended", "installed"]
 
@@ -96,16 +95,30 @@ class EntryPoint:
         return f"<entry point {self.name} ({self.kind})>"
 
 
+class _Stack(list):  # type: ignore[type-arg]
+    """A thread's interceptors, bottom first, and ``pushed``: how many were pushed on it and not
+    popped yet. The fast paths test ``pushed``, not the list: :func:`call` takes the top off
+    the list while it runs, and :func:`suspended` empties it, yet the calls made meanwhile
+    (an interceptor's ``proceed``, nda's own bookkeeping) still take the slow paths, whose
+    NumPy warnings name the user's line (``engine._fperrors``)."""
+
+    __slots__ = ("pushed",)
+
+    def __init__(self, pushed: int = 0) -> None:
+        super().__init__()
+        self.pushed = pushed
+
+
 class _Local(threading.local):
     def __init__(self) -> None:
-        self.stack: list[Interceptor] = []
+        self.stack: _Stack = _Stack()
 
 
 _local = _Local()
 _lock = _forksafe.guard(threading.Lock(), "the interceptors' lock", rank=30, stage=_forksafe.INNER)
 
-#: ``[n]``: interceptors installed over all threads. The slow paths test ``ACTIVE[0]`` before
-#: they look at the calling thread's stack.
+#: ``[n]``: interceptors installed over all threads. The fast and slow paths test ``ACTIVE[0]``
+#: before they look at the calling thread's stack (a list read, where a thread-local is more).
 ACTIVE = [0]
 
 #: Hooks ``hook(target, value, what)`` called before every write into an existing array, from
@@ -113,23 +126,18 @@ ACTIVE = [0]
 WRITES: list[Callable[[Any, Any, str], None]] = []
 
 
-def _route_all(name: str, reads: Any) -> None:
-    """The engine watcher installed while any interceptor is: it only makes every op leave its fast path."""
-
-
 def push(interceptor: Interceptor) -> None:
     """Install ``interceptor`` on top of the calling thread's stack."""
     stack = _local.stack
     for below in stack:
         below.pushed_above(interceptor)
-    stack.append(interceptor)
     with _lock:
-        ACTIVE[0] += 1
-        if ACTIVE[0] == 1:
-            _engine_state.watch(_route_all)
+        ACTIVE[0] += 1  # before the push: a fast path that reads 0 finds the stack empty too
+    stack.append(interceptor)
+    stack.pushed += 1
 
 
-def pop(interceptor: Interceptor, stack: list[Interceptor] | None = None) -> None:
+def pop(interceptor: Interceptor, stack: _Stack | None = None) -> None:
     """Remove ``interceptor`` from the calling thread's stack, or from ``stack`` (a thread's stack
     as :func:`stack` gave it: a scope left on another thread than the one that entered it)."""
     if stack is None:
@@ -143,13 +151,12 @@ def pop(interceptor: Interceptor, stack: list[Interceptor] | None = None) -> Non
             if stack[i] is interceptor:
                 del stack[i]
                 break
+    stack.pushed -= 1
     with _lock:
         ACTIVE[0] -= 1
-        if ACTIVE[0] == 0:
-            _engine_state.unwatch(_route_all)
 
 
-def stack() -> list[Interceptor]:
+def stack() -> _Stack:
     """The calling thread's interceptors, bottom first (the list itself: do not modify it)."""
     return _local.stack
 
@@ -190,7 +197,7 @@ def waiting(array: Any) -> bool:
 def suspended() -> Iterator[None]:
     """Calls made inside reach no interceptor of this thread (nda's own bookkeeping calls)."""
     saved = _local.stack
-    _local.stack = []
+    _local.stack = _Stack(saved.pushed)  # their slow paths all the same (see _Stack)
     try:
         yield
     finally:

@@ -11,12 +11,14 @@
  *     kernel runs right here on the buffers, and the result is an NDArray with the entry's
  *     metadata (the slots are written at the offsets of NDArray's member descriptors);
  *   - anything else (broadcasting, Python ints, 0-d results, a cache miss, a busy engine,
- *     an interceptor installed somewhere: limit 0): the Python operator, unchanged.
+ *     interceptors on the calling thread): the Python operator, unchanged.
  *
  * The types are method descriptors (Py_TPFLAGS_METHOD_DESCRIPTOR), so the interpreter calls
  * them with the array first, without binding, like a Python function in the class dict.
  * Nothing here keeps state beyond what configure() is given once at import: NDArray, the
- * offsets of its slots, the engine state object and the offset of its ``limit`` slot.
+ * offsets of its slots, the engine state object and the offset of its ``limit`` slot; and
+ * (configure_interception) nda._intercept's ACTIVE list and its thread-local stacks: whether the
+ * calling thread intercepts calls is its own flag, read here only while ACTIVE[0] is not 0.
  * NDA_NATIVE=0 makes nda use the Python fast paths (the suite runs both).
  *
  * Layer: arrays and front end, generators (README, "Architecture").
@@ -55,7 +57,50 @@ static PyObject *configure(PyObject *module, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-/* ``size < engine.state.limit``: 1, 0, or -1 with an exception. */
+static PyObject *active_list = NULL, *intercept_local = NULL, *str_stack = NULL, *str_pushed = NULL;
+
+/* Whether the calling thread has interceptors (nda._intercept): ``ACTIVE[0] and local.stack.pushed``.
+ * 1 also when that cannot be told (not configured, an error): the Python path decides then. */
+static int intercepting(void) {
+    if (active_list == NULL) return 1;
+    Py_ssize_t n = PyLong_AsSsize_t(PyList_GET_ITEM(active_list, 0));
+    if (n == 0) return 0;  /* nobody intercepts: one list read */
+    if (n == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return 1;
+    }
+    PyObject *stack = PyObject_GetAttr(intercept_local, str_stack);
+    if (stack == NULL) {
+        PyErr_Clear();
+        return 1;
+    }
+    PyObject *pushed = PyObject_GetAttr(stack, str_pushed);
+    Py_DECREF(stack);
+    if (pushed == NULL) {
+        PyErr_Clear();
+        return 1;
+    }
+    Py_ssize_t depth = PyLong_AsSsize_t(pushed);
+    Py_DECREF(pushed);
+    if (depth == -1 && PyErr_Occurred()) PyErr_Clear();
+    return depth != 0;
+}
+
+static PyObject *configure_interception(PyObject *module, PyObject *args) {
+    PyObject *active, *local;
+    if (!PyArg_ParseTuple(args, "O!O", &PyList_Type, &active, &local)) return NULL;
+    if (PyList_GET_SIZE(active) != 1) {
+        PyErr_SetString(PyExc_ValueError, "nda._native.configure_interception: ACTIVE is a list of one count");
+        return NULL;
+    }
+    if (str_stack == NULL && (str_stack = PyUnicode_InternFromString("stack")) == NULL) return NULL;
+    if (str_pushed == NULL && (str_pushed = PyUnicode_InternFromString("pushed")) == NULL) return NULL;
+    Py_XSETREF(active_list, Py_NewRef(active));
+    Py_XSETREF(intercept_local, Py_NewRef(local));
+    Py_RETURN_NONE;
+}
+
+/* ``size < engine.state.limit`` and no interceptor on this thread: 1, 0, or -1 with an exception. */
 static int runs_inline(PyObject *size) {
     PyObject *limit = SLOT(engine_state, off_limit);
     if (limit == NULL || size == NULL || !PyLong_CheckExact(size) || !PyLong_CheckExact(limit)) return 0;
@@ -64,7 +109,7 @@ static int runs_inline(PyObject *size) {
         PyErr_Clear();
         return 0;  /* does not fit: the Python operator decides */
     }
-    return n < most;
+    return n < most && !intercepting();
 }
 
 /* A new NDArray around ``buf`` (a new reference, stolen), with ``meta``, ``shape`` and ``size``. */
@@ -244,9 +289,9 @@ static PyObject *getitem_vectorcall(OpObject *op, PyObject *const *args, size_t 
     if (meta == NULL || shape == NULL || size_obj == NULL || xbuf == NULL || !PyTuple_Check(shape) || PyTuple_GET_SIZE(shape) == 0)
         goto fallback;
     PyObject *limit = SLOT(engine_state, off_limit);
-    if (limit == NULL || !PyLong_CheckExact(limit) || PyLong_AsSsize_t(limit) <= 0) {
+    if (limit == NULL || !PyLong_CheckExact(limit) || PyLong_AsSsize_t(limit) <= 0 || intercepting()) {
         if (PyErr_Occurred()) PyErr_Clear();
-        goto fallback;  /* an interceptor somewhere, or a busy engine */
+        goto fallback;  /* a busy engine, or this thread's interceptors */
     }
     PyObject *kernel = PyDict_GetItemWithError(op->cache, meta);
     if (kernel == NULL) {
@@ -380,7 +425,7 @@ static PyObject *rows_next(RowsObject *it) {
     if (limit != NULL && PyLong_CheckExact(limit) && meta != NULL && xbuf != NULL) {
         Py_ssize_t most = PyLong_AsSsize_t(limit);
         if (most == -1 && PyErr_Occurred()) PyErr_Clear();
-        kernel = most > 0 ? PyDict_GetItemWithError(it->op->cache, meta) : NULL;  /* borrowed */
+        kernel = most > 0 && !intercepting() ? PyDict_GetItemWithError(it->op->cache, meta) : NULL;  /* borrowed */
         if (kernel == NULL && PyErr_Occurred()) return NULL;
     }
     if (kernel == NULL) {  /* x[i] through the Python operator */
@@ -695,6 +740,8 @@ static PyMethodDef module_methods[] = {
     {"configure", configure, METH_VARARGS,
      "configure(NDArray, d_buf, d_meta, d_shape, d_size, d_base, engine_state, d_limit): the array type, the member "
      "descriptors of its slots, the engine state object and the descriptor of its limit slot."},
+    {"configure_interception", configure_interception, METH_VARARGS,
+     "configure_interception(ACTIVE, local): nda._intercept's count of interceptors and its thread-local stacks."},
     {NULL, NULL, 0, NULL},
 };
 

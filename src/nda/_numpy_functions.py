@@ -19,6 +19,7 @@ import numpy as np
 
 from . import _api, _composite, _dtypes
 from ._array import NDArray
+from .ops._spec import check_shape, parse_shape
 from ._interop_args import (
     FUNCTIONS, _Call, _NoValue, _axis, _check_defaults, _flat, _leftover, _reduction, _refuse, _register, _store,
     _unsupported,
@@ -155,7 +156,7 @@ def _dims(c: _Call, shape: Any) -> tuple[int, ...]:
     if isinstance(shape, NDArray):
         shape = shape.tolist()
     seq = shape.tolist() if isinstance(shape, np.ndarray) else shape
-    dims = tuple(int(d) for d in (seq if isinstance(seq, (tuple, list)) else (seq,)))
+    dims = parse_shape(seq, c.name, "dims")  # the constructors' parser: no float, bool, dict or set
     total = 1
     for d in dims:
         if d < 0:
@@ -286,7 +287,7 @@ def _reshape(c: _Call, a: Any, shape: Any = None, order: str = "C", *, newshape:
     if order != "C":
         raise _unsupported(c.name, "order", order)
     target = newshape if shape is None else shape
-    return _api.reshape(c.array(a), (target,) if isinstance(target, int) else tuple(target), copy=copy)
+    return _api.reshape(c.array(a), target, copy=copy)  # reshape parses the shape (no bool, dict or set)
 
 
 @_register(np.transpose, getattr(np, "permute_dims", None))
@@ -436,7 +437,7 @@ def _like_handler(op: str, creation: str, fill: bool) -> Callable[..., Any]:
         extra = (c.operand(params["fill_value"]),) if fill else ()
         if shape is None:
             return getattr(_api, op)(x, *extra, dtype=dt, device=dev)
-        return getattr(_api, creation)((shape,) if isinstance(shape, int) else tuple(shape), *extra, dtype=dt, device=dev)
+        return getattr(_api, creation)(check_shape(shape, c.name), *extra, dtype=dt, device=dev)
 
     return handler
 

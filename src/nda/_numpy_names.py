@@ -84,6 +84,7 @@ _table(
     ((np.amax, np.max), n.amax, ("a",)), ((np.amin, np.min), n.amin, ("a",)), (np.ptp, n.ptp, ("a",)),
     (np.cumsum, n.cumsum, ("a",)), (np.cumprod, n.cumprod, ("a",)),
     (np.median, n.median, ("a",)), (np.quantile, n.quantile, ("a",)), (np.percentile, n.percentile, ("a",)),
+    (np.nanquantile, n.nanquantile, ("a",)), (np.nanpercentile, n.nanpercentile, ("a",)),
     (np.average, n.average, ("a",)),
     (np.nansum, n.nansum, ("a",)), (np.nanprod, n.nanprod, ("a",)), (np.nanmean, n.nanmean, ("a",)),
     (np.nanmax, n.nanmax, ("a",)), (np.nanmin, n.nanmin, ("a",)), (np.nanvar, n.nanvar, ("a",)), (np.nanstd, n.nanstd, ("a",)),

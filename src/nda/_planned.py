@@ -42,7 +42,7 @@ from ._devices import ArrayMeta
 from ._devices import strided as _STRIDED
 from ._execute import native as _native
 from ._signatures import result_name
-from ._execute import NOT_INTERCEPTED, _ACTIVE, _META, EntryCache, _local, hooks, inline, base_of, execute, execute_multi, execute_mutation, intercepted, notify_write, work_size, zero_d_buffer
+from ._execute import NOT_INTERCEPTED, _ACTIVE, _META, EntryCache, _local, hooks, base_of, execute, execute_multi, execute_mutation, intercepted, notify_write, work_size, zero_d_buffer
 from .dispatch import generation as _generation
 from .dispatch import remember, resolve, resolve_plan
 from .engine import state as _state
@@ -178,7 +178,7 @@ def make_generic(decl: OpDecl) -> Callable[..., Any]:
                 fast_key = None
             if fast_key is not None:
                 entry = fast.get(fast_key)
-                if entry is not None and entry[3] < _state.limit:
+                if entry is not None and entry[3] < _state.limit and (not _ACTIVE[0] or not _local.stack.pushed):
                     kernel, meta, shape, work, size, is_view = entry
                     result = kernel(x1._buf) if n == 1 else kernel(x1._buf, x2._buf)
                     out = _new(NDArray)
@@ -193,11 +193,10 @@ def make_generic(decl: OpDecl) -> Callable[..., Any]:
         key = _memo_key(args, kwargs, host_positions, host_names) if args and args[0].__class__ is NDArray else None
         entry = memo.get(key) if key is not None else None
         if entry is not None:
-            if not entry[5] < _state.limit:  # an interceptor is installed somewhere, or the engine is busy
-                if _ACTIVE[0] and _local.stack:
-                    return _intercept.call(decl, args, kwargs, fn)
-                if not inline(entry[5]):
-                    entry = None  # planned again, and ordered by the engine
+            if _ACTIVE[0] and _local.stack.pushed:  # the calling thread intercepts calls: the slow path
+                entry = None
+            elif not entry[5] < _state.limit:  # the engine is busy
+                entry = None  # planned again, and ordered by the engine
             if entry is not None:
                 kernel, meta, shape, steps, kernel_kwargs, work, size, is_view = entry
                 kernel_args = [
@@ -270,7 +269,7 @@ def make_generic(decl: OpDecl) -> Callable[..., Any]:
             hook = hooks.foreign_operand
             return NotImplemented if hook is None else hook(other, reflected_name, self)
         entry = fast.get((self._meta, self._shape, other._meta, other._shape, self is other))
-        if entry is not None and entry[3] < _state.limit:
+        if entry is not None and entry[3] < _state.limit and (not _ACTIVE[0] or not _local.stack.pushed):
             kernel, meta, shape, work, size, is_view = entry
             result = kernel(self._buf, other._buf)
             out = _new(NDArray)
@@ -329,7 +328,7 @@ def make_getitem(generic: Callable[..., NDArray]) -> Callable[..., NDArray]:
 
     def __getitem__(self: NDArray, key: Any) -> NDArray:
         kc = key.__class__
-        if (kc is slice or kc is int) and 0 < _state.limit and self._shape:  # a view: O(1), inline when idle
+        if (kc is slice or kc is int) and 0 < _state.limit and self._shape and (not _ACTIVE[0] or not _local.stack.pushed):  # a view: O(1), inline when idle
             kernel = kernels.get(self._meta)
             if kernel is None:
                 return _miss(self, key)
@@ -411,7 +410,7 @@ class _Rows:
             raise StopIteration
         self.i = i + 1
         x = self.x
-        if 0 < _state.limit:
+        if 0 < _state.limit and (not _ACTIVE[0] or not _local.stack.pushed):
             kernel = self.kernels.get(x._meta)
             if kernel is not None:
                 out = _new(NDArray)

@@ -49,6 +49,7 @@ from ._api import extension as _extension
 from ._array import NDArray
 from ._devices import Device, as_device
 from .ops import random as _spec
+from .ops._spec import check_shape as _check_shape
 from .ops.random_dist import mvn_factor as _mvn_factor
 
 __all__ = [
@@ -556,17 +557,7 @@ def _size(size: Any, shape: Any, op: str, allow_none: bool = False) -> Any:
     value = size if size is not None else shape
     if value is None:
         return None if allow_none else ()
-    if isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{op}(): size must be an int or a tuple of ints, got {value!r}")
-    if _is_int(value):
-        value = (value,)
-    try:
-        dims = tuple(operator.index(v) for v in value)
-    except TypeError:
-        raise TypeError(f"{op}(): size must be an int or a tuple of ints, got {value!r}") from None
-    if any(d < 0 for d in dims):
-        raise ValueError(f"{op}(): negative dimension in size {dims}")
-    return dims
+    return _check_shape(value, op, "size" if size is not None else "shape")  # the constructors' parser: no bool, dict or set
 
 
 def _is_int(value: Any) -> bool:

@@ -7,7 +7,8 @@
 statistics each method needs (``take``) and interpolate between them as NumPy does: the
 positions depend only on the length and on ``q`` (read on the host), so the data never
 leaves the device, and the values, dtypes and NaN rules are NumPy's (a slice holding a NaN
-gives NaN). ``average`` is NumPy's weighted mean, with its result dtype.
+gives NaN); ``nanquantile``/``nanpercentile`` gather, per slice, the positions for its count
+of numbers (NaN sorts last). ``average`` is NumPy's weighted mean, with its result dtype.
 
 Layer: arrays and front end, NumPy's names (README, "Architecture").
 """
@@ -24,7 +25,7 @@ from .._array import NDArray
 from ._common import api, array_arg, axes_arg, float_dtype, keep_reduced, move_to_end, np_result_type, param_array, store, to_dtype
 
 __all__ = [
-    "amax", "amin", "ptp", "cumsum", "cumprod", "median", "quantile", "percentile", "average",
+    "amax", "amin", "ptp", "cumsum", "cumprod", "median", "quantile", "percentile", "nanquantile", "nanpercentile", "average",
     "nansum", "nanprod", "nanmean", "nanmax", "nanmin", "nanvar", "nanstd",
 ]
 
@@ -216,6 +217,64 @@ def _order_statistics(op: str, a: NDArray, q: Any, axis: Any, out: Any, method: 
     return store(op, out, result)
 
 
+def _nan_order_statistics(op: str, a: NDArray, q: np.ndarray, axis: Any, out: Any, method: str, keepdims: bool, weak: bool) -> NDArray:
+    """:func:`_order_statistics` ignoring NaN: each slice's quantiles are those of its numbers.
+
+    Sorting puts NaN last, so a slice holding ``m`` numbers has them first. The positions (and
+    interpolation weights) each method needs for ``m`` numbers are :func:`_positions`' for a
+    slice of length ``m``; they are computed on the host for every ``m`` from 0 to the slice
+    length at once (a table, no data read) and gathered per slice on the device by its count
+    of numbers, so the data never leaves the device and each slice gets exactly what
+    ``quantile`` gives for its numbers alone (NumPy's ``nanquantile``). A slice of NaN only
+    gives NaN (NumPy also warns "All-NaN slice encountered"; nda does not read the data to).
+    """
+    if a.dtype.category != "real floating":  # nothing to ignore: NumPy's nanquantile is quantile there
+        return _order_statistics(op, a, q, axis, out, method, keepdims, weak)
+    if method not in _METHODS:
+        raise ValueError(f"{op}(): {method!r} is not a valid method; use one of {', '.join(_METHODS)}")
+    axes = axes_arg(axis, a.ndim, op)
+    x = move_to_end(a, axes)
+    n = x.shape[-1]
+    lead = x.shape[:-1]
+    if n == 0:
+        raise IndexError(f"{op}(): the array has no elements along axis {axis} (index -1 is out of bounds for axis 0 with size 0)")
+    qs = q.reshape(-1)
+    first, second, gamma = _positions(np.arange(n + 1).reshape(-1, 1), qs, method)  # one row per count of numbers
+    device = a.device
+    s = api.sort(x, axis=-1, stable=False)
+    counts = api.reshape(api.sum(api.logical_not(api.isnan(x)), axis=-1), (-1,))
+
+    def per_slice(table: np.ndarray) -> NDArray:  # the table's row for each slice's count: lead + (len(q),)
+        table = np.broadcast_to(table, (n + 1, qs.size))
+        rows = api.take(api.asarray(np.ascontiguousarray(table), device=device), counts, axis=0)
+        return api.reshape(rows, lead + (qs.size,))
+
+    def gather(positions: np.ndarray) -> NDArray:
+        return api.take_along_axis(s, per_slice(np.clip(positions, 0, n - 1)), axis=-1)
+
+    if second is None:
+        result = gather(first)
+    else:
+        lo, hi = gather(first), gather(second)
+        diff = api.subtract(hi, lo)
+        ct = float_dtype(a) if weak else np_result_type(a, np.dtype(gamma.dtype))
+        lo, hi, diff = to_dtype(lo, ct), to_dtype(hi, ct), to_dtype(diff, ct)
+        gamma = np.broadcast_to(gamma, (n + 1, qs.size))
+        t = per_slice(gamma.astype(ct.numpy))
+        # as quantile's: a Python float q is a weak scalar (1 - t rounded once, to a's dtype)
+        rest = per_slice((1.0 - gamma).astype(ct.numpy)) if weak else api.subtract(1, t)
+        below = api.add(lo, api.multiply(diff, t))
+        above = api.subtract(hi, api.multiply(diff, rest))
+        result = api.where(per_slice(gamma >= 0.5), above, below)
+    empty = api.reshape(counts == 0, lead + (1,))  # a slice of NaN only
+    result = api.where(empty, api.asarray(float("nan"), dtype=result.dtype, device=device), result)
+    result = api.permute_dims(result, (result.ndim - 1,) + tuple(range(result.ndim - 1)))
+    result = api.reshape(result, q.shape + lead)
+    if keepdims:
+        result = keep_reduced(result, a.ndim, axes, extra=q.ndim)
+    return store(op, out, result)
+
+
 def _q_values(q: Any, op: str, scale: float) -> tuple[np.ndarray, bool]:
     weak = type(q) in (int, float)
     host = q._host() if isinstance(q, NDArray) else np.asanyarray(q)
@@ -265,6 +324,28 @@ def percentile(a: NDArray, q: Any, axis: Any = None, out: NDArray | None = None,
         raise TypeError("percentile(): weights= is not supported by nda (np.percentile(x, q, weights=w) computes it on a host copy)")
     host, weak = _q_values(q, "percentile", 100.0)
     return _order_statistics("percentile", a, host, axis, out, _method_arg("percentile", method, interpolation), keepdims, weak)
+
+
+def nanquantile(a: NDArray, q: Any, axis: Any = None, out: NDArray | None = None, overwrite_input: bool = False, method: str = "linear",
+                keepdims: bool = False, *, weights: Any = None, interpolation: Any = None) -> NDArray:
+    """:func:`quantile` ignoring NaN (NumPy's ``nanquantile``): each slice's quantiles are those of
+    its numbers, NaN for a slice of NaN only. Values and dtypes are :func:`quantile`'s; it runs on
+    the data's device (xarray's ``quantile`` calls it)."""
+    a = array_arg(a, "nanquantile")
+    if weights is not None:
+        raise TypeError("nanquantile(): weights= is not supported by nda (np.nanquantile(x, q, weights=w) computes it on a host copy)")
+    host, weak = _q_values(q, "nanquantile", 1.0)
+    return _nan_order_statistics("nanquantile", a, host, axis, out, _method_arg("nanquantile", method, interpolation), keepdims, weak)
+
+
+def nanpercentile(a: NDArray, q: Any, axis: Any = None, out: NDArray | None = None, overwrite_input: bool = False, method: str = "linear",
+                  keepdims: bool = False, *, weights: Any = None, interpolation: Any = None) -> NDArray:
+    """:func:`percentile` ignoring NaN: :func:`nanquantile` of ``q / 100``."""
+    a = array_arg(a, "nanpercentile")
+    if weights is not None:
+        raise TypeError("nanpercentile(): weights= is not supported by nda (np.nanpercentile(x, q, weights=w) computes it on a host copy)")
+    host, weak = _q_values(q, "nanpercentile", 100.0)
+    return _nan_order_statistics("nanpercentile", a, host, axis, out, _method_arg("nanpercentile", method, interpolation), keepdims, weak)
 
 
 def median(a: NDArray, axis: Any = None, out: NDArray | None = None, overwrite_input: bool = False, keepdims: bool = False) -> NDArray:

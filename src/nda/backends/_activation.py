@@ -248,7 +248,7 @@ def _registrar(name: str, device_types: tuple[str, ...], backend: Any, staged: l
         if dev not in device_types:
             raise BackendValidationError(f"backend {name!r} registers a kernel for device type {dev!r}, which it does not declare in device_types {device_types}")
         if queued:  # its kernels only enqueue work: the engine records what each one enqueued
-            fn = _queues.issuing(fn, op, backend, mutating=bool(decl.mutates))
+            fn = _queues.issuing(fn, op, backend, mutating=bool(decl.mutates), view=bool(decl.view))
         try:
             staged.extend(dispatch.prepare(op, dev, dtype_list, fn, layout=layout, priority=priority, supports=supports, backend=name,
                                            signatures=signatures, out_layout=out_layout))

@@ -137,15 +137,18 @@ class _CpuPartitioner:
                 # arithmetic is NumPy's, op by op); its transcendental functions are other
                 # implementations than NumPy's and slower here (a GELU: 2-3x), so those chains
                 # run on the cpu's own kernels chunk by chunk.
-                if fusion.numexpr_available() and set(program.ops) <= _ARITHMETIC:
-                    found = fusion.numexpr_evaluator(program)
-                    if found is not None:
-                        return fusion.Compiled(found[0], "numexpr", found[1], exact=True)
-
+                # numexpr reports no floating-point error: fusion.reporting runs it where that
+                # changes nothing (every category ignored, or finite outputs) and the chunked
+                # kernels, which warn or raise as the ops would, where it does.
                 def kernel_for(instr: fusion.Instr) -> Any:
                     return dispatch.resolve(instr.op, KernelKey("cpu", instr.key))
 
                 run = fusion.chunked(program, kernel_for)
+                if fusion.numexpr_available() and set(program.ops) <= _ARITHMETIC:
+                    found = fusion.numexpr_evaluator(program)
+                    finite = fusion.numexpr_finite(program)
+                    if found is not None and finite is not None:
+                        return fusion.Compiled(fusion.reporting(program, found[0], finite, run), "numexpr", found[1], exact=True)
                 return fusion.Compiled(run, "chunked numpy", " -> ".join(program.ops) + " (the cpu kernels, chunk by chunk)", exact=True)
 
         return Partitioner([name for name, d in DECLARED.items() if d.family in ("unary", "binary")])

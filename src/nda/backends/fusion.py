@@ -33,6 +33,10 @@ from the same instructions:
   kernels on the same values);
 * :func:`numexpr_source` / :func:`numexpr_evaluator`: the program as one numexpr
   expression per output (optional dependency; results within rounding of the eager ones).
+  numexpr reports no floating-point error: :func:`reporting` runs it only where that
+  changes nothing and otherwise the chunked evaluator, which reports each op's NumPy
+  warnings once, at its line, under the issuing thread's ``np.errstate``, as the ops one by
+  one would (``engine._fperrors``).
 
 Layer: backends (README, "Architecture").
 """
@@ -40,15 +44,18 @@ Layer: backends (README, "Architecture").
 from __future__ import annotations
 
 import math
+import re
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from .._config import env_flag, env_int
 from .._dtypes import DType
+from ..engine import _fperrors
 
 __all__ = ["NodeInfo", "Instr", "Program", "Compiled", "ElementwisePartitioner", "chunked", "numexpr_source", "numexpr_evaluator",
-           "numexpr_available", "NUMEXPR_TEMPLATES", "CHUNK"]
+           "numexpr_finite",
+           "numexpr_available", "reporting", "RETRY_FAST", "FINITE_BLOCK", "NUMEXPR_TEMPLATES", "CHUNK"]
 
 #: Elements per chunk of :func:`chunked` (64 KiB of float32 per temporary: the chain stays in L2).
 CHUNK = env_int("NDA_FUSION_CHUNK", 1 << 14, minimum=1)
@@ -182,14 +189,38 @@ def chunked(program: Program, kernel_for: Callable[[Instr], Callable[..., Any]],
     out_dtypes = [instrs[o].out.numpy for o in outputs]
     in_full = [len(s) == len(shape) and s and s[0] == shape[0] and shape[0] != 1 for _, s in program.inputs]
 
+    sites = [i.site for i in instrs]
+    whole = max(1, shape[0]) if shape else 1  # rows of one chunk that spans the arrays: the ops one by one
+
     def run(*inputs: Any) -> tuple[np.ndarray, ...]:
+        # NumPy's floating-point errors as the ops one by one would report them (engine._fperrors):
+        # warnings collected per instruction, then warned once each at its line; a raise (or a
+        # handler of the user's) sees the ops over the whole arrays, in eager's order.
+        token = _fperrors.collect()
+        if token is _fperrors.AS_IS:
+            return evaluate(inputs, False, whole)
+        try:
+            try:
+                return evaluate(inputs, token is not None, rows)
+            except FloatingPointError:
+                if rows >= whole:
+                    raise
+                _fperrors.restart(token)  # again, op by op over the arrays: eager's error and the warnings before it
+                return evaluate(inputs, token is not None, whole)
+        finally:
+            if token is not None:
+                _fperrors.report(token, sites)
+
+    def evaluate(inputs: Sequence[Any], collecting: bool, rows: int) -> tuple[np.ndarray, ...]:
         outs = tuple(np.empty(shape, dtype=d) for d in out_dtypes)
         n = shape[0]
         for start in range(0, n, rows):
             stop = min(n, start + rows)
             ins = [a[start:stop] if full else a for a, full in zip(inputs, in_full)]
             values: list[Any] = []
-            for instr, kernel in zip(instrs, kernels):
+            for index, (instr, kernel) in enumerate(zip(instrs, kernels)):
+                if collecting:
+                    _fperrors.at(index)
                 args = []
                 for kind, ref in instr.args:
                     if kind == "in":
@@ -219,9 +250,14 @@ NUMEXPR_TEMPLATES: dict[str, str] = {
 _NUMEXPR_DTYPES = ("float32", "float64")
 
 
+#: ``NDA_NUMEXPR=0`` turns numexpr off (read once, at import: a bad value fails ``import nda``,
+#: naming the variable, instead of becoming a partitioner's note at each compile).
+USE_NUMEXPR = env_flag("NDA_NUMEXPR", True)
+
+
 def numexpr_available() -> bool:
-    """Whether numexpr can be used (installed, and not turned off with ``NDA_NUMEXPR=0``)."""
-    if not env_flag("NDA_NUMEXPR", True):
+    """Whether numexpr can be used (installed, and not turned off with ``NDA_NUMEXPR=0``: :data:`USE_NUMEXPR`)."""
+    if not USE_NUMEXPR:
         return False
     try:
         import numexpr  # noqa: F401
@@ -259,6 +295,74 @@ def numexpr_source(program: Program) -> tuple[list[str], list[tuple[str, Any]]] 
     return [texts[o] for o in program.outputs], consts
 
 
+#: After a call whose outputs held NaN or ``inf`` (see :func:`reporting`), this many calls run
+#: the exact evaluator at once before the fast one is tried again.
+RETRY_FAST = 16
+
+#: Elements per block of :func:`numexpr_finite` (4 MiB of float32 per output: the block is
+#: still in cache when it is checked).
+FINITE_BLOCK = 1 << 20
+
+#: Ops whose result is NaN or ``inf`` when an operand is (the divisor of ``divide`` excepted):
+#: what :func:`reporting`'s check of the outputs relies on.
+_CARRY_NON_FINITE = frozenset({"add", "subtract", "multiply", "divide", "negative", "positive", "square"})
+
+
+def reporting(program: Program, fast: Callable[..., tuple[Any, ...]], finite: Callable[..., tuple[Any, ...] | None],
+              exact: Callable[..., tuple[Any, ...]]) -> Callable[..., tuple[Any, ...]]:
+    """An evaluator of ``program`` that reports floating-point errors as the ops would, running
+    ``fast`` (one that cannot report them: numexpr) wherever that changes nothing.
+
+    ``fast(*inputs)`` gives the outputs; ``finite(*inputs)`` the same outputs, or None as soon
+    as one holds NaN or ``inf`` (:func:`numexpr_finite`); ``exact`` is :func:`chunked`, which
+    reports as the ops one by one. All three must give the same values (the eager ones).
+    Which one runs is decided per call, under the NumPy error state the kernel runs under
+    (the issuing thread's, ``engine._fperrors``):
+
+    * every category ignored: ``fast``;
+    * ``under`` not ignored (an underflow leaves no trace in the result), an instruction
+      whose result reaches no output, one that divides by a computed value (``a / t`` turns
+      an ``inf`` that overflowed into 0), or an op outside the arithmetic ones below:
+      ``exact``;
+    * else ``finite``: with ``+ - * /``, negation and square, every op that divides by zero,
+      overflows or meets an invalid value gives ``inf`` or NaN, and the ops after it carry
+      that to an output. All outputs finite: nothing to report, ``finite``'s result stands
+      (its check reads each block of each output while it is in cache). Else the call runs
+      with ``exact``, which warns or raises as the ops one by one. Data that holds NaN or
+      ``inf`` usually does so at the next calls too, so the next :data:`RETRY_FAST` calls run
+      ``exact`` at once (the same values), then ``finite`` is tried again.
+    """
+    instrs = program.instrs
+    used = set(program.outputs)
+    for j in range(len(instrs) - 1, -1, -1):
+        if j in used:
+            used.update(ref for kind, ref in instrs[j].args if kind == "tmp")
+    unsafe = len(used) < len(instrs) or any(i.op == "divide" and i.args[1][0] == "tmp" for i in instrs)
+    unsafe = unsafe or not {i.op for i in instrs} <= _CARRY_NON_FINITE
+    exact_calls = [0]  # calls left to run ``exact`` at once (no lock: a race only moves a retry)
+
+    def run(*inputs: Any) -> tuple[Any, ...]:
+        modes = _fperrors.modes()
+        if modes["divide"] == modes["over"] == modes["invalid"] == modes["under"] == "ignore":
+            return fast(*inputs)
+        if unsafe or modes["under"] != "ignore":
+            return exact(*inputs)
+        if exact_calls[0] > 0:
+            exact_calls[0] -= 1
+            return exact(*inputs)
+        token = _fperrors.silenced()  # nothing the check runs may warn
+        try:
+            outs = finite(*inputs)
+        finally:
+            _fperrors.unguard(token)
+        if outs is not None:
+            return outs
+        exact_calls[0] = RETRY_FAST
+        return exact(*inputs)
+
+    return run
+
+
 def numexpr_evaluator(program: Program) -> tuple[Callable[..., tuple[np.ndarray, ...]], str] | None:
     """A numexpr evaluator of ``program`` and its source, or None (see :func:`numexpr_source`)."""
     found = numexpr_source(program)
@@ -283,3 +387,50 @@ def numexpr_evaluator(program: Program) -> tuple[Callable[..., tuple[np.ndarray,
 
     source = "; ".join(f"out{i} = {text}" for i, text in enumerate(expressions))
     return run, source
+
+
+def numexpr_finite(program: Program) -> Callable[..., tuple[np.ndarray, ...] | None] | None:
+    """A numexpr evaluator of ``program`` that gives None as soon as an output holds NaN or
+    ``inf`` (see :func:`reporting`), or None (see :func:`numexpr_source`).
+
+    It runs block by block along the first axis (:data:`FINITE_BLOCK` elements) and checks
+    each block of each output (``isfinite(block).all()``) right after numexpr wrote it, while
+    it is in cache: no further pass over main memory, though the read costs about a tenth of
+    numexpr's time on an arithmetic chain (``python -m benchmarks.fusion``)."""
+    found = numexpr_source(program)
+    if found is None:
+        return None
+    import numexpr
+
+    expressions, consts = found
+    constants = dict(consts)
+    names = [f"in{i}" for i in range(len(program.inputs))]
+    shape = program.shape
+    evaluate = numexpr.evaluate
+    dtypes = [program.instrs[o].out.numpy for o in program.outputs]
+    full = [len(s) == len(shape) and bool(s) and s[0] == shape[0] and shape[0] != 1 for _, s in program.inputs]
+    # numexpr writes a block in place where the expression's own shape is the program's (else it is broadcast into it)
+    whole = [tuple(np.broadcast_shapes(*(program.inputs[int(k)][1] for k in re.findall(r"\bin(\d+)\b", text)))) == tuple(shape)
+             for text in expressions]
+    per_row = math.prod(shape[1:]) if len(shape) > 1 else 1
+    rows = max(1, FINITE_BLOCK // max(per_row, 1))
+    isfinite = np.isfinite
+
+    def run(*inputs: Any) -> tuple[np.ndarray, ...] | None:
+        outs = tuple(np.empty(shape, dtype=d) for d in dtypes)
+        n = shape[0]
+        for start in range(0, n, rows):
+            stop = min(n, start + rows)
+            env = {name: (a[start:stop] if f else a) for name, a, f in zip(names, inputs, full)}
+            env.update(constants)
+            for out, text, in_place in zip(outs, expressions, whole):
+                block = out[start:stop]
+                if in_place:
+                    evaluate(text, local_dict=env, out=block)
+                else:
+                    block[...] = evaluate(text, local_dict=env)
+                if not isfinite(block).all():
+                    return None
+        return outs
+
+    return run

@@ -21,11 +21,15 @@ module-level :data:`state`, in exactly one of two ways:
 
 Sync points call ``state.wait_for(array, for_write)`` and ``state.wait_all()``.
 
-Watchers (``state.watch(hook)``): while one is installed, ``limit`` is 0 (as while the
-profiler records), so every op reaches ``push``, which first calls ``hook(name, reads)`` on
-the issuing thread, then runs the op inline when the front end would have (its size under
-the limit the engine would have without watchers) or pushes it. ``nda.hybridize`` uses it to notice ops its tracer did not record;
-outside, ``push`` is the engine's own bound method and nothing is added to the hot path.
+The limit has one concern, the engine's: whether an op may run inline now (idle, or the
+profiler recording, which routes every op through ``push``). Nothing else sets it: whether
+the calling thread intercepts calls (``autograd.record()``, hybridize's tracing) is its own
+flag (``nda._intercept``), and arrays whose memory another library holds (:func:`share`)
+route their ops through :meth:`_State._shared_push` without touching it. Every transition
+that changes what the engine wants (a task finished, an error raised or its poisoned array
+collected, a held op run, the profiler stopped) leaves ``limit == engine.current_limit()``
+by the next op: the engine stores it under its lock, and a slow path that finds the engine
+idle with ``limit`` still 0 refreshes it (:meth:`_State.push_inline`).
 
 Device queues (backend API 1.3, :mod:`._queues`): a backend whose kernels run in order on
 one queue per device has every kernel wrapped so that it takes a number on the device's
@@ -56,11 +60,11 @@ Layer: engine (README, "Architecture").
 
 from __future__ import annotations
 
-import os
 import sys
 import weakref
 from typing import Any, Callable, Sequence
 
+from .._config import env_choice
 from . import _fperrors, _queues
 from ._lifecycle import QUIESCE_TIMEOUT, register_at_fork
 from ._profile import Profiler, profiler
@@ -114,7 +118,8 @@ class Engine:
     #: Whether every op on a device queue waits for its work at issue (:meth:`issued`).
     waits_at_issue = True
 
-    def push(self, run: Callable[[], Any], reads: Sequence[Any], writes: Sequence[Any], device: Any, name: str, cost: int = 0, route: Any = None) -> None:
+    def push(self, run: Callable[[], Any], reads: Sequence[Any], writes: Sequence[Any], device: Any, name: str, cost: int = 0, route: Any = None,
+             view: bool = False) -> None:
         raise NotImplementedError(f"engine {self.name!r} does not implement push")
 
     def current_limit(self) -> int:
@@ -382,7 +387,8 @@ class SyncEngine(Engine):
     name = "naive"
     idle_limit = UNBOUNDED
 
-    def push(self, run: Callable[[], Any], reads: Sequence[Any], writes: Sequence[Any], device: Any, name: str, cost: int = 0, route: Any = None) -> None:
+    def push(self, run: Callable[[], Any], reads: Sequence[Any], writes: Sequence[Any], device: Any, name: str, cost: int = 0, route: Any = None,
+             view: bool = False) -> None:
         if profiler.active:
             with profiler.span(name, device, route):
                 _run_now(run, device)
@@ -412,7 +418,8 @@ class DeferredEngine(Engine):
     def __init__(self) -> None:
         self._queue: list[tuple[Callable[[], Any], str, Any, Any]] = []
 
-    def push(self, run: Callable[[], Any], reads: Sequence[Any], writes: Sequence[Any], device: Any, name: str, cost: int = 0, route: Any = None) -> None:
+    def push(self, run: Callable[[], Any], reads: Sequence[Any], writes: Sequence[Any], device: Any, name: str, cost: int = 0, route: Any = None,
+             view: bool = False) -> None:
         self._queue.append((run, name, device, route))
 
     def wait_for(self, array: Any, for_write: bool = False) -> None:
@@ -450,76 +457,61 @@ _ENGINES: dict[str, Callable[[], Engine]] = {"threaded": _threaded, "naive": Syn
 class _State:
     """Holder of the current engine; ops compare with ``state.limit`` and call ``state.push``."""
 
-    __slots__ = ("engine", "limit", "push", "wait_for", "wait_all", "watchers")
+    __slots__ = ("engine", "limit", "push", "wait_for", "wait_all")
 
     def __init__(self) -> None:
         self.engine: Engine = SyncEngine()
         self.limit = UNBOUNDED
-        self.watchers: tuple[Callable[[str, Sequence[Any]], None], ...] = ()
         self.set(self.engine)
 
     def set(self, engine: Engine) -> None:
         self.engine = engine
         # Bound methods are cached here so that the hot path does one attribute load.
         self.push = engine.push
-        if self.watchers or SHARED:  # stored, then checked: a share() or watch() meanwhile wins
-            self.push = self._watched_push
+        if SHARED:  # stored, then checked: a share() meanwhile wins
+            self.push = self._shared_push
         self.wait_for = engine.wait_for
         self.wait_all = engine.wait_all
         _queues.set_on_issue(engine.issued if engine.waits_at_issue else None)
         self.refresh_limit()
 
     def refresh_limit(self) -> None:
-        """Recompute ``limit``: the profiler routes every op through ``push`` to record it."""
+        """Recompute ``limit``: the engine's current limit, 0 while the profiler records (it
+        routes every op through ``push`` to record it)."""
         engine = self.engine
-        if profiler.active or self.watchers:
+        if profiler.active:
             self.limit = 0
         else:
             limit = engine.current_limit()
             self.limit = limit
-            if limit and (profiler.active or self.watchers or not engine.current_limit()):
-                # a watcher, the profiler or a held op (another thread's) arrived meanwhile: stored,
-                # then checked again, so that 0 wins whichever thread stores last
+            if limit and (profiler.active or not engine.current_limit()):
+                # the profiler or a held op (another thread's) arrived meanwhile: stored, then
+                # checked again, so that 0 wins whichever thread stores last
                 self.limit = 0
 
+    def push_inline(self, cost: int) -> bool:
+        """Whether an op of ``cost`` that reached a slow path runs inline after all: the engine
+        is idle although ``limit`` said otherwise when the fast path read it. A stale ``limit``
+        (an idle engine whose last transition stored no limit: a poisoned array collected, a
+        store lost to another thread's) is refreshed here, so the next op is fast again."""
+        if profiler.active:
+            return False
+        limit = self.engine.current_limit()
+        if cost < limit:
+            if self.limit != limit:
+                self.refresh_limit()
+            return True
+        return False
 
-    def inline_limit(self) -> int:
-        """What ``limit`` would be without watchers: an op a watcher let through runs inline under it
-        (the front end's slow paths ask while an interceptor is installed somewhere)."""
-        return 0 if profiler.active else self.engine.current_limit()
-
-    def watch(self, hook: Callable[[str, Sequence[Any]], None]) -> None:
-        """Call ``hook(name, reads)`` on the issuing thread for every op issued until :meth:`unwatch`.
-
-        While a hook is installed every op goes through ``push`` (``limit`` is 0, as for the
-        profiler), so none runs unseen; outside, nothing changes on the hot path. Used by
-        ``nda.hybridize`` and ``nda.autograd`` to notice ops their swapped functions missed.
-        """
-        self.watchers = self.watchers + (hook,)
-        self.push = self._watched_push
-        self.refresh_limit()
-
-    def unwatch(self, hook: Callable[[str, Sequence[Any]], None]) -> None:
-        watchers = list(self.watchers)
-        watchers.remove(hook)
-        self.watchers = tuple(watchers)
-        if not watchers:
-            self.push = self.engine.push
-            if self.watchers or SHARED:  # stored, then checked again (a share() or watch() meanwhile)
-                self.push = self._watched_push
-        self.refresh_limit()
-
-    def _watched_push(self, run: Callable[[], Any], reads: Sequence[Any], writes: Sequence[Any], device: Any, name: str, cost: int = 0,
-                      route: Any = None) -> None:
-        for hook in self.watchers:
-            hook(name, reads)
+    def _shared_push(self, run: Callable[[], Any], reads: Sequence[Any], writes: Sequence[Any], device: Any, name: str, cost: int = 0,
+                     route: Any = None, view: bool = False) -> None:
         engine = self.engine
-        if not profiler.active and cost < engine.current_limit():
-            result = run()  # what the front end's inline path would have done without the watcher
+        if self.push_inline(cost):
+            result = run()  # what the front end's inline path would have done
             if isinstance(result, Completion):
                 _run_now(lambda: result)
             return
-        engine.push(run, reads, writes, device, name, cost=cost, route=route)
+        engine.push(run, reads, writes, device, name, cost=cost, route=route, view=view)
         if SHARED and _touches_shared(reads, writes):
             for array in writes:  # done before the call returns (see share())
                 engine.wait_for(array)
@@ -556,7 +548,7 @@ def share(array: Any) -> None:
     if key in SHARED:
         return
     SHARED[key] = weakref.ref(base, lambda _ref, key=key: SHARED.pop(key, None))
-    state.push = state._watched_push
+    state.push = state._shared_push
 
 
 state = _State()
@@ -593,9 +585,7 @@ def waitall() -> None:
 
 
 def _initial_engine() -> None:
-    name = os.environ.get("NDA_ENGINE", "threaded")
-    if name not in _ENGINES:
-        raise ValueError(f"NDA_ENGINE={name!r} is not an engine; available engines: {', '.join(sorted(_ENGINES))}")
+    name = env_choice("NDA_ENGINE", "threaded", tuple(sorted(_ENGINES)))  # empty: the default, as for every NDA_* variable
     if name != "naive":
         use(name)
 

@@ -146,7 +146,7 @@ def fresh(error: BaseException) -> BaseException:
 class _Local(threading.local):
     site: Any = None  # set by an engine while it runs a task: the site its ops were issued at
     base: Any = None  # set by the front end around a write: the buffer of the array owning the memory written
-    overwrite: bool = False  # ... and True when that write covers all of it without reading it (a full x[...] = v)
+    overwrite: Any = None  # ... and the buffer written when that write covers all of the memory without reading it (a full x[...] = v)
 
 
 local = _Local()

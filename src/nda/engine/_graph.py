@@ -18,7 +18,11 @@ run: it fails with the same exception and poisons its own outputs. A write of a 
 array that does not read it (``x[...] = 7``, ``copyto(x, y)``: the front end then leaves
 ``x`` out of the op's reads) runs whatever ``x``'s state, and when it succeeds ``x`` is
 valid again (:meth:`Graph.overwritten`), as after a failed write in NumPy; a partial write
-reads ``x`` and stays poisoned. Poison lives in
+reads ``x`` and stays poisoned. A *view task* (``view``: the front end's ops that only make
+a view, ``x[10:20]``, ``x.T``, never ``reshape``, which may copy) of a poisoned base whose
+memory exists (a failed in-place write left it there) runs anyway and is not poisoned
+itself: the view reads as failed through its base, and once the base is written whole it
+reads the new values, as a view does in NumPy. Poison lives in
 :attr:`Graph.poison`, keyed by ``id(base)`` with a weak reference, so it goes when the
 array goes; reading a poisoned array re-raises the original exception.
 
@@ -51,7 +55,7 @@ class Task:
 
     __slots__ = (
         "run", "name", "device", "reads", "writes", "cost", "site", "fp", "state", "error",
-        "deps_left", "deps", "dependents", "start", "end", "thread", "seq", "route", "inputs", "outputs",
+        "deps_left", "deps", "dependents", "start", "end", "thread", "seq", "route", "inputs", "outputs", "view",
     )
 
     def __init__(self, run: Callable[[], Any], reads: Sequence[Any], writes: Sequence[Any], device: Any, name: str, cost: int = 0, site: str = "") -> None:
@@ -77,6 +81,7 @@ class Task:
         # poison uses these, so that a failed *view* op does not poison the array it views.
         self.inputs: Sequence[Any] = reads
         self.outputs: Sequence[Any] = writes
+        self.view = False  # the op only makes a view of its base's memory (see the module docstring)
 
     def __repr__(self) -> str:
         return f"<Task #{self.seq} {self.name} on {self.device} {self.state}>"
@@ -198,16 +203,20 @@ class Graph:
     def poisoned_input(self, task: Task) -> BaseException | None:
         if not self.poison:
             return None
+        viewed = task.writes[0] if task.view and task.writes else None  # a view task "writes" the base it views
+        if viewed is not None and getattr(viewed, "_buf", None) is None:
+            viewed = None  # nothing to view: its producer failed (or never ran)
         for array in task.inputs:
-            err = self.error_of(array)
+            err = self.error_of(array, viewed)
             if err is not None:
                 return err
         return None
 
-    def error_of(self, array: Any) -> BaseException | None:
-        """The exception a read of ``array`` raises: its own poison, or its base's."""
+    def error_of(self, array: Any, viewed: Any = None) -> BaseException | None:
+        """The exception a read of ``array`` raises: its own poison, or its base's (unless its
+        base is ``viewed``: the memory a view task views, whose poison the view reads through)."""
         for candidate in (array, getattr(array, "_base", None)):
-            if candidate is None:
+            if candidate is None or candidate is viewed:
                 continue
             entry = self.poison.get(id(candidate))
             if entry is not None and entry[0]() is candidate:

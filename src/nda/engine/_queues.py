@@ -138,6 +138,10 @@ class Queue:
         self.tracked: dict[int, tuple[Entry, Any]] = {}
         self.failed: dict[int, tuple[Any, BaseException]] = {}
         self.checked = 0
+        # The buffer owning a view buffer's memory (``buffer_owner``), for buffers of the backend's type.
+        owner, buffer_type = getattr(backend, "buffer_owner", None), getattr(backend, "buffer_type", None)
+        self.owner: Callable[[Any], Any] | None = owner if owner is not None and buffer_type is not None else None
+        self.buffer_type = buffer_type
         self.markers = 0
         self._marked = 0  # number of the newest marker
         self.overwritten: dict[int, int] = {}  # id of a buffer -> number of the latest op that wrote it whole (x[...] = v)
@@ -239,14 +243,19 @@ class Queue:
 
     def _record_failure(self, entry: Entry, error: BaseException) -> None:
         """Remember ``error`` for the live buffers ``entry`` wrote (LOCK held), unless a later op
-        wrote one of them whole since (``overwritten``): a reader gets that op's result."""
+        wrote one of them whole since (``overwritten``), or the memory a view among them views:
+        a reader gets that op's result."""
         global first_error, _failures
         failed = self.failed
         for key in [k for k, (ref, _) in failed.items() if ref() is None]:  # forget dead buffers
             del failed[key]
         overwritten = self.overwritten
         for key, ref in entry.outs:
-            if ref() is not None and overwritten.get(key, 0) <= entry.seq:
+            buf = ref()
+            if buf is not None and overwritten.get(key, 0) <= entry.seq:
+                owner = self.owner_of(buf)
+                if owner is not None and overwritten.get(id(owner), 0) > entry.seq:
+                    continue  # a view (x[10:20] of a failed x) of memory written whole since: it shows the new values
                 failed[key] = (ref, error)
         _failures = sum(1 for q in list(_queues.values()) if q.failed)
         _refresh_mode()
@@ -300,6 +309,14 @@ class Queue:
                 if n is not None and n >= done and (best is None or n > best):
                     best = n
         return best
+
+    def owner_of(self, buf: Any) -> Any:
+        """The buffer owning the memory of ``buf`` when ``buf`` is a view of it, else None."""
+        owner = self.owner
+        if owner is None or not isinstance(buf, self.buffer_type):
+            return None
+        found = owner(buf)
+        return None if found is buf else found
 
     def error_of(self, *bufs: Any) -> BaseException | None:
         """The error of the work that wrote one of ``bufs``, once retired."""
@@ -476,7 +493,8 @@ def set_profiled(hook: Callable[[str, Queue, float, float, int, Any], None] | No
 
 
 def issue(kernel: Callable[..., Any], name: str, device_of: Callable[[Any], Any], mutating: bool,
-          args: tuple[Any, ...], kwargs: dict[str, Any], buffer: Any = None, across: bool = False, buffer_type: Any = None) -> Any:
+          args: tuple[Any, ...], kwargs: dict[str, Any], buffer: Any = None, across: bool = False, buffer_type: Any = None,
+          view: bool = False) -> Any:
     """Call a queue backend's ``kernel`` and record what it enqueued (see :func:`issuing`).
 
     ``buffer``: the backend's ``ensure_buffer``, to turn a scalar result (a 0-d result of a
@@ -486,13 +504,20 @@ def issue(kernel: Callable[..., Any], name: str, device_of: Callable[[Any], Any]
     if profiled is not None:
         start = time.perf_counter()
         result = kernel(*args, **kwargs)
-        return _record(result, name, device_of, mutating, args, kwargs, buffer, across, buffer_type, start)
-    return _record(kernel(*args, **kwargs), name, device_of, mutating, args, kwargs, buffer, across, buffer_type, 0.0)
+        return _record(result, name, device_of, mutating, args, kwargs, buffer, across, buffer_type, start, view)
+    return _record(kernel(*args, **kwargs), name, device_of, mutating, args, kwargs, buffer, across, buffer_type, 0.0, view)
 
 
 def _record(result: Any, name: str, device_of: Callable[[Any], Any], mutating: bool, args: tuple[Any, ...], kwargs: dict[str, Any],
-            buffer: Any, across: bool, buffer_type: Any, start: float) -> Any:
-    """Record the op whose kernel returned ``result`` (the general path of :func:`issue`)."""
+            buffer: Any, across: bool, buffer_type: Any, start: float, view: bool = False) -> Any:
+    """Record the op whose kernel returned ``result`` (the general path of :func:`issue`).
+
+    ``view``: a view op (``x[10:20]``, ``x.T``, ``reshape``). When its result is a view of its
+    first argument's memory (the backend's ``buffer_owner`` says so now), it does not inherit
+    that memory's recorded failure: the view reads as failed through the memory it views
+    (sync points check a buffer's owner too) and shows the new values once that memory is
+    written whole. Work in flight on it still makes the view fail with it (``deps``): that
+    failure is not recorded for a view of memory written whole since (:meth:`Queue._record_failure`)."""
     if result.__class__ is Deferred:
         value, check = result.value, result.check
     else:
@@ -517,9 +542,10 @@ def _record(result: Any, name: str, device_of: Callable[[Any], Any], mutating: b
         for buf in (owner(target) if owner is not None else None, local.base):
             if buf is not None and all(buf is not w for w in written):
                 written.append(buf)
-        # A write of all of the target that does not read it (the front end says so: a full
-        # ``x[...] = v``) neither waits for nor inherits the target's earlier failure.
-        overwrite = local.overwrite and local.base is target
+        # A write of all of the target's memory that does not read it (the front end says so: a
+        # full ``x[...] = v``, or through a view spanning x, ``x[::-1][...] = v``) neither waits
+        # for nor inherits the target's earlier failure.
+        overwrite = local.overwrite is target
     elif value.__class__ is tuple:
         written = [v for v in value if v is not None]
     else:
@@ -533,7 +559,10 @@ def _record(result: Any, name: str, device_of: Callable[[Any], Any], mutating: b
     elif queue.log:
         deps = _inputs_in((queue,), read_args)
     if _failures:
-        inherited = _failed_input(read_args, kwargs)
+        if view and not mutating and args and _views(queue, value, args[0]):
+            inherited = _failed_input(args[1:], kwargs)  # what it views fails its readers, not the view itself
+        else:
+            inherited = _failed_input(read_args, kwargs)
         if inherited is not None:  # it read a failed op's output: it fails the same way
             check = _Inherited(inherited)
     entry = None
@@ -586,16 +615,29 @@ def _inputs_in(queues: Iterable[Queue], args: tuple[Any, ...]) -> list[Entry] | 
 
 
 def _failed_input(args: Iterable[Any], kwargs: dict[str, Any]) -> BaseException | None:
+    """The error of a failed buffer among the arguments, or of the memory one of them views
+    (``w = x[::-1]`` made before ``x`` failed: ``w + 1`` fails the same way on every backend,
+    not only where the device's own kernels pass failures on)."""
     queues = list(_queues.values())
     for value in (*args, *kwargs.values()):
         items = value if value.__class__ in (tuple, list) else (value,)
         for item in items:
             for queue in queues:
                 error = queue.error_of(item)
+                if error is None and queue.failed:
+                    owner = queue.owner_of(item)
+                    if owner is not None:
+                        error = queue.error_of(owner)
                 if error is not None:
                     return error
     _forget_dead_failures(queues)
     return None
+
+
+def _views(queue: Queue, value: Any, source: Any) -> bool:
+    """Whether the buffer ``value`` is known to be a view of ``source``'s memory."""
+    owner = queue.owner_of(value)
+    return owner is not None and (owner is source or owner is queue.owner_of(source))
 
 
 def _forget_written(queue: Queue, written: list[Any], n: int) -> None:
@@ -606,12 +648,19 @@ def _forget_written(queue: Queue, written: list[Any], n: int) -> None:
     if len(overwritten) > 256:
         for key in [k for k, m in overwritten.items() if m < queue.done]:
             del overwritten[key]
+    failed = queue.failed
     for w in written:
         overwritten[id(w)] = n
         queue.tracked.pop(id(w), None)
-        if queue.failed.pop(id(w), None) is not None:
-            _failures = sum(1 for q in list(_queues.values()) if q.failed)
-            _refresh_mode()
+        failed.pop(id(w), None)
+    if failed:  # views of the memory written (x[10:20], made after x failed): they show the new values
+        ids = {id(w) for w in written}
+        for key, (ref, _) in list(failed.items()):
+            buf = ref()
+            if buf is not None and id(queue.owner_of(buf)) in ids:
+                del failed[key]
+    _failures = sum(1 for q in list(_queues.values()) if q.failed)
+    _refresh_mode()
 
 
 def _forget_dead_failures(queues: list[Queue]) -> None:
@@ -638,11 +687,12 @@ class _Inherited:
         return self.error
 
 
-def issuing(kernel: Callable[..., Any], name: str, backend: Any, mutating: bool = False) -> Callable[..., Any]:
+def issuing(kernel: Callable[..., Any], name: str, backend: Any, mutating: bool = False, view: bool = False) -> Callable[..., Any]:
     """``kernel`` of a backend with in-order queues, recording each call on the device's queue.
 
     The wrapper takes the fast path of the module docstring when it can and :func:`issue`
     otherwise; either way the op is enqueued at once and never waits for its producers.
+    ``view``: the op may return a view of its first argument (see :func:`_record`).
     """
     device_of = backend.device_of
     buffer = getattr(backend, "ensure_buffer", None)
@@ -654,7 +704,7 @@ def issuing(kernel: Callable[..., Any], name: str, backend: Any, mutating: bool 
     else:
         def queued(*args: Any, **kwargs: Any) -> Any:
             if _general:
-                return issue(kernel, name, device_of, False, args, kwargs, buffer, False, buffer_type)
+                return issue(kernel, name, device_of, False, args, kwargs, buffer, False, buffer_type, view)
             value = kernel(*args, **kwargs)
             if isinstance(value, buffer_type):
                 queue = _queue_get(device_of(value))
@@ -664,7 +714,7 @@ def issuing(kernel: Callable[..., Any], name: str, backend: Any, mutating: bool 
                     if not n & 15:
                         queue.settle(n)
                     return value
-            return _record(value, name, device_of, False, args, kwargs, buffer, False, buffer_type, 0.0)
+            return _record(value, name, device_of, False, args, kwargs, buffer, False, buffer_type, 0.0, view)
 
     for attr in ("__name__", "__qualname__", "__module__", "__doc__"):
         try:

@@ -194,17 +194,17 @@ class ThreadedEngine(HoldingEngine, Engine):
         """Called with the lock held after the graph changed."""
         state = self._state
         if state is not None and state.engine is self:
-            busy = profiler.active or state.watchers or self._held is not None or not self._graph.idle()
+            busy = profiler.active or self._held is not None or not self._graph.idle()
             limit = 0 if busy else self.idle_limit
             state.limit = limit
-            if limit and (profiler.active or state.watchers):
-                # A watcher (an interceptor somewhere) or the profiler arrived after they were read:
-                # its own refresh may have run before the store above. Stored, then checked again,
-                # so that 0 wins whichever thread stores last.
+            if limit and profiler.active:
+                # The profiler started after it was read: its own refresh may have run before the
+                # store above. Stored, then checked again, so that 0 wins whichever thread stores last.
                 state.limit = 0
 
     # ------------------------------------------------------------------ issuing
-    def push(self, run: Callable[[], Any], reads: Sequence[Any], writes: Sequence[Any], device: Any, name: str, cost: int = 0, route: Any = None) -> None:
+    def push(self, run: Callable[[], Any], reads: Sequence[Any], writes: Sequence[Any], device: Any, name: str, cost: int = 0, route: Any = None,
+             view: bool = False) -> None:
         if self._inherited:
             self._start_inherited()  # a forked child's first op (see ._child)
         if self._held is not None or self._unsent is not None:
@@ -215,6 +215,7 @@ class ThreadedEngine(HoldingEngine, Engine):
         if cost >= self.idle_limit and not self._graph.pending and self._try_hold(run, reads, writes, device, name, cost, route, site):
             return
         task = Task(run, _bases(reads), _bases(writes), device, name, cost, site)
+        task.view = view
         task.fp = issuing()  # NumPy's error state here: the task runs under it, wherever it runs
         task.route = route
         task.inputs, task.outputs = reads, writes
@@ -642,6 +643,7 @@ class _Probe:
     """Just enough of a Task for :meth:`Graph.poisoned_input`."""
 
     __slots__ = ("inputs",)
+    view = False
 
     def __init__(self, inputs: Sequence[Any]) -> None:
         self.inputs = inputs

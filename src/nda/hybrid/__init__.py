@@ -294,9 +294,11 @@ class HybridFunction:
         from .. import autograd
 
         try:
-            with autograd.pause():
+            # The eager run has just warned (or raised) for these values; the replay must not
+            # warn again: NumPy's error state ignores every category while it is issued and run.
+            with autograd.pause(), np.errstate(all="ignore"):
                 _restore(written, after=False)  # the storages the function writes, as they were before the eager run
-                replayed = executable.run(arrays)
+                replayed = executable.run(arrays)  # (work left pending runs under the state it was issued in)
         except Exception as err:  # noqa: BLE001 - the graph cannot run: not used
             return f"differs: it raised {type(err).__name__}: {err}"
         exact = all(g.compiled.exact for g in groups)

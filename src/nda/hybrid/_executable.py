@@ -22,6 +22,8 @@ from .._array import NDArray, new_array
 from .._devices import ArrayMeta, strided
 from ..engine import _queues
 from ..engine import state as _state
+from ..engine._fperrors import guard as _fp_guard
+from ..engine._fperrors import unguard as _fp_unguard
 from ._graph import Graph, Group, Node, Slot
 from ._trace import public_function
 
@@ -165,7 +167,11 @@ def _run_fused(group: Group, kernel: Callable[..., Any], inputs: list[NDArray], 
         return None
 
     if size < _state.limit:
-        run()
+        token = _fp_guard()  # NumPy's warnings as the ops' own (engine._fperrors: the fused kernel reports per op)
+        try:
+            run()
+        finally:
+            _fp_unguard(token)
     else:
         _state.push(run, tuple(inputs), tuple(outs), device, group.name, cost=size, route=kernel)
     return outs

@@ -494,15 +494,19 @@ def host_scalar(value: Any, op: str, name: str) -> Any:
     return scalar_arg(value)
 
 
-def check_shape(shape: Any, op: str) -> tuple[int, ...]:
-    """A shape argument: an int or a sequence of non-negative ints, as NumPy takes them.
+def parse_shape(shape: Any, op: str, what: str = "shape") -> tuple[int, ...]:
+    """A shape argument as a tuple of ints, signs unchecked: the one parser of every shape nda takes.
 
-    Anything with ``__index__`` counts as an int (NumPy integer scalars, 0-d integer
-    arrays); a bool does not, alone or inside the sequence (NumPy refuses ``(True, 2)``).
+    An int or a sequence of ints, as NumPy takes them. Anything with ``__index__`` counts as
+    an int (NumPy integer scalars, 0-d integer arrays); a bool does not, alone or inside the
+    sequence (NumPy refuses ``(True, 2)``), and a dict, a set, a str or bytes is not a
+    sequence of dimensions (iterating ``{6: 1}`` would give ``(6,)``). ``what`` names the
+    argument in the TypeError (``"size"`` for a random generator's). :func:`check_shape`
+    adds the sign check; ``reshape`` takes its one ``-1`` from here.
     """
     if not isinstance(shape, (bool, np.bool_)):
         try:
-            shape = (operator.index(shape),)
+            return (operator.index(shape),)
         except TypeError:
             pass
     why = ""
@@ -510,15 +514,20 @@ def check_shape(shape: Any, op: str) -> tuple[int, ...]:
         if shape.__class__ is not tuple and shape.__class__ is not list and isinstance(shape, (str, bytes, Mapping, AbstractSet)):
             why = f" (a {type(shape).__name__} is not a sequence of dimensions)" if not isinstance(shape, (str, bytes)) else ""
             raise TypeError
-        if any(isinstance(n, (bool, np.bool_)) for n in shape):
+        if isinstance(shape, (bool, np.bool_)) or any(isinstance(n, (bool, np.bool_)) for n in shape):
             why = " (a bool is not a dimension)"
             raise TypeError
-        dims = tuple(operator.index(n) for n in shape)
+        return tuple(operator.index(n) for n in shape)
     except TypeError:
-        raise TypeError(f"{op}(): shape must be an int or a tuple of ints, got {shape!r}{why}") from None
+        raise TypeError(f"{op}(): {what} must be an int or a tuple of ints, got {shape!r}{why}") from None
+
+
+def check_shape(shape: Any, op: str, what: str = "shape") -> tuple[int, ...]:
+    """A shape argument: an int or a sequence of non-negative ints, as NumPy takes them (:func:`parse_shape`)."""
+    dims = parse_shape(shape, op, what)
     for n in dims:
         if n < 0:
-            raise ValueError(f"{op}(): negative dimension {n} in shape {dims}")
+            raise ValueError(f"{op}(): negative dimension {n} in {what} {dims}")
     return dims
 
 

@@ -278,9 +278,11 @@ def setitem(x: _ARRAY, key: Any, value: Any, /) -> Plan:
     checked = _check_value(x, value, shape)
     more = [checked.array if isinstance(checked, Cast) else checked] if not isinstance(checked, (bool, int, float, complex)) else []
     plan = Plan.of(x, out_shape=x.shape, args=(x, kernel_key, checked))
-    if basic and x._base is None and _overwrites(x, shape, [*reads, *more]):
+    if basic and _overwrites(x, shape, [*reads, *more]):
         # Every element of x is written, from values that are not x's: x's old contents (and a
-        # failed earlier write's poison) do not matter, so the write does not read x.
+        # failed earlier write's poison) do not matter, so the write does not read x. For a view
+        # x, the front end decides at the call whether x spans all of its base's memory
+        # (nda._execute.spans_base: x[::-1][...] = 7); if not, the write reads x after all.
         plan.reads = (*reads, *more)
         plan.overwrites = True
     else:
@@ -289,10 +291,9 @@ def setitem(x: _ARRAY, key: Any, value: Any, /) -> Plan:
 
 
 def _overwrites(x: Any, shape: tuple[int, ...], reads: list[Any]) -> bool:
-    """Whether ``x[key] = value`` writes all of ``x``'s memory without reading it (the caller has
-    checked that the index is basic and that ``x`` owns its memory): a strided ``x``, a selection
-    of as many elements as ``x`` has (a basic selection never repeats one), and a value that is
-    not (a view of) ``x``."""
+    """Whether ``x[key] = value`` writes all of ``x`` without reading it (the caller has checked
+    that the index is basic): a strided ``x``, a selection of as many elements as ``x`` has (a
+    basic selection never repeats one), and a value that is not (a view of) ``x``'s memory."""
     if x._meta.layout is not strided:
         return False
     n = 1
@@ -300,8 +301,9 @@ def _overwrites(x: Any, shape: tuple[int, ...], reads: list[Any]) -> bool:
         n *= s
     if n != x._size:
         return False
+    base = x if x._base is None else x._base
     for r in reads:
-        if r is x or r._base is x:
+        if r is x or r is base or r._base is base:
             return False
     return True
 

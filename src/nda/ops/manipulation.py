@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import _dtypes
 from ._spec import (
-    Array, broadcast_shapes, Cast, check_array, check_shape, declare, int_arg, Method, normalize_axes, normalize_axis, Plan, prod, same_device,
+    Array, broadcast_shapes, Cast, check_array, check_shape, declare, parse_shape, int_arg, Method, normalize_axes, normalize_axis, Plan, prod, same_device,
 )
 from ._vjp import gather_positions, scatter_flat
 
@@ -55,12 +55,7 @@ def reshape(x: _ARRAY, /, shape: tuple[int, ...], *, copy: bool | None = None) -
     ``copy=True`` always copies, ``copy=False`` raises ValueError when a copy would be needed.
     """
     x = check_array(x, "reshape")
-    if isinstance(shape, int) and not isinstance(shape, bool):
-        shape = (shape,)
-    try:
-        dims = [operator.index(n) for n in shape]
-    except TypeError:
-        raise TypeError(f"reshape(): shape must be a tuple of ints, got {shape!r}") from None
+    dims = list(parse_shape(shape, "reshape"))  # the constructors' parser: no bool, dict or set
     unknown = [i for i, n in enumerate(dims) if n == -1]
     if len(unknown) > 1 or any(n < -1 for n in dims):
         raise ValueError(f"reshape(): invalid shape {tuple(dims)}; dimensions must be >= 0, with at most one -1")

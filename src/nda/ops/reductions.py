@@ -297,15 +297,28 @@ def _ref_any(x: np.ndarray, axis: Any = None, keepdims: bool = False) -> np.ndar
     return np.asarray(np.any(x, axis=axis, keepdims=keepdims))
 
 
+def _no_out(op: str, out: Any) -> None:
+    """NumPy's ``out=None``, which NumPy's ``np.any(obj)`` passes on to ``obj.any(axis=None, out=None)``
+    (xarray then calls ``xp.any(data, out=None)``: its ``polyfit``); an array there is refused."""
+    if out is not None:
+        raise TypeError(f"{op}(): out= must be None (nda's {op} returns a new array; np.{op}(x, out=y) of nda arrays stores into y), got {type(out).__name__}")
+
+
 @declare("all", dtypes="any", reference=_ref_all, method="all", vjp=_BOOL_RESULT)
-def all(x: _ARRAY, /, *, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Plan:  # noqa: A001
-    """Whether every element along ``axis`` is true (non-zero); True for empty input."""
+def all(x: _ARRAY, /, *, axis: int | tuple[int, ...] | None = None, keepdims: bool = False, out: None = None) -> Plan:  # noqa: A001
+    """Whether every element along ``axis`` is true (non-zero); True for empty input.
+
+    ``out`` takes only None (NumPy's calling convention, as xarray uses it)."""
+    _no_out("all", out)
     return _plan_logical("all", x, axis, keepdims)
 
 
 @declare("any", dtypes="any", reference=_ref_any, method="any", vjp=_BOOL_RESULT)
-def any(x: _ARRAY, /, *, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Plan:  # noqa: A001
-    """Whether some element along ``axis`` is true (non-zero); False for empty input."""
+def any(x: _ARRAY, /, *, axis: int | tuple[int, ...] | None = None, keepdims: bool = False, out: None = None) -> Plan:  # noqa: A001
+    """Whether some element along ``axis`` is true (non-zero); False for empty input.
+
+    ``out`` takes only None (NumPy's calling convention, as xarray uses it)."""
+    _no_out("any", out)
     return _plan_logical("any", x, axis, keepdims)
 
 

@@ -48,6 +48,7 @@ from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from typing import Any, Callable, Iterable
 
 import numpy as np
+from nda.backends.contract import env_flag
 
 from . import _codegen as cg
 from ._nvrtc import NvrtcCompiler, _compile_into_cache
@@ -83,9 +84,11 @@ class Settings:
 
 
 def from_environment() -> Settings:
-    env = os.environ
-    skip = [s.strip() for s in env.get("NDA_CUDA_CODEGEN_SKIP", "").split(",") if s.strip()]
-    return Settings(enabled=env.get("NDA_CUDA_CODEGEN", "1") != "0", ftz=env.get("NDA_CUDA_CODEGEN_FTZ", "1" if FTZ else "0") == "1", skip=skip)
+    """The settings from ``NDA_CUDA_CODEGEN`` and ``NDA_CUDA_CODEGEN_FTZ`` (nda's parser of ``NDA_*``
+    switches: 1/true/yes/on, 0/false/no/off, empty for the default, anything else a ValueError
+    naming the variable) and ``NDA_CUDA_CODEGEN_SKIP`` (a comma-separated list)."""
+    skip = [s.strip() for s in os.environ.get("NDA_CUDA_CODEGEN_SKIP", "").split(",") if s.strip()]
+    return Settings(enabled=env_flag("NDA_CUDA_CODEGEN", True), ftz=env_flag("NDA_CUDA_CODEGEN_FTZ", FTZ), skip=skip)
 
 
 def _pointer_of(xp: Any) -> Callable[[Any], int]:

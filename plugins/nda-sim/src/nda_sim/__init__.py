@@ -40,15 +40,25 @@ import time
 from typing import Any, Callable
 
 import numpy as np
+from numpy.lib.array_utils import byte_bounds
 from nda import Device
 from nda.backends import DeviceInfo
+from nda.backends.contract import env_int  # nda's one parser of NDA_* variables
 from nda.engine import QUIESCE_TIMEOUT, Deferred, register_at_fork
 from nda.ops import CATALOG
 
 from . import _flush
-from ._device import Allocator, InputFailed, Marker, SimBuffer, Stream, check_host_read, env_number, read, read_target, submit, track
+from ._device import Allocator, InputFailed, Marker, SimBuffer, Stream, check_host_read, read, read_target, submit, track
 
 __all__ = ["SimBackend", "SimBuffer", "backend", "NATIVE_OPS"]
+
+#: View ops whose result is always a view of their first argument (``getitem`` with a basic key:
+#: no buffer in it); ``reshape`` copies when the strides require it.
+_ALWAYS_VIEWS = frozenset({"getitem", "permute_dims", "expand_dims", "squeeze", "flip", "broadcast_to"})
+
+#: The most simulated devices ``NDA_SIM_DEVICES`` may ask for (a node has a handful of GPUs; a
+#: count like 10**20 would build a device list forever).
+MAX_DEVICES = 64
 
 _PREALLOCATED = {"zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like"}
 _OTHER_NATIVE = {
@@ -86,8 +96,8 @@ class SimBackend:
     in_order_queues = True
 
     def __init__(self) -> None:
-        self.device_count = env_number("NDA_SIM_DEVICES", 2)
-        self.capacity = env_number("NDA_SIM_CAPACITY", 1 << 30)
+        self.device_count = env_int("NDA_SIM_DEVICES", 2, maximum=MAX_DEVICES)
+        self.capacity = env_int("NDA_SIM_CAPACITY", 1 << 30, maximum=sys.maxsize)  # bytes: what NumPy can index
         self.flushes_subnormals = _flush.declared()  # NDA_SIM_FLUSH_SUBNORMALS=1: a GPU's flush-to-zero (_flush)
         self._allocators: dict[Device, Allocator] = {}
         self._streams: dict[Device, Stream] = {}
@@ -178,6 +188,7 @@ class SimBackend:
             return self._native_multi(decl)
         reference = _flush.wrap(decl, self.flushes_subnormals)
         mutating = bool(decl.mutates)
+        viewing = bool(decl.view)  # x[10:20], x.T, reshape: the result may be a view of args[0]
         preallocated = decl.name in _PREALLOCATED
         is_asarray = decl.name == "asarray"
         backend = self
@@ -192,11 +203,16 @@ class SimBackend:
                 shape, dtype = (args[0].shape, args[0].dtype) if is_asarray else (args[0], kwargs["dtype"].numpy)
                 reserved = alloc.allocate(math.prod(shape) * np.dtype(dtype).itemsize)  # MemoryError here, at the call
                 track(out, alloc, reserved)
+            elif viewing and isinstance(args[0], SimBuffer) and _surely_views(decl.name, args, kwargs):
+                out._base = args[0]._base or args[0]  # a view for sure: its owner is known now, as a CuPy view's .base is
 
             def work() -> None:
                 inputs: list[SimBuffer] = []
                 if target is not None:  # an in-place write: the target's earlier failure is nda's to judge
                     host_args = [read_target(target), *(_on_device(a, inputs) for a in args[1:])]
+                elif viewing and isinstance(args[0], SimBuffer):  # a view shows what a failed write left; a copy may not
+                    inputs.append(args[0])
+                    host_args = [read_target(args[0]), *(_on_device(a, inputs) for a in args[1:])]
                 else:
                     host_args = [_on_device(a, inputs) for a in args]
                 host_kwargs = {k: (_CPU if k == "device" else _on_device(v, inputs)) for k, v in kwargs.items()}
@@ -204,8 +220,14 @@ class SimBackend:
                 if out is None:
                     if target is not None:
                         target._error = None  # written: the failure an earlier write left here is over
+                        if target._base is not None and _spans(target._array, target._base._array):
+                            target._base._error = None  # ... and all of the memory it views (x[::-1][...] = 7)
                     return
                 result = np.asarray(result)
+                if viewing and out is not None and target is None and isinstance(args[0], SimBuffer):
+                    failed = args[0]._error or (args[0]._base._error if args[0]._base is not None else None)
+                    if failed is not None and not np.may_share_memory(result, host_args[0]):
+                        raise InputFailed(failed)  # a copy (reshape, x[[0, 2]]) of a failed buffer fails the same way
                 if is_asarray:
                     result = np.array(result, copy=True)  # into the device's own memory
                 elif not reserved:
@@ -386,6 +408,36 @@ def _say(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
     except Exception:  # noqa: BLE001 - stderr closed at exit
         pass
+
+
+def _surely_views(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """Whether the view op ``name`` returns a view of ``args[0]`` (known at enqueue): always, for a
+    basic key; ``reshape`` of a device array already made and C-contiguous, unless it copies."""
+    if name in _ALWAYS_VIEWS:
+        return not any(isinstance(k, SimBuffer) for k in _flat(args[1:]))
+    if name == "reshape" and not kwargs.get("copy"):
+        source = args[0]
+        array = source._array if source.ready() else None
+        return array is not None and array.flags.c_contiguous
+    return False
+
+
+def _flat(values: Any) -> Any:
+    for value in values:
+        if value.__class__ in (tuple, list):
+            yield from _flat(value)
+        else:
+            yield value
+
+
+def _spans(view: Any, base: Any) -> bool:
+    """Whether the device array ``view`` covers every element of ``base`` (a write of all of it
+    writes all of ``base``): the same size and bytes, no stride 0."""
+    if view is None or base is None or view.size != base.size or view.itemsize != base.itemsize:
+        return False
+    if any(s == 0 and n > 1 for s, n in zip(view.strides, view.shape)):
+        return False
+    return bool(byte_bounds(view) == byte_bounds(base))
 
 
 def _on_device(value: Any, inputs: list[SimBuffer]) -> Any:

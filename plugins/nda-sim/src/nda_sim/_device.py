@@ -18,30 +18,17 @@ import weakref
 from typing import Any, Callable
 
 import numpy as np
+from nda.backends.contract import env_float  # nda's one parser of NDA_* variables
 
 _WAIT_SLICE = 0.05
-
-
-def env_number(name: str, default: float, kind: type = int) -> Any:
-    """The non-negative number (``kind``: int or float) in environment variable ``name``, ``default``
-    when unset or empty; a ValueError naming the variable otherwise."""
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = kind(raw)
-    except ValueError:
-        value = None
-    if value is None or value != value or value < 0:
-        what = "an integer" if kind is int else "a number"
-        raise ValueError(f"{name} must be {what} >= 0, got {os.environ[name]!r}; unset it for the default, {default}")
-    return value
 
 
 #: Seconds each work item waits on the stream before it runs: a slow device, so that a read or
 #: an op nda did not order after its producer finds the producer unfinished (and, with the
 #: strict host reads below, fails loudly). ``NDA_SIM_LATENCY_US``; tests set it directly.
-latency = env_number("NDA_SIM_LATENCY_US", 0.0, float) * 1e-6
+#: At most :data:`MAX_LATENCY_US` (10 s): a longer sleep overflows, and is no simulation of a device.
+MAX_LATENCY_US = 10_000_000
+latency = env_float("NDA_SIM_LATENCY_US", 0.0, maximum=MAX_LATENCY_US) * 1e-6
 
 
 class Allocator:

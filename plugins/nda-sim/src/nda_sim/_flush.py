@@ -18,10 +18,10 @@ wraps the NumPy reference function a sim kernel runs on the device memory.
 from __future__ import annotations
 
 import math
-import os
 from typing import Any, Callable
 
 import numpy as np
+from nda.backends.contract import env_flag
 
 __all__ = ["DTYPES", "ENV", "declared", "flush", "wrap"]
 
@@ -34,16 +34,11 @@ _TINY = float(np.finfo(np.float32).smallest_normal)
 _FLUSHED = (np.dtype(np.float32), np.dtype(np.complex64))
 
 
-def declared(environ: Any = None) -> tuple[str, ...]:
+def declared() -> tuple[str, ...]:
     """:data:`DTYPES` when the mode is on (``NDA_SIM_FLUSH_SUBNORMALS`` 1/true/yes/on), ``()`` when off
-    (unset, empty, 0/false/no/off); another value is a ValueError naming the variable."""
-    raw = (os.environ if environ is None else environ).get(ENV, "")
-    value = raw.strip().lower()
-    if value in ("", "0", "false", "no", "off"):
-        return ()
-    if value in ("1", "true", "yes", "on"):
-        return DTYPES
-    raise ValueError(f"{ENV} must be 1 or 0 (or true/false, yes/no, on/off), got {raw!r}; unset it for the default, 0")
+    (unset, empty, 0/false/no/off); another value is a ValueError naming the variable (nda's parser
+    of ``NDA_*`` variables, ``nda.backends.contract.env_flag``)."""
+    return DTYPES if env_flag(ENV, False) else ()
 
 
 def _flush_part(a: np.ndarray) -> np.ndarray:
