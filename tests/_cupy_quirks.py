@@ -12,6 +12,8 @@ around, and nda-cuda's code meets CuPy's rules. The parts:
 * ``tests/_cupy_streams.py``: CUDA streams and events; a write into existing memory lands in
   stream order, unseen by other streams until an event (or the legacy default stream's rule)
   orders them;
+* ``tests/_cupy_fft.py``: ``cupy.fft`` (cuFFT's one- and n-dimensional plans, CuPy's dtype,
+  shape and normalisation conventions and its refusals);
 * ``tests/_cupy_solver.py``: cuBLAS and cuSOLVER (``matmul`` and its complex ``alpha``, CuPy's own
   ``einsum`` over it, ``solve``, SVD, ``pinv``, eigenvalues, ``norm``);
 * ``tests/_cupy_thrust.py``: CuPy's complex functions (its vendored thrust/FreeBSD headers);
@@ -60,6 +62,7 @@ import numpy as np
 
 import _cupy_device
 import _cupy_solver as solver
+from _cupy_fft import FFT
 import _cupy_streams as streams
 import _cupy_thrust as thrust
 from _cupy_device import FLUSHED, DeviceArray, device, flush, flush_scalar, plain, refuse_host, single, ufunc_call
@@ -524,7 +527,7 @@ cupy_model.linalg = _module("cupy_model.linalg", np.linalg, {
 _einsum = solver.einsum_over(cupy_model)
 if _einsum is not None:
     cupy_model.einsum = _einsum  # CuPy's einsum: its contractions are the model's matmul (cuBLAS)
-cupy_model.fft = _module("cupy_model.fft", np.fft, {})
+cupy_model.fft = _module("cupy_model.fft", np.fft, FFT)  # cuFFT's plans and CuPy's conventions (_cupy_fft)
 _cupy_device.MODEL = cupy_model
 
 from _cupy_compat import compat_model  # noqa: E402  (array_api_compat.cupy over the model)

@@ -45,7 +45,7 @@ from nda.engine import Deferred
 from nda.backends.contract import kernel_parameters
 from nda.ops import CATALOG, elementwise
 
-from . import _reductions
+from . import _fft, _reductions
 from . import _workarounds as fix
 from ._workarounds_linalg import WRAPPERS, eigvals as _eigvals, pinv as _pinv
 
@@ -462,6 +462,9 @@ OVERRIDES: dict[str, Callable[[ModuleType], Callable[..., Any]]] = {
     "isin": fix.isin,
     "linalg.pinv": _pinv,
     "linalg.eigvals": _eigvals,
+    # nda's fft ops on cupy.fft, keywords by name (their references take **kwargs, which the
+    # adapter cannot route), zero-size batches and irfftn's convention (nda_cuda._fft)
+    **_fft.factories(),
 }
 
 #: Element-wise ops whose CuPy 14.2 complex64 functions test the bits of subnormal parts
@@ -471,10 +474,9 @@ FLUSHED_COMPLEX64 = ("sin", "cos", "tan", "sinh", "cosh")
 
 #: Ops that run through nda's host fallback on purpose, with why. Their by-name CuPy
 #: functions return results in another convention than the reference's (named tuples of
-#: other index dtypes and shapes, NumPy-style precision promotion in fft, other default
-#: tolerances in matrix_rank); native kernels for them are owed and need a GPU to validate.
+#: other index dtypes and shapes, other default tolerances in matrix_rank); native kernels
+#: for them are owed and need a GPU to validate. (fft.*: nda_cuda._fft since issue 35.)
 HOST_FALLBACK: dict[str, str] = {
-    **{f"fft.{n}": "fft precision/argument convention not mapped yet" for n in ("fft", "ifft", "fftn", "ifftn", "rfft", "irfft", "rfftn", "irfftn", "hfft", "ihfft")},
     **{f"linalg.{n}": "result convention not mapped yet" for n in ("eig", "eigh", "qr", "svd", "slogdet", "matrix_rank")},
     **{n: "result convention (int64 indices, inverse of x's shape) not mapped yet" for n in ("unique_all", "unique_counts", "unique_inverse", "unique_values")},
 }

@@ -32,6 +32,12 @@ def tolerance(case: Case, dtype: np.dtype, expected: np.ndarray | None = None) -
       ``rtol * |x1| * |x2|``;
     * singular values (``linalg.svdvals``, the spectral ``linalg.matrix_norm`` ``ord=±2``/``'nuc'``)
       and ``linalg.pinv``: see :func:`spectral_atol`;
+    * Fourier transforms (``fft.*``): each output is a sum over the transformed input, computed
+      in an order that is the library's (pocketfft's butterflies, cuFFT's, normalised in the
+      transform or after it); an output that cancels to ~0 is noise of ``eps * sum |x|`` in any
+      of them (``fftn([1e-6j, 0, 1j, 1j], norm="ortho")`` in complex64: ``4.77e-07j`` from
+      NumPy, ``5.0e-07j`` normalised after the transform): an absolute tolerance of ``rtol``
+      times the number of input elements times the largest finite one;
     * complex ``log1p``: NumPy computes its real part as ``log(hypot(1 + re, im))``, whose
       rounding of ``hypot`` near 1 leaves an absolute error of about ``eps`` (``log1p(1e-6j)``
       has real part ``5.00044e-13`` in NumPy against the true ``4.99999999999750e-13``, and
@@ -60,6 +66,9 @@ def tolerance(case: Case, dtype: np.dtype, expected: np.ndarray | None = None) -
         factors = [_finite_max(np.asarray(a.base if isinstance(a, Arr) else a)) for a in case.args]
         scale = factors[0] * (factors[1] if len(factors) > 1 else factors[0])
         atol = max(atol, rtol * scale)
+    elif case.op.startswith("fft.") and case.args and isinstance(case.args[0], Arr):
+        x = case.args[0].base
+        atol = max(atol, rtol * max(x.size, 1) * _finite_max(np.asarray(x)))
     elif case.op == "log1p" and dtype.kind == "c":
         atol = max(atol, 4 * float(np.finfo(dtype).eps))
     elif case.op in SPECTRAL and case.args and isinstance(case.args[0], Arr):
