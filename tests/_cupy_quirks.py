@@ -16,6 +16,8 @@ around, and nda-cuda's code meets CuPy's rules. The parts:
   shape and normalisation conventions and its refusals);
 * ``tests/_cupy_solver.py``: cuBLAS and cuSOLVER (``matmul`` and its complex ``alpha``, CuPy's own
   ``einsum`` over it, ``solve``, SVD, ``pinv``, eigenvalues, ``norm``);
+* ``tests/_cupy_linalg.py``: CuPy's ``eig``, ``eigh``, ``qr``, ``slogdet`` and ``matrix_rank`` (plain
+  tuples, dtypes, refusals);
 * ``tests/_cupy_thrust.py``: CuPy's complex functions (its vendored thrust/FreeBSD headers);
 * ``tests/_cupy_sparse.py``: ``cupyx.scipy.sparse``'s csr matrix and cuSPARSE's limits;
 * this module: the array module and the Array-API namespace, with the quirks below.
@@ -61,6 +63,7 @@ from typing import Any, Callable
 import numpy as np
 
 import _cupy_device
+import _cupy_linalg as decompositions
 import _cupy_solver as solver
 from _cupy_fft import FFT
 import _cupy_streams as streams
@@ -523,6 +526,9 @@ cupy_model.linalg = _module("cupy_model.linalg", np.linalg, {
     "eigvals": solver.refusing_subnormal_parts(flushing(solver.eigvals)), "eigvalsh": flushing(solver.eigvalsh),
     "svd": solver.scaled_by_norm(flushing(solver.svd), "svd"),
     "norm": flushing(solver.norm), "LinAlgError": np.linalg.LinAlgError,
+    "eig": solver.refusing_subnormal_parts(flushing(decompositions.eig)), "eigh": flushing(decompositions.eigh),
+    "qr": flushing(decompositions.qr), "slogdet": flushing(decompositions.slogdet),
+    "matrix_rank": flushing(decompositions.matrix_rank),
 })
 _einsum = solver.einsum_over(cupy_model)
 if _einsum is not None:

@@ -45,7 +45,7 @@ from nda.engine import Deferred
 from nda.backends.contract import kernel_parameters
 from nda.ops import CATALOG, elementwise
 
-from . import _fft, _reductions
+from . import _decompositions, _fft, _reductions
 from . import _workarounds as fix
 from ._workarounds_linalg import WRAPPERS, eigvals as _eigvals, pinv as _pinv
 
@@ -465,6 +465,9 @@ OVERRIDES: dict[str, Callable[[ModuleType], Callable[..., Any]]] = {
     # nda's fft ops on cupy.fft, keywords by name (their references take **kwargs, which the
     # adapter cannot route), zero-size batches and irfftn's convention (nda_cuda._fft)
     **_fft.factories(),
+    # eig, eigh, qr, svd, slogdet, matrix_rank on CuPy's own functions (plain tuples; array-api-compat's
+    # are named tuples), with the reference's dtypes, tolerance and empty matrices (nda_cuda._decompositions)
+    **_decompositions.factories(),
 }
 
 #: Element-wise ops whose CuPy 14.2 complex64 functions test the bits of subnormal parts
@@ -474,10 +477,9 @@ FLUSHED_COMPLEX64 = ("sin", "cos", "tan", "sinh", "cosh")
 
 #: Ops that run through nda's host fallback on purpose, with why. Their by-name CuPy
 #: functions return results in another convention than the reference's (named tuples of
-#: other index dtypes and shapes, other default tolerances in matrix_rank); native kernels
-#: for them are owed and need a GPU to validate. (fft.*: nda_cuda._fft since issue 35.)
+#: other index dtypes and shapes); native kernels for them are owed and need a GPU to
+#: validate. (fft.*: nda_cuda._fft, the decompositions: nda_cuda._decompositions, since issue 35.)
 HOST_FALLBACK: dict[str, str] = {
-    **{f"linalg.{n}": "result convention not mapped yet" for n in ("eig", "eigh", "qr", "svd", "slogdet", "matrix_rank")},
     **{n: "result convention (int64 indices, inverse of x's shape) not mapped yet" for n in ("unique_all", "unique_counts", "unique_inverse", "unique_values")},
 }
 
