@@ -17,7 +17,8 @@ around, and nda-cuda's code meets CuPy's rules. The parts:
 * ``tests/_cupy_solver.py``: cuBLAS and cuSOLVER (``matmul`` and its complex ``alpha``, CuPy's own
   ``einsum`` over it, ``solve``, SVD, ``pinv``, eigenvalues, ``norm``);
 * ``tests/_cupy_linalg.py``: CuPy's ``eig``, ``eigh``, ``qr``, ``slogdet`` and ``matrix_rank`` (plain
-  tuples, dtypes, refusals);
+  tuples, dtypes, refusals); ``tests/_cupy_unique.py``: ``unique`` and ``unique_*`` (radix order,
+  ``intp`` indices, CuPy's named tuples);
 * ``tests/_cupy_thrust.py``: CuPy's complex functions (its vendored thrust/FreeBSD headers);
 * ``tests/_cupy_sparse.py``: ``cupyx.scipy.sparse``'s csr matrix and cuSPARSE's limits;
 * this module: the array module and the Array-API namespace, with the quirks below.
@@ -66,6 +67,7 @@ import _cupy_device
 import _cupy_linalg as decompositions
 import _cupy_solver as solver
 from _cupy_fft import FFT
+from _cupy_unique import UNIQUE
 import _cupy_streams as streams
 import _cupy_thrust as thrust
 from _cupy_device import FLUSHED, DeviceArray, device, flush, flush_scalar, plain, refuse_host, single, ufunc_call
@@ -520,7 +522,7 @@ _QUIRKS: dict[str, Any] = {
 }
 
 #: The array module: NumPy with CuPy 14.2's arrays, rules and quirks.
-cupy_model = _module("cupy_model", np, _QUIRKS)
+cupy_model = _module("cupy_model", np, {**_QUIRKS, **UNIQUE})
 cupy_model.linalg = _module("cupy_model.linalg", np.linalg, {
     "pinv": solver.scaled_by_norm(flushing(solver.pinv), "pinv"), "solve": flushing(solver.solve),
     "eigvals": solver.refusing_subnormal_parts(flushing(solver.eigvals)), "eigvalsh": flushing(solver.eigvalsh),

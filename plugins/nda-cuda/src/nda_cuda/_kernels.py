@@ -45,7 +45,7 @@ from nda.engine import Deferred
 from nda.backends.contract import kernel_parameters
 from nda.ops import CATALOG, elementwise
 
-from . import _decompositions, _fft, _reductions
+from . import _decompositions, _fft, _reductions, _unique
 from . import _workarounds as fix
 from ._workarounds_linalg import WRAPPERS, eigvals as _eigvals, pinv as _pinv
 
@@ -468,6 +468,8 @@ OVERRIDES: dict[str, Callable[[ModuleType], Callable[..., Any]]] = {
     # eig, eigh, qr, svd, slogdet, matrix_rank on CuPy's own functions (plain tuples; array-api-compat's
     # are named tuples), with the reference's dtypes, tolerance and empty matrices (nda_cuda._decompositions)
     **_decompositions.factories(),
+    # unique_* on cupy.unique (plain tuples), NaNs last, int64 indices, the inverse of x's shape (nda_cuda._unique)
+    **_unique.factories(),
 }
 
 #: Element-wise ops whose CuPy 14.2 complex64 functions test the bits of subnormal parts
@@ -475,13 +477,11 @@ OVERRIDES: dict[str, Callable[[ModuleType], Callable[..., Any]]] = {
 FLUSHED_COMPLEX64 = ("sin", "cos", "tan", "sinh", "cosh")
 
 
-#: Ops that run through nda's host fallback on purpose, with why. Their by-name CuPy
-#: functions return results in another convention than the reference's (named tuples of
-#: other index dtypes and shapes); native kernels for them are owed and need a GPU to
-#: validate. (fft.*: nda_cuda._fft, the decompositions: nda_cuda._decompositions, since issue 35.)
-HOST_FALLBACK: dict[str, str] = {
-    **{n: "result convention (int64 indices, inverse of x's shape) not mapped yet" for n in ("unique_all", "unique_counts", "unique_inverse", "unique_values")},
-}
+#: Ops that run through nda's host fallback on purpose, with why (``build`` reports them in
+#: ``unmapped``). None since issue 35: the ops that were here for their result conventions have
+#: kernels of their own (``fft.*``: :mod:`nda_cuda._fft`; ``linalg.eig``, ``eigh``, ``qr``, ``svd``,
+#: ``slogdet``, ``matrix_rank``: :mod:`nda_cuda._decompositions`; ``unique_*``: :mod:`nda_cuda._unique`).
+HOST_FALLBACK: dict[str, str] = {}
 
 
 # --------------------------------------------------------------------------- the table
