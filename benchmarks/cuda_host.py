@@ -13,7 +13,12 @@ loads nda-cuda's backend class over it and times the GPU benchmark's tiny cases:
 * a chain: ``z = z * 1.0001 + y`` 100 times (200 dependent ops), then ``float(nda.sum(z))``;
 
 the same cases on nda's ``cpu`` device in the same run, for scale, and the floor of the null
-CuPy itself (``cupy.empty`` plus a launch: what ``x + y`` costs a CuPy user here). Every timed
+CuPy itself (``cupy.empty`` plus a launch: what ``x + y`` costs a CuPy user here).
+``--ops`` adds issue 35's ops (``fft.*``, the decompositions, ``unique_*``, the rejection-sampled
+random distributions) on tiny inputs, each issued and waited for, with the route it took on cuda
+(native or the host fallback): the null CuPy computes those with NumPy on the host buffers, so
+their figures are nda's work per op *plus* NumPy's on a few elements, the same on both routes
+but for the fallback's copies and waits. Every timed
 case runs with ``nda.config.fallback = "error"`` and is checked to go through nda-cuda's own
 paths: the generated element-wise kernels (``Generator.launches``), the small reductions, and
 no marker (CUDA event) except where the host waits. Then a cProfile of ``x + y`` and of
@@ -37,7 +42,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 NULL_CUPY = os.path.join(HERE, "_null_cupy")
 
 
-def run(quick: bool = False, profile: bool = True, timeout: float = 600, engine: str | None = None) -> dict[str, Any]:
+def run(quick: bool = False, profile: bool = True, timeout: float = 600, engine: str | None = None, ops: bool = False) -> dict[str, Any]:
     """Run the measurement in a fresh process over the null CuPy; its report as a dict.
     ``engine``: ``NDA_ENGINE`` for that process (default: the caller's, else nda's default)."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -46,7 +51,7 @@ def run(quick: bool = False, profile: bool = True, timeout: float = 600, engine:
         if engine is not None:
             env["NDA_ENGINE"] = engine
         cmd = [sys.executable, "-c", f"import sys; sys.path.insert(0, {NULL_CUPY!r}); sys.path.insert(1, {os.path.dirname(HERE)!r}); "
-               f"from benchmarks.cuda_host import _inner; _inner({quick!r}, {profile!r}, {out!r})"]
+               f"from benchmarks.cuda_host import _inner; _inner({quick!r}, {profile!r}, {out!r}, {ops!r})"]
         done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
         if done.returncode:
             raise RuntimeError(f"the null-CuPy run failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
@@ -79,6 +84,47 @@ def _cases(nda: Any, np: Any, device: str) -> dict[str, Any]:
         return float(nda.sum(z))
 
     return {"x + y": add, "x * y + z": fma, "float(sum(x + y))": read, "chain 200 ops + read": chain}
+
+
+def _op_cases(nda: Any, np: Any, device: str) -> dict[str, tuple[str, Any]]:
+    """Issue 35's ops on tiny inputs: ``name -> (catalog op, issue-and-wait)``."""
+    rng = np.random.default_rng(0)
+    c8 = nda.asarray((rng.standard_normal(8) + 1j * rng.standard_normal(8)).astype(np.complex64), device=device)
+    r8 = nda.asarray(rng.standard_normal(8).astype(np.float32), device=device)
+    c43 = nda.asarray((rng.standard_normal((4, 3)) + 1j).astype(np.complex64), device=device)
+    a = rng.standard_normal((4, 4))
+    m = nda.asarray((a + 4 * np.eye(4)).astype(np.float32), device=device)
+    s = nda.asarray((a @ a.T + np.eye(4)).astype(np.float32), device=device)
+    ints = nda.asarray(rng.integers(0, 5, 16), device=device)
+    gen = nda.random.default_rng(0, device=device)
+    wait = nda.waitall
+    cases = {
+        "fft.fft (8,) c64": ("fft.fft", lambda: nda.fft.fft(c8)),
+        "fft.rfft (8,) f32": ("fft.rfft", lambda: nda.fft.rfft(r8)),
+        "fft.irfft (8,) c64": ("fft.irfft", lambda: nda.fft.irfft(c8)),
+        "fft.fftn (4, 3) c64": ("fft.fftn", lambda: nda.fft.fftn(c43)),
+        "fft.irfftn (4, 3) c64": ("fft.irfftn", lambda: nda.fft.irfftn(c43)),
+        "linalg.eigh (4, 4) f32": ("linalg.eigh", lambda: nda.linalg.eigh(s)),
+        "linalg.eig (4, 4) f32": ("linalg.eig", lambda: nda.linalg.eig(m)),
+        "linalg.qr (4, 4) f32": ("linalg.qr", lambda: nda.linalg.qr(m)),
+        "linalg.svd (4, 4) f32": ("linalg.svd", lambda: nda.linalg.svd(m)),
+        "linalg.slogdet (4, 4) f32": ("linalg.slogdet", lambda: nda.linalg.slogdet(m)),
+        "linalg.matrix_rank (4, 4)": ("linalg.matrix_rank", lambda: nda.linalg.matrix_rank(m)),
+        "unique_values (16,) i64": ("unique_values", lambda: nda.unique_values(ints)),
+        "unique_all (16,) i64": ("unique_all", lambda: nda.unique_all(ints)),
+        "random gamma (16,)": ("random.philox_gamma", lambda: gen.gamma(2.0, size=16)),
+        "random poisson (16,)": ("random.philox_poisson", lambda: gen.poisson(3.0, size=16)),
+        "random binomial (16,)": ("random.philox_binomial", lambda: gen.binomial(20, 0.5, size=16)),
+    }
+
+    def waited(fn: Any) -> Any:
+        def call() -> None:
+            fn()
+            wait()
+
+        return call
+
+    return {name: (op, waited(fn)) for name, (op, fn) in cases.items()}
 
 
 def _floor(cupy: Any) -> dict[str, Any]:
@@ -161,7 +207,7 @@ def _profile(nda: Any, fn: Any, calls: int, top: int = 15) -> list[dict[str, Any
     return rows[:top]
 
 
-def _inner(quick: bool, profile: bool, out: str) -> None:
+def _inner(quick: bool, profile: bool, out: str, ops: bool = False) -> None:
     import cupy
 
     if not cupy.__file__.startswith(NULL_CUPY):
@@ -183,6 +229,18 @@ def _inner(quick: bool, profile: bool, out: str) -> None:
     report: dict[str, Any] = {"us": timed, "paths": paths, "quick": quick,
                               "launches": dict(nda_cuda.backend.elementwise.launches),
                               "sources": {op: nda_cuda.backend.sources.get(op) for op in ("add", "multiply", "sum")}}
+    if ops:
+        nda.config.fallback = "silent"  # the host fallback is one of the routes measured here
+        try:
+            on_cuda, on_cpu = _op_cases(nda, np, "cuda"), _op_cases(nda, np, "cpu")
+            backend = nda_cuda.backend
+            routes = {name: ("native" if op in backend.sources else "host fallback") for name, (op, _) in on_cuda.items()}
+            n = {"default": 30 if quick else 200}
+            op_us = _time({**{f"cuda {k}": fn for k, (_, fn) in on_cuda.items()}, **{f"cpu {k}": fn for k, (_, fn) in on_cpu.items()}},
+                          rounds, n)
+        finally:
+            nda.config.fallback = "error"
+        report["ops"] = {name: {"route": routes[name], "cuda": op_us[f"cuda {name}"], "cpu": op_us[f"cpu {name}"]} for name in on_cuda}
     if profile:
         calls = 2000 if quick else 20000
         report["profile"] = {"x + y": _profile(nda, cuda["x + y"], calls), "float(sum(x + y))": _profile(nda, cuda["float(sum(x + y))"], calls // 2)}
@@ -202,6 +260,10 @@ def render(report: dict[str, Any]) -> str:
                      f"{path['ops']} ops, {path['launches']} generated launches, {path['markers']} markers")
     lines.append("")
     lines.append("sources: " + ", ".join(f"{op} <- {src}" for op, src in report["sources"].items()))
+    if report.get("ops"):
+        lines += ["", "issue 35's ops, issued and waited for (µs, best of rounds; NumPy computes them on the null CuPy's buffers)",
+                  f"{'op':<28}{'cuda':>10}{'cpu':>10}   route on cuda"]
+        lines += [f"{name:<28}{row['cuda']:>10.1f}{row['cpu']:>10.1f}   {row['route']}" for name, row in report["ops"].items()]
     for case, rows in report.get("profile", {}).items():
         lines += ["", f"cProfile, {case}: self time per op (µs; cProfile's own overhead inflates these)",
                   f"{'self':>8}{'cum':>8}{'calls':>7}  function"]
@@ -214,8 +276,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="fewer rounds (a smoke test)")
     parser.add_argument("--no-profile", action="store_true", help="skip the cProfile tables")
     parser.add_argument("--json", metavar="PATH", help="write the report as JSON")
+    parser.add_argument("--ops", action="store_true", help="also time issue 35's ops (fft, decompositions, unique_*, random distributions)")
     args = parser.parse_args(argv)
-    report = run(quick=args.quick, profile=not args.no_profile)
+    report = run(quick=args.quick, profile=not args.no_profile, ops=args.ops)
     print(render(report))
     if args.json:
         with open(args.json, "w") as fh:

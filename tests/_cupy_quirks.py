@@ -12,8 +12,13 @@ around, and nda-cuda's code meets CuPy's rules. The parts:
 * ``tests/_cupy_streams.py``: CUDA streams and events; a write into existing memory lands in
   stream order, unseen by other streams until an event (or the legacy default stream's rule)
   orders them;
+* ``tests/_cupy_fft.py``: ``cupy.fft`` (cuFFT's one- and n-dimensional plans, CuPy's dtype,
+  shape and normalisation conventions and its refusals);
 * ``tests/_cupy_solver.py``: cuBLAS and cuSOLVER (``matmul`` and its complex ``alpha``, CuPy's own
   ``einsum`` over it, ``solve``, SVD, ``pinv``, eigenvalues, ``norm``);
+* ``tests/_cupy_linalg.py``: CuPy's ``eig``, ``eigh``, ``qr``, ``slogdet`` and ``matrix_rank`` (plain
+  tuples, dtypes, refusals); ``tests/_cupy_unique.py``: ``unique`` and ``unique_*`` (radix order,
+  ``intp`` indices, CuPy's named tuples);
 * ``tests/_cupy_thrust.py``: CuPy's complex functions (its vendored thrust/FreeBSD headers);
 * ``tests/_cupy_sparse.py``: ``cupyx.scipy.sparse``'s csr matrix and cuSPARSE's limits;
 * this module: the array module and the Array-API namespace, with the quirks below.
@@ -59,7 +64,10 @@ from typing import Any, Callable
 import numpy as np
 
 import _cupy_device
+import _cupy_linalg as decompositions
 import _cupy_solver as solver
+from _cupy_fft import FFT
+from _cupy_unique import UNIQUE
 import _cupy_streams as streams
 import _cupy_thrust as thrust
 from _cupy_device import FLUSHED, DeviceArray, device, flush, flush_scalar, plain, refuse_host, single, ufunc_call
@@ -514,17 +522,20 @@ _QUIRKS: dict[str, Any] = {
 }
 
 #: The array module: NumPy with CuPy 14.2's arrays, rules and quirks.
-cupy_model = _module("cupy_model", np, _QUIRKS)
+cupy_model = _module("cupy_model", np, {**_QUIRKS, **UNIQUE})
 cupy_model.linalg = _module("cupy_model.linalg", np.linalg, {
     "pinv": solver.scaled_by_norm(flushing(solver.pinv), "pinv"), "solve": flushing(solver.solve),
     "eigvals": solver.refusing_subnormal_parts(flushing(solver.eigvals)), "eigvalsh": flushing(solver.eigvalsh),
     "svd": solver.scaled_by_norm(flushing(solver.svd), "svd"),
     "norm": flushing(solver.norm), "LinAlgError": np.linalg.LinAlgError,
+    "eig": solver.refusing_subnormal_parts(flushing(decompositions.eig)), "eigh": flushing(decompositions.eigh),
+    "qr": flushing(decompositions.qr), "slogdet": flushing(decompositions.slogdet),
+    "matrix_rank": flushing(decompositions.matrix_rank),
 })
 _einsum = solver.einsum_over(cupy_model)
 if _einsum is not None:
     cupy_model.einsum = _einsum  # CuPy's einsum: its contractions are the model's matmul (cuBLAS)
-cupy_model.fft = _module("cupy_model.fft", np.fft, {})
+cupy_model.fft = _module("cupy_model.fft", np.fft, FFT)  # cuFFT's plans and CuPy's conventions (_cupy_fft)
 _cupy_device.MODEL = cupy_model
 
 from _cupy_compat import compat_model  # noqa: E402  (array_api_compat.cupy over the model)

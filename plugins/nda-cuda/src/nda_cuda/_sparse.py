@@ -33,7 +33,10 @@ cuSPARSE stores bool, float32, float64, complex64 and complex128 values only, an
 storage is registered with those dtypes: nda then refuses to convert another dtype to csr on
 cuda (a ValueError naming them), and an op whose result could not be held (``astype`` to an
 integer dtype) takes the layout fallback, giving a strided result. Arithmetic kernels are
-registered for the floating dtypes (bool csr arrays take the fallback for them).
+registered for the floating dtypes (bool csr arrays take the fallback for them). Integer csr
+arrays stay on the host by decision (issue 35): cuSPARSE has no integer value types, so kernels
+for them would need a csr storage of nda-cuda's own (three CuPy arrays) and a kernel per op; the
+kit's integer csr cells on cuda are host-fallback cells (README, nda-cuda).
 
 Everything takes the array module and its sparse module as parameters: the backend passes
 CuPy and ``cupyx.scipy.sparse``; ``tests/_cuda_numpy_mirror.py`` passes NumPy and
