@@ -162,7 +162,7 @@ DOCUMENTED_EXTRAS = {
     "array", "array_equal", "array_split", "atleast_1d", "atleast_2d", "atleast_3d", "average", "bincount", "bool_", "cbrt", "column_stack",
     "concatenate", "conjugate", "convolve", "corrcoef", "correlate", "cov", "cross", "cumprod", "cumsum", "deg2rad", "degrees", "diag",
     "diagonal", "digitize", "dot", "dstack", "errstate", "get_printoptions", "gradient", "histogram", "histogram_bin_edges", "hstack",
-    "identity", "inner", "interp", "kron", "loadtxt", "logspace", "median", "nan_to_num", "nanmax", "nanmean", "nanmin", "nanprod",
+    "identity", "inner", "interp", "kron", "loadtxt", "logspace", "median", "nan_to_num", "nanmax", "nanmean", "nanmin", "nanpercentile", "nanprod", "nanquantile",
     "nanstd", "nansum", "nanvar", "ndarray", "outer", "percentile", "polyfit", "polyval", "power", "printoptions", "ptp", "put", "quantile",
     "rad2deg", "radians", "ravel", "savetxt", "set_printoptions", "split", "swapaxes", "trace", "unique", "vdot", "vstack",
 }
