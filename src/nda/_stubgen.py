@@ -48,6 +48,7 @@ def _annotation(text: Any, fallback: str = "Any") -> str:
     if text is inspect.Parameter.empty or text is inspect.Signature.empty:
         return fallback
     text = text if isinstance(text, str) else getattr(text, "__name__", repr(text))
+    text = text.replace("_builtin_bool", "builtins.bool")  # nda._dtypes' alias of the builtin (``nda.bool`` is a dtype)
     return text.replace("_ARRAY", "NDArray").replace("finfo_object", "Any").replace("iinfo_object", "Any").replace("Info", "Any")
 
 
