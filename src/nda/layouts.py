@@ -44,7 +44,7 @@ from .ops._spec import Array, Cast
 
 __all__ = [
     "LayoutInfo", "register_layout", "register_converter", "register_storage", "holds", "info", "layouts", "converters",
-    "conversion_route", "to_layout", "route", "csr", "row_sparse", "strided",
+    "conversion_route", "route", "csr", "row_sparse", "strided",
 ]
 
 _SCALARS = (bool, int, float, complex)
