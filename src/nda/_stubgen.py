@@ -28,7 +28,6 @@ from nda import _namespace
 from nda._array import NDArray
 from nda._signatures import method_signature, result_name, returns as _returns
 from nda._arraymethods import NumPyMethods
-from nda.ops import CATALOG
 
 __all__ = ["render", "check", "write"]
 

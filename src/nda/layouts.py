@@ -39,7 +39,7 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable
 
 from . import backends, dispatch
-from ._devices import ArrayMeta, Device, KernelKey, Layout, as_layout, strided
+from ._devices import Device, KernelKey, Layout, as_layout, strided
 from .ops._spec import Array, Cast
 
 __all__ = [
