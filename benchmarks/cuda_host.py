@@ -191,7 +191,7 @@ def _profile(nda: Any, fn: Any, calls: int, top: int = 15) -> list[dict[str, Any
     prof.disable()
     stats = pstats.Stats(prof).stats  # type: ignore[attr-defined]
     rows = []
-    for (path, line, func), (cc, nc, tt, ct, _) in stats.items():
+    for (path, line, func), (_cc, nc, tt, ct, _) in stats.items():
         where = path.replace("\\", "/")
         for marker, label in (("/src/nda/", "nda/"), ("/nda_cuda/", "nda_cuda/"), ("/_null_cupy/", "null_cupy/")):
             if marker in where:

@@ -377,11 +377,12 @@ def elementwise(rounds: int, n: int = 64 * 1024 * 1024) -> dict[str, Any]:
             if name.startswith("astype"):
                 moved += n * (12 - size)  # the other float dtype written
             fns: dict[str, Callable[[], Any]] = {
-                "cupy": lambda f=fn_cp: (f(cupy, a_cp, b_cp, c_cp), stream.synchronize()),
-                "nda": lambda f=fn_nda: f(*arrays).wait_to_read(),
+                # noqa F821 below: the closures run before the `del` that frees device memory per dtype
+                "cupy": lambda f=fn_cp: (f(cupy, a_cp, b_cp, c_cp), stream.synchronize()),  # noqa: F821
+                "nda": lambda f=fn_nda: f(*arrays).wait_to_read(),  # noqa: F821
             }
             if torch is not None:
-                fns["torch"] = lambda f=fn_t: (f(torch, *tensors), torch.cuda.synchronize())
+                fns["torch"] = lambda f=fn_t: (f(torch, *tensors), torch.cuda.synchronize())  # noqa: F821
             timed = alternate(fns, rounds, 5)
             timed["floor"] = moved / bandwidth
             results["cases"][f"{dtype} {name}"] = timed
@@ -435,7 +436,7 @@ def launch_sweep(rounds: int, n: int = 64 * 1024 * 1024, ops: tuple[str, ...] = 
         for dtype in ("float32", "float64"):
             a = nda.asarray(host.random(n).astype(dtype), device=dev)
             b = nda.asarray(host.random(n).astype(dtype), device=dev)
-            calls = {"add": lambda: a + b, "exp": lambda: nda.exp(a), "multiply": lambda: a * b}
+            calls = {"add": lambda: a + b, "exp": lambda: nda.exp(a), "multiply": lambda: a * b}  # noqa: F821 - run before the `del`
             for op in ops:
                 run = {"nda": lambda f=calls[op]: f().wait_to_read()}
                 timed: dict[str, float] = {}

@@ -82,7 +82,7 @@ def summary(logs: str, failures: int = 40) -> str:
             out.append(_read(os.path.join(logs, log)).rstrip() or "(no output)")
     out.append("=" * 30 + " failures")
     lines: list[str] = []
-    for name, rc, seconds, log in steps:
+    for name, _rc, _seconds, log in steps:
         base = os.path.splitext(log)[0]
         report = _kit(os.path.join(logs, base + ".json"))
         if report is not None:

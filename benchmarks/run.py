@@ -68,7 +68,6 @@ def overhead(rounds: int, number: int) -> dict[str, float]:
     x = nda.asarray(host, device="nullbench")
     y = nda.asarray(host, device="nullbench")
     table = nda.dispatch.table("add")
-    key = (x._meta, y._meta)
     x + y  # resolve once
     cx, cy = nda.asarray(host), nda.asarray(host)
     previous = nda.engine.current()

@@ -53,7 +53,7 @@ def test_every_operator_and_method_of_an_op_is_known_to_autograd():
         for name in decl.operators + tuple(m.name for m in decl.methods):
             if decl.outputs is None and not decl.data_dependent:
                 assert name in roles and roles[name][0] is decl, name
-    for name, (decl, role) in roles.items():
+    for name in roles:
         assert callable(nda.NDArray.__dict__[name]), name
     assert roles["__radd__"][1] == "reflected" and roles["__iadd__"][1] == "inplace" and roles["__matmul__"][1] == "operator"
 

@@ -185,6 +185,6 @@ def test_a_refused_backend_shows_its_sentence_everywhere_and_keeps_the_traceback
             conformance.run(name, ops=["add"])
     assert main(["info"]) == 0
     out = capsys.readouterr().out
-    for name, sentence in sentences.items():
+    for sentence in sentences.values():
         assert f"reason: {sentence}\n    (the full traceback: nda.backends.status())" in out
     assert "reason: Traceback" not in out

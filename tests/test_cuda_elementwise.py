@@ -24,7 +24,6 @@ Owed on a GPU: ``python -m benchmarks.gpu_elementwise_check`` (CUDA's math funct
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import warnings

@@ -27,7 +27,6 @@ from nda.testing.conformance._kit import Cell, Runner, _Invalid
 from nda._devices import as_layout
 
 pytest.importorskip("scipy")
-import _cupy_device  # noqa: E402
 from _cupy_device import DeviceArray, IllegalAddress  # noqa: E402
 from _cupy_quirks import compat_model, cupy_model, sparse_model  # noqa: E402
 

@@ -29,7 +29,7 @@ import pytest
 import nda
 from nda._dtypes import as_dtype
 from nda._devices import as_layout
-from nda.testing.conformance._cases import Arr, Case, sweep
+from nda.testing.conformance._cases import Case, sweep
 from nda.testing.conformance._kit import Cell, Runner, _Invalid
 
 pytest.importorskip("scipy")

@@ -262,7 +262,7 @@ def test_plans_are_memoised_on_devices_with_the_host_fallback(device, monkeypatc
     original = reductions._plan_accumulating
     monkeypatch.setattr(reductions, "_plan_accumulating", lambda *a, **k: plans.append(a[0]) or original(*a, **k))
     rng = np.random.default_rng(5)
-    for i in range(6):
+    for _ in range(6):
         host = rng.standard_normal((3, 4)).astype(np.float32)
         x = nda.asarray(host, device=device)
         np.testing.assert_allclose(nda.sum(x).asnumpy(), host.sum(), rtol=1e-5)

@@ -91,7 +91,6 @@ def test_the_readme_names_the_same_layers():
 def test_every_module_says_its_layer(graph):
     import importlib
 
-    layers = _layers()
     missing = []
     for name in sorted(graph.modules):
         if name.endswith("__main__") or ".test_" in name:
@@ -100,3 +99,18 @@ def test_every_module_says_its_layer(graph):
         if "Layer:" not in doc:
             missing.append(name)
     assert not missing, f"module docstrings that do not say their layer: {missing}"
+
+
+def test_every_name_in_a_modules_all_exists(graph):
+    """``from module import *`` works: every name a module's ``__all__`` lists is there (a module
+    ``__getattr__`` may serve it). Issue 34, found by ruff's F822: ``nda.layouts`` listed
+    ``to_layout``, which it never defined, so ``from nda.layouts import *`` raised."""
+    import importlib
+
+    missing = []
+    for name in sorted(graph.modules):
+        if name.endswith("__main__") or ".test_" in name:
+            continue
+        module = importlib.import_module(name)
+        missing += [f"{name}.{attr}" for attr in getattr(module, "__all__", ()) if not hasattr(module, attr)]
+    assert not missing, f"names in __all__ that the module does not have: {missing}"

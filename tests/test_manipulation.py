@@ -402,10 +402,10 @@ def test_pad_refuses_what_it_cannot_do_with_numpys_exception_types(device):
 def test_transpose_is_numpys(device):
     host = np.arange(24.0).reshape(2, 3, 4)
     x = nda.asarray(host, device=device)
-    for axes in (None, (1, 0, 2), [2, 0, 1], (-1, 0, 1)):
-        got = nda.transpose(x, axes)
+    for perm in (None, (1, 0, 2), [2, 0, 1], (-1, 0, 1)):
+        got = nda.transpose(x, perm)
         assert got.device == x.device
-        np.testing.assert_array_equal(got.asnumpy(), np.transpose(host, axes))
+        np.testing.assert_array_equal(got.asnumpy(), np.transpose(host, perm))
     np.testing.assert_array_equal(nda.transpose(x, axes=(2, 1, 0)).asnumpy(), host.T)
     with pytest.raises(ValueError):
         nda.transpose(x, (0, 1))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import operator
 import warnings
+from typing import Any
 
 import numpy as np
 import pytest

@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 import nda
-from nda.engine import Deferred, _queues
+from nda.engine import _queues
 from nda.engine.threaded import ThreadedEngine
 
 pytest.importorskip("nda_sim")

@@ -26,7 +26,6 @@ from hypothesis import strategies as st
 
 import nda
 from nda.ops import _philox
-from nda.ops import random as spec
 
 sim_installed = any(rec["name"] == "sim" and rec["state"] != "excluded" for rec in nda.backends.status())
 needs_sim = pytest.mark.skipif(not sim_installed, reason="nda-sim is not installed")

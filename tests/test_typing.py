@@ -105,3 +105,22 @@ def test_mypy_accepts_numpys_dtype_spellings_and_types_einsum(tmp_path):
     revealed = [line for line in out.splitlines() if "Revealed type" in line]
     assert len(revealed) == 3 and all('"nda._array.NDArray"' in line for line in revealed), out
     assert "error" not in out, out
+
+
+PREDICATES = textwrap.dedent(
+    """
+    import nda
+
+    reveal_type(nda.can_cast(nda.int8, nda.int16))
+    reveal_type(nda.isdtype(nda.float32, "real floating"))
+    """
+)
+
+
+def test_mypy_sees_the_bool_results_of_can_cast_and_isdtype(tmp_path):
+    # Issue 34 (found by ruff's F821 on the stubs): the stub said `-> _builtin_bool`, nda._dtypes'
+    # private alias of the builtin, a name the stub never defines; mypy read the results as Any.
+    out = _mypy(tmp_path, PREDICATES)
+    revealed = [line for line in out.splitlines() if "Revealed type" in line]
+    assert len(revealed) == 2 and all(line.endswith(('"bool"', '"builtins.bool"')) for line in revealed), out
+    assert "error" not in out, out

@@ -104,7 +104,7 @@ def test_every_view_op_writes_through_and_follows(device, engine):
         "squeeze": (lambda t: nda.squeeze(t[1:2], axis=0), lambda a: a[1]),
         "newaxis": (lambda t: t[None, ..., ::2], lambda a: a[None, ..., ::2]),
     }
-    for name, (make, make_np) in makers.items():
+    for make, make_np in makers.values():
         x, a = base(device)
         v, m = make(x), make_np(a)
         v[(0,) * (v.ndim - 1)] = -1.0

@@ -21,7 +21,6 @@ from ._array import NDArray, new_array, up
 from ._execute import NOT_INTERCEPTED, TO_DEVICE, TO_LAYOUT, inline, intercepted
 from ._devices import ArrayMeta, Device, as_device, as_layout, strided
 from .engine import state as _state
-from ._dtypes import DType
 from .ops import _spec
 from .ops._spec import host_scalar
 

@@ -78,7 +78,7 @@ from ._interop_args import (
 from .engine._fperrors import guard as _fp_guard
 from .engine._fperrors import unguard as _fp_unguard
 
-__all__ = ["array_ufunc", "array_function", "UFUNCS", "FUNCTIONS"]
+__all__ = ["array_ufunc", "array_function", "UFUNCS", "FUNCTIONS"]  # noqa: F822 - FUNCTIONS: the module __getattr__
 
 #: NumPy ufunc -> the nda element-wise function that computes the same thing.
 UFUNCS: dict[Any, str] = {

@@ -28,7 +28,6 @@ from nda import _namespace
 from nda._array import NDArray
 from nda._signatures import method_signature, result_name, returns as _returns
 from nda._arraymethods import NumPyMethods
-from nda.ops import CATALOG
 
 __all__ = ["render", "check", "write"]
 
@@ -48,6 +47,7 @@ def _annotation(text: Any, fallback: str = "Any") -> str:
     if text is inspect.Parameter.empty or text is inspect.Signature.empty:
         return fallback
     text = text if isinstance(text, str) else getattr(text, "__name__", repr(text))
+    text = text.replace("_builtin_bool", "builtins.bool")  # nda._dtypes' alias of the builtin (``nda.bool`` is a dtype)
     return text.replace("_ARRAY", "NDArray").replace("finfo_object", "Any").replace("iinfo_object", "Any").replace("Info", "Any")
 
 

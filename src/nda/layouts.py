@@ -39,12 +39,12 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable
 
 from . import backends, dispatch
-from ._devices import ArrayMeta, Device, KernelKey, Layout, as_layout, strided
+from ._devices import Device, KernelKey, Layout, as_layout, strided
 from .ops._spec import Array, Cast
 
 __all__ = [
     "LayoutInfo", "register_layout", "register_converter", "register_storage", "holds", "info", "layouts", "converters",
-    "conversion_route", "to_layout", "route", "csr", "row_sparse", "strided",
+    "conversion_route", "route", "csr", "row_sparse", "strided",
 ]
 
 _SCALARS = (bool, int, float, complex)

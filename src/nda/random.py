@@ -39,7 +39,6 @@ import math
 import operator
 import re
 import sys
-import threading
 from typing import Any, Callable
 
 import numpy as np

@@ -25,7 +25,6 @@ Layer: backends (README, "Architecture").
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 from .. import dispatch

@@ -34,9 +34,11 @@ import threading
 import time
 from typing import Any, Callable, Sequence
 
-from . import Completion, _queues, device_completion, profiler
+from . import _queues
+from ._completion import Completion, device_completion
 from ._fperrors import guard, issuing, unguard
 from ._graph import QUEUED, RUNNING, Task
+from ._profile import profiler
 
 __all__ = ["Held", "HoldingEngine"]
 

@@ -117,7 +117,7 @@ def _fork_notice(what: str, waited: float) -> None:
 
 
 def _before_fork() -> None:
-    from . import state
+    from ._state import state
 
     _forksafe.acquire(_forksafe.OUTER, QUIESCE_TIMEOUT, _fork_notice)  # backend activation and the like: finished first
     engine = state.engine
@@ -140,7 +140,8 @@ def _after_fork_in_parent() -> None:
 
 
 def _after_fork_in_child() -> None:
-    from . import _queues, state
+    from . import _queues
+    from ._state import state
 
     _forksafe.after_in_child()
     _queues.reset_after_fork(FORKED)
@@ -161,7 +162,7 @@ FORKED = ("this array was still being computed when the process forked: its kern
 
 
 def _at_exit() -> None:
-    from . import state
+    from ._state import state
 
     state.engine.close(QUIESCE_TIMEOUT)
 

@@ -130,7 +130,7 @@ class Profiler:
     def stop(self) -> Profile:
         """Stop recording (after waiting for pending work); return what was recorded as a
         :class:`Profile` (a list of the host events, with the views)."""
-        from . import state
+        from ._state import state
 
         try:
             state.wait_all()

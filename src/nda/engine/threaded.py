@@ -85,13 +85,16 @@ except ImportError:  # pragma: no cover - another Python
     from queue import SimpleQueue
 
 from .._config import env_int
-from . import Completion, Engine, _queues, deliver, device_completion, drain_queues, profiler, wait_queued
+from . import _child, _queues
+from ._base import Engine
+from ._completion import Completion, device_completion
 from ._entries import user_site
 from ._fperrors import guard, issuing, unguard
 from ._graph import QUEUED, RUNNING, Graph, Task
-from . import _child
 from ._held import Held, HoldingEngine
 from ._lifecycle import NOTICE_AFTER, notice
+from ._profile import profiler
+from ._syncpoints import deliver, drain_queues, wait_queued
 
 __all__ = ["ThreadedEngine", "WorkerPool", "MAX_PENDING", "MAX_PENDING_ELEMENTS"]
 

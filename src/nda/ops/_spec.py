@@ -124,7 +124,7 @@ class Cast:
 
     __slots__ = ("array", "dtype")
 
-    def __init__(self, array: NDArray, dtype: DType) -> None:
+    def __init__(self, array: Array, dtype: DType) -> None:
         self.array = array
         self.dtype = dtype
 
@@ -150,8 +150,8 @@ class Plan:
         out_shape: tuple[int, ...],
         args: tuple[Any, ...],
         kwargs: dict[str, Any] | None = None,
-        reads: Sequence[NDArray] = (),
-        view_of: NDArray | None = None,
+        reads: Sequence[Array] = (),
+        view_of: Array | None = None,
         layout: Any = None,
     ) -> None:
         if layout is None:
@@ -187,7 +187,7 @@ class Plan:
     @classmethod
     def of(
         cls,
-        x: NDArray,
+        x: Array,
         *,
         out_shape: tuple[int, ...],
         args: tuple[Any, ...],
@@ -399,19 +399,19 @@ def declare(
 
 # --------------------------------------------------------------------------- helpers
 
-def check_array(x: Any, op: str, argname: str = "x") -> NDArray:
+def check_array(x: Any, op: str, argname: str = "x") -> Array:
     if not isinstance(x, Array):
         raise TypeError(f"{op}() expects an nda array for {argname!r}, got {type(x).__name__}; convert with nda.asarray()")
     return x  # type: ignore[no-any-return]
 
 
-def check_dtype_category(x: NDArray, category: str, op: str, argname: str = "x") -> None:
+def check_dtype_category(x: Array, category: str, op: str, argname: str = "x") -> None:
     if x._meta.dtype not in CATEGORIES[category]:
         allowed = ", ".join(d.name for d in CATEGORIES[category])
         raise TypeError(f"{op}() does not support dtype {x._meta.dtype.name} for {argname!r}; {category} dtypes are allowed: {allowed}")
 
 
-def same_device(op: str, arrays: Sequence[NDArray]) -> Device:
+def same_device(op: str, arrays: Sequence[Array]) -> Device:
     device = arrays[0]._meta.device
     for a in arrays[1:]:
         if a._meta.device is not device:

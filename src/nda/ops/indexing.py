@@ -91,7 +91,7 @@ def _normalize_key(x: Any, key: Any, op: str) -> tuple[tuple[Any, ...], tuple[in
         raise IndexError(f"{op}: too many indices for an array of {x.ndim} dimensions: {key!r} indexes {consumed}")
     # Bounds of plain ints are known now; array indices are checked by the kernel.
     dim = 0
-    for i, item in enumerate(out):
+    for item in out:
         if item is Ellipsis:
             dim += x.ndim - consumed
         elif item is None:

@@ -68,7 +68,7 @@ __all__ = [
     # the stream's constants, for backends that implement it (nda_cuda._philox)
     "M0", "M1", "W0", "W1", "ROUNDS", "LOG_COEFFS", "SIN_COEFFS", "COS_COEFFS", "LN2_HI", "LN2_LO", "SQRT_HALF", "TWO_PI",
     # the stream as one C/CUDA source (nda.ops._philox_source): nda-cuda's kernels, nda._philox_native on the host
-    "kernel_source",
+    "kernel_source",  # noqa: F822 - the module __getattr__ imports it on first use
 ]
 
 

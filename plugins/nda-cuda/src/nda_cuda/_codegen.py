@@ -484,7 +484,7 @@ def kernel_source(program: Program, pattern: Pattern, name: str | None = None) -
     """``(name, C source without the preamble and helpers)`` of the kernel for ``program`` in ``pattern``."""
     if len(pattern.modes) != len(program.operands):
         raise ValueError(f"{program}: {len(pattern.modes)} modes for {len(program.operands)} operands")
-    for (dtype, scalar), mode in zip(program.operands, pattern.modes):
+    for (_dtype, scalar), mode in zip(program.operands, pattern.modes):
         if (mode == "k") != scalar:
             raise ValueError(f"{program}: mode {mode!r} for a {'scalar' if scalar else 'array'} operand")
     name = name or kernel_name(program, pattern)

@@ -67,7 +67,9 @@ def main(argv: list[str] | None = None) -> int:
             mark = {"passed": ".", "failed": "F", "fallback": "h", "not covered": "-"}[result.status]  # type: ignore[attr-defined]
             print(mark, end="", file=sys.stderr, flush=True)
 
-    split = (lambda v: [s.strip() for s in v.split(",") if s.strip()] if v else None)
+    def split(v: str | None) -> list[str] | None:
+        return [s.strip() for s in v.split(",") if s.strip()] if v else None
+
     try:
         jobs = None if args.jobs == "auto" else int(args.jobs)
         report = run(args.device, reference=args.reference, ops=split(args.ops), dtypes=split(args.dtypes), profile=args.profile, progress=progress,

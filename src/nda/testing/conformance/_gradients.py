@@ -212,7 +212,6 @@ def gradient_cells(device: Device | str, *, ops: Iterable[str] | None = None, dt
     nda.backends.ensure_device_type(device_type)
     if not nda.backends.serves(device_type):
         raise ValueError(f"cannot test device type {device_type!r}: it is not available.{nda.backends.explain_missing(device_type)}")
-    backend = nda.backends.for_device_type(device_type)
     opts_in = nda.backends.handle(nda.Device(device_type, 0)).fallback_to_host
     wanted_ops = None if ops is None else set(ops)
     checked = GRADIENT_OPS | extension_ops()

@@ -47,7 +47,7 @@ from nda import layouts
 from nda.ops import DECLARED as CATALOG  # the catalog and the ops of loaded op libraries
 from nda.ops._spec import Cast
 
-from .._compare import assert_allclose, default_tolerance, host_data
+from .._compare import assert_allclose, host_data
 from .._profiles import profile_settings
 from ..strategies import to_layout
 from . import _cases, _generators, _subnormals
@@ -95,7 +95,6 @@ def cells(device: Device | str, *, ops: Iterable[str] | None = None, dtypes: Ite
     nda.backends.ensure_device_type(device_type)
     if not nda.backends.serves(device_type):
         raise ValueError(f"cannot test device type {device_type!r}: it is not available.{nda.backends.explain_missing(device_type)}")
-    backend = nda.backends.for_device_type(device_type)
     opts_in = nda.backends.handle(nda.Device(device_type, 0)).fallback_to_host
     if opts_in:
         nda.backends.ensure_device_type("cpu")  # the fallback runs cpu's kernels: they must be registered

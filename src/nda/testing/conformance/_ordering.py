@@ -49,7 +49,7 @@ from nda._devices import Device, KernelKey, as_device, strided
 from nda._dtypes import as_dtype
 
 from .._profiles import profile_settings
-from ._execution import Execution, compare, describe_step, execute
+from ._execution import compare, describe_step, execute
 from ._pressure import Pressure, STALL_SECONDS
 from ._programs import FAMILIES, Capabilities, Program, Step, programs, renumbered, without
 from ._report import CellResult, Report

@@ -349,7 +349,9 @@ class _Builder:
 
     def value_var(self, ndim: int | None = None, fresh: bool = False) -> int:
         """A float variable (of ``ndim`` dimensions): the newest one, any one, or a new one."""
-        ok = (lambda v: v.kind == "f" and (ndim is None or len(v.shape) == ndim))
+        def ok(v: Any) -> bool:
+            return v.kind == "f" and (ndim is None or len(v.shape) == ndim)
+
         found = None if fresh or self.draw(st.integers(0, 3)) == 0 else self.m.pick(self.draw, ok)
         if found is not None:
             return found

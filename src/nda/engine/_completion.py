@@ -1,0 +1,133 @@
+"""Completion of a task's work: the :class:`Completion` marker, the device hooks that give one,
+and running a task to completion on the caller's thread.
+
+A task's ``run`` may return before its work is done (a backend whose kernels only enqueue
+work: a CUDA stream, the sim device's stream thread). It then returns a :class:`Completion`,
+or returns None and the device's backend gives one (``record_completion``) through
+:func:`device_completion`. The synchronous engines, and the shared-memory path of
+:mod:`._state`, wait for it right at the call (:func:`run_now`); the threaded engine ends the
+task when it is signalled.
+
+The engine is a leaf layer that knows no backend: ``nda.backends`` registers how to find a
+device's backend handle in :data:`upper` when it is imported. The hooks found are cached per
+device (one dict lookup on the path of an op).
+
+Layer: engine (README, "Architecture").
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+from . import _fperrors
+
+__all__ = ["Completion", "device_completion", "device_sync", "run_now", "upper"]
+
+
+class Completion:
+    """Returned by a task's ``run`` when its work finishes later; call :meth:`done` then.
+
+    A backend whose kernels only *enqueue* work (a CUDA stream, the sim device's stream
+    thread) returns one and signals it from its completion callback, so the engine does
+    not treat "the function returned" as "the work is done".
+    """
+
+    __slots__ = ("_callbacks", "_result", "_finished", "value")
+
+    def __init__(self, value: Any = None) -> None:
+        #: For a kernel that produces an array: the buffer it will have filled when done.
+        self.value = value
+        self._callbacks: list[Callable[[BaseException | None], None]] = []
+        self._result: BaseException | None = None
+        self._finished = False
+
+    def done(self, error: BaseException | None = None) -> None:
+        """Signal that the work finished (with ``error`` if it failed). Idempotent."""
+        if self._finished:
+            return
+        self._result = error
+        self._finished = True
+        for callback in self._callbacks:
+            callback(error)
+
+    def add_done_callback(self, callback: Callable[[BaseException | None], None]) -> None:
+        if self._finished:
+            callback(self._result)
+        else:
+            self._callbacks.append(callback)
+
+
+class _Upper:
+    """What the engine asks of the backends layer above it, registered by that layer at import."""
+
+    __slots__ = ("backend_for",)
+
+    def __init__(self) -> None:
+        self.backend_for: Callable[[Any], Any] = _no_backend
+
+
+def _no_backend(device: Any) -> Any:
+    raise LookupError(f"no backend serves {device}")
+
+
+#: Filled in by ``nda.backends`` when it is imported.
+upper = _Upper()
+
+_NO_HOOK = object()
+_completion_hooks: dict[Any, Any] = {}
+
+
+def device_completion(device: Any) -> Completion | None:
+    """The device backend's ``record_completion(device)``: a marker for work enqueued so far.
+
+    Backends whose kernels return before their work is done (streams) provide it; for the
+    others (cpu) this is one dict lookup returning None.
+    """
+    hook = _completion_hooks.get(device, _NO_HOOK)
+    if hook is _NO_HOOK:
+        try:
+            hook = upper.backend_for(device).record_completion  # the backend's handle: None when it has none
+        except Exception:  # noqa: BLE001 - no backend, no asynchronous completion
+            hook = None
+        _completion_hooks[device] = hook
+    return hook(device) if hook is not None else None
+
+
+_sync_hooks: dict[Any, Any] = {}
+
+
+def device_sync(device: Any) -> None:
+    """Wait for work a backend has enqueued on ``device`` (a stream); no-op for cpu.
+
+    Ops that ran inline on an asynchronous backend are not engine tasks, so a sync point
+    (``wait_to_read``…) also asks the device to finish what it has queued.
+    """
+    hook = _sync_hooks.get(device, _NO_HOOK)
+    if hook is _NO_HOOK:
+        try:
+            hook = upper.backend_for(device).synchronize
+        except Exception:  # noqa: BLE001
+            hook = None
+        _sync_hooks[device] = hook
+    if hook is not None:
+        hook(device)
+
+
+def run_now(run: Callable[[], Any], device: Any = None) -> None:
+    """Run a task on this thread and wait for its work (its :class:`Completion`, or the device's
+    when ``run`` returns None); raise its error here."""
+    token = _fperrors.guard()  # NumPy's warnings name the user's line (engine._fperrors)
+    try:
+        result = run()
+    finally:
+        _fperrors.unguard(token)
+    if result is None and device is not None:
+        result = device_completion(device)
+    if isinstance(result, Completion):
+        errors: list[BaseException | None] = []
+        result.add_done_callback(errors.append)
+        while not errors:  # synchronous engines wait for asynchronous completion right here
+            time.sleep(0.0002)
+        if errors[0] is not None:
+            raise errors[0]
