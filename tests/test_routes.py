@@ -9,7 +9,6 @@ each op handed to the engine (``Event.route``).
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import subprocess
 import sys
@@ -72,7 +71,7 @@ def test_native_on_cpu(engine):
     out, events = _ran("add", lambda: nda.add(x, x))
     assert [e.route for e in events] == [route.run]
     np.testing.assert_array_equal(out.asnumpy(), np.arange(4.0) * 2)
-    with pytest.raises(dataclasses.FrozenInstanceError):
+    with pytest.raises(AttributeError, match="a Route is frozen"):
         route.kind = nda.dispatch.RouteKind.HOST_FALLBACK  # shared by every cache and caller: frozen
 
 

@@ -31,7 +31,6 @@ from __future__ import annotations
 import enum
 import sys
 import warnings
-from dataclasses import dataclass
 from typing import Any, Callable
 
 from ._config import config as _config
@@ -79,21 +78,45 @@ LAYOUT_CONVERSION = RouteKind.LAYOUT_CONVERSION
 FALLBACKS = frozenset({HOST_FALLBACK, HOST_VIEW, LAYOUT_CONVERSION})
 
 
-@dataclass(frozen=True, slots=True, eq=False)
 class Route:
-    """How one call of ``op`` at ``key`` runs (see the module docstring)."""
+    """How one call of ``op`` at ``key`` runs (see the module docstring). Frozen: assigning
+    or deleting an attribute raises AttributeError."""
+
+    __slots__ = ("kind", "run", "op", "key", "layout", "description", "warning", "where", "queue", "conversions", "inner")
 
     kind: RouteKind
     run: Callable[..., Any]
     op: str
     key: KernelKey
-    layout: Layout = strided
-    description: str = ""
-    warning: str | None = None
-    where: Any = None
-    queue: str | None = None
-    conversions: tuple[str, ...] = ()
-    inner: Route | None = None
+    layout: Layout
+    description: str
+    warning: str | None
+    where: Any
+    queue: str | None
+    conversions: tuple[str, ...]
+    inner: Route | None
+
+    def __init__(self, kind: RouteKind, run: Callable[..., Any], op: str, key: KernelKey, layout: Layout = strided, *, description: str = "",
+                 warning: str | None = None, where: Any = None, queue: str | None = None, conversions: tuple[str, ...] = (),
+                 inner: Route | None = None) -> None:
+        init = object.__setattr__  # a plain class, not a dataclass: imported with nda, it must cost next to nothing
+        init(self, "kind", kind)
+        init(self, "run", run)
+        init(self, "op", op)
+        init(self, "key", key)
+        init(self, "layout", layout)
+        init(self, "description", description)
+        init(self, "warning", warning)
+        init(self, "where", where)
+        init(self, "queue", queue)
+        init(self, "conversions", conversions)
+        init(self, "inner", inner)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"a Route is frozen (cached and shared by every caller): cannot set {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"a Route is frozen (cached and shared by every caller): cannot delete {name!r}")
 
     @property
     def fallback(self) -> bool:
