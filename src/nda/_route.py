@@ -160,7 +160,8 @@ _PACKAGE_DIR = __file__.rsplit("/", 1)[0] if "/" in __file__ else ""
 
 def _user_stacklevel() -> int:
     """The ``stacklevel`` that points a warning at the user's line, outside nda."""
-    frame, level = sys._getframe(1), 1
+    frame: Any = sys._getframe(1)
+    level = 1
     while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
         frame, level = frame.f_back, level + 1
     return level

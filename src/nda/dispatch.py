@@ -48,7 +48,7 @@ from .ops import DECLARED as _DECLARED
 from .ops import _spec
 from .ops._spec import CATALOG as _CATALOG
 from ._route import (HOST_FALLBACK, HOST_VIEW, LAYOUT_CONVERSION, NATIVE, QUEUED, DispatchError, FallbackError, FallbackWarning, Route, RouteKind,
-                     announce_fallback as _announce_fallback, warned as _warned_routes)
+                     announce_fallback as _announce_fallback, warned)
 
 __all__ = ["DispatchError", "DeviceUnavailableError", "FallbackWarning", "FallbackError", "Route", "RouteKind", "NATIVE", "QUEUED", "HOST_FALLBACK",
            "HOST_VIEW", "LAYOUT_CONVERSION", "route_of", "coverage", "Coverage", "KernelEntry", "OpTable", "register",
@@ -147,6 +147,9 @@ class OpTable:
     def __repr__(self) -> str:
         return f"<OpTable {self.op_name!r}: {len(self.kernels)} keys>"
 
+
+#: What has warned, (op, where) pairs: nda._route's set, by its old name here (tests clear it).
+_warned_routes = warned
 
 _TABLES: dict[str, OpTable] = {}
 _registration_counter = 0
