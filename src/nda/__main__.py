@@ -193,7 +193,8 @@ def _routes(a: nda.NDArray, v: nda.NDArray) -> list[str]:
     lines = []
     for op, args in (("matmul", (a, v)), ("vecdot", (v, v)), ("divide", (v, 2.0)), ("sqrt", (v,))):
         ex = nda.dispatch.explain(op, *args)
-        fallback = " (host fallback: copies to cpu and back)" if ex.kernel.route == "host fallback" else ""
+        kind = ex.route.kind  # native, queued, host fallback, host view, layout conversion
+        fallback = " (host fallback: copies to cpu and back)" if kind in ("host fallback", "host view") else f" ({kind})" if kind != "native" else ""
         lines.append(f"    {op:<7} {ex.key} -> {ex.kernel.qualname}{fallback}")
     return lines
 

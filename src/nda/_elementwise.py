@@ -54,8 +54,10 @@ _HOST_FAMILIES = _hostviews.FAMILIES
 # ---------------------------------------------------------------------------- entries
 
 def _entry_from_plan(decl: OpDecl, plan: Plan) -> tuple[Callable[..., Any], ArrayMeta]:
-    """A cache entry: the kernel with its casts folded in, and the output metadata."""
-    kernel, layout = resolve_plan(decl.name, plan)
+    """A cache entry: the route's kernel with its casts folded in, and the output metadata
+    (the fast paths cache the callable, never the route: a hit costs one call)."""
+    route = resolve_plan(decl.name, plan)
+    kernel, layout = route.run, route.layout
     casts = [a.dtype if a.__class__ is Cast else None for a in plan.args]
     if any(casts):
         kernel = _with_casts(kernel, casts, plan)
@@ -65,7 +67,7 @@ def _entry_from_plan(decl: OpDecl, plan: Plan) -> tuple[Callable[..., Any], Arra
 def _with_casts(kernel: Callable[..., Any], casts: list[Any], plan: Plan) -> Callable[..., Any]:
     cast_kernels = []
     for arg, dtype in zip(plan.args, casts):
-        cast_kernels.append(None if dtype is None else (resolve("astype", arg.array._meta.key), dtype))
+        cast_kernels.append(None if dtype is None else (resolve("astype", arg.array._meta.key).run, dtype))
     if len(cast_kernels) == 1:
         (ck, dt), = cast_kernels
 
@@ -397,12 +399,12 @@ def _plan_inplace(decl: OpDecl, target: NDArray, other: Any) -> tuple[Callable[.
 def _store_kernel(target: NDArray) -> Callable[[Any, Any], None]:
     if target._meta.layout is not _STRIDED:
         return _rebind_kernel(target)
-    setitem = resolve("setitem", target._meta.key)
+    setitem = resolve("setitem", target._meta.key).run
     base = _execute.base_of(target)
     if _HOST_FAMILIES and id(base) in _HOST_FAMILIES:
         setitem = _hostviews.writing("setitem", setitem, target, base)  # keeps host views in step
     dtype = target._meta.dtype
-    astype = resolve("astype", target._meta.key)
+    astype = resolve("astype", target._meta.key).run
 
     def store(buf: Any, value: Any) -> None:
         setitem(buf, (), astype(value, dtype, copy=False) if getattr(value, "dtype", None) != dtype.numpy else value)
@@ -412,7 +414,7 @@ def _store_kernel(target: NDArray) -> Callable[[Any, Any], None]:
 
 def _cast_result(kernel: Callable[..., Any], meta: ArrayMeta, dtype: _dtypes.DType) -> Callable[..., Any]:
     """``kernel`` followed by a cast of its (non-strided) result to ``dtype`` on its device."""
-    astype = resolve("astype", meta.key)
+    astype = resolve("astype", meta.key).run
 
     def cast_after(x1: Any, x2: Any) -> Any:
         return astype(kernel(x1, x2), dtype, copy=False)

@@ -8,12 +8,13 @@ paths to themselves; everything else about running an op lives here, once:
   with the op's declaration, the call's arguments and the public function to proceed with.
 * :func:`execute` (one output), :func:`execute_multi` (several, or data-dependent shapes)
   and :func:`execute_mutation` (a kernel that writes its first argument): resolve the
-  plan's kernel (:mod:`nda.dispatch`, with :mod:`nda.layouts` for non-strided operands),
-  make the output arrays, and run the kernel inline when ``size < engine.state.limit`` or
+  plan's :class:`~nda.dispatch.Route` (:mod:`nda.dispatch`, with :mod:`nda.layouts` for
+  non-strided operands; its fallback was announced when it was resolved), make the output
+  arrays in the route's layout, and run ``route.run`` inline when ``size < engine.state.limit`` or
   hand it to the engine (``engine.state.push``), which orders it after what it depends on.
   On that engine path only, a heavy op reading arrays that share NumPy's memory gets
   snapshots of them (:func:`nda._snapshots.queued_inputs`), so it stays asynchronous.
-* Host views (:mod:`nda._hostviews`): a view op whose kernel is a host fallback, or whose
+* Host views (:mod:`nda._hostviews`): a view op whose route is a ``host view`` one, or whose
   input is a host view, makes a host view here; a write into a family with host views keeps
   them in step. Only these slow paths look: the fast paths never cache an entry for a
   device whose backend may make host views (its handle says so, resolved at activation).
@@ -35,7 +36,7 @@ from ._array import NDArray, new_array
 from ._snapshots import queued_inputs
 from ._devices import ArrayMeta
 from ._devices import strided as _STRIDED
-from .dispatch import resolve, resolve_plan
+from .dispatch import HOST_VIEW, resolve, resolve_plan
 from .engine import Completion
 from .engine import state as _state
 from .engine._fperrors import guard as _fp_guard
@@ -167,8 +168,7 @@ def unwrap(value: Any) -> Any:
 
 def cast_buffer(x: NDArray, dtype: Any) -> Any:
     """Cast ``x``'s buffer to ``dtype`` with its device's ``astype`` kernel."""
-    kernel = resolve("astype", x._meta.key)
-    return kernel(x._buf, dtype, copy=False)
+    return resolve("astype", x._meta.key).run(x._buf, dtype, copy=False)
 
 
 def base_of(x: NDArray) -> NDArray:
@@ -204,14 +204,15 @@ def work_size(plan: Plan, name: str = "") -> int:
 
 def execute(name: str, plan: Plan) -> NDArray:
     """Run a planned call through the engine and return its (possibly pending) output."""
-    kernel, layout = resolve_plan(name, plan)
+    route = resolve_plan(name, plan)
+    kernel, layout = route.run, route.layout
     meta = _META.get((plan.device, plan.out_dtype, layout)) or ArrayMeta(plan.device, plan.out_dtype, layout)
     out = new_array(None, meta, plan.out_shape)
     if out._size > SURELY_FITS and layout is _STRIDED:
         check_size(name, plan.out_shape, plan.out_dtype)  # before any kernel: no backend gets a size it cannot index
     if plan.view_of is not None and plan.key.layout is _STRIDED:  # non-strided routes never return views
         out._base = base_of(plan.view_of)
-        if getattr(kernel, "_nda_host_view", False) or (_HOST_VIEWS and id(plan.view_of) in _HOST_VIEWS):
+        if route.kind is HOST_VIEW or (_HOST_VIEWS and id(plan.view_of) in _HOST_VIEWS):
             kernel = _hostviews.attach(name, plan, out)  # a copy kept in step with its base (nda._hostviews)
     args, kwargs = plan.args, plan.kwargs
     size = work_size(plan, name)
@@ -251,7 +252,7 @@ def execute_mutation(name: str, plan: Plan, target: NDArray) -> None:
     engine leave the target out of the op's reads, so that a target poisoned by a failed
     earlier write is written again (and valid once the write succeeds), as in NumPy.
     """
-    kernel = resolve_plan(name, plan)[0]
+    kernel = resolve_plan(name, plan).run
     base = base_of(target)
     if _HOST_FAMILIES and id(base) in _HOST_FAMILIES:
         kernel = _hostviews.writing(name, kernel, target, base)  # keeps host views in step
@@ -358,7 +359,8 @@ def execute_multi(name: str, plan: Plan, multi: bool, data_dependent: bool) -> l
     A data-dependent op is a sync point for its inputs: it waits for them, runs the kernel
     on the caller's thread and reads the output shapes from the buffers.
     """
-    kernel, layout = resolve_plan(name, plan)  # a sparse operand: native route or layout fallback
+    route = resolve_plan(name, plan)  # a sparse operand: native route or layout conversion
+    kernel, layout = route.run, route.layout
     dtypes = plan.out_dtype if multi else (plan.out_dtype,)
     metas = [_META.get((plan.device, d, layout)) or ArrayMeta(plan.device, d, layout) for d in dtypes]
     if data_dependent:

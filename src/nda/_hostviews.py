@@ -39,7 +39,8 @@ to a family that has any costs a host round trip of the source plus one ``from_h
 per live host view of the family.
 
 This module is part of the front end: the execution layer (:mod:`nda._execute`) calls
-:func:`attach` when a view op's kernel is a host fallback (or its input is a host view), and
+:func:`attach` when a view op's route is a ``host view`` one (the host fallback of a view op)
+or its input is a host view, and
 the write paths wrap the write kernels of families that have host views with
 :func:`writing`. Only the slow paths look: a device whose backend may make host views (its
 handle says so, ``fallback_to_host``) never gets a fast-path cache entry.
@@ -111,7 +112,7 @@ def attach(name: str, plan: Any, out: Any) -> Callable[..., Any]:
     x = plan.view_of
     if plan.args[0] is not x:
         raise RuntimeError(f"{name}: a view op's plan must pass the viewed array first")  # an op catalog bug
-    cpu_kernel = resolve(name, KernelKey("cpu", plan.key.dtype))
+    cpu_kernel = resolve(name, KernelKey("cpu", plan.key.dtype)).run
     rec = _Record(out, x, (cpu_kernel, tuple(plan.args[1:]), dict(plan.kwargs)))
     base = out._base
     with _lock:
@@ -153,7 +154,7 @@ def writing(name: str, kernel: Callable[..., Any], target: Any, base: Any) -> Ca
 
     def write(*args: Any, **kwargs: Any) -> Any:
         if rec is not None and rec.live:
-            cpu = resolve(name, KernelKey("cpu", dtype))
+            cpu = resolve(name, KernelKey("cpu", dtype)).run
             convert = _converter(backend)
             rest = [convert(a) for a in args[1:]]
             kw = {k: convert(v) for k, v in kwargs.items()}

@@ -44,7 +44,7 @@ from ._execute import native as _native
 from ._signatures import result_name
 from ._execute import NOT_INTERCEPTED, _ACTIVE, _META, EntryCache, _local, hooks, base_of, execute, execute_multi, execute_mutation, intercepted, notify_write, work_size, zero_d_buffer
 from .dispatch import generation as _generation
-from .dispatch import remember, resolve, resolve_plan
+from .dispatch import HOST_VIEW, remember, resolve, resolve_plan
 from .engine import state as _state
 from .ops._spec import SURELY_FITS, Cast, OpDecl, Plan, check_size
 
@@ -122,7 +122,7 @@ def _recipe(plan: Plan, args: tuple[Any, ...]) -> tuple[Any, ...] | None:
             j = next((j for j, u in enumerate(args) if u is arr), None)
             if j is None:
                 return None  # an array the call did not pass (made by the planner): plan every time
-            steps.append((0, j) if a is arr else (1, j, resolve("astype", arr._meta.key), a.dtype))
+            steps.append((0, j) if a is arr else (1, j, resolve("astype", arr._meta.key).run, a.dtype))
         elif a.__class__ in (list, tuple) and any(v.__class__ in (NDArray, Cast) for v in a):
             return None
         else:
@@ -230,8 +230,8 @@ def make_generic(decl: OpDecl) -> Callable[..., Any]:
             steps = _recipe(plan, args)
             if steps is None:
                 return
-            kernel, layout = resolve(name, plan.key), _STRIDED
-            if view and getattr(kernel, "_nda_host_view", False):
+            route = resolve(name, plan.key)
+            if route.kind is HOST_VIEW:
                 return  # its results are host views, made by execute() (nda._hostviews)
         else:
             # Non-strided operands: the operands' metadata fix the route (nda.layouts.route:
@@ -245,7 +245,8 @@ def make_generic(decl: OpDecl) -> Callable[..., Any]:
             steps = _recipe(plan, args)
             if steps is None or any(st[0] == 1 for st in steps):
                 return
-            kernel, layout = resolve_plan(name, plan)
+            route = resolve_plan(name, plan)
+        kernel, layout = route.run, route.layout  # the memo keeps the route's callable (a hit calls it directly)
         if len(memo) > _MEMO_LIMIT:
             memo.clear()
             fast.clear()
@@ -363,9 +364,9 @@ def make_getitem(generic: Callable[..., NDArray]) -> Callable[..., NDArray]:
         meta = self._meta
         if meta.layout is _STRIDED and not _backends.handle(meta.device).host_views:
             seen = _generation[0]
-            kernel = resolve("getitem", meta.key)
-            if not getattr(kernel, "_nda_host_view", False):
-                remember(kernels, meta, kernel, seen)
+            route = resolve("getitem", meta.key)
+            if route.kind is not HOST_VIEW:
+                remember(kernels, meta, route.run, seen)
         return generic(self, key)
 
     if _native is None:

@@ -6,7 +6,10 @@ holds, per key, the kernels sorted by priority (highest first, later registratio
 ties). A kernel may carry a ``supports(*args, **kwargs)`` predicate: the kernel is used
 only for calls it accepts, and the next kernel of the key gets the others.
 
-Resolution is cached: ``OpTable.resolved`` maps a key to the callable that runs it, and it
+Resolution answers a :class:`Route` (:mod:`nda._route`): its kind (native, queued, host
+fallback, host view, layout conversion), the callable that runs it (``route.run``) and what it
+announces, announced once when it is resolved. The front end runs ``route.run``; its fast paths
+cache that callable. Resolution is cached: ``OpTable.resolved`` maps a key to its route, and it
 belongs to this layer alone. The layers above keep caches of their own built from
 resolutions (the front end's hot-path entries, "float32 + float32 on cpu:0 -> this kernel,
 this output metadata"; the layouts' routes); each registers its ``clear`` in
@@ -44,22 +47,13 @@ from ._config import config as _config
 from .ops import DECLARED as _DECLARED
 from .ops import _spec
 from .ops._spec import CATALOG as _CATALOG
+from ._route import (HOST_FALLBACK, HOST_VIEW, LAYOUT_CONVERSION, NATIVE, QUEUED, DispatchError, FallbackError, FallbackWarning, Route, RouteKind,
+                     announce_fallback as _announce_fallback, warned)
 
-__all__ = ["DispatchError", "DeviceUnavailableError", "FallbackWarning", "FallbackError", "coverage", "Coverage", "KernelEntry", "OpTable", "register",
+__all__ = ["DispatchError", "DeviceUnavailableError", "FallbackWarning", "FallbackError", "Route", "RouteKind", "NATIVE", "QUEUED", "HOST_FALLBACK",
+           "HOST_VIEW", "LAYOUT_CONVERSION", "route_of", "coverage", "Coverage", "KernelEntry", "OpTable", "register",
            "prepare", "publish", "invalidate", "dependents", "generation", "remember", "resolve", "resolve_plan", "table", "explain", "kernels",
            "declare_subnormal_flush", "subnormal_flush"]
-
-
-class DispatchError(TypeError):
-    """No kernel is registered for an op at the requested (device type, dtype, layout)."""
-
-
-class FallbackWarning(UserWarning):
-    """An op ran through a fallback route (for example on cpu, with copies in and out)."""
-
-
-class FallbackError(DispatchError):
-    """An op would need a fallback route and ``nda.config.fallback`` is ``"error"``."""
 
 
 class DeviceUnavailableError(ValueError):
@@ -85,7 +79,7 @@ class _Upper:
         self.explain_missing: Callable[[str], str] = lambda device_type: ""
         self.backend_for: Callable[[str], Any] = _no_backends
         self.host_fallback: Callable[[OpTable, KernelKey], KernelEntry | None] = lambda tbl, key: None
-        self.layout_route: Callable[[str, Any], tuple[Callable[..., Any], Layout]] = _no_layouts
+        self.layout_route: Callable[[str, Any], Route] = _no_layouts
         self.explain_layout: Callable[[str, Any], Explanation] = _no_layouts
         self.layout_coverage: Callable[[str, str, DType, Layout, str], str] = lambda op, dt, dtype, layout, status: status
 
@@ -103,12 +97,18 @@ upper = _Upper()
 
 
 class KernelEntry:
-    """A registered kernel: the function and how it was registered."""
+    """A registered kernel: the function and how it was registered.
 
-    __slots__ = ("fn", "key", "priority", "supports", "backend", "order", "signatures", "out_layout", "route", "op")
+    ``kind`` is the :class:`Route` kind a resolution to this entry gets (``native``, ``queued``
+    for a backend with in-order queues; ``host fallback`` or ``host view`` for the entry the
+    host fallback makes), with ``description`` and ``warning`` (what that route announces).
+    """
+
+    __slots__ = ("fn", "key", "priority", "supports", "backend", "order", "signatures", "out_layout", "route", "op", "kind", "description", "warning")
 
     def __init__(self, fn: Callable[..., Any], key: KernelKey, priority: int, supports: Callable[..., bool] | None, backend: str, order: int,
-                 signatures: frozenset[tuple[str, ...]] | None = None, out_layout: Layout | None = None, route: str = "native") -> None:
+                 signatures: frozenset[tuple[str, ...]] | None = None, out_layout: Layout | None = None, route: str = "native",
+                 kind: RouteKind = NATIVE, description: str = "", warning: str | None = None) -> None:
         self.fn = fn
         self.key = key
         self.priority = priority
@@ -119,6 +119,9 @@ class KernelEntry:
         self.out_layout = out_layout  # layout of the result; None: the key's layout
         self.route = route  # "native", or "host fallback" for the kernel the host fallback makes
         self.op = ""  # the op's name (set by prepare())
+        self.kind = kind
+        self.description = description  # the route in words (explain; the FallbackError's message)
+        self.warning = warning  # the FallbackWarning's line; None: the route announces nothing
 
     @property
     def qualname(self) -> str:
@@ -132,18 +135,21 @@ class KernelEntry:
 
 
 class OpTable:
-    """The kernels of one op, by key, and the resolutions made from them (``resolved``)."""
+    """The kernels of one op, by key, and the routes resolved from them (``resolved``)."""
 
     __slots__ = ("op_name", "kernels", "resolved")
 
     def __init__(self, op_name: str) -> None:
         self.op_name = op_name
         self.kernels: dict[KernelKey, list[KernelEntry]] = {}
-        self.resolved: dict[KernelKey, Callable[..., Any]] = {}
+        self.resolved: dict[KernelKey, Route] = {}
 
     def __repr__(self) -> str:
         return f"<OpTable {self.op_name!r}: {len(self.kernels)} keys>"
 
+
+#: What has warned, (op, where) pairs: nda._route's set, by its old name here (tests clear it).
+_warned_routes = warned
 
 _TABLES: dict[str, OpTable] = {}
 _registration_counter = 0
@@ -245,9 +251,12 @@ def prepare(
     backend: str = "<runtime>",
     signatures: Iterable[tuple[str, ...]] | None = None,
     out_layout: Layout | str | None = None,
+    queued: bool = False,
 ) -> list[KernelEntry]:
     """The entries :func:`register` would add, validated, without adding them (a backend's
-    activation stages its kernels this way and publishes them all once they are valid)."""
+    activation stages its kernels this way and publishes them all once they are valid).
+    ``queued``: ``fn`` records its work on the device's in-order queue (``engine._queues.issuing``
+    wrapped it), so its routes are ``queued`` ones."""
     global _registration_counter
     table(op_name)
     if not isinstance(device_type, str) or not device_type:
@@ -269,7 +278,7 @@ def prepare(
         with _lock:
             _registration_counter += 1
             order = _registration_counter
-        entries.append(KernelEntry(fn, key, int(priority), supports, backend, order, sigs, out_lay))
+        entries.append(KernelEntry(fn, key, int(priority), supports, backend, order, sigs, out_lay, kind=QUEUED if queued else NATIVE))
         entries[-1].op = op_name
     return entries
 
@@ -339,10 +348,11 @@ def subnormal_flush(device_type: str) -> frozenset[DType]:
     return found[1] if found else frozenset()
 
 
-def _flush_note(key: KernelKey, kernel: KernelEntry, out_dtype: DType, conversions: list[str]) -> str | None:
+def _flush_note(key: KernelKey, route: Route, out_dtype: DType) -> str | None:
     """explain()'s line about flushed subnormals, when the route runs the declaring backend's kernels."""
     found = _FLUSHING.get(key.device_type)
-    if not found or kernel.route == "host fallback" or any("host fallback" in c or "copies the inputs to cpu" in c for c in conversions):
+    on_host = (HOST_FALLBACK, HOST_VIEW)
+    if not found or route.kind in on_host or (route.inner is not None and route.inner.kind in on_host):
         return None
     backend, dtypes = found
     hit = sorted({d.name for d in (key.dtype, out_dtype) if d in dtypes})
@@ -414,21 +424,33 @@ def lookup(op_name: str, key: KernelKey) -> list[KernelEntry]:
     return entries
 
 
-def resolve(op_name: str, key: KernelKey) -> Callable[..., Any]:
-    """The callable that runs ``op_name`` at ``key`` (cached; raises DispatchError when missing)."""
+def resolve(op_name: str, key: KernelKey) -> Route:
+    """The :class:`Route` of ``op_name`` at ``key`` (cached; raises DispatchError when missing).
+
+    Its fallback is announced here, once per resolution (a FallbackWarning once per op and
+    device, or a FallbackError under ``nda.config.fallback = "error"``); running it
+    (``route.run``) announces nothing."""
     tbl = table(op_name)
     cached = tbl.resolved.get(key)
     if cached is not None:
         return cached
     seen = generation[0]
     entries = lookup(op_name, key)
-    route = getattr(entries[0].fn, "_nda_route", None)
-    if route is not None and not getattr(entries[0].fn, "_nda_quiet", False):
-        _announce_fallback(op_name, route, where=(key.device_type, key.layout.name), summary=getattr(entries[0].fn, "_nda_summary", None))
-    fn = entries[0].fn if entries[0].supports is None else _chooser(entries, op_name, key, *_declined_fallback(tbl, key, entries))
+    found = route_of(op_name, key, entries, _declined_fallback(tbl, key, entries) if entries[0].supports is not None else (None, ""))
+    found.announce()
     if key.layout is strided:  # for other layouts the route depends on the operands (nda.layouts)
-        remember(tbl.resolved, key, fn, seen)
-    return fn
+        remember(tbl.resolved, key, found, seen)
+    return found
+
+
+def route_of(op_name: str, key: KernelKey, entries: list[KernelEntry], declined: tuple[KernelEntry | None, str] = (None, "")) -> Route:
+    """The route that runs ``entries`` (the kernels of ``key`` a call may use, priority order):
+    the first one's, or a chooser asking each one's ``supports`` when it has one (``declined``:
+    the host fallback and note for calls every kernel declines, see :func:`_chooser`)."""
+    first = entries[0]
+    run = first.fn if first.supports is None else _chooser(entries, op_name, key, *declined)
+    return Route(first.kind, run, op_name, key, first.out_layout or key.layout, description=first.description, warning=first.warning,
+                 where=(key.device_type, key.layout.name), queue=key.device_type if first.kind is QUEUED else None)
 
 
 def _declined_fallback(tbl: OpTable, key: KernelKey, entries: list[KernelEntry]) -> tuple[KernelEntry | None, str]:
@@ -445,58 +467,24 @@ def _declined_fallback(tbl: OpTable, key: KernelKey, entries: list[KernelEntry])
     fallback = upper.host_fallback(tbl, key)
     if fallback is None:
         return None, ""
-    if getattr(fallback.fn, "_nda_host_view", False):
+    if fallback.kind is HOST_VIEW:
         return None, (f". {tbl.op_name} makes views, which cannot take the host fallback per call (the result must share "
                       "memory with its input): register a kernel that accepts every call for this key, or none (the op then "
                       "makes host views)")
     return fallback, ""
 
 
-def resolve_plan(op_name: str, plan: Any) -> tuple[Callable[..., Any], Layout]:
-    """(kernel, output layout) for a planned call: the key's kernel for strided keys,
-    otherwise the route :func:`nda.layouts.route` chooses for the operands' layouts."""
+def resolve_plan(op_name: str, plan: Any) -> Route:
+    """The :class:`Route` of a planned call: the key's route for strided keys, otherwise the
+    route :func:`nda.layouts.route` chooses for the operands' layouts (``route.layout``: the
+    result's layout)."""
     if plan.key.layout is strided:
         for r in plan.reads:  # a sparse operand beside a strided key (x[...] = csr, x[sparse_mask])
             if r._meta.layout is not strided:
                 break
         else:
-            return resolve(op_name, plan.key), strided
+            return resolve(op_name, plan.key)
     return upper.layout_route(op_name, plan)
-
-
-def _announce_fallback(op_name: str, route: str, *, where: Any = None, summary: str | None = None) -> None:
-    """On the caller's thread, when a fallback route is chosen: warn once, or refuse.
-
-    Once per op and ``where`` (the device type and layout it happens on; without it, per
-    route): ``std`` on sim warns once, whatever the dtypes and shapes it is called with, so a
-    notebook session is not a wall of warnings. The warning says it in one line (``summary``
-    when given, the route otherwise); ``nda.dispatch.explain`` shows the whole route, and the
-    error under ``nda.config.fallback = "error"`` names it.
-    """
-    mode = _config.fallback
-    if mode == "error":
-        raise FallbackError(f"{route}; nda.config.fallback is 'error' (set it to 'warn' or 'silent' to allow fallbacks)")
-    seen = (op_name, route if where is None else where)
-    if mode == "warn" and seen not in _warned_routes:
-        _warned_routes.add(seen)
-        import warnings
-
-        warnings.warn(summary or route, FallbackWarning, stacklevel=_user_stacklevel())
-
-
-#: What has warned: (op, where) pairs (see :func:`_announce_fallback`).
-_warned_routes: set[tuple[str, Any]] = set()
-_PACKAGE_DIR = __file__.rsplit("/", 1)[0] if "/" in __file__ else ""
-
-
-def _user_stacklevel() -> int:
-    """The ``stacklevel`` that points a warning at the user's line, outside nda."""
-    import sys
-
-    frame, level = sys._getframe(1), 1
-    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
-        frame, level = frame.f_back, level + 1
-    return level
 
 
 class Coverage:
@@ -570,10 +558,10 @@ def coverage(device: Any, layout: Layout | str = strided) -> Coverage:
 class Explanation:
     """What :func:`explain` found: the route a call would take, readable by people."""
 
-    __slots__ = ("op", "key", "kernel", "casts", "out_dtype", "out_shape", "device", "candidates", "conversions", "out_layout")
+    __slots__ = ("op", "key", "kernel", "casts", "out_dtype", "out_shape", "device", "candidates", "conversions", "out_layout", "route")
 
     def __init__(self, op: str, key: KernelKey, kernel: KernelEntry, casts: list[str], out_dtype: DType, out_shape: tuple[int, ...], device: Any, candidates: list[KernelEntry],
-                 conversions: list[str] | None = None, out_layout: Layout = strided) -> None:
+                 conversions: list[str] | None = None, out_layout: Layout = strided, route: Route | None = None) -> None:
         self.op = op
         self.key = key
         self.kernel = kernel
@@ -584,6 +572,8 @@ class Explanation:
         self.candidates = candidates
         self.conversions = conversions or []  # layout conversions the route runs, in order
         self.out_layout = out_layout
+        #: the Route the call would take (its ``kind``: native, queued, host fallback, host view, layout conversion)
+        self.route = route if route is not None else route_of(op, key, [kernel])
 
     def __str__(self) -> str:
         lines = [
@@ -592,9 +582,9 @@ class Explanation:
             f"key:     {self.key}",
             f"kernel:  {self.kernel.qualname} (backend {self.kernel.backend!r}, priority {self.kernel.priority})",
         ]
-        route = getattr(self.kernel.fn, "_nda_route", None)
-        if route:
-            lines.append(f"route:   {route}")
+        route = self.route
+        lines.append(f"route:   {route.kind.value}" + (f": {route.description}" if route.description else "")
+                     + (f" (recorded on the {route.queue} queue)" if route.queue else ""))
         if self.kernel.supports is not None:
             then = ", then the host fallback" if _declined_fallback(table(self.op), self.key, self.candidates)[0] is not None else ""
             lines.append("         chosen per call by supports(); candidates in order: " + ", ".join(e.qualname for e in self.candidates) + then)
@@ -608,13 +598,13 @@ class Explanation:
             outputs = f"{self.out_dtype.name} {self.out_shape}"
         lines.append(f"output:  {outputs}" + ("" if self.out_layout is strided else f" {self.out_layout.name}"))
         first = self.out_dtype[0] if isinstance(self.out_dtype, tuple) else self.out_dtype
-        note = _flush_note(self.key, self.kernel, first, self.conversions)
+        note = _flush_note(self.key, self.route, first)
         if note:
             lines.append(f"note:    {note}")
         return "\n".join(lines)
 
     def __repr__(self) -> str:
-        return f"<Explanation {self.op} {self.key} -> {self.kernel.qualname}>"
+        return f"<Explanation {self.op} {self.key} -> {self.kernel.qualname} ({self.route.kind.value})>"
 
 
 def explain(op: str | Callable[..., Any], *args: Any, **kwargs: Any) -> Explanation:
@@ -643,7 +633,8 @@ def explain(op: str | Callable[..., Any], *args: Any, **kwargs: Any) -> Explanat
     if plan.key.layout is not strided:
         return upper.explain_layout(decl.name, plan)
     entries = lookup(decl.name, plan.key)
-    return Explanation(decl.name, plan.key, entries[0], plan.casts, plan.out_dtype, plan.out_shape, plan.device, entries)
+    route = route_of(decl.name, plan.key, entries)  # what resolve() answers, without announcing or caching it
+    return Explanation(decl.name, plan.key, entries[0], plan.casts, plan.out_dtype, plan.out_shape, plan.device, entries, route=route)
 
 
 # ---------------------------------------------------------------------------- registrations (at import)

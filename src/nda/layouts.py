@@ -326,8 +326,10 @@ def _matches(entry: Any, operands: tuple[str, ...], key_layout: Layout) -> bool:
     return operands in sigs
 
 
-def route(op: str, plan: Any) -> tuple[Callable[..., Any], Layout]:
-    """(kernel, output layout) of a planned call whose key is not strided (cached per signature)."""
+def route(op: str, plan: Any) -> dispatch.Route:
+    """The :class:`~nda.dispatch.Route` of a planned call with non-strided operands (cached per
+    signature): a native (or queued) kernel that accepts the operands' layouts, or a layout
+    conversion, announced here when it is resolved."""
     key = plan.key
     sig = signature(plan.args, plan.kwargs)
     cache_key = (op, key, sig, plan.out_dtype)
@@ -335,19 +337,16 @@ def route(op: str, plan: Any) -> tuple[Callable[..., Any], Layout]:
     if hit is not None:
         return hit  # type: ignore[no-any-return]
     seen = dispatch.generation[0]
-    found = _native(op, plan, key, sig)
-    if found is not None:
-        result = found
-    else:
-        fn = _fallback(op, plan, key, sig)
-        dispatch._announce_fallback(op, fn._nda_route, where=(key.device_type, key.layout.name, sig))  # type: ignore[attr-defined]
-        result = (fn, strided)
+    result = _native(op, plan, key, sig)
+    if result is None:
+        result = _fallback(op, plan, key, sig)
+        result.announce()
     return dispatch.remember(_ROUTES, cache_key, result, seen)  # type: ignore[no-any-return]
 
 
 #: Routes by (op, key, operand signature, output dtype): this layer's cache, cleared with
 #: dispatch's resolutions (a registration, a converter, ``nda.config.fallback``).
-_ROUTES: dict[Any, tuple[Callable[..., Any], Layout]] = {}
+_ROUTES: dict[Any, dispatch.Route] = {}
 dispatch.dependents.append(_ROUTES.clear)
 
 
@@ -400,15 +399,14 @@ def usable_native(op: str, plan: Any, key: KernelKey, sig: Any) -> list[Any]:
     return entries
 
 
-def _native(op: str, plan: Any, key: KernelKey, sig: Any) -> tuple[Callable[..., Any], Layout] | None:
+def _native(op: str, plan: Any, key: KernelKey, sig: Any) -> dispatch.Route | None:
     _refuse_mutation(op, plan)
     entries = usable_native(op, plan, key, sig)
     if not entries:
         return None
     out_layout = entries[0].out_layout or key.layout
     same = [e for e in entries if (e.out_layout or key.layout) is out_layout]
-    fn = same[0].fn if same[0].supports is None and len(same) == 1 else dispatch._chooser(same, op, key)
-    return fn, out_layout
+    return dispatch.route_of(op, key, same)  # its layout: the first kernel's out_layout
 
 
 def _converter_for(device_type: str, sig: Any) -> Any:
@@ -430,18 +428,20 @@ def _apply(value: Any, conv: Any) -> Any:
     return value
 
 
-def _fallback(op: str, plan: Any, key: KernelKey, sig: Any) -> Callable[..., Any]:
-    """Convert the non-strided operands to strided on the device, run the strided kernel."""
+def _fallback(op: str, plan: Any, key: KernelKey, sig: Any) -> dispatch.Route:
+    """The layout conversion: convert the non-strided operands to strided on the device, run
+    the strided route (``inner``); announced (by the caller) once per op, key and signature."""
     dev = key.device_type
     n = len(plan.args)
     arg_convs = [_converter_for(dev, s) for s in sig[0]]
     kw_convs = {k: _converter_for(dev, s) for k, s in sig[1]}
     strided_key = KernelKey(dev, key.dtype, strided)
     try:
-        kernel = dispatch.resolve(op, strided_key)
+        inner = dispatch.resolve(op, strided_key)
     except dispatch.DispatchError as err:
         raise dispatch.DispatchError(f"{op} on {key}: no native {key.layout.name} kernel for operands {_describe(sig)}, and the layout fallback has no strided kernel: {err}") from None
     conversions = _conversion_lines(plan, sig, arg_convs, kw_convs)
+    kernel = inner.run
 
     def layout_fallback(*args: Any, **kwargs: Any) -> Any:
         args = tuple(_apply(a, c) for a, c in zip(args, arg_convs)) + args[n:]
@@ -457,13 +457,9 @@ def _fallback(op: str, plan: Any, key: KernelKey, sig: Any) -> Callable[..., Any
         why = f"{dev} cannot hold {plan.out_dtype.name} results in {result_layout.name}"
     else:
         why = f"no native {key.layout.name} kernel for these operand layouts"
-    layout_fallback._nda_route = (  # type: ignore[attr-defined]
-        f"{op} on {key} with operands {_describe(sig)}: {why}; {steps}; "
-        f"runs {_name(kernel)} on {dev}; the result is strided"
-    )
-    layout_fallback._nda_conversions = conversions  # type: ignore[attr-defined]
-    layout_fallback._nda_inner = kernel  # type: ignore[attr-defined]
-    return layout_fallback
+    description = f"{op} on {key} with operands {_describe(sig)}: {why}; {steps}; runs {_name(kernel)} on {dev}; the result is strided"
+    return dispatch.Route(dispatch.LAYOUT_CONVERSION, layout_fallback, op, key, strided, description=description, warning=description,
+                          where=(dev, key.layout.name, sig), conversions=tuple(conversions), inner=inner)
 
 
 def _name(fn: Any) -> str:
@@ -544,17 +540,18 @@ def explain_layout(op: str, plan: Any) -> Any:
     entries = usable_native(op, plan, plan.key, sig)
     if entries:
         out_layout = entries[0].out_layout or plan.key.layout
-        return Explanation(op, plan.key, entries[0], plan.casts, plan.out_dtype, plan.out_shape, plan.device, entries, [], out_layout)
-    fn = _fallback(op, plan, plan.key, sig)
-    inner = fn._nda_inner  # type: ignore[attr-defined]
+        same = [e for e in entries if (e.out_layout or plan.key.layout) is out_layout]
+        return Explanation(op, plan.key, entries[0], plan.casts, plan.out_dtype, plan.out_shape, plan.device, entries, [], out_layout,
+                           route=dispatch.route_of(op, plan.key, same))
+    found = _fallback(op, plan, plan.key, sig)
     strided_key = KernelKey(plan.key.device_type, plan.key.dtype, strided)
     candidates = lookup(op, strided_key)
-    entry = KernelEntry(fn, plan.key, -1, None, f"{candidates[0].backend} (layout fallback)", 0)
-    conversions = list(fn._nda_conversions)  # type: ignore[attr-defined]
-    host = getattr(inner, "_nda_route", None)
-    if host:
-        conversions.append(f"then the strided kernel's own route: {host}")
-    return Explanation(op, plan.key, entry, plan.casts, plan.out_dtype, plan.out_shape, plan.device, candidates, conversions, strided)
+    entry = KernelEntry(found.run, plan.key, -1, None, f"{candidates[0].backend} (layout fallback)", 0, kind=dispatch.LAYOUT_CONVERSION)
+    conversions = list(found.conversions)
+    inner = found.inner
+    if inner is not None and inner.description:
+        conversions.append(f"then the strided kernel's own route: {inner.description}")
+    return Explanation(op, plan.key, entry, plan.casts, plan.out_dtype, plan.out_shape, plan.device, candidates, conversions, strided, route=found)
 
 
 # Dispatch sits below this layer and asks it, through hooks registered here, for the route of

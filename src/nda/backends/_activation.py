@@ -251,7 +251,7 @@ def _registrar(name: str, device_types: tuple[str, ...], backend: Any, staged: l
             fn = _queues.issuing(fn, op, backend, mutating=bool(decl.mutates), view=bool(decl.view))
         try:
             staged.extend(dispatch.prepare(op, dev, dtype_list, fn, layout=layout, priority=priority, supports=supports, backend=name,
-                                           signatures=signatures, out_layout=out_layout))
+                                           signatures=signatures, out_layout=out_layout, queued=bool(queued)))
         except (TypeError, ValueError) as err:
             raise BackendValidationError(f"backend {name!r}, op {op!r}: {err}") from None
 

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from .._devices import Device, KernelKey
-from ..dispatch import DispatchError, DeviceUnavailableError, KernelEntry, OpTable, resolve
+from ..dispatch import HOST_FALLBACK, HOST_VIEW, DispatchError, DeviceUnavailableError, KernelEntry, OpTable, resolve
 from ..ops import lookup as declaration
 
 __all__ = ["host_fallback"]
@@ -33,7 +33,7 @@ def host_fallback(tbl: OpTable, key: KernelKey) -> KernelEntry | None:
         return None
     cpu_key = KernelKey("cpu", key.dtype, key.layout)
     try:
-        cpu_kernel = resolve(tbl.op_name, cpu_key)
+        cpu_kernel = resolve(tbl.op_name, cpu_key).run
     except (DispatchError, DeviceUnavailableError):
         return None
     decl = declaration(tbl.op_name)
@@ -79,10 +79,10 @@ def host_fallback(tbl: OpTable, key: KernelKey) -> KernelEntry | None:
         return upload(device, result)
 
     fallback.__qualname__ = f"host_fallback[{tbl.op_name}]"
-    fallback._nda_route = route  # type: ignore[attr-defined]
     # The FallbackWarning's one line (once per op and device type); explain() shows the route.
-    fallback._nda_summary = (f"{tbl.op_name}: no {key.device_type} kernel, so it runs on cpu with copies to and from {key.device_type} "  # type: ignore[attr-defined]
-                             f"(warned once per op and device; nda.dispatch.explain shows the route)")
-    fallback._nda_host_view = bool(decl.view)  # type: ignore[attr-defined]  # see nda._hostviews
-    fallback._nda_quiet = tbl.op_name == "asarray"  # type: ignore[attr-defined]
-    return KernelEntry(fallback, key, -1, None, f"{backend.name} (host fallback)", 0, route="host fallback")
+    # asarray of host data announces nothing: copying host data to the device is what it does anyway.
+    warning = None if tbl.op_name == "asarray" else (
+        f"{tbl.op_name}: no {key.device_type} kernel, so it runs on cpu with copies to and from {key.device_type} "
+        f"(warned once per op and device; nda.dispatch.explain shows the route)")
+    kind = HOST_VIEW if decl.view else HOST_FALLBACK  # a view op's result is made a host view (nda._hostviews)
+    return KernelEntry(fallback, key, -1, None, f"{backend.name} (host fallback)", 0, route="host fallback", kind=kind, description=route, warning=warning)

@@ -302,11 +302,13 @@ def _apply(library: str, item: dict[str, Any], backend: Any) -> None:
     from . import BackendValidationError, _queued
 
     fn = item["fn"]
-    if _queued(backend):  # the device's queue records what the kernel enqueued, as for the backend's own kernels
+    queued = bool(_queued(backend))
+    if queued:  # the device's queue records what the kernel enqueued, as for the backend's own kernels
         fn = _queues.issuing(fn, item["op"], backend, mutating=item["mutating"])
     try:
-        dispatch.register(item["op"], item["device_type"], item["dtypes"], fn, layout=item["layout"], priority=item["priority"],
-                          supports=item["supports"], backend=_label(library), signatures=item["signatures"], out_layout=item["out_layout"])
+        dispatch.publish(dispatch.prepare(item["op"], item["device_type"], item["dtypes"], fn, layout=item["layout"], priority=item["priority"],
+                                          supports=item["supports"], backend=_label(library), signatures=item["signatures"],
+                                          out_layout=item["out_layout"], queued=queued))
     except (TypeError, ValueError) as err:
         raise BackendValidationError(f"op library {library!r}, op {item['op']!r}: {err}") from None
 

@@ -141,7 +141,7 @@ class _CpuPartitioner:
                 # changes nothing (every category ignored, or finite outputs) and the chunked
                 # kernels, which warn or raise as the ops would, where it does.
                 def kernel_for(instr: fusion.Instr) -> Any:
-                    return dispatch.resolve(instr.op, KernelKey("cpu", instr.key))
+                    return dispatch.resolve(instr.op, KernelKey("cpu", instr.key)).run
 
                 run = fusion.chunked(program, kernel_for)
                 if fusion.numexpr_available() and set(program.ops) <= _ARITHMETIC:

@@ -722,5 +722,4 @@ def issuing(kernel: Callable[..., Any], name: str, backend: Any, mutating: bool 
         except (AttributeError, TypeError):
             pass
     queued.__wrapped__ = kernel  # type: ignore[attr-defined]
-    queued._nda_queued = name  # type: ignore[attr-defined]
     return queued

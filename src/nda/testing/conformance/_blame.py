@@ -93,7 +93,7 @@ def _kernel_alone(runner: Any, case: Any, cell: Any) -> bool | None:
     decl = CATALOG[case.op]
     direct = _Outcome()
     direct.plan, direct.hosts = decl.plan(*args, **kwargs), hosts
-    kernel = nda.dispatch.resolve(case.op, direct.plan.key)
+    kernel = nda.dispatch.resolve(case.op, direct.plan.key).run
     try:
         result = kernel(*unwrap(direct.plan.args), **{k: unwrap(v) for k, v in direct.plan.kwargs.items()})
         buf = args[0]._buf if decl.mutates else result

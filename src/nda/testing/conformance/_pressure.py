@@ -210,7 +210,7 @@ def _size(device: Device, op: str, dtype: str, seconds: float) -> tuple[str, Any
         return None
     scratch, took = chosen
     repeats = max(1, min(16, math.ceil(seconds / max(took, 1e-7))))  # the size below the target, repeated up to it
-    return op, scratch, repeats, took * repeats, nda.dispatch.resolve(op, key)
+    return op, scratch, repeats, took * repeats, nda.dispatch.resolve(op, key).run
 
 
 def _wrap_kernels(device_types: set[str], raw: dict[Device, Callable[[], None]]) -> None:
@@ -229,7 +229,7 @@ def _wrap_kernels(device_types: set[str], raw: dict[Device, Callable[[], None]])
                     continue
                 entries += dispatch.prepare(op, key.device_type, [key.dtype], _delayed(entry.fn, raw, handle), layout=key.layout,
                                             priority=entry.priority + 1_000_000, supports=entry.supports, backend=DISPATCH_NAME,
-                                            signatures=entry.signatures, out_layout=entry.out_layout)
+                                            signatures=entry.signatures, out_layout=entry.out_layout, queued=entry.kind is dispatch.QUEUED)
     dispatch.publish(entries)
 
 
