@@ -37,10 +37,8 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable, Iterable
 
-import numpy as np
 
 from . import _forksafe
-from . import ops as _ops  # the catalog: every op declared before the tables are made
 from ._devices import KernelKey, Layout, as_layout, strided
 from ._dtypes import DType, as_dtype
 from ._config import config as _config
