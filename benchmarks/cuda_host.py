@@ -165,7 +165,7 @@ def _time(fns: dict[str, Any], rounds: int, number: dict[str, int]) -> dict[str,
 def _paths(nda: Any, cases: dict[str, Any]) -> dict[str, dict[str, int]]:
     """Per case, once: generated-kernel launches, markers recorded, queue numbers taken."""
     import nda_cuda
-    from nda.engine import _queues
+    from nda.engine import queues as _queues
 
     queue = _queues.queue_of_device(nda.Device("cuda", 0))
     gen = nda_cuda.backend.elementwise

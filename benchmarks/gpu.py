@@ -194,7 +194,7 @@ def chain_read(rounds: int, number: int) -> dict[str, float]:
 
 def markers_per_op() -> dict[str, float]:
     """CUDA events nda records per op: tiny ops issued, a host read, a chain and a read."""
-    from nda.engine import _queues
+    from nda.engine import queues as _queues
 
     queue = _queues.queue_of_device(nda.Device("cuda", 0))
     x = nda.ones(4, dtype=nda.float32, device="cuda")

@@ -118,7 +118,7 @@ def _mirror() -> str | None:
 
 
 def devices(rounds: int, number: int) -> dict[str, dict[str, float]]:
-    from nda.engine import _queues
+    from nda.engine import queues as _queues
 
     report: dict[str, dict[str, float]] = {}
     names = ["sim"] + ([m] if (m := _mirror()) is not None else [])

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, reject, settings
 
 import nda
 from nda.ops import CATALOG
-from nda.ops._spec import NoVJP
+from nda.ops.spec import NoVJP
 from nda.testing import conformance
 from nda.testing.conformance import _gradients
 from nda.testing.conformance._gradient_cases import GRADIENT_OPS, strategy, supports_complex

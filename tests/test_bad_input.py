@@ -380,7 +380,7 @@ _NOT_SHAPES = [{6: 1}, {6}, (6, True), (True, 6), True, (6.0,), "6"]
 @pytest.mark.parametrize("shape", _NOT_SHAPES, ids=["dict", "set", "bool-inside", "bool-first", "bool", "float", "str"])
 def test_every_shape_taking_function_refuses_what_the_constructors_refuse(device, shape):
     """reshape, NumPy's reshape/*_like(shape=)/unravel_index, broadcast_shapes and the random
-    generators parse shapes as the constructors do (``ops._spec.parse_shape``): ``{6: 1}`` or
+    generators parse shapes as the constructors do (``ops.spec.parse_shape``): ``{6: 1}`` or
     ``(6, True)`` was taken as ``(6,)`` / ``(6, 1)`` where NumPy raises TypeError."""
     x = nda.ones((2, 3), device=device)
     rng = nda.random.default_rng(0)

@@ -30,7 +30,7 @@ pytestmark = pytest.mark.skipif(GPUS == 0, reason=f"no usable NVIDIA GPU: {WHY}"
 
 
 def _queue():
-    from nda.engine import _queues
+    from nda.engine import queues as _queues
 
     nda.ones(1, device="cuda").wait_to_read()
     return _queues.queue_of_device(nda.Device("cuda", 0))

@@ -119,7 +119,7 @@ def test_a_fork_while_another_thread_holds_one_of_nda_s_module_locks():
         from nda import _hostviews, _intercept, dispatch
         from nda.autograd import _record
         from nda.backends import _activation
-        from nda.engine import _queues
+        from nda.engine import queues as _queues
 
         locks = {"activation": _activation.LOCK, "op libraries": nda.ext._lock, "dispatch": dispatch._lock,
                  "queues": _queues.LOCK, "host views": _hostviews._lock, "interceptors": _intercept._lock, "autograd": _record._STATE.lock}

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 import nda
 from nda._array import HOST_READS
 from nda.ops import CATALOG
-from nda.ops._spec import Cast
+from nda.ops.spec import Cast
 from nda.testing.conformance._cases import DEVICE, Arr, Case, Raw
 from nda.testing.conformance._generators import GENERATED_OPS, strategy
 

@@ -225,7 +225,7 @@ def test_an_error_of_work_in_the_block_is_raised_at_its_end(threaded):
 
 
 def test_switching_recording_off_by_hand_unhooks_the_device_queues(threaded):
-    from nda.engine import _queues
+    from nda.engine import queues as _queues
 
     nda.profiler.start()
     nda.profiler.active = False  # as a test or a user might

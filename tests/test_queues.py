@@ -2,7 +2,7 @@
 
 The rules are tested three ways:
 
-* the queue bookkeeping (``nda.engine._queues.Queue``) as explicit state and transitions,
+* the queue bookkeeping (``nda.engine.queues.Queue``) as explicit state and transitions,
   on a backend whose markers are counters the test moves by hand (no thread);
 * on nda-sim, whose stream thread is its queue: a *gate* enqueued on a device's stream
   holds everything behind it, so a test can see that an op was issued (enqueued) before
@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 import nda
-from nda.engine import _queues
+from nda.engine import queues as _queues
 from nda.engine.threaded import ThreadedEngine
 
 pytest.importorskip("nda_sim")

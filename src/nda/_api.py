@@ -21,8 +21,8 @@ from ._array import NDArray, new_array, up
 from ._execute import NOT_INTERCEPTED, TO_DEVICE, TO_LAYOUT, inline, intercepted
 from ._devices import ArrayMeta, Device, as_device, as_layout, strided
 from .engine import state as _state
-from .ops import _spec
-from .ops._spec import host_scalar
+from .ops import spec as _spec
+from .ops.spec import host_scalar
 
 _all_generated = _namespace.build_namespace("nda")
 _generated = {name: fn for name, fn in _all_generated.items() if "." not in name}

@@ -40,7 +40,7 @@ from . import _display, _hostcopy, _intercept, backends, layouts
 from ._arraymethods import NumPyMethods
 from ._devices import ArrayMeta, Device, Layout
 from ._dtypes import DType
-from .ops._spec import Array
+from .ops.spec import Array
 from .engine import queued_pending
 from .engine import state as _engine_state
 

@@ -23,8 +23,8 @@ import numpy as np
 
 from . import _dtypes
 from ._array import NDArray
-from .ops._spec import broadcast_shapes as _broadcast_shapes
-from .ops._spec import check_array, check_shape, int_arg, normalize_axes, normalize_axis
+from .ops.spec import broadcast_shapes as _broadcast_shapes
+from .ops.spec import check_array, check_shape, int_arg, normalize_axes, normalize_axis
 
 __all__ = [
     "broadcast_arrays", "broadcast_shapes", "diff", "matrix_transpose", "meshgrid", "moveaxis", "unstack", "pad", "transpose",

@@ -38,8 +38,8 @@ from .dispatch import remember, resolve, resolve_plan
 from .engine import state as _state
 from .engine._fperrors import guard as _fp_guard
 from .engine._fperrors import unguard as _fp_unguard
-from .engine._queues import local as _writing
-from .ops._spec import Cast, OpDecl, Plan, broadcast_shapes
+from .engine.queues import local as _writing
+from .ops.spec import Cast, OpDecl, Plan, broadcast_shapes
 
 __all__ = ["make_unary", "make_binary", "make_inplace", "native", "native_operator"]
 

@@ -41,8 +41,8 @@ from .engine import Completion
 from .engine import state as _state
 from .engine._fperrors import guard as _fp_guard
 from .engine._fperrors import unguard as _fp_unguard
-from .engine._queues import local as _writing
-from .ops._spec import SURELY_FITS, Cast, Plan, check_size
+from .engine.queues import local as _writing
+from .ops.spec import SURELY_FITS, Cast, Plan, check_size
 
 __all__ = [
     "EntryCache", "NOT_INTERCEPTED", "hooks", "intercepted", "native", "native_operator", "unwrap", "cast_buffer", "base_of", "execute", "execute_multi", "execute_mutation",

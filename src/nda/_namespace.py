@@ -1,6 +1,6 @@
 """The namespace builder: every catalog op's public function, and NDArray's op methods, once.
 
-Nothing here is written per op. For each :class:`~nda.ops._spec.OpDecl` this module makes
+Nothing here is written per op. For each :class:`~nda.ops.spec.OpDecl` this module makes
 one Python function with the op's real ``__name__``, ``__doc__`` and ``__signature__``
 (closures, no ``exec``; the signature says what the user passes and gets,
 :mod:`nda._signatures`) through the generators (:mod:`nda._elementwise` for element-wise
@@ -27,7 +27,7 @@ from . import _elementwise, _execute, _planned
 from ._docstrings import public_doc
 from ._signatures import function_signature, method_signature, operator_signature
 from ._array import NDArray, up
-from .ops._spec import CATALOG, Method, OpDecl
+from .ops.spec import CATALOG, Method, OpDecl
 
 __all__ = ["build_namespace", "make_function", "operator_roles"]
 
@@ -149,7 +149,7 @@ def _operator(fn: Callable[..., Any], decl: OpDecl, name: str) -> Callable[..., 
 
 
 def _method(fn: Callable[..., Any], decl: OpDecl, spec: Method) -> Callable[..., Any]:
-    """``x.<spec.name>(...)``: the op with ``x`` first (see :class:`~nda.ops._spec.Method`).
+    """``x.<spec.name>(...)``: the op with ``x`` first (see :class:`~nda.ops.spec.Method`).
 
     NumPy's ``order`` argument of the shape methods is taken when it says row-major (``"C"``,
     the only memory order of nda's results) and refused otherwise, naming the method.

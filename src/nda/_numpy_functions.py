@@ -19,7 +19,7 @@ import numpy as np
 
 from . import _api, _composite, _dtypes
 from ._array import NDArray
-from .ops._spec import check_shape, parse_shape
+from .ops.spec import check_shape, parse_shape
 from ._interop_args import (
     FUNCTIONS, _Call, _NoValue, _axis, _check_defaults, _flat, _leftover, _reduction, _refuse, _register, _store,
     _unsupported,

@@ -46,7 +46,7 @@ from ._execute import NOT_INTERCEPTED, _ACTIVE, _META, EntryCache, _local, hooks
 from .dispatch import generation as _generation
 from .dispatch import HOST_VIEW, remember, resolve, resolve_plan
 from .engine import state as _state
-from .ops._spec import SURELY_FITS, Cast, OpDecl, Plan, check_size
+from .ops.spec import SURELY_FITS, Cast, OpDecl, Plan, check_size
 
 __all__ = ["make_generic", "make_multi", "make_getitem"]
 

@@ -59,7 +59,7 @@ import numpy as np
 from ._array import NDArray, new_array
 from .engine import SHARED, profiler
 from .engine import state as _state
-from .ops._spec import Cast, Plan
+from .ops.spec import Cast, Plan
 
 __all__ = ["RATIO", "COSTS", "estimate", "queued_inputs"]
 

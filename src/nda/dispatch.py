@@ -43,8 +43,8 @@ from ._devices import KernelKey, Layout, as_layout, strided
 from ._dtypes import DType, as_dtype
 from ._config import config as _config
 from .ops import DECLARED as _DECLARED
-from .ops import _spec
-from .ops._spec import CATALOG as _CATALOG
+from .ops import spec as _spec
+from .ops.spec import CATALOG as _CATALOG
 from ._route import (HOST_FALLBACK, HOST_VIEW, LAYOUT_CONVERSION, NATIVE, QUEUED, DispatchError, FallbackError, FallbackWarning, Route, RouteKind,
                      announce_fallback as _announce_fallback, warned)
 
@@ -253,7 +253,7 @@ def prepare(
 ) -> list[KernelEntry]:
     """The entries :func:`register` would add, validated, without adding them (a backend's
     activation stages its kernels this way and publishes them all once they are valid).
-    ``queued``: ``fn`` records its work on the device's in-order queue (``engine._queues.issuing``
+    ``queued``: ``fn`` records its work on the device's in-order queue (``engine.queues.issuing``
     wrapped it), so its routes are ``queued`` ones."""
     global _registration_counter
     table(op_name)

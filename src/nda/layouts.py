@@ -40,7 +40,7 @@ from typing import Any, Callable, Iterable
 
 from . import backends, dispatch
 from ._devices import Device, KernelKey, Layout, as_layout, strided
-from .ops._spec import Array, Cast
+from .ops.spec import Array, Cast
 
 __all__ = [
     "LayoutInfo", "register_layout", "register_converter", "register_storage", "holds", "info", "layouts", "converters",

@@ -48,7 +48,7 @@ from ._api import extension as _extension
 from ._array import NDArray
 from ._devices import Device, as_device
 from .ops import random as _spec
-from .ops._spec import check_shape as _check_shape
+from .ops.spec import check_shape as _check_shape
 from .ops.random_dist import mvn_factor as _mvn_factor
 
 __all__ = [

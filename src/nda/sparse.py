@@ -31,7 +31,7 @@ from ._array import NDArray, new_array
 from ._array import up as _array_up
 from ._devices import ArrayMeta, Device, as_device
 from .layouts import csr, info, row_sparse
-from .ops._spec import check_shape, dtype_arg
+from .ops.spec import check_shape, dtype_arg
 from .ops.creation import cast_host, host_data, nda_dtype
 
 __all__ = ["csr_array", "row_sparse_array", "components", "nnz", "save_npz", "load_npz"]

@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import _api, _dtypes
 from .._array import NDArray
-from ..ops._spec import check_array, normalize_axis
+from ..ops.spec import check_array, normalize_axis
 
 __all__ = [
     "api", "LINALG", "FFT", "array_arg", "param_array", "np_result_type", "to_dtype", "store", "axes_arg", "move_to_end",

@@ -22,7 +22,7 @@ import numpy as np
 
 from .. import _dtypes
 from .._array import NDArray
-from ..ops._spec import normalize_axis
+from ..ops.spec import normalize_axis
 from ._common import api, array_arg, axes_arg, float_dtype, np_result_type, param_array, store, to_dtype
 
 __all__ = [

@@ -23,7 +23,7 @@ import numpy as np
 
 from .. import _composite, _dtypes
 from .._array import NDArray
-from ..ops._spec import normalize_axis
+from ..ops.spec import normalize_axis
 from ._common import FFT, LINALG, api, array_arg, np_result_type, param_array, store, to_dtype
 
 __all__ = [

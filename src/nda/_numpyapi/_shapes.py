@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import _composite, _dtypes
 from .._array import NDArray
-from ..ops._spec import normalize_axis
+from ..ops.spec import normalize_axis
 from ._common import LINALG, api, array_arg, int_value, np_result_type, param_array, store, to_dtype
 
 __all__ = [

@@ -19,7 +19,7 @@ How it works, and what it costs:
   running unrecorded (while any thread records, every op takes the slow path of its
   function, where the calling thread's interceptors are looked up).
 * **Gradients are ops.** Each op's declaration in the catalog carries its
-  vector-Jacobian product written with nda ops (``nda.ops._spec``), so the backward
+  vector-Jacobian product written with nda ops (``nda.ops.spec``), so the backward
   pass (``_backward``) dispatches, runs on the arrays' device (cpu, sim, cuda, a
   vendor's) and is ordered by the engine asynchronously like any other work, and with
   ``create_graph=True`` it is recorded too, for gradients of gradients.
@@ -54,7 +54,7 @@ from typing import Any, Sequence
 
 from .._array import NDArray
 from ..ops import DECLARED
-from ..ops._spec import NoVJP
+from ..ops.spec import NoVJP
 from . import _backward
 from ._graph import ENTRIES, FLAGS, AutogradError, Entry
 from .._array import up as _array_up

@@ -27,7 +27,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from .._array import NDArray
-from ..ops._spec import NoVJP
+from ..ops.spec import NoVJP
 from ..ops._vjp import project_to_pattern
 from ._graph import FLAGS, AutogradError, Entry, Node, bump, entry_of
 from ._record import fast, maybe_release_checks, scope_enter, scope_exit

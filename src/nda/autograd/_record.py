@@ -31,7 +31,7 @@ from typing import Any, Callable
 from .. import _api, _forksafe, _intercept
 from .. import ext as _ext
 from .._array import NDArray
-from ..ops._spec import NoVJP
+from ..ops.spec import NoVJP
 from ..engine import SHARED
 from ._graph import ENTRIES, FLAGS, LIVE, SNAPSHOT, AutogradError, Op, ThreadFlags, bump, record_call, requires_grad
 

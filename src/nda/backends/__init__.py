@@ -30,10 +30,10 @@ from typing import Any
 from .. import dispatch
 from .._devices import Device
 from .. import engine as _engine
-from ..engine import _queues
+from ..engine import queues as _queues
 from ..engine import host_read as _host_read
 from ..engine import state as _engine_state
-from ..ops import _spec
+from ..ops import spec as _spec
 from . import _checks, _fallback
 from ._activation import (  # noqa: F401  (re-exported: op libraries and tests use them)
     GROUP, LOCK, BackendError, BackendValidationError, _by_device_type, _devices, _discover, _handles, _import_object, _queued,

@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterable
 from .. import _forksafe, dispatch
 from .._devices import Device, as_layout
 from .._dtypes import CATEGORIES, DType, as_dtype
-from ..engine import _queues
+from ..engine import queues as _queues
 from ..engine import host_read as _host_read
 from ._handle import BackendHandle
 from .contract import API_VERSION, QUEUE_MEMBERS, DeviceInfo, check_kernel_signature
@@ -380,7 +380,7 @@ def _unregister(name: str, backend: Any, published: bool) -> None:
     if published:
         dispatch.unregister_backend(name)
     layout_hooks.unregister_backend(name)
-    for dev, queued in list(_queues._backends.items()):
+    for dev, queued in _queues.queue_backends().items():
         if _by_device_type.get(dev) is not queued:  # registered by the backend that just failed
             _queues.unregister_device_type(dev)
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from .. import dispatch
-from ..engine import _queues
+from ..engine import queues as _queues
 from ..ops import extension as _ext
 from .contract import API_VERSION
 

@@ -31,7 +31,7 @@ collected, a held op run, the profiler stopped) leaves ``limit == engine.current
 by the next op: the engine stores it under its lock, and a slow path that finds the engine
 idle with ``limit`` still 0 refreshes it (:meth:`_State.push_inline`).
 
-Device queues (backend API 1.3, :mod:`._queues`): a backend whose kernels run in order on
+Device queues (backend API 1.3, :mod:`.queues`): a backend whose kernels run in order on
 one queue per device has every kernel wrapped so that it takes a number on the device's
 queue when it enqueues its work (and, when it may fail, an entry: op, ``file:line``,
 data-dependent check). Such an op never waits for its producers to *finish*: those on the
@@ -65,7 +65,7 @@ holds no state of its own):
 - :mod:`._completion`: :class:`Completion`, the device completion hooks, running a task now;
 - :mod:`._syncpoints`: device-queue waits at sync points and the delivery of errors there;
 - :mod:`._sharing`: :func:`share` and the :data:`SHARED` registry;
-- :mod:`._queues` (with :mod:`._entries`): device queues; :mod:`._fperrors`: NumPy's
+- :mod:`.queues` (with :mod:`._entries`): device queues; :mod:`._fperrors`: NumPy's
   floating-point warnings; :mod:`._profile`: the :data:`profiler`; :mod:`._lifecycle`: exit and fork.
 
 Layer: engine (README, "Architecture").
@@ -74,7 +74,7 @@ Layer: engine (README, "Architecture").
 from __future__ import annotations
 
 from . import _fperrors as _fperrors
-from . import _queues as _queues
+from . import queues as queues
 from . import _select
 from ._base import UNBOUNDED as UNBOUNDED
 from ._base import Engine
@@ -82,9 +82,9 @@ from ._completion import Completion
 from ._completion import device_completion as device_completion
 from ._completion import device_sync as device_sync
 from ._completion import upper as upper
+from ._entries import Deferred, KernelTraceback
 from ._lifecycle import QUIESCE_TIMEOUT, register_at_fork
 from ._profile import Profiler, profiler
-from ._queues import Deferred, KernelTraceback
 from ._select import current, use, waitall
 from ._sharing import SHARED as SHARED
 from ._sharing import share

@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 from typing import Any, Callable, Sequence
 
-from . import _queues
+from . import queues as _queues
 from ._syncpoints import deliver
 
 __all__ = ["Engine", "UNBOUNDED"]

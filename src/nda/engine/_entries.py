@@ -2,7 +2,7 @@
 
 :class:`Deferred` is a queue kernel's result whose error is known only once its work has
 run (a data-dependent check); :class:`Entry` is such an op in flight on a queue (see
-:mod:`._queues`). A failed op's error is kept until a sync point raises it, possibly for
+:mod:`.queues`). A failed op's error is kept until a sync point raises it, possibly for
 as long as the failed array lives: :func:`annotate` adds nda's note (op, ``file:line``,
 device) and keeps the kernel's traceback as text instead of frames (which would keep the
 op's arrays alive), and :func:`fresh` is what a sync point raises: a copy whose cause is

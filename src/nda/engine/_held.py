@@ -34,7 +34,7 @@ import threading
 import time
 from typing import Any, Callable, Sequence
 
-from . import _queues
+from . import queues as _queues
 from ._completion import Completion, device_completion
 from ._fperrors import guard, issuing, unguard
 from ._graph import QUEUED, RUNNING, Task

@@ -140,7 +140,7 @@ def _after_fork_in_parent() -> None:
 
 
 def _after_fork_in_child() -> None:
-    from . import _queues
+    from . import queues as _queues
     from ._state import state
 
     _forksafe.after_in_child()

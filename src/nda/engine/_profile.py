@@ -34,7 +34,7 @@ import time
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from .. import _forksafe
-from . import _queues
+from . import queues as _queues
 
 if TYPE_CHECKING:
     from ._profile_views import Lane, Profile, Span, SummaryTable

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from . import _queues, _sharing
+from . import _sharing
+from . import queues as _queues
 from ._base import UNBOUNDED, Engine
 from ._completion import Completion, run_now
 from ._profile import profiler

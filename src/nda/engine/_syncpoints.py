@@ -15,8 +15,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from . import _queues
+from . import queues as _queues
 from ._completion import device_sync
+from ._entries import fresh
 
 __all__ = ["deliver", "drain_queues", "host_read", "queued_pending", "wait_queued"]
 
@@ -113,7 +114,7 @@ def host_read(device: Any, read: Callable[[Any], Any], buf: Any, base_buf: Any =
             raise
         if _queues.first_error is err:
             _queues.first_error = None  # raised here, at a read: waitall() does not raise it again
-        raise _queues.fresh(err)  # noqa: B904 - fresh() sets the cause (the kernel's traceback)
+        raise fresh(err)  # noqa: B904 - fresh() sets the cause (the kernel's traceback)
 
 
 def _read_in_order(queue: _queues.Queue, device: Any, read: Callable[[Any], Any], buf: Any, base_buf: Any) -> Any:
@@ -128,7 +129,7 @@ def _read_in_order(queue: _queues.Queue, device: Any, read: Callable[[Any], Any]
             deliver(error)
         if not getattr(err, "_nda_noted", False):
             raise
-        raise _queues.fresh(err)  # noqa: B904 - fresh() sets the cause (the kernel's traceback)
+        raise fresh(err)  # noqa: B904 - fresh() sets the cause (the kernel's traceback)
     queue.retire_to(taken)
     error = queue.error_of(*_written(device, buf, base_buf))
     if error is not None:
@@ -144,7 +145,7 @@ def deliver(error: BaseException) -> None:
     """
     if _queues.first_error is error:
         _queues.first_error = None  # delivered here; waitall() reports only errors not yet raised
-    raise _queues.fresh(error)
+    raise fresh(error)
 
 
 def drain_queues() -> BaseException | None:

@@ -29,7 +29,7 @@ The shape of the hot path:
   worker that dequeues it later finds it taken; work nobody waits for still runs on the
   workers, concurrently. A read of an array nothing is computing takes no lock.
 
-* An op on a device with in-order queues (backend API 1.3, :mod:`._queues`) is never a
+* An op on a device with in-order queues (backend API 1.3, :mod:`.queues`) is never a
   task of its own unless it must wait for host work (a pending cpu op, a host fallback):
   whatever its size, ``push`` calls its kernel right away on the caller's thread, which
   only *enqueues* the work, and the queue orders it after its producers. No worker hop, no
@@ -53,7 +53,7 @@ Back-pressure: while more than :data:`MAX_PENDING` host tasks, or tasks touching
 queued work itself) until one finishes before it adds another (a loop that never syncs
 cannot queue unbounded work and memory; a couple of hundred tasks keep every worker busy;
 each waiting thread is let in after a task finishes, so none starves). Device queues have their own bound
-(:data:`nda.engine._queues.MAX_IN_FLIGHT`).
+(:data:`nda.engine.queues.MAX_IN_FLIGHT`).
 
 Exit and fork (:mod:`._lifecycle`): a worker inside a BLAS call hangs the process at exit
 and at ``os.fork`` (OpenBLAS waits for it there). At exit the engine is *closed*: workers
@@ -85,7 +85,8 @@ except ImportError:  # pragma: no cover - another Python
     from queue import SimpleQueue
 
 from .._config import env_int
-from . import _child, _queues
+from . import _child
+from . import queues as _queues
 from ._base import Engine
 from ._completion import Completion, device_completion
 from ._entries import user_site
@@ -184,7 +185,7 @@ class ThreadedEngine(HoldingEngine, Engine):
         self._inherited: list[Task] = []  # in a forked child: the parent's tasks that are ready (_start_inherited)
 
     #: Ops on a device queue never wait at issue: the queue retires what is done and applies
-    #: the bound on work in flight itself (``nda.engine._queues.Queue.settle``).
+    #: the bound on work in flight itself (``nda.engine.queues.Queue.settle``).
     waits_at_issue = False
 
     def attach(self, state: Any) -> None:

@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 from .._array import NDArray, new_array
 from .._devices import ArrayMeta, strided
-from ..engine import _queues
+from ..engine import queues as _queues
 from ..engine import state as _state
 from ..engine._fperrors import guard as _fp_guard
 from ..engine._fperrors import unguard as _fp_unguard

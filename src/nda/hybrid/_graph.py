@@ -33,7 +33,7 @@ from .._array import NDArray
 from .._devices import strided
 from ..backends import fusion
 from ..ops import DECLARED
-from ..ops._spec import Cast
+from ..ops.spec import Cast
 from ._guards import Slot, Uncomparable, freeze, private, split
 
 __all__ = ["Graph", "Node", "Group", "Slot", "partition", "DYNAMIC", "DYNAMIC_MARK", "shared"]

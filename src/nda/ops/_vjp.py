@@ -1,4 +1,4 @@
-"""Building blocks of the catalog's vector-Jacobian products (see ``_spec`` for the convention).
+"""Building blocks of the catalog's vector-Jacobian products (see ``spec`` for the convention).
 
 Everything here computes with the namespace ``nd`` a VJP receives (``nda`` itself, passed
 in by ``nda.autograd``), never with an import of the front end: the catalog is a lower

@@ -21,7 +21,7 @@ import numpy as np
 from .. import _dtypes
 from .._devices import Device, as_device
 from .._dtypes import DType
-from ._spec import Array, check_array, check_shape, constant, declare, dtype_arg, host_scalar, int_arg, Plan, upcalls
+from .spec import Array, check_array, check_shape, constant, declare, dtype_arg, host_scalar, int_arg, Plan, upcalls
 
 _ARRAY = "NDArray"
 

@@ -35,7 +35,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import _dtypes
-from ._spec import Cast, Plan, check_array, declare, same_device
+from .spec import Cast, Plan, check_array, declare, same_device
 from ._vjp import conj
 
 __all__ = ["Parsed", "parse", "check_optimize"]

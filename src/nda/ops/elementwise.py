@@ -28,7 +28,7 @@ import numpy as np
 
 from .. import _dtypes
 from .._dtypes import CATEGORIES, DType
-from ._spec import Array, CATALOG, constant, not_differentiable, OpDecl, Plan
+from .spec import Array, CATALOG, constant, not_differentiable, OpDecl, Plan
 from ._vjp import conj, holomorphic, is_complex
 
 __all__ = ["ELEMENTWISE", "unary_result", "binary_result"]
@@ -214,7 +214,7 @@ _ROWS: list[tuple[str, int, str, str, Callable[..., Any], tuple[str, ...], str]]
 ]
 
 # ----------------------------------------------------------------------------- vector-Jacobian products
-# One entry per row above (see ``_spec`` for the convention). Holomorphic functions give
+# One entry per row above (see ``spec`` for the convention). Holomorphic functions give
 # their derivative ``f'(x)``; the VJP is ``g * conj(f'(x))`` (``_vjp.holomorphic``).
 
 _LN2 = math.log(2.0)
@@ -445,7 +445,7 @@ def binary_result(decl: OpDecl, d1: DType | type, d2: DType | type) -> tuple[DTy
 
 
 def _plan_unary(decl: OpDecl) -> Callable[..., Plan]:
-    from ._spec import Cast, check_array
+    from .spec import Cast, check_array
 
     def plan(x: Any, /) -> Plan:
         x = check_array(x, decl.name)
@@ -457,7 +457,7 @@ def _plan_unary(decl: OpDecl) -> Callable[..., Plan]:
 
 
 def _plan_binary(decl: OpDecl) -> Callable[..., Plan]:
-    from ._spec import Cast, broadcast_shapes, same_device, scalar_arg
+    from .spec import Cast, broadcast_shapes, same_device, scalar_arg
 
     def plan(x1: Any, x2: Any, /) -> Plan:
         x1, x2 = scalar_arg(x1), scalar_arg(x2)

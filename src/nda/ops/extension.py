@@ -53,7 +53,7 @@ from collections import ChainMap
 from typing import Any, Callable
 
 from .._dtypes import CATEGORIES
-from ._spec import CATALOG, Cast, NoVJP, OpDecl, Plan, broadcast_shapes, check_array, check_dtype_category, constant, not_differentiable, same_device
+from .spec import CATALOG, Cast, NoVJP, OpDecl, Plan, broadcast_shapes, check_array, check_dtype_category, constant, not_differentiable, same_device
 
 __all__ = [
     "OpLibrary", "ExtensionDecl", "EXTENSIONS", "DECLARED", "ExtensionError", "install", "uninstall", "lookup",

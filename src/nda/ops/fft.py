@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ._spec import Cast, Plan, check_array, check_dtype_category, declare, int_arg, normalize_axis
+from .spec import Cast, Plan, check_array, check_dtype_category, declare, int_arg, normalize_axis
 from ._vjp import conj
 from .linalg_extension import complex_dtype, real_dtype
 

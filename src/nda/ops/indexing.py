@@ -24,7 +24,7 @@ import numpy as np
 
 from .. import _dtypes
 from .._devices import strided
-from ._spec import Array, broadcast_shapes, Cast, check_array, declare, normalize_axis, not_differentiable, Plan, same_device, scalar_arg, upcalls
+from .spec import Array, broadcast_shapes, Cast, check_array, declare, normalize_axis, not_differentiable, Plan, same_device, scalar_arg, upcalls
 from ._vjp import gather_positions, scatter_flat, scatter_rows
 
 _ARRAY = "NDArray"
@@ -366,7 +366,7 @@ def take_along_axis(x: _ARRAY, indices: _ARRAY, /, *, axis: int = -1) -> Plan:
 
     ``x`` and ``indices`` have the same number of dimensions; the other axes broadcast.
     """
-    from ._spec import broadcast_shapes
+    from .spec import broadcast_shapes
 
     x = check_array(x, "take_along_axis")
     indices = check_array(indices, "take_along_axis", "indices")

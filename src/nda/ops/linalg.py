@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from .. import _dtypes
-from ._spec import Array, broadcast_shapes, Cast, check_array, check_dtype_category, constant, declare, normalize_axis, Plan, same_device, scalar_arg
+from .spec import Array, broadcast_shapes, Cast, check_array, check_dtype_category, constant, declare, normalize_axis, Plan, same_device, scalar_arg
 from ._vjp import conj, csr_rows, matrix_t
 
 _ARRAY = "NDArray"

@@ -23,7 +23,7 @@ import numpy as np
 
 from .. import _dtypes
 from .._dtypes import DType
-from ._spec import Array, broadcast_shapes, Cast, check_array, check_dtype_category, constant, declare, host_scalar, int_arg, normalize_axes, not_differentiable, Plan, scalar_arg
+from .spec import Array, broadcast_shapes, Cast, check_array, check_dtype_category, constant, declare, host_scalar, int_arg, normalize_axes, not_differentiable, Plan, scalar_arg
 from ._vjp import (
     conj, diag_matrix, expand_reduced, eye_like, is_complex, lower_read, matrix_t, off_diagonal_inverse, real_only, solve_right,
 )
@@ -239,7 +239,7 @@ def _vjp_trace(nd: Any, need: Any, g: Any, y: Any, x: Any, /, *, offset: int = 0
 @declare("linalg.trace", dtypes="numeric", reference=_ref_trace, vjp=_vjp_trace, host_values=("offset",))
 def trace(x: _ARRAY, /, *, offset: int = 0, dtype: DType | None = None) -> Plan:
     """Sum along diagonal ``offset`` of each matrix; accumulation dtype as for :func:`nda.sum`."""
-    from ._spec import dtype_arg
+    from .spec import dtype_arg
     from .reductions import _sum_dtype
 
     x = _matrices("trace", x, category="numeric")

@@ -16,7 +16,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import _dtypes
-from ._spec import (
+from .spec import (
     Array, broadcast_shapes, Cast, check_array, check_shape, declare, parse_shape, int_arg, Method, normalize_axes, normalize_axis, Plan, prod, same_device,
 )
 from ._vjp import gather_positions, scatter_flat

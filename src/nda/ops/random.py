@@ -60,7 +60,7 @@ from .._devices import Device
 from .._dtypes import DType
 from . import _philox
 from ._philox import COS_COEFFS, LN2_HI, LN2_LO, LOG_COEFFS, M0, M1, ROUNDS, SIN_COEFFS, SQRT_HALF, TWO_PI, W0, W1
-from ._spec import Plan, check_shape, constant, declare, dtype_arg
+from .spec import Plan, check_shape, constant, declare, dtype_arg
 from .creation import _creation_plan
 
 __all__ = [

@@ -25,7 +25,7 @@ from .. import _dtypes
 from .._devices import Device
 from .._dtypes import DType
 from . import _philox_dist
-from ._spec import Array, Cast, Plan, broadcast_shapes, check_shape, declare, dtype_arg, not_differentiable, same_device
+from .spec import Array, Cast, Plan, broadcast_shapes, check_shape, declare, dtype_arg, not_differentiable, same_device
 from .creation import _device
 from .random import check_counter, check_key
 

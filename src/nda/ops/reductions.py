@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import _dtypes
 from .._dtypes import DType
-from ._spec import Cast, check_array, check_dtype_category, constant, declare, dtype_arg, host_scalar, normalize_axes, normalize_axis, Plan
+from .spec import Cast, check_array, check_dtype_category, constant, declare, dtype_arg, host_scalar, normalize_axes, normalize_axis, Plan
 from ._vjp import conj, expand_reduced
 from .elementwise import key_dtype_for
 

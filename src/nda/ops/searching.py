@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from .. import _dtypes
-from ._spec import Array, Cast, check_array, check_dtype_category, constant, declare, normalize_axes, not_differentiable, Plan, same_device, scalar_arg
+from .spec import Array, Cast, check_array, check_dtype_category, constant, declare, normalize_axes, not_differentiable, Plan, same_device, scalar_arg
 
 _ARRAY = "NDArray"
 

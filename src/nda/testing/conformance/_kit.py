@@ -45,7 +45,7 @@ from nda._devices import Device, KernelKey, Layout, as_device, strided
 from nda._dtypes import ALL_DTYPES, DType, as_dtype
 from nda import layouts
 from nda.ops import DECLARED as CATALOG  # the catalog and the ops of loaded op libraries
-from nda.ops._spec import Cast
+from nda.ops.spec import Cast
 
 from .._compare import assert_allclose, host_data
 from .._profiles import profile_settings

@@ -84,10 +84,15 @@ import numpy as np
 
 from .. import _forksafe
 from .._config import env_int
-from ._entries import Deferred, Entry, KernelTraceback, annotate, fresh, local, strip_frames, user_site
+from ._entries import Deferred, Entry, annotate, local, user_site
 
-__all__ = ["Deferred", "Entry", "Queue", "MAX_IN_FLIGHT", "issuing", "issue", "register_backend", "queue_for", "queue_of_device",
-           "all_queues", "reset_after_fork", "annotate", "strip_frames", "fresh", "KernelTraceback", "total_markers"]
+# What nda's other layers use: the backends layer wraps kernels (``issuing``), issues copies
+# (``issue``) and registers and unregisters queue devices; the front end sets ``local.base``
+# around an in-place write (the memory written, recorded as the base's version); hybridize
+# wraps its fused kernels; benchmarks and tests look at a device's ``Queue``. The rest
+# (``first_error``, the hooks ``set_on_issue``/``set_profiled``, ``all_queues``, the
+# registries, ``LOCK``) is the engine's own: its other modules use it, no other layer may.
+__all__ = ["Queue", "local", "issue", "issuing", "register_backend", "unregister_device_type", "queue_backends", "queue_of_device"]
 
 #: Ops in flight per device queue before the issuing thread waits for the oldest marker (the
 #: bound on work in flight; ``NDA_MAX_IN_FLIGHT``). About CUDA's own launch-queue depth:
@@ -404,6 +409,11 @@ def unregister_device_type(device_type: str) -> None:
 
 def is_queue_device_type(device_type: str) -> bool:
     return device_type in _backends
+
+
+def queue_backends() -> dict[str, Any]:
+    """A copy of the registry: device type -> the backend that registered its in-order queues."""
+    return dict(_backends)
 
 
 def queue_of_device(device: Any) -> Queue | None:

@@ -66,9 +66,18 @@ from .._devices import ArrayMeta, Device, KernelKey, strided
 from .._dtypes import CATEGORIES, DType
 
 
+# What nda's other layers use: the declaration types the front end, dispatch, layouts,
+# autograd and hybridize read (``OpDecl``, ``Plan``, ``Cast``, ``Method``, ``NoVJP``, the
+# catalog, ``Array``), the argument checks the hand-written functions share with the
+# planners, the size bound, and the two registries the layers above fill at import
+# (``upcalls``, ``declared``). What only the catalog's own modules use to declare ops
+# (``declare``, ``constant``, ``not_differentiable``, ``same_device``, ``scalar_arg``,
+# ``check_dtype_category``) is the ``nda.ops`` package's; op libraries get it from
+# :mod:`nda.ops.extension`.
 __all__ = [
-    "OpDecl", "Plan", "Cast", "Method", "declare", "CATALOG", "broadcast_shapes", "normalize_axis", "normalize_axes", "int_arg",
-    "NoVJP", "constant", "not_differentiable", "scalar_arg", "host_scalar",
+    "OpDecl", "Plan", "Cast", "Method", "NoVJP", "CATALOG", "Array", "upcalls", "declared",
+    "broadcast_shapes", "normalize_axis", "normalize_axes", "int_arg", "host_scalar", "dtype_arg", "parse_shape", "check_shape", "check_array",
+    "check_size", "SURELY_FITS",
 ]
 
 _META = ArrayMeta._registry
