@@ -34,11 +34,15 @@ def _frames(call):
         if event == "call":
             seen.append(frame.f_code.co_name)
 
+    enabled = gc.isenabled()
+    gc.disable()  # a collection during the call would add its callbacks' frames
     sys.setprofile(hook)
     try:
         call()
     finally:
         sys.setprofile(None)
+        if enabled:
+            gc.enable()
     return [name for name in seen if name != "_frames"]
 
 

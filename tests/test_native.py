@@ -114,10 +114,39 @@ def test_operators_while_recording_and_on_a_busy_engine_take_the_python_path():
     np.testing.assert_array_equal(w.grad.asnumpy(), np.full(3, 3.0))
 
 
+def test_a_registration_reaches_calls_the_c_path_has_seen():
+    """The C path remembers each op's last cache entry (its memo); a registration (which clears
+    the caches) must reach the very next call with the same operands, and so must its removal."""
+    from nda import dispatch
+
+    x = nda.asarray(np.arange(4, dtype=np.float32))
+    y = nda.asarray(np.ones(4, dtype=np.float32))
+    m = nda.asarray(np.eye(2, dtype=np.float32))
+    for _ in range(3):  # the caches, then the memos, know these calls
+        x + y, x * 0.5, 2.0 * x, m @ m
+    plus_100 = lambda name: (lambda a, b: getattr(np, name)(a, b) + np.float32(100))  # noqa: E731
+    dispatch.register("add", "cpu", ["float32"], plus_100("add"), priority=100, backend="test-memo")
+    dispatch.register("multiply", "cpu", ["float32"], plus_100("multiply"), priority=100, backend="test-memo")
+    dispatch.register("matmul", "cpu", ["float32"], plus_100("matmul"), priority=100, backend="test-memo")
+    try:
+        for _ in range(2):
+            assert (x + y).tolist() == [101.0, 102.0, 103.0, 104.0]
+            assert (x * 0.5).tolist() == [100.0, 100.5, 101.0, 101.5]
+            assert (2.0 * x).tolist() == [100.0, 102.0, 104.0, 106.0]
+            assert (m @ m).tolist() == [[101.0, 100.0], [100.0, 101.0]]
+    finally:
+        dispatch.unregister_backend("test-memo")
+    for _ in range(2):
+        assert (x + y).tolist() == [1.0, 2.0, 3.0, 4.0]
+        assert (2.0 * x).tolist() == [0.0, 2.0, 4.0, 6.0]
+        assert (m @ m).tolist() == [[1.0, 0.0], [0.0, 1.0]]
+
+
 def test_no_reference_leaks_in_the_c_path():
     x = nda.asarray(np.arange(4, dtype=np.float32))
     y = nda.asarray(np.ones(4, dtype=np.float32))
-    x + y
+    for _ in range(2):  # warm: each op's cache, then its C memo (its last key), hold the metadata
+        x + y, x * 0.5, -x
     meta, shape, size = x._meta, x._shape, x._size
     gc.collect()
     before = (sys.getrefcount(meta), sys.getrefcount(shape), sys.getrefcount(size), sys.getrefcount(x._buf))

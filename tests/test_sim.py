@@ -228,3 +228,73 @@ def test_nda_backends_can_exclude_sim():
     )
     assert result.returncode == 0, result.stderr
     assert "excluded by NDA_BACKENDS='-sim'" in result.stdout and "[1.0, 1.0]" in result.stdout
+
+
+_FRAMES_OF_A_WARM_OP = """
+import sys
+import numpy as np
+import nda
+
+x = nda.asarray(np.arange(1, 5), device="sim") + 0
+y = x * 2
+for _ in range(3):
+    x + y
+nda.waitall()
+
+def frames(call):
+    seen = []
+    def hook(frame, event, arg):
+        if event == "call":
+            seen.append(frame.f_code.co_name)
+    sys.setprofile(hook)
+    try:
+        call()
+    finally:
+        sys.setprofile(None)
+    return seen[1:]  # the lambda itself left out
+
+print(len(frames(lambda: x + y)))
+z = x + y  # in flight: the next ops depend on it
+counts = sorted(len(frames(lambda: z + y)) for _ in range(15))
+print(counts[len(counts) // 2])  # (every 16th op of a queue also settles it)
+"""
+
+
+def test_a_warm_sim_op_enters_six_python_frames():
+    """Issue 34: a warm ``x + y`` on sim entered 17 Python frames, engine and plugin alternating
+    five times (the device, stream and allocator looked up through three methods, the enqueue,
+    the outcome, the user's line and the entry in five more). Now: the engine's wrapper, the sim
+    kernel, the buffer, the enqueue, the Deferred and the entry; also with inputs whose producers
+    are still in flight. Counted in a fresh interpreter (a failed buffer left alive anywhere makes
+    every queue op take the general path), with the C operators on the threaded engine."""
+    env = {k: v for k, v in os.environ.items() if k not in ("NDA_ENGINE", "NDA_NATIVE")}
+    done = subprocess.run([sys.executable, "-c", _FRAMES_OF_A_WARM_OP], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    idle, in_flight = (int(v) for v in done.stdout.split())
+    assert idle <= 6 and in_flight <= 6, (idle, in_flight)
+
+
+def test_a_sim_op_on_the_fast_path_still_fails_at_the_sync_point_naming_its_line():
+    """The warm path keeps each op's check: a data-dependent failure on the device's stream is
+    raised at the sync point with the caller's line, and so is an op that read its result."""
+    x = on(SIM, np.arange(1, 5)) + 0
+    neg = on(SIM, np.full(4, -1)) + 0
+    for _ in range(3):
+        x ** (neg * 0 + 1)
+    line = sys._getframe().f_lineno + 2
+    try:
+        bad = x ** neg  # data-dependent: fails on the device's stream (on the naive engine: here)
+    except ValueError as error:
+        assert nda.engine.current().name != "threaded"
+        failures = [error]
+    else:
+        later = bad + x
+        failures = []
+        for failed in (later, bad):
+            with pytest.raises(ValueError) as info:
+                failed.asnumpy()
+            failures.append(info.value)
+    for error in failures:
+        assert "negative integer powers" in str(error)
+        assert f"nda: op 'pow' issued at {__file__}:{line} failed on sim:0" in error.__notes__
+    np.testing.assert_array_equal((x + x).asnumpy(), [2, 4, 6, 8])

@@ -129,12 +129,84 @@ static PyObject *new_array(PyObject *buf, PyObject *meta, PyObject *shape, PyObj
 
 /* ------------------------------------------------------------------------- BinaryOp */
 
+#define MEMO_KEYS 5
+
+/* The last entry an op found in its cache, with the key it was found under and the cache's
+ * version then (CPython's dict version tag, PEP 509: every change of the dict gives it a new
+ * one, unique across dicts). A call with the same key finds it without building the key tuple,
+ * hashing it and looking it up; any change of the cache (an entry added, the cache cleared by
+ * dispatch.invalidate) makes the memo miss, and the call takes the dict as before. Where the
+ * version tag is not offered (CPython 3.12+ deprecates it), there is no memo. */
+#if PY_VERSION_HEX < 0x030C0000
+#define HAVE_MEMO 1
+#define DICT_VERSION(d) (((PyDictObject *)(d))->ma_version_tag)
+#else
+#define HAVE_MEMO 0
+#endif
+
 typedef struct {
     PyObject_HEAD
     vectorcallfunc vectorcall;
     PyObject *cache;     /* the op's entry cache: (meta1, meta2) or (meta1, float) -> (kernel, meta) */
     PyObject *fallback;  /* the Python operator: everything the fast path does not take */
+    PyObject *memo_key[MEMO_KEYS];  /* the key of memo_entry, item by item (NULL: unused) */
+    PyObject *memo_entry;           /* the entry found under it, or NULL */
+    uint64_t memo_version;          /* the cache's version when it was found */
 } OpObject;
+
+/* Whether two shapes are equal: the same tuple, or tuples of the same ints (no rich comparison
+ * for the usual small dimensions, which are the same int objects). 1, 0 or -1 with an error. */
+static int same_shape(PyObject *a, PyObject *b) {
+    if (a == b) return 1;
+    if (!PyTuple_CheckExact(a) || !PyTuple_CheckExact(b)) return PyObject_RichCompareBool(a, b, Py_EQ);
+    Py_ssize_t n = PyTuple_GET_SIZE(a);
+    if (n != PyTuple_GET_SIZE(b)) return 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *p = PyTuple_GET_ITEM(a, i), *q = PyTuple_GET_ITEM(b, i);
+        if (p == q) continue;
+        int same = PyObject_RichCompareBool(p, q, Py_EQ);
+        if (same != 1) return same;
+    }
+    return 1;
+}
+
+/* The op's cache entry for the key (key[0], ..., key[n - 1]), borrowed; NULL without an error
+ * when there is none. Items of the key are compared by identity (metadata is interned), or as
+ * shapes where both are tuples. */
+static PyObject *find_entry(OpObject *op, PyObject *const *key, int n) {
+#if HAVE_MEMO
+    uint64_t version = DICT_VERSION(op->cache);
+    if (op->memo_entry != NULL && op->memo_version == version) {
+        int hit = 1;
+        for (int i = 0; i < n && hit; i++) {
+            PyObject *m = op->memo_key[i];
+            if (m == key[i]) continue;
+            hit = m != NULL && PyTuple_CheckExact(m) && PyTuple_CheckExact(key[i]) && same_shape(m, key[i]) == 1;
+            if (PyErr_Occurred()) return NULL;
+        }
+        if (hit && (n == MEMO_KEYS || op->memo_key[n] == NULL)) return op->memo_entry;
+    }
+#endif
+    PyObject *tuple = PyTuple_New(n);
+    if (tuple == NULL) return NULL;
+    for (int i = 0; i < n; i++) PyTuple_SET_ITEM(tuple, i, Py_NewRef(key[i]));
+    PyObject *entry = PyDict_GetItemWithError(op->cache, tuple);  /* borrowed */
+    Py_DECREF(tuple);
+#if HAVE_MEMO
+    if (entry != NULL && DICT_VERSION(op->cache) == version) {  /* unchanged while it was looked up: remember it */
+        PyObject *old[MEMO_KEYS + 1];
+        for (int i = 0; i < MEMO_KEYS; i++) {
+            old[i] = op->memo_key[i];
+            op->memo_key[i] = i < n ? Py_NewRef(key[i]) : NULL;
+        }
+        old[MEMO_KEYS] = op->memo_entry;
+        op->memo_entry = Py_NewRef(entry);
+        op->memo_version = version;
+        for (int i = 0; i <= MEMO_KEYS; i++) Py_XDECREF(old[i]);  /* last: a deallocation may call back in */
+    }
+#endif
+    return entry;
+}
 
 static PyObject *binary_vectorcall(OpObject *op, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
@@ -143,26 +215,25 @@ static PyObject *binary_vectorcall(OpObject *op, PyObject *const *args, size_t n
     if (Py_TYPE(x1) != ndarray_type) goto fallback;
     PyObject *meta1 = SLOT(x1, off_meta), *shape = SLOT(x1, off_shape), *size = SLOT(x1, off_size);
     if (meta1 == NULL || shape == NULL || size == NULL || !PyTuple_Check(shape) || PyTuple_GET_SIZE(shape) == 0) goto fallback;
-    PyObject *second, *key;
+    PyObject *second, *key[2];
     if (Py_TYPE(x2) == ndarray_type) {
         PyObject *meta2 = SLOT(x2, off_meta), *shape2 = SLOT(x2, off_shape);
         if (meta2 == NULL || shape2 == NULL) goto fallback;
         if (shape2 != shape) {
-            int same = PyObject_RichCompareBool(shape, shape2, Py_EQ);
+            int same = same_shape(shape, shape2);
             if (same < 0) return NULL;
             if (!same) goto fallback;  /* broadcasting: the Python operator */
         }
         second = SLOT(x2, off_buf);
-        key = PyTuple_Pack(2, meta1, meta2);
+        key[1] = meta2;
     } else if (Py_TYPE(x2) == &PyFloat_Type) {
         second = x2;
-        key = PyTuple_Pack(2, meta1, (PyObject *)&PyFloat_Type);
+        key[1] = (PyObject *)&PyFloat_Type;
     } else {
         goto fallback;
     }
-    if (key == NULL) return NULL;
-    PyObject *entry = PyDict_GetItemWithError(op->cache, key);  /* borrowed */
-    Py_DECREF(key);
+    key[0] = meta1;
+    PyObject *entry = find_entry(op, key, 2);  /* borrowed */
     if (entry == NULL) {
         if (PyErr_Occurred()) return NULL;
         goto fallback;
@@ -192,10 +263,8 @@ static PyObject *reflected_vectorcall(OpObject *op, PyObject *const *args, size_
     if (Py_TYPE(x) != ndarray_type || Py_TYPE(scalar) != &PyFloat_Type) goto fallback;
     PyObject *meta = SLOT(x, off_meta), *shape = SLOT(x, off_shape), *size = SLOT(x, off_size), *xbuf = SLOT(x, off_buf);
     if (meta == NULL || shape == NULL || size == NULL || xbuf == NULL || !PyTuple_Check(shape) || PyTuple_GET_SIZE(shape) == 0) goto fallback;
-    PyObject *key = PyTuple_Pack(2, (PyObject *)&PyFloat_Type, meta);
-    if (key == NULL) return NULL;
-    PyObject *entry = PyDict_GetItemWithError(op->cache, key);
-    Py_DECREF(key);
+    PyObject *key[2] = {(PyObject *)&PyFloat_Type, meta};
+    PyObject *entry = find_entry(op, key, 2);
     if (entry == NULL) {
         if (PyErr_Occurred()) return NULL;
         goto fallback;
@@ -249,10 +318,8 @@ static PyObject *planned_vectorcall(OpObject *op, PyObject *const *args, size_t 
     if (Py_TYPE(x1) != ndarray_type || Py_TYPE(x2) != ndarray_type) goto fallback;
     PyObject *m1 = SLOT(x1, off_meta), *s1 = SLOT(x1, off_shape), *m2 = SLOT(x2, off_meta), *s2 = SLOT(x2, off_shape);
     if (m1 == NULL || s1 == NULL || m2 == NULL || s2 == NULL) goto fallback;
-    PyObject *key = PyTuple_Pack(5, m1, s1, m2, s2, x1 == x2 ? Py_True : Py_False);
-    if (key == NULL) return NULL;
-    PyObject *entry = PyDict_GetItemWithError(op->cache, key);
-    Py_DECREF(key);
+    PyObject *key[5] = {m1, s1, m2, s2, x1 == x2 ? Py_True : Py_False};
+    PyObject *entry = find_entry(op, key, 5);
     if (entry == NULL) {
         if (PyErr_Occurred()) return NULL;
         goto fallback;
@@ -537,12 +604,16 @@ static PyMethodDef getitem_methods[] = {
 static int op_traverse(OpObject *self, visitproc visit, void *arg) {
     Py_VISIT(self->cache);
     Py_VISIT(self->fallback);
+    for (int i = 0; i < MEMO_KEYS; i++) Py_VISIT(self->memo_key[i]);
+    Py_VISIT(self->memo_entry);
     return 0;
 }
 
 static int op_clear(OpObject *self) {
     Py_CLEAR(self->cache);
     Py_CLEAR(self->fallback);
+    for (int i = 0; i < MEMO_KEYS; i++) Py_CLEAR(self->memo_key[i]);
+    Py_CLEAR(self->memo_entry);
     return 0;
 }
 

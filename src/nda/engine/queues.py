@@ -74,6 +74,7 @@ Layer: engine (README, "Architecture").
 from __future__ import annotations
 
 import itertools
+import sys
 import threading
 import time
 import weakref
@@ -85,6 +86,9 @@ import numpy as np
 from .. import _forksafe
 from .._config import env_int
 from ._entries import Deferred, Entry, annotate, local, user_site
+from ._entries import _PACKAGE_DIR, _internal_codes
+
+_getframe = sys._getframe
 
 # What nda's other layers use: the backends layer wraps kernels (``issuing``), issues copies
 # (``issue``) and registers and unregisters queue devices; the front end sets ``local.base``
@@ -724,6 +728,45 @@ def issuing(kernel: Callable[..., Any], name: str, backend: Any, mutating: bool 
                     if not n & 15:
                         queue.settle(n)
                     return value
+            elif value.__class__ is Deferred and value.check is not None and value.value.__class__ is buffer_type and not kwargs:
+                # One new buffer and its check (nda-sim: every op): what _record does for it, without
+                # its general cases (those need _general, tuples, a scalar or keyword arguments).
+                out = value.value
+                queue = _queue_get(device_of(out))
+                if queue is not None:
+                    tracked = queue.tracked
+                    deps = None
+                    if tracked:
+                        for arg in args:  # inputs written by entries in flight: _inputs_in, inlined for plain arguments
+                            hit = tracked.get(id(arg))
+                            if hit is not None:
+                                if hit[1]() is arg and not hit[0].retired:
+                                    if deps is None:
+                                        deps = [hit[0]]
+                                    elif hit[0] not in deps:
+                                        deps.append(hit[0])
+                            elif arg.__class__ is tuple or arg.__class__ is list:
+                                deps = _inputs_in((queue,), args)
+                                break
+                    site = local.site
+                    if site is None:
+                        frame = _getframe(1)  # the caller (the user's frame, when the operator ran in C)
+                        code = frame.f_code
+                        internal = _internal_codes.get(code)
+                        if internal is None:
+                            internal = _internal_codes[code] = code.co_filename.startswith(_PACKAGE_DIR)
+                        site = user_site() if internal else (code, frame.f_lineno)
+                    key, ref = id(out), weakref.ref(out)
+                    entry = Entry(queue, 0, name, site, value.check, ((key, ref),), deps)
+                    with LOCK:  # as _record and Queue.add
+                        n = entry.seq = next(queue.numbers)
+                        queue.versions[key] = n
+                        queue.checked += 1
+                        queue.log.append(entry)
+                        tracked[key] = (entry, ref)
+                    if not n & 15:
+                        queue.settle(n)
+                    return out
             return _record(value, name, device_of, False, args, kwargs, buffer, False, buffer_type, 0.0, view)
 
     for attr in ("__name__", "__qualname__", "__module__", "__doc__"):

@@ -37,6 +37,7 @@ import math
 import os
 import sys
 import time
+from operator import attrgetter
 from typing import Any, Callable
 
 import numpy as np
@@ -194,9 +195,13 @@ class SimBackend:
         backend = self
 
         def kernel(*args: Any, **kwargs: Any) -> Any:
-            device = kwargs.get("device") or _device_of_args(args)
-            stream = backend._stream(device)
-            alloc = backend._allocator(device)
+            # The hot path of every sim op (x + y): lookups inlined, one frame for the buffer, one to enqueue.
+            device = kwargs.get("device") if kwargs else None
+            if device is None:
+                first = args[0] if args else None
+                device = first.device if first.__class__ is SimBuffer else _device_of_args(args)
+            stream = backend._streams[device]
+            alloc = backend._allocators.get(device) or backend._allocator(device)
             out = None if mutating else SimBuffer(device)
             reserved = 0
             if out is not None and (preallocated or is_asarray):
@@ -239,7 +244,7 @@ class SimBackend:
                 out._array = result
 
             target = args[0] if mutating and isinstance(args[0], SimBuffer) else None
-            return Deferred(out, submit(stream, work, out, target))
+            return Deferred(out, stream.submit(work, out, target))
 
         kernel.__name__ = kernel.__qualname__ = f"sim_{decl.name}"
         kernel.__module__ = __name__
@@ -334,8 +339,8 @@ class SimBackend:
         src.enqueue(lambda: dst.wait_reached(copied.count))
         return Deferred(out, outcome)
 
-    def device_of(self, buf: SimBuffer) -> Device:
-        return buf.device
+    #: ``device_of(buf)``: the buffer's device (an attribute getter: no Python frame per op).
+    device_of = staticmethod(attrgetter("device"))
 
     def dlpack(self, buf: SimBuffer, *, stream: Any = None, max_version: Any = None, dl_device: Any = None, copy: bool | None = None) -> Any:
         """DLPack export, as an accelerator does it (CuPy's rules): sim memory is never shared with a

@@ -10,7 +10,6 @@ CUDA event. ``SimBuffer`` is a handle on device memory: nda never sees its NumPy
 
 from __future__ import annotations
 
-import os
 import queue
 import threading
 import time
@@ -194,6 +193,46 @@ class Stream:
             self._queue.put(work)
         return position
 
+    def submit(self, body: Callable[[], None], out: SimBuffer | None = None, target: SimBuffer | None = None,
+               more: tuple[SimBuffer, ...] = ()) -> Outcome:
+        """Module-level :func:`submit` (which see), in one frame with :meth:`enqueue`: every sim op takes it."""
+        outcome = Outcome()
+        outcome.error = None
+
+        def fail(error: BaseException) -> None:
+            outcome.error = error
+            if out is not None:
+                out._error = error
+            elif target is not None:
+                target._error = error  # a failed in-place write leaves its target (and the memory it views) undefined
+                if target._base is not None:
+                    target._base._error = error
+
+        def work() -> None:
+            try:
+                body()
+            except InputFailed as failed:
+                fail(failed.error)
+            except BaseException as err:  # noqa: BLE001 - recorded on the buffer it failed
+                fail(err)  # nda clears the frames' locals when it retires the op (they hold its buffers)
+
+        work.cancel = fail  # type: ignore[attr-defined]
+        if self._thread is None:
+            self._start()
+        with self._count_lock:  # as enqueue
+            self.issued += 1
+            position = self.issued
+            self._pending[position] = work
+            self._queue.put(work)
+        at = (self, position)
+        if out is not None:
+            out._at = at
+        for extra in more:
+            extra._at = at
+        if target is not None:
+            (target._base or target)._written_at = at
+        return outcome
+
     def _start(self) -> None:
         with self._start_lock:
             if self._thread is None:
@@ -332,12 +371,13 @@ class Stream:
 
 
 class Outcome:
-    """The error of one work item; nda calls it (the op's check) once the item has run."""
+    """The error of one work item; nda calls it (the op's check) once the item has run.
+
+    Made by :meth:`Stream.submit`, which sets ``error`` to None (no ``__init__``: a Python frame
+    per op on the hot path)."""
 
     __slots__ = ("error",)
-
-    def __init__(self) -> None:
-        self.error: BaseException | None = None
+    error: BaseException | None
 
     def __call__(self) -> BaseException | None:
         return self.error
@@ -408,36 +448,9 @@ def submit(stream: Stream, body: Callable[[], None], out: SimBuffer | None = Non
     same way) and in the returned :class:`Outcome`, which the kernel hands to nda as the
     op's check. ``out`` (and the further outputs ``more``) are filled once the stream has
     completed this item, however it ended; in a forked child, work the parent never ran is
-    cancelled the same way.
+    cancelled the same way. (:meth:`Stream.submit`, which the kernels call.)
     """
-    outcome = Outcome()
-
-    def fail(error: BaseException) -> None:
-        outcome.error = error
-        if out is not None:
-            out._error = error
-        elif target is not None:
-            target._error = error  # a failed in-place write leaves its target (and the memory it views) undefined
-            if target._base is not None:
-                target._base._error = error
-
-    def work() -> None:
-        try:
-            body()
-        except InputFailed as failed:
-            fail(failed.error)
-        except BaseException as err:  # noqa: BLE001 - recorded on the buffer it failed
-            fail(err)  # nda clears the frames' locals when it retires the op (they hold its buffers)
-
-    work.cancel = fail  # type: ignore[attr-defined]
-    position = stream.enqueue(work)
-    if out is not None:
-        out._at = (stream, position)
-    for extra in more:
-        extra._at = (stream, position)
-    if target is not None:
-        (target._base or target)._written_at = (stream, position)
-    return outcome
+    return stream.submit(body, out, target, more)
 
 
 #: The weak references of :func:`track` (by their id): kept alive until their buffer goes.
