@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import atexit
 import math
-import os
 import sys
 import time
 from operator import attrgetter
