@@ -266,3 +266,48 @@ def test_another_threads_record_keeps_the_fast_path_in_a_fresh_process():
     found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=dict(os.environ))
     assert found.returncode == 0, found.stderr
     assert found.stdout.split() == ["same", "True"], found.stdout + found.stderr
+
+
+def test_a_device_asked_before_its_backend_loaded_gets_the_backends_completion_hook(tmp_path):
+    """Before: the engine cached each device's ``record_completion``/``synchronize`` hook at its
+    first lookup, for good. A device asked before its backend was loaded at run time (no
+    backend: None) kept None after ``nda.backends.load``: that backend's asynchronous work was
+    never awaited at sync points. The cache is now forgotten whenever a backend registers or
+    is taken out."""
+    (tmp_path / "_late_backend.py").write_text(textwrap.dedent("""
+        import _toy_backend
+        import nda
+
+        CALLS = []
+
+        class Late(_toy_backend.ToyBackend):
+            name = "late"
+            device_types = ("late",)
+
+            def devices(self):
+                return [nda.backends.DeviceInfo(nda.Device("late", 0), "late device", 1 << 20)]
+
+            def record_completion(self, device):
+                CALLS.append(("completion", str(device)))
+                return None
+
+            def synchronize(self, device):
+                CALLS.append(("synchronize", str(device)))
+
+        backend = Late()
+    """))
+    code = textwrap.dedent("""
+        import nda
+        from nda import engine
+        dev = nda.Device("late", 0)
+        before = (engine.device_completion(dev), engine.device_sync(dev))  # no backend yet: None, cached
+        late = nda.backends.load("_late_backend:backend")
+        engine.device_completion(dev)
+        engine.device_sync(dev)
+        import _late_backend
+        print(before, _late_backend.CALLS)
+    """)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), os.path.dirname(__file__), os.environ.get("PYTHONPATH", "")]))
+    found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    assert found.returncode == 0, found.stderr
+    assert found.stdout.strip() == "(None, None) [('completion', 'late:0'), ('synchronize', 'late:0')]", found.stdout + found.stderr

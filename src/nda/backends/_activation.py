@@ -24,6 +24,7 @@ from .. import _forksafe, dispatch
 from .._devices import Device, as_layout
 from .._dtypes import CATEGORIES, DType, as_dtype
 from ..engine import queues as _queues
+from ..engine import forget_device_hooks as _forget_device_hooks
 from ..engine import host_read as _host_read
 from ._handle import BackendHandle
 from .contract import API_VERSION, QUEUE_MEMBERS, DeviceInfo, check_kernel_signature
@@ -352,6 +353,7 @@ def _activate(rec: _Record, spec: str) -> Any:
         rec.state, rec.reason, rec.backend, rec.device_types, rec.devices = "loaded", "", backend, device_types, infos
         for dev in device_types:
             _by_device_type[dev] = backend  # last: the unlocked check in ensure_device_type sees a complete backend
+        _forget_device_hooks()  # the engine's cached completion/synchronize hooks (None for a device asked before)
         for dev in device_types:  # kernels of op libraries that waited for this device type
             _libraries.apply_pending(dev, backend)
     except BackendError as err:
@@ -375,6 +377,7 @@ def _unregister(name: str, backend: Any, published: bool) -> None:
         del _by_device_type[dev]
     for dev in [d for d, h in _handles.items() if h.backend is backend]:
         del _handles[dev]
+    _forget_device_hooks()
     for device in [d for d in _devices if d.type not in _by_device_type]:
         del _devices[device]
     if published:

@@ -81,6 +81,7 @@ from ._base import Engine
 from ._completion import Completion
 from ._completion import device_completion as device_completion
 from ._completion import device_sync as device_sync
+from ._completion import forget_device_hooks as forget_device_hooks
 from ._completion import upper as upper
 from ._entries import Deferred, KernelTraceback
 from ._lifecycle import QUIESCE_TIMEOUT, register_at_fork

@@ -114,6 +114,15 @@ def device_sync(device: Any) -> None:
         hook(device)
 
 
+def forget_device_hooks() -> None:
+    """Forget the completion and synchronize hooks looked up so far: the backends layer calls it
+    whenever a backend registers or is taken out, so that a device asked before its backend
+    loaded (no hook: None) never keeps that answer, and a removed backend's hooks are never
+    called again."""
+    _completion_hooks.clear()
+    _sync_hooks.clear()
+
+
 def run_now(run: Callable[[], Any], device: Any = None) -> None:
     """Run a task on this thread and wait for its work (its :class:`Completion`, or the device's
     when ``run`` returns None); raise its error here."""
