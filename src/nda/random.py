@@ -59,7 +59,7 @@ __all__ = [
 
 def __dir__() -> list[str]:
     """``dir()`` and tab completion list the public names (``__all__``); the module's helper imports
-    (``np``, ``threading``, ``Any``…) stay importable but out of sight."""
+    (``np``, ``math``, ``Any``…) stay importable but out of sight."""
     return sorted(set(__all__) | {n for n in globals() if n.startswith("__") and n.endswith("__")})
 
 
