@@ -311,3 +311,28 @@ def test_a_device_asked_before_its_backend_loaded_gets_the_backends_completion_h
     found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
     assert found.returncode == 0, found.stderr
     assert found.stdout.strip() == "(None, None) [('completion', 'late:0'), ('synchronize', 'late:0')]", found.stdout + found.stderr
+
+
+def test_while_a_failed_array_is_kept_unrelated_ops_run_without_a_task_and_its_readers_still_fail():
+    """Before: with a failed array still referenced (a notebook's variable), every later op on the
+    threaded engine became a task (20-30x a tiny op's inline time). Ops that touch no failed
+    array now run at once on the caller; ops that read it still fail with its error."""
+    if engine.current().name != "threaded":
+        pytest.skip("the threaded engine's tasks")
+    x = nda.ones(8) + 0
+    big = nda.ones((1200, 1200))
+    z = big @ big  # the take below waits for it, so it fails on the engine
+    bad = nda.take(z[0], nda.asarray([10**6]) + 0)
+    with pytest.raises(IndexError):
+        bad.asnumpy()
+    engine.waitall()
+    assert engine.current()._graph.poison  # kept while ``bad`` lives
+    frames = _frames(lambda: x + x)
+    assert "run_now" in frames and "_execute" not in frames, frames
+    np.testing.assert_array_equal((x + x).asnumpy(), np.full(8, 2.0))
+    with pytest.raises(IndexError):
+        (bad + 1.0).asnumpy()  # a reader of the failed array fails the same way
+    with pytest.raises(IndexError):
+        bad.asnumpy()
+    engine.waitall()
+    del bad
