@@ -297,6 +297,18 @@ def _method_arg(op: str, method: str, interpolation: Any) -> str:
     return method
 
 
+
+def _quantiles(name: str, a: Any, q: Any, axis: Any, out: Any, method: str, keepdims: bool, weights: Any, interpolation: Any,
+               scale: float, nan: bool) -> NDArray:
+    """The body of :func:`quantile`, :func:`percentile` and their NaN-ignoring forms (``q`` in
+    [0, ``scale``]): the arguments checked, ``q`` read on the host, the order statistics."""
+    a = array_arg(a, name)
+    if weights is not None:
+        raise TypeError(f"{name}(): weights= is not supported by nda (np.{name}(x, q, weights=w) computes it on a host copy)")
+    host, weak = _q_values(q, name, scale)
+    order = _nan_order_statistics if nan else _order_statistics
+    return order(name, a, host, axis, out, _method_arg(name, method, interpolation), keepdims, weak)
+
 def quantile(a: NDArray, q: Any, axis: Any = None, out: NDArray | None = None, overwrite_input: bool = False, method: str = "linear",
              keepdims: bool = False, *, weights: Any = None, interpolation: Any = None) -> NDArray:
     """The ``q``-th quantiles of ``a`` along ``axis`` (NumPy's ``quantile``: its 13 methods, values and dtypes).
@@ -309,21 +321,13 @@ def quantile(a: NDArray, q: Any, axis: Any = None, out: NDArray | None = None, o
     holding a NaN gives NaN. ``overwrite_input`` is accepted and ignored (nda sorts a copy);
     ``weights`` is not supported (``np.quantile`` computes a weighted call on a host copy).
     """
-    a = array_arg(a, "quantile")
-    if weights is not None:
-        raise TypeError("quantile(): weights= is not supported by nda (np.quantile(x, q, weights=w) computes it on a host copy)")
-    host, weak = _q_values(q, "quantile", 1.0)
-    return _order_statistics("quantile", a, host, axis, out, _method_arg("quantile", method, interpolation), keepdims, weak)
+    return _quantiles("quantile", a, q, axis, out, method, keepdims, weights, interpolation, 1.0, nan=False)
 
 
 def percentile(a: NDArray, q: Any, axis: Any = None, out: NDArray | None = None, overwrite_input: bool = False, method: str = "linear",
                keepdims: bool = False, *, weights: Any = None, interpolation: Any = None) -> NDArray:
     """The ``q``-th percentiles (``q`` in [0, 100]) of ``a`` along ``axis``: :func:`quantile` of ``q / 100``."""
-    a = array_arg(a, "percentile")
-    if weights is not None:
-        raise TypeError("percentile(): weights= is not supported by nda (np.percentile(x, q, weights=w) computes it on a host copy)")
-    host, weak = _q_values(q, "percentile", 100.0)
-    return _order_statistics("percentile", a, host, axis, out, _method_arg("percentile", method, interpolation), keepdims, weak)
+    return _quantiles("percentile", a, q, axis, out, method, keepdims, weights, interpolation, 100.0, nan=False)
 
 
 def nanquantile(a: NDArray, q: Any, axis: Any = None, out: NDArray | None = None, overwrite_input: bool = False, method: str = "linear",
@@ -331,21 +335,13 @@ def nanquantile(a: NDArray, q: Any, axis: Any = None, out: NDArray | None = None
     """:func:`quantile` ignoring NaN (NumPy's ``nanquantile``): each slice's quantiles are those of
     its numbers, NaN for a slice of NaN only. Values and dtypes are :func:`quantile`'s; it runs on
     the data's device (xarray's ``quantile`` calls it)."""
-    a = array_arg(a, "nanquantile")
-    if weights is not None:
-        raise TypeError("nanquantile(): weights= is not supported by nda (np.nanquantile(x, q, weights=w) computes it on a host copy)")
-    host, weak = _q_values(q, "nanquantile", 1.0)
-    return _nan_order_statistics("nanquantile", a, host, axis, out, _method_arg("nanquantile", method, interpolation), keepdims, weak)
+    return _quantiles("nanquantile", a, q, axis, out, method, keepdims, weights, interpolation, 1.0, nan=True)
 
 
 def nanpercentile(a: NDArray, q: Any, axis: Any = None, out: NDArray | None = None, overwrite_input: bool = False, method: str = "linear",
                   keepdims: bool = False, *, weights: Any = None, interpolation: Any = None) -> NDArray:
     """:func:`percentile` ignoring NaN: :func:`nanquantile` of ``q / 100``."""
-    a = array_arg(a, "nanpercentile")
-    if weights is not None:
-        raise TypeError("nanpercentile(): weights= is not supported by nda (np.nanpercentile(x, q, weights=w) computes it on a host copy)")
-    host, weak = _q_values(q, "nanpercentile", 100.0)
-    return _nan_order_statistics("nanpercentile", a, host, axis, out, _method_arg("nanpercentile", method, interpolation), keepdims, weak)
+    return _quantiles("nanpercentile", a, q, axis, out, method, keepdims, weights, interpolation, 100.0, nan=True)
 
 
 def median(a: NDArray, axis: Any = None, out: NDArray | None = None, overwrite_input: bool = False, keepdims: bool = False) -> NDArray:

@@ -78,12 +78,7 @@ _NO_HOOK = object()
 _completion_hooks: dict[Any, Any] = {}
 
 
-def device_completion(device: Any) -> Completion | None:
-    """The device backend's ``record_completion(device)``: a marker for work enqueued so far.
-
-    Backends whose kernels return before their work is done (streams) provide it; for the
-    others (cpu) this is one dict lookup returning None.
-    """
+def _completion_hook(device: Any) -> Any:
     hook = _completion_hooks.get(device, _NO_HOOK)
     if hook is _NO_HOOK:
         try:
@@ -91,7 +86,22 @@ def device_completion(device: Any) -> Completion | None:
         except Exception:  # noqa: BLE001 - no backend, no asynchronous completion
             hook = None
         _completion_hooks[device] = hook
+    return hook
+
+
+def device_completion(device: Any) -> Completion | None:
+    """The device backend's ``record_completion(device)``: a marker for work enqueued so far.
+
+    Backends whose kernels return before their work is done (streams) provide it; for the
+    others (cpu) this is one dict lookup returning None.
+    """
+    hook = _completion_hook(device)
     return hook(device) if hook is not None else None
+
+
+def completes_later(device: Any) -> bool:
+    """Whether work on ``device`` may finish after its kernel returns (its backend records completions)."""
+    return _completion_hook(device) is not None
 
 
 _sync_hooks: dict[Any, Any] = {}
