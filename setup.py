@@ -41,7 +41,12 @@ setup(
     cmdclass={"build_py": build_py_with_guide},
     ext_modules=[
         Extension("nda._native", ["src/nda/_native.c"], optional=True, extra_compile_args=["-O2"]),
-        Extension("nda._philox_native", ["src/nda/_philox_native.c"], depends=["src/nda/_philox_kernels.h"], optional=True,
-                  extra_compile_args=["-O3", "-ffp-contract=off", "-fno-fast-math", "-fno-math-errno"]),
+        Extension(
+            "nda._philox_native",
+            ["src/nda/_philox_native.c"],
+            depends=["src/nda/_philox_kernels.h"],
+            optional=True,
+            extra_compile_args=["-O3", "-ffp-contract=off", "-fno-fast-math", "-fno-math-errno"],
+        ),
     ],
 )

@@ -38,6 +38,7 @@ def _cases() -> dict[str, Callable[[], Any]]:
             with autograd.record():
                 for _ in range(20):
                     fn()
+
         return run
 
     return {

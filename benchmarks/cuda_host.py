@@ -50,8 +50,12 @@ def run(quick: bool = False, profile: bool = True, timeout: float = 600, engine:
         env = dict(os.environ, CUPY_CACHE_DIR=os.path.join(tmp, "cupy_cache"))
         if engine is not None:
             env["NDA_ENGINE"] = engine
-        cmd = [sys.executable, "-c", f"import sys; sys.path.insert(0, {NULL_CUPY!r}); sys.path.insert(1, {os.path.dirname(HERE)!r}); "
-               f"from benchmarks.cuda_host import _inner; _inner({quick!r}, {profile!r}, {out!r}, {ops!r})"]
+        cmd = [
+            sys.executable,
+            "-c",
+            f"import sys; sys.path.insert(0, {NULL_CUPY!r}); sys.path.insert(1, {os.path.dirname(HERE)!r}); "
+            f"from benchmarks.cuda_host import _inner; _inner({quick!r}, {profile!r}, {out!r}, {ops!r})",
+        ]
         done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
         if done.returncode:
             raise RuntimeError(f"the null-CuPy run failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
@@ -62,6 +66,7 @@ def run(quick: bool = False, profile: bool = True, timeout: float = 600, engine:
 
 
 # --------------------------------------------------------------------------- inside the null-CuPy process
+
 
 def _cases(nda: Any, np: Any, device: str) -> dict[str, Any]:
     x = nda.asarray(np.arange(4, dtype=np.float32), device=device)
@@ -201,8 +206,9 @@ def _profile(nda: Any, fn: Any, calls: int, top: int = 15) -> list[dict[str, Any
             if not path.startswith("~") or "built-in" not in func and "method" not in func:
                 continue
             where = "builtin"
-        rows.append({"function": f"{where}:{line}({func})", "calls_per_op": nc / calls, "self_us_per_op": tt / calls * 1e6,
-                     "cum_us_per_op": ct / calls * 1e6})
+        rows.append(
+            {"function": f"{where}:{line}({func})", "calls_per_op": nc / calls, "self_us_per_op": tt / calls * 1e6, "cum_us_per_op": ct / calls * 1e6}
+        )
     rows.sort(key=lambda r: -r["self_us_per_op"])
     return rows[:top]
 
@@ -224,11 +230,22 @@ def _inner(quick: bool, profile: bool, out: str, ops: bool = False) -> None:
     paths = _paths(nda, cuda)
     rounds = 3 if quick else 11
     number = {"default": 300 if quick else 3000, "chain 200 ops + read": 3 if quick else 10}
-    timed = _time({**{f"cuda {k}": v for k, v in cuda.items()}, **{f"cpu {k}": v for k, v in cpu.items()},
-                   **{f"null cupy {k}": v for k, v in _floor(cupy).items()}}, rounds, number)
-    report: dict[str, Any] = {"us": timed, "paths": paths, "quick": quick,
-                              "launches": dict(nda_cuda.backend.elementwise.launches),
-                              "sources": {op: nda_cuda.backend.sources.get(op) for op in ("add", "multiply", "sum")}}
+    timed = _time(
+        {
+            **{f"cuda {k}": v for k, v in cuda.items()},
+            **{f"cpu {k}": v for k, v in cpu.items()},
+            **{f"null cupy {k}": v for k, v in _floor(cupy).items()},
+        },
+        rounds,
+        number,
+    )
+    report: dict[str, Any] = {
+        "us": timed,
+        "paths": paths,
+        "quick": quick,
+        "launches": dict(nda_cuda.backend.elementwise.launches),
+        "sources": {op: nda_cuda.backend.sources.get(op) for op in ("add", "multiply", "sum")},
+    }
     if ops:
         nda.config.fallback = "silent"  # the host fallback is one of the routes measured here
         try:
@@ -236,8 +253,7 @@ def _inner(quick: bool, profile: bool, out: str, ops: bool = False) -> None:
             backend = nda_cuda.backend
             routes = {name: ("native" if op in backend.sources else "host fallback") for name, (op, _) in on_cuda.items()}
             n = {"default": 30 if quick else 200}
-            op_us = _time({**{f"cuda {k}": fn for k, (_, fn) in on_cuda.items()}, **{f"cpu {k}": fn for k, (_, fn) in on_cpu.items()}},
-                          rounds, n)
+            op_us = _time({**{f"cuda {k}": fn for k, (_, fn) in on_cuda.items()}, **{f"cpu {k}": fn for k, (_, fn) in on_cpu.items()}}, rounds, n)
         finally:
             nda.config.fallback = "error"
         report["ops"] = {name: {"route": routes[name], "cuda": op_us[f"cuda {name}"], "cpu": op_us[f"cpu {name}"]} for name in on_cuda}
@@ -250,23 +266,32 @@ def _inner(quick: bool, profile: bool, out: str, ops: bool = False) -> None:
 
 # --------------------------------------------------------------------------- report
 
+
 def render(report: dict[str, Any]) -> str:
     us = report["us"]
     lines = ["nda-cuda host cost per call over the null CuPy (µs, best of rounds)", ""]
     lines.append(f"{'case':<24}{'cuda':>10}{'cpu':>10}{'null cupy':>12}   paths on cuda")
     for case, path in report["paths"].items():
         floor = us.get(f"null cupy {case}")
-        lines.append(f"{case:<24}{us[f'cuda {case}']:>10.2f}{us[f'cpu {case}']:>10.2f}{'' if floor is None else f'{floor:.2f}':>12}   "
-                     f"{path['ops']} ops, {path['launches']} generated launches, {path['markers']} markers")
+        lines.append(
+            f"{case:<24}{us[f'cuda {case}']:>10.2f}{us[f'cpu {case}']:>10.2f}{'' if floor is None else f'{floor:.2f}':>12}   "
+            f"{path['ops']} ops, {path['launches']} generated launches, {path['markers']} markers"
+        )
     lines.append("")
     lines.append("sources: " + ", ".join(f"{op} <- {src}" for op, src in report["sources"].items()))
     if report.get("ops"):
-        lines += ["", "issue 35's ops, issued and waited for (µs, best of rounds; NumPy computes them on the null CuPy's buffers)",
-                  f"{'op':<28}{'cuda':>10}{'cpu':>10}   route on cuda"]
+        lines += [
+            "",
+            "issue 35's ops, issued and waited for (µs, best of rounds; NumPy computes them on the null CuPy's buffers)",
+            f"{'op':<28}{'cuda':>10}{'cpu':>10}   route on cuda",
+        ]
         lines += [f"{name:<28}{row['cuda']:>10.1f}{row['cpu']:>10.1f}   {row['route']}" for name, row in report["ops"].items()]
     for case, rows in report.get("profile", {}).items():
-        lines += ["", f"cProfile, {case}: self time per op (µs; cProfile's own overhead inflates these)",
-                  f"{'self':>8}{'cum':>8}{'calls':>7}  function"]
+        lines += [
+            "",
+            f"cProfile, {case}: self time per op (µs; cProfile's own overhead inflates these)",
+            f"{'self':>8}{'cum':>8}{'calls':>7}  function",
+        ]
         lines += [f"{r['self_us_per_op']:>8.2f}{r['cum_us_per_op']:>8.2f}{r['calls_per_op']:>7.2f}  {r['function']}" for r in rows]
     return "\n".join(lines)
 

@@ -144,11 +144,15 @@ def host_read_check(rounds: int, number: int) -> dict[str, float]:
     x = nda.ones(4, dtype=nda.float32)
     host = x._buf
     backend = nda.backends.for_device(x.device)
-    return _alternate({
-        "x.asnumpy(), (4,) float32": x.asnumpy,
-        "the check alone (shape and dtype compared)": lambda: _checks.check_host(x, host, backend),
-        "numpy a.copy(), (4,) float32": host.copy,
-    }, rounds, number)
+    return _alternate(
+        {
+            "x.asnumpy(), (4,) float32": x.asnumpy,
+            "the check alone (shape and dtype compared)": lambda: _checks.check_host(x, host, backend),
+            "numpy a.copy(), (4,) float32": host.copy,
+        },
+        rounds,
+        number,
+    )
 
 
 def _alternate(fns: dict[str, Any], rounds: int, number: int) -> dict[str, float]:
@@ -163,7 +167,9 @@ def midsize_table(report: dict[int, dict[str, float]]) -> str:
     lines = [f"{'float32 x + y, then wait_to_read()':<36} {'numpy':>10} {'naive':>8} {'threaded':>9}   target (threaded)"]
     for size, r in report.items():
         target = "<= 1.5x" if size < 100_000 else "<= 1.10x"
-        lines.append(f"{size:>12,} elements{'':<15} {r['numpy'] * 1e6:8.1f} us {r['naive'] / r['numpy']:7.2f}x {r['threaded'] / r['numpy']:8.2f}x   {target}")
+        lines.append(
+            f"{size:>12,} elements{'':<15} {r['numpy'] * 1e6:8.1f} us {r['naive'] / r['numpy']:7.2f}x {r['threaded'] / r['numpy']:8.2f}x   {target}"
+        )
     return "\n".join(lines)
 
 

@@ -32,9 +32,14 @@ N = 1_000_000
 
 #: (case, target ratio nda/numpy or None)
 TARGETS = {
-    "sort 1M float32": 1.5, "sort 1M float32, stable=False": 1.5, "np.sort(nda array) 1M float32": 1.5,
-    "sort 1M float32 with zeros and NaNs": None, "argsort 1M float32, stable=False": 1.5,
-    "boolean mask over 1M float32": 1.2, "rows of a 1000 x 8 float32 array": 3.0, "elements of a 1000 float32 array": None,
+    "sort 1M float32": 1.5,
+    "sort 1M float32, stable=False": 1.5,
+    "np.sort(nda array) 1M float32": 1.5,
+    "sort 1M float32 with zeros and NaNs": None,
+    "argsort 1M float32, stable=False": 1.5,
+    "boolean mask over 1M float32": 1.2,
+    "rows of a 1000 x 8 float32 array": 3.0,
+    "elements of a 1000 float32 array": None,
 }
 
 
@@ -83,8 +88,10 @@ def table(report: dict[str, dict[str, float]]) -> str:
         unit, scale = ("ns", 1e9) if r["numpy"] < 1e-5 else ("ms", 1e3)
         target = TARGETS.get(name)
         goal = f"target <= {target:.1f}x" if target else "no target"
-        out.append(f"  {name:<38} numpy {r['numpy'] * scale:9.2f} {unit}   nda {r['nda'] * scale:9.2f} {unit}   "
-                   f"nda/numpy {r['nda'] / r['numpy']:5.2f}x   ({goal})")
+        out.append(
+            f"  {name:<38} numpy {r['numpy'] * scale:9.2f} {unit}   nda {r['nda'] * scale:9.2f} {unit}   "
+            f"nda/numpy {r['nda'] / r['numpy']:5.2f}x   ({goal})"
+        )
     return "\n".join(out)
 
 

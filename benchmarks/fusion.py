@@ -203,12 +203,16 @@ def guards(rounds: int, sizes: tuple[int, ...] = (8, 100_000, 4_000_000)) -> dic
                     failing()  # one graph per value
 
                 number = 200 if n <= 100_000 else 3
-                timed = alternate({
-                    "eager": lambda fn=fn: fn(*args).wait_to_read(),
-                    "hybridized": lambda fused=fused: fused(*args).wait_to_read(),
-                    "check alone": check_only,
-                    "8 graphs, checked against all": failing,
-                }, rounds, number)
+                timed = alternate(
+                    {
+                        "eager": lambda fn=fn: fn(*args).wait_to_read(),
+                        "hybridized": lambda fused=fused: fused(*args).wait_to_read(),
+                        "check alone": check_only,
+                        "8 graphs, checked against all": failing,
+                    },
+                    rounds,
+                    number,
+                )
                 timed["a failed guard (that call)"] = _failed_guard(chain, args, rounds)
                 results[f"{device} {name} n={n:,}"] = timed
     return results

@@ -368,8 +368,10 @@ def elementwise(rounds: int, n: int = 64 * 1024 * 1024) -> dict[str, Any]:
         other = "float64" if dtype == "float32" else "float32"
         cases = dict(ELEMENTWISE_CASES)
         cases[f"astype {other}"] = (
-            lambda a, b, c, o=other: nda.astype(a, getattr(nda, o)), lambda cp, a, b, c, o=other: a.astype(o),
-            lambda t, a, b, c, o=other: a.to(getattr(t, o)), (1, 0, 0),
+            lambda a, b, c, o=other: nda.astype(a, getattr(nda, o)),
+            lambda cp, a, b, c, o=other: a.astype(o),
+            lambda t, a, b, c, o=other: a.to(getattr(t, o)),
+            (1, 0, 0),
         )
         nda.waitall()
         for name, (fn_nda, fn_cp, fn_t, (reads, writes, bools)) in cases.items():
@@ -392,12 +394,16 @@ def elementwise(rounds: int, n: int = 64 * 1024 * 1024) -> dict[str, Any]:
 
 
 def elementwise_table(result: dict[str, Any]) -> str:
-    out = [f"element-wise ops, {result['n'] // (1024 * 1024)}M elements, to completion; copy bandwidth "
-           f"{result['bandwidth'] / 1e12:.2f} TB/s (read + written): target nda <= 1.10x torch"]
+    out = [
+        f"element-wise ops, {result['n'] // (1024 * 1024)}M elements, to completion; copy bandwidth "
+        f"{result['bandwidth'] / 1e12:.2f} TB/s (read + written): target nda <= 1.10x torch"
+    ]
     for name, r in result["cases"].items():
         torch = f"   torch {r['torch'] * 1e3:7.3f} ms   nda/torch {r['nda'] / r['torch']:.2f}x" if "torch" in r else ""
-        out.append(f"  {name:<17} cupy {r['cupy'] * 1e3:7.3f} ms   nda {r['nda'] * 1e3:7.3f} ms{torch}   "
-                   f"floor {r['floor'] * 1e3:7.3f} ms   nda/floor {r['nda'] / r['floor']:.2f}x")
+        out.append(
+            f"  {name:<17} cupy {r['cupy'] * 1e3:7.3f} ms   nda {r['nda'] * 1e3:7.3f} ms{torch}   "
+            f"floor {r['floor'] * 1e3:7.3f} ms   nda/floor {r['nda'] / r['floor']:.2f}x"
+        )
     return "\n".join(out)
 
 
@@ -487,10 +493,12 @@ def random_section(rounds: int) -> dict[str, dict[str, float]]:
                 return {"cupy": lambda: (cupy_fn(), sync()), "nda": lambda: nda_fn().wait_to_read()}
 
             cases[f"random {label}"] = pair(lambda n=n, d=dtype: rng.random(n, dtype=d), lambda n=n, d=cp_dtype: cupy.random.random(n, dtype=d))
-            cases[f"standard_normal {label}"] = pair(lambda n=n, d=dtype: rng.standard_normal(n, dtype=d),
-                                                     lambda n=n, d=cp_dtype: cupy.random.standard_normal(n, dtype=d))
-            cases[f"standard_normal {label} (cupy Generator)"] = pair(lambda n=n, d=dtype: rng.standard_normal(n, dtype=d),
-                                                                      lambda n=n, d=cp_dtype: cp_rng.standard_normal(n, dtype=d))
+            cases[f"standard_normal {label}"] = pair(
+                lambda n=n, d=dtype: rng.standard_normal(n, dtype=d), lambda n=n, d=cp_dtype: cupy.random.standard_normal(n, dtype=d)
+            )
+            cases[f"standard_normal {label} (cupy Generator)"] = pair(
+                lambda n=n, d=dtype: rng.standard_normal(n, dtype=d), lambda n=n, d=cp_dtype: cp_rng.standard_normal(n, dtype=d)
+            )
     return {name: alternate(fns, rounds, 1) for name, fns in cases.items()}
 
 

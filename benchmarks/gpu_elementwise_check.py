@@ -119,7 +119,9 @@ class Checker:
     def refuse(self, *args: Any, **kwargs: Any) -> Any:
         raise AssertionError("the generated kernel did not take this call")
 
-    def compare(self, label: str, kernel: Any, fallback: Any, op: str, host_args: tuple[Any, ...], device_args: tuple[Any, ...], *, vs_cupy: bool = False) -> None:
+    def compare(
+        self, label: str, kernel: Any, fallback: Any, op: str, host_args: tuple[Any, ...], device_args: tuple[Any, ...], *, vs_cupy: bool = False
+    ) -> None:
         self.cases += 1
         try:
             got = _value(kernel(*device_args), self.synchronize)
@@ -139,8 +141,10 @@ class Checker:
         if bad.any():
             i = tuple(np.argwhere(bad.reshape(got.shape) if got.shape else bad)[0]) if got.ndim else ()
             shown = [a[i] if isinstance(a, np.ndarray) and a.shape == got.shape else a for a in host_args]
-            self.failures.append(f"{label}: {int(bad.sum())} of {bad.size} differ from {'CuPy' if vs_cupy else 'NumPy'}, "
-                                 f"e.g. {shown} -> {got[i]!r}, expected {want[i]!r}")
+            self.failures.append(
+                f"{label}: {int(bad.sum())} of {bad.size} differ from {'CuPy' if vs_cupy else 'NumPy'}, "
+                f"e.g. {shown} -> {got[i]!r}, expected {want[i]!r}"
+            )
         elif not vs_cupy and theirs is not None:
             diff = _differ(got, theirs) if theirs.shape == got.shape and theirs.dtype == got.dtype else np.ones(1, bool)
             if diff.any():
@@ -191,8 +195,8 @@ def check_values(cupy: Any, gen: Any, fallbacks: dict[str, Any], vs_cupy: bool =
                     if not (integer_pow and s < 0):
                         chk.compare(f"{op} {dtype} [array, scalar {s!r}]", kernel, fb, op, (x1, npd.type(s)), (d1, s))
                     chk.compare(f"{op} {dtype} [scalar {s!r}, array]", kernel, fb, op, (npd.type(s), x2), (s, d2))
-                rows, cols = x2[:values.size].reshape(1, -1), values.reshape(-1, 1)
-                grid = np.broadcast_to(x2[:values.size].reshape(-1, 1), (values.size, values.size)).copy()
+                rows, cols = x2[: values.size].reshape(1, -1), values.reshape(-1, 1)
+                grid = np.broadcast_to(x2[: values.size].reshape(-1, 1), (values.size, values.size)).copy()
                 if op != "pow":  # pow with an exponent broadcast along some axes only is CuPy's (by design)
                     chk.compare(f"{op} {dtype} [broadcast row]", kernel, fb, op, (grid, rows[0]), (cupy.asarray(grid), cupy.asarray(rows[0])))
                     chk.compare(f"{op} {dtype} [broadcast column/row]", kernel, fb, op, (cols, rows), (cupy.asarray(cols), cupy.asarray(rows)))
@@ -220,8 +224,15 @@ def check_values(cupy: Any, gen: Any, fallbacks: dict[str, Any], vs_cupy: bool =
                 with np.errstate(invalid="ignore"):
                     fits = np.isfinite(real) & (real > info.min - 1.0) & (real < info.max + 1.0)
                 chk.compare(f"astype {dtype}->{target} [defined]", astype, fb, "astype_ref", (values[fits], tnp), (cupy.asarray(values[fits]), tnp))
-                chk.compare(f"astype {dtype}->{target} [out of range, vs CuPy]", astype, fb, "astype_ref", (values[~fits], tnp),
-                            (cupy.asarray(values[~fits]), tnp), vs_cupy=True)
+                chk.compare(
+                    f"astype {dtype}->{target} [out of range, vs CuPy]",
+                    astype,
+                    fb,
+                    "astype_ref",
+                    (values[~fits], tnp),
+                    (cupy.asarray(values[~fits]), tnp),
+                    vs_cupy=True,
+                )
             else:
                 chk.compare(f"astype {dtype}->{target}", astype, fb, "astype_ref", (values, tnp), (dv, tnp))
     return chk
@@ -294,8 +305,15 @@ def subnormal_cost(cupy: Any) -> list[tuple[str, float, float, float, float]]:
         k, f = keep.wrap(op, family, None), flush.wrap(op, family, None)
         args_n = normal[:1] if family == "unary" else normal
         args_t = tiny[:1] if family == "unary" else tiny
-        rows.append((op, _events(cupy, lambda: k(*args_n)), _events(cupy, lambda: f(*args_n)),
-                     _events(cupy, lambda: k(*args_t)), _events(cupy, lambda: f(*args_t))))
+        rows.append(
+            (
+                op,
+                _events(cupy, lambda: k(*args_n)),
+                _events(cupy, lambda: f(*args_n)),
+                _events(cupy, lambda: k(*args_t)),
+                _events(cupy, lambda: f(*args_t)),
+            )
+        )
     return rows
 
 
@@ -387,12 +405,16 @@ def main(argv: list[str] | None = None) -> int:
         nvrtc = ".".join(str(v) for v in cupy.cuda.nvrtc.getVersion())
     except Exception:  # noqa: BLE001
         nvrtc = "?"
-    print(f"{name} (sm_{props['major']}{props['minor']}, {props['multiProcessorCount']} SMs), CuPy {cupy.__version__}, NVRTC {nvrtc}, NumPy {np.__version__}")
+    print(
+        f"{name} (sm_{props['major']}{props['minor']}, {props['multiProcessorCount']} SMs), CuPy {cupy.__version__}, NVRTC {nvrtc}, NumPy {np.__version__}"
+    )
     if gen is None:
         print("the generator is off (NDA_CUDA_CODEGEN=0): nothing to check")
         return 1
     s = gen.settings
-    print(f"generator: ftz={s.ftz} unroll={s.unroll} threads={s.threads} blocks/SM={s.blocks_per_sm} skip={sorted(s.skip)}; cache {gen.compiler.cache_dir}")
+    print(
+        f"generator: ftz={s.ftz} unroll={s.unroll} threads={s.threads} blocks/SM={s.blocks_per_sm} skip={sorted(s.skip)}; cache {gen.compiler.cache_dir}"
+    )
     status = 0
 
     # 1. compile
@@ -432,8 +454,9 @@ def main(argv: list[str] | None = None) -> int:
     eager_ok = np.array_equal((x + y).asnumpy(), host + host[::-1]) and np.allclose(nda.exp(x).asnumpy(), np.exp(host), rtol=1e-6)
     gelu = lambda v: 0.5 * v * (1.0 + nda.tanh(0.7978845608 * (v + 0.044715 * (v * v * v))))  # noqa: E731
     mul_add = lambda a, b, c: a * b + c  # noqa: E731
-    fused_ok = (np.array_equal(nda.hybridize(gelu)(x).asnumpy(), gelu(x).asnumpy())
-                and np.array_equal(nda.hybridize(mul_add)(x, y, x).asnumpy(), mul_add(x, y, x).asnumpy()))
+    fused_ok = np.array_equal(nda.hybridize(gelu)(x).asnumpy(), gelu(x).asnumpy()) and np.array_equal(
+        nda.hybridize(mul_add)(x, y, x).asnumpy(), mul_add(x, y, x).asnumpy()
+    )
     used = {k: v - before.get(k, 0) for k, v in gen.launches.items() if v > before.get(k, 0)}
     print(f"[3 nda] eager ok={eager_ok}, hybridized == eager: {fused_ok}, generated launches {used}")
     report["nda"] = {"eager": eager_ok, "fused": fused_ok, "launches": used}
@@ -459,8 +482,12 @@ def main(argv: list[str] | None = None) -> int:
         worst = 0.0
         for op, kn, fn_, kt, ft in rows:
             worst = max(worst, kn / fn_ - 1)
-            print(f"    {op:<9} normal {kn * 1e3:.3f}/{fn_ * 1e3:.3f} ({(kn / fn_ - 1) * 100:+.1f}%)   subnormal {kt * 1e3:.3f}/{ft * 1e3:.3f} ({(kt / ft - 1) * 100:+.1f}%)")
-        print(f"    keeping subnormals costs at most {worst * 100:+.1f}% on normal data: {'keep them (<= 2%)' if worst <= 0.02 else 'over 2%: set nda_cuda._elementwise.FTZ = True'}")
+            print(
+                f"    {op:<9} normal {kn * 1e3:.3f}/{fn_ * 1e3:.3f} ({(kn / fn_ - 1) * 100:+.1f}%)   subnormal {kt * 1e3:.3f}/{ft * 1e3:.3f} ({(kt / ft - 1) * 100:+.1f}%)"
+            )
+        print(
+            f"    keeping subnormals costs at most {worst * 100:+.1f}% on normal data: {'keep them (<= 2%)' if worst <= 0.02 else 'over 2%: set nda_cuda._elementwise.FTZ = True'}"
+        )
         report["subnormals"] = rows
 
     def step5() -> None:
@@ -468,9 +495,13 @@ def main(argv: list[str] | None = None) -> int:
         print("[5 launch sweep] kernel ms (CUDA events), best per case first")
         for case in dict.fromkeys(r[0] for r in rows5):
             mine = sorted((r for r in rows5 if r[0] == case), key=lambda r: r[4])
-            print(f"    {case:<12} " + "  ".join(f"t{t}/u{u}/b{b} {v * 1e3:.3f}" for _, t, u, b, v in mine[:4]) +
-                  f"   (current t{s.threads}/u{s.unroll}/b{s.blocks_per_sm}: " +
-                  " ".join(f"{v * 1e3:.3f}" for _, t, u, b, v in mine if (t, u, b) == (s.threads, s.unroll, s.blocks_per_sm)) + ")")
+            print(
+                f"    {case:<12} "
+                + "  ".join(f"t{t}/u{u}/b{b} {v * 1e3:.3f}" for _, t, u, b, v in mine[:4])
+                + f"   (current t{s.threads}/u{s.unroll}/b{s.blocks_per_sm}: "
+                + " ".join(f"{v * 1e3:.3f}" for _, t, u, b, v in mine if (t, u, b) == (s.threads, s.unroll, s.blocks_per_sm))
+                + ")"
+            )
         report["sweep"] = rows5
 
     from . import fusion, gpu
@@ -496,8 +527,13 @@ def main(argv: list[str] | None = None) -> int:
         for label, row in red.items():
             print(f"    {label:<9} " + "   ".join(f"{k} {v * 1e3:.3f}" for k, v in row.items()))
 
-    for name, fn in (("4 subnormals", step4), ("5 launch sweep", step5), ("6 elementwise table", step6a), ("6 fused chains", step6b),
-                     ("6 issue cost, reductions", step6c)):
+    for name, fn in (
+        ("4 subnormals", step4),
+        ("5 launch sweep", step5),
+        ("6 elementwise table", step6a),
+        ("6 fused chains", step6b),
+        ("6 issue cost, reductions", step6c),
+    ):
         step(name, fn)
         cupy.get_default_memory_pool().free_all_blocks()
     if args.json:

@@ -148,7 +148,9 @@ def devices(rounds: int, number: int) -> dict[str, dict[str, float]]:
         read = alternate({"read": lambda: float(nda.sum(x + y))}, rounds, max(1, number // 10))["read"]
         whole = alternate({"chain": chain}, rounds, 1)["chain"]
         report[device] = {
-            "issue x + y": issue, "float(sum(x + y))": read, "200 ops + float(sum(z))": whole,
+            "issue x + y": issue,
+            "float(sum(x + y))": read,
+            "200 ops + float(sum(z))": whole,
             "markers per op, x + y issued": markers(lambda: x + y, 1, 1000),
             "markers per op, float(sum(x + y))": markers(lambda: float(nda.sum(x + y)), 2, 100),
             "markers per op, 200 ops + read": markers(chain, 201, 3),
@@ -169,13 +171,19 @@ def table(report: dict[str, Any]) -> str:
     if "skipped" in report:
         return f"skipped: {report['skipped']}"
     o = report["overhead"]
-    out = [f"(a) x + y, null kernels: queue {o['queue'] * 1e6:.2f} µs, no queue {o['no queue'] * 1e6:.2f} µs, "
-           f"queue bookkeeping {(o['queue'] - o['no queue']) * 1e6:+.2f} µs per op"]
+    out = [
+        f"(a) x + y, null kernels: queue {o['queue'] * 1e6:.2f} µs, no queue {o['no queue'] * 1e6:.2f} µs, "
+        f"queue bookkeeping {(o['queue'] - o['no queue']) * 1e6:+.2f} µs per op"
+    ]
     for device, r in report["devices"].items():
-        out.append(f"(b) {device}: issue x + y {r['issue x + y'] * 1e6:.1f} µs, float(sum(x + y)) {r['float(sum(x + y))'] * 1e6:.1f} µs, "
-                   f"200 ops + float(sum(z)) {r['200 ops + float(sum(z))'] * 1e3:.2f} ms")
-        out.append(f"(c) {device}: markers per op: x + y issued {r['markers per op, x + y issued']:.3f}, "
-                   f"float(sum(x + y)) {r['markers per op, float(sum(x + y))']:.3f}, 200 ops + read {r['markers per op, 200 ops + read']:.3f}")
+        out.append(
+            f"(b) {device}: issue x + y {r['issue x + y'] * 1e6:.1f} µs, float(sum(x + y)) {r['float(sum(x + y))'] * 1e6:.1f} µs, "
+            f"200 ops + float(sum(z)) {r['200 ops + float(sum(z))'] * 1e3:.2f} ms"
+        )
+        out.append(
+            f"(c) {device}: markers per op: x + y issued {r['markers per op, x + y issued']:.3f}, "
+            f"float(sum(x + y)) {r['markers per op, float(sum(x + y))']:.3f}, 200 ops + read {r['markers per op, 200 ops + read']:.3f}"
+        )
     return "\n".join(out)
 
 

@@ -42,24 +42,34 @@ def run(rounds: int) -> dict[str, dict[str, float]]:
     f64, f32, i64 = nda.float64, nda.float32, nda.int64
     cases: dict[str, dict[str, Any]] = {
         "random float64": {
-            "numpy pcg64": lambda: pcg.random(N), "numpy philox4x64": lambda: philox.random(N),
-            "nda": lambda: rng.random(N).wait_to_read(), "nda numpy 1 thread": lambda: _philox.uniform((N,), key, 0, 0.0, 1.0, f64),
+            "numpy pcg64": lambda: pcg.random(N),
+            "numpy philox4x64": lambda: philox.random(N),
+            "nda": lambda: rng.random(N).wait_to_read(),
+            "nda numpy 1 thread": lambda: _philox.uniform((N,), key, 0, 0.0, 1.0, f64),
         },
         "standard_normal float64": {
-            "numpy pcg64": lambda: pcg.standard_normal(N), "numpy philox4x64": lambda: philox.standard_normal(N),
-            "nda": lambda: rng.standard_normal(N).wait_to_read(), "nda numpy 1 thread": lambda: _philox.normal((N,), key, 0, 0.0, 1.0, f64),
+            "numpy pcg64": lambda: pcg.standard_normal(N),
+            "numpy philox4x64": lambda: philox.standard_normal(N),
+            "nda": lambda: rng.standard_normal(N).wait_to_read(),
+            "nda numpy 1 thread": lambda: _philox.normal((N,), key, 0, 0.0, 1.0, f64),
         },
         "random float32": {
-            "numpy pcg64": lambda: pcg.random(N, dtype=np.float32), "numpy philox4x64": lambda: philox.random(N, dtype=np.float32),
-            "nda": lambda: rng.random(N, dtype=f32).wait_to_read(), "nda numpy 1 thread": lambda: _philox.uniform((N,), key, 0, 0.0, 1.0, f32),
+            "numpy pcg64": lambda: pcg.random(N, dtype=np.float32),
+            "numpy philox4x64": lambda: philox.random(N, dtype=np.float32),
+            "nda": lambda: rng.random(N, dtype=f32).wait_to_read(),
+            "nda numpy 1 thread": lambda: _philox.uniform((N,), key, 0, 0.0, 1.0, f32),
         },
         "standard_normal float32": {
-            "numpy pcg64": lambda: pcg.standard_normal(N, dtype=np.float32), "numpy philox4x64": lambda: philox.standard_normal(N, dtype=np.float32),
-            "nda": lambda: rng.standard_normal(N, dtype=f32).wait_to_read(), "nda numpy 1 thread": lambda: _philox.normal((N,), key, 0, 0.0, 1.0, f32),
+            "numpy pcg64": lambda: pcg.standard_normal(N, dtype=np.float32),
+            "numpy philox4x64": lambda: philox.standard_normal(N, dtype=np.float32),
+            "nda": lambda: rng.standard_normal(N, dtype=f32).wait_to_read(),
+            "nda numpy 1 thread": lambda: _philox.normal((N,), key, 0, 0.0, 1.0, f32),
         },
         "integers [0, 1000) int64": {
-            "numpy pcg64": lambda: pcg.integers(0, 1000, N), "numpy philox4x64": lambda: philox.integers(0, 1000, N),
-            "nda": lambda: rng.integers(0, 1000, N).wait_to_read(), "nda numpy 1 thread": lambda: _philox.integers((N,), key, 0, 0, 1000, i64),
+            "numpy pcg64": lambda: pcg.integers(0, 1000, N),
+            "numpy philox4x64": lambda: philox.integers(0, 1000, N),
+            "nda": lambda: rng.integers(0, 1000, N).wait_to_read(),
+            "nda numpy 1 thread": lambda: _philox.integers((N,), key, 0, 0, 1000, i64),
         },
     }
     if compiled is not None:
@@ -77,9 +87,12 @@ def run(rounds: int) -> dict[str, dict[str, float]]:
 
 def table(report: dict[str, dict[str, float]]) -> str:
     compiled = any("nda C 1 thread" in r for r in report.values())
-    out = [f"{N:,} values, median per call (cpu); target nda/numpy pcg64 <= 2x for random and standard_normal",
-           "(nda: the cpu kernel, " + ("compiled (nda._philox_native)" if compiled else "vectorised NumPy (no nda._philox_native, or NDA_NATIVE=0)")
-           + ", a request's blocks on up to 8 threads; 1 thread: the compiled kernel and the NumPy reference alone)"]
+    out = [
+        f"{N:,} values, median per call (cpu); target nda/numpy pcg64 <= 2x for random and standard_normal",
+        "(nda: the cpu kernel, "
+        + ("compiled (nda._philox_native)" if compiled else "vectorised NumPy (no nda._philox_native, or NDA_NATIVE=0)")
+        + ", a request's blocks on up to 8 threads; 1 thread: the compiled kernel and the NumPy reference alone)",
+    ]
     for name, r in report.items():
         c_column = f"nda C 1 thread {r['nda C 1 thread'] * 1e3:7.2f} ms   " if "nda C 1 thread" in r else ""
         out.append(

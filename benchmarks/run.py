@@ -57,6 +57,7 @@ def _progress(message: str) -> None:
 
 # --------------------------------------------------------------------------- (2) overhead
 
+
 def overhead(rounds: int, number: int) -> dict[str, float]:
     """Per-op cost of nda's layers, from a null kernel on the ``nullbench`` device."""
     from nda.engine.threaded import ThreadedEngine
@@ -98,6 +99,7 @@ def overhead(rounds: int, number: int) -> dict[str, float]:
 
 # --------------------------------------------------------------------------- (3) large arrays
 
+
 def large(rounds: int) -> dict[str, dict[str, float]]:
     n = 16 * 1024 * 1024
     a_np = np.random.default_rng(0).random(n, dtype=np.float32)
@@ -122,6 +124,7 @@ def large(rounds: int) -> dict[str, dict[str, float]]:
 
 # --------------------------------------------------------------------------- (5) import time
 
+
 def import_time(rounds: int) -> dict[str, float]:
     """``import numpy`` and ``import nda`` in fresh interpreters, with bytecode caches as users have them.
 
@@ -141,12 +144,14 @@ def import_time(rounds: int) -> dict[str, float]:
 
 # --------------------------------------------------------------------------- (6) GPU
 
+
 def gpu(rounds: int, quick: bool = False) -> dict[str, Any]:
     """nda on cuda against raw CuPy (``benchmarks/gpu.py``); skipped with the reason without a GPU."""
     return gpu_bench.run(rounds, quick)
 
 
 # --------------------------------------------------------------------------- (7) memory
+
 
 def _rss() -> int:
     with open("/proc/self/statm") as fh:
@@ -180,11 +185,15 @@ def memory(ops: int) -> dict[str, float]:
         x + y
     gc.collect()
     end = _rss()
-    return {"bytes per (4,) float32 array, nda": per_nda, "bytes per (4,) float32 array, numpy": per_np,
-            f"RSS growth over {ops:,} tiny ops (bytes)": float(end - start)}
+    return {
+        "bytes per (4,) float32 array, nda": per_nda,
+        "bytes per (4,) float32 array, numpy": per_np,
+        f"RSS growth over {ops:,} tiny ops (bytes)": float(end - start),
+    }
 
 
 # --------------------------------------------------------------------------- report
+
 
 def _ns(t: float) -> str:
     return f"{t * 1e9:8.0f} ns"
@@ -199,8 +208,13 @@ def main(argv: list[str] | None = None) -> int:
     rounds = 5 if quick else 15
     started = time.perf_counter()
     report: dict[str, Any] = {
-        "machine": {"python": sys.version.split()[0], "numpy": np.__version__, "platform": platform.platform(),
-                    "processor": platform.processor() or platform.machine(), "cores": os.cpu_count()},
+        "machine": {
+            "python": sys.version.split()[0],
+            "numpy": np.__version__,
+            "platform": platform.platform(),
+            "processor": platform.processor() or platform.machine(),
+            "cores": os.cpu_count(),
+        },
         "quick": quick,
     }
     print(f"nda benchmarks ({'quick' if quick else 'full'}) on {report['machine']['platform']}, {os.cpu_count()} cores", file=sys.stderr)
@@ -262,12 +276,16 @@ def _format(report: dict[str, Any]) -> str:
     for name, t in c.items():
         out.append(f"{name:<24} {t:7.3f} s   speedup {c['numpy sequential'] / t:.2f}x")
     e = report["engine_tiny"]
-    out.append(f"tiny op, threaded vs naive engine: {e['threaded'] * 1e9:.0f} ns vs {e['naive'] * 1e9:.0f} ns ({e['threaded'] / e['naive']:.2f}x; target <= 1.10x)")
+    out.append(
+        f"tiny op, threaded vs naive engine: {e['threaded'] * 1e9:.0f} ns vs {e['naive'] * 1e9:.0f} ns ({e['threaded'] / e['naive']:.2f}x; target <= 1.10x)"
+    )
     out.append(engine_bench.midsize_table(report["engine_midsize"]))
     for name, t in report["host_read_check"].items():
         out.append(f"{name:<64} {_ns(t)}")
     i = report["import"]
-    out.append(f"\n== (5) import: numpy {i['numpy'] * 1e3:.1f} ms, nda {i['nda'] * 1e3:.1f} ms (+{(i['nda'] - i['numpy']) * 1e3:.1f} ms; target <= +50 ms)")
+    out.append(
+        f"\n== (5) import: numpy {i['numpy'] * 1e3:.1f} ms, nda {i['nda'] * 1e3:.1f} ms (+{(i['nda'] - i['numpy']) * 1e3:.1f} ms; target <= +50 ms)"
+    )
     out.append("\n== (6) GPU: nda on cuda against raw CuPy")
     out.append(gpu_bench.table(report["gpu"]))
     out.append("\n== (7) memory")

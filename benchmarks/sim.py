@@ -97,8 +97,9 @@ def two_devices(rounds: int) -> dict[str, float]:
             chain_of(h, np)
 
     try:
-        return alternate({"one device": on(same), "two devices": on(split), "numpy sequential": numpy_sequential,
-                          "numpy 2-thread pool": numpy_pool}, rounds, 1)
+        return alternate(
+            {"one device": on(same), "two devices": on(split), "numpy sequential": numpy_sequential, "numpy 2-thread pool": numpy_pool}, rounds, 1
+        )
     finally:
         pool.shutdown()
 
@@ -115,14 +116,16 @@ def table(report: dict[str, Any]) -> str:
         return f"skipped: {report['skipped']}"
     c = report["chain"]
     t = report["two_devices"]
-    return "\n".join([
-        f"chain of {CHAIN_ITERS} x (a * 0.5 + b), {CHAIN_N:,} float64 on sim, to completion: target threaded <= 1.10x inline",
-        f"  threaded {c['threaded'] * 1e3:8.1f} ms   inline {c['inline'] * 1e3:8.1f} ms   threaded/inline {c['threaded'] / c['inline']:.3f}x",
-        f"two chains of {PAIR_STEPS} exp/sin, {PAIR_N:,} float64: target two devices >= 1.7x one device",
-        f"  one device (sim:0)   {t['one device'] * 1e3:8.1f} ms",
-        f"  two devices (sim:0, sim:1) {t['two devices'] * 1e3:8.1f} ms   speedup {t['one device'] / t['two devices']:.2f}x",
-        f"  (the machine's ceiling: numpy 2-thread pool {t['numpy sequential'] / t['numpy 2-thread pool']:.2f}x over sequential numpy)",
-    ])
+    return "\n".join(
+        [
+            f"chain of {CHAIN_ITERS} x (a * 0.5 + b), {CHAIN_N:,} float64 on sim, to completion: target threaded <= 1.10x inline",
+            f"  threaded {c['threaded'] * 1e3:8.1f} ms   inline {c['inline'] * 1e3:8.1f} ms   threaded/inline {c['threaded'] / c['inline']:.3f}x",
+            f"two chains of {PAIR_STEPS} exp/sin, {PAIR_N:,} float64: target two devices >= 1.7x one device",
+            f"  one device (sim:0)   {t['one device'] * 1e3:8.1f} ms",
+            f"  two devices (sim:0, sim:1) {t['two devices'] * 1e3:8.1f} ms   speedup {t['one device'] / t['two devices']:.2f}x",
+            f"  (the machine's ceiling: numpy 2-thread pool {t['numpy sequential'] / t['numpy 2-thread pool']:.2f}x over sequential numpy)",
+        ]
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

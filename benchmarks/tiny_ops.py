@@ -83,7 +83,12 @@ def run(rounds: int, number: int) -> dict[str, Any]:
         results[label] = {name: statistics.median(vals) for name, vals in samples.items()}
         print(f"  [{i}/{len(cases)}] {label}", file=sys.stderr, flush=True)
     return {
-        "machine": {"python": sys.version.split()[0], "numpy": np.__version__, "platform": platform.platform(), "processor": platform.processor() or platform.machine()},
+        "machine": {
+            "python": sys.version.split()[0],
+            "numpy": np.__version__,
+            "platform": platform.platform(),
+            "processor": platform.processor() or platform.machine(),
+        },
         "rounds": rounds,
         "calls_per_round": number,
         "seconds_per_call": results,

@@ -45,8 +45,11 @@ class _C64(ctypes.Structure):
 
 
 _CTYPES = {
-    np.int64: ctypes.c_longlong, np.int32: ctypes.c_int, np.uint8: ctypes.c_ubyte,
-    np.float32: ctypes.c_float, np.float64: ctypes.c_double,
+    np.int64: ctypes.c_longlong,
+    np.int32: ctypes.c_int,
+    np.uint8: ctypes.c_ubyte,
+    np.float32: ctypes.c_float,
+    np.float64: ctypes.c_double,
 }
 
 

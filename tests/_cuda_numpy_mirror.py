@@ -214,8 +214,9 @@ class CodegenMirrorBackend(NumpyMirrorBackend):
 
         self.generator = Generator(cupy_model, HostCompiler(), Settings(threads=8, blocks_per_sm=2))
         own = {*_philox.OPS, *_einsum.OPS}  # as nda-cuda: these ops have kernels of their own
-        kernels, self.unmapped = _kernels.build(cupy_model, compat_model, {n: d for n, d in CATALOG.items() if n not in own},
-                                                generator=self.generator)
+        kernels, self.unmapped = _kernels.build(
+            cupy_model, compat_model, {n: d for n, d in CATALOG.items() if n not in own}, generator=self.generator
+        )
         for spec in kernels:
             register_kernel(spec.op, CATALOG[spec.op].supported_dtypes, self._wrap(spec.fn, spec.source))
             self.sources[spec.op] = spec.source

@@ -49,7 +49,7 @@ def _model_function(value: Any, space: Any, model: Any) -> Any:
     name = getattr(value, "__name__", "")
     module = getattr(value, "__module__", None) or ""
     if type(value).__name__ == "ufunc":
-        name = name[len("cupy_"):] if name.startswith("cupy_") else name
+        name = name[len("cupy_") :] if name.startswith("cupy_") else name
     elif not module.startswith(("cupy", "numpy")) or isinstance(value, type):
         return None
     return getattr(space, name, None) or getattr(model, name, None)

@@ -47,8 +47,19 @@ import numpy as np
 
 import _cupy_streams as streams
 
-__all__ = ["DeviceArray", "HOST_REFUSED", "FLUSHED", "flush", "flush_scalar", "single", "plain", "device", "refuse_host",
-           "from_dlpack", "IllegalAddress"]
+__all__ = [
+    "DeviceArray",
+    "HOST_REFUSED",
+    "FLUSHED",
+    "flush",
+    "flush_scalar",
+    "single",
+    "plain",
+    "device",
+    "refuse_host",
+    "from_dlpack",
+    "IllegalAddress",
+]
 
 #: CuPy's message for an implicit device -> host conversion (``ndarray.__array__``).
 HOST_REFUSED = "Implicit conversion to a NumPy array is not allowed. Please use `.get()` to construct a NumPy array explicitly."
@@ -64,6 +75,7 @@ class IllegalAddress(RuntimeError):
 
 
 # --------------------------------------------------------------------------- flush to zero
+
 
 def _flush_real(a: np.ndarray) -> np.ndarray:
     sub = (a != 0) & (np.abs(a) < _TINY)
@@ -111,6 +123,7 @@ def single(args: tuple[Any, ...]) -> bool:
 
 
 # --------------------------------------------------------------------------- host <-> device rules
+
 
 def refuse_host(args: Any, kwargs: dict[str, Any] | None = None) -> None:
     """CuPy's refusal of host arrays as kernel operands (``_kernel._preprocess_arg``)."""
@@ -190,11 +203,51 @@ class _Device:
 _DEVICE0 = _Device()
 
 #: computing methods (run as kernels: they flush); the others move data or read it back.
-_COMPUTING = {"sum", "prod", "mean", "std", "var", "max", "min", "any", "all", "cumsum", "cumprod", "clip", "dot", "round",
-              "trace", "nonzero", "conj", "conjugate"}
-_METHODS = _COMPUTING | {"copy", "reshape", "ravel", "flatten", "transpose", "swapaxes", "squeeze", "view", "repeat", "take",
-                         "diagonal", "sort", "argsort", "fill", "item", "tolist", "tobytes", "partition", "argpartition",
-                         "searchsorted", "put", "choose", "compress"}
+_COMPUTING = {
+    "sum",
+    "prod",
+    "mean",
+    "std",
+    "var",
+    "max",
+    "min",
+    "any",
+    "all",
+    "cumsum",
+    "cumprod",
+    "clip",
+    "dot",
+    "round",
+    "trace",
+    "nonzero",
+    "conj",
+    "conjugate",
+}
+_METHODS = _COMPUTING | {
+    "copy",
+    "reshape",
+    "ravel",
+    "flatten",
+    "transpose",
+    "swapaxes",
+    "squeeze",
+    "view",
+    "repeat",
+    "take",
+    "diagonal",
+    "sort",
+    "argsort",
+    "fill",
+    "item",
+    "tolist",
+    "tobytes",
+    "partition",
+    "argpartition",
+    "searchsorted",
+    "put",
+    "choose",
+    "compress",
+}
 #: methods writing into the array's memory (kernels enqueued on the current stream: ``_cupy_streams``).
 _WRITING = {"fill", "put"}
 
@@ -339,7 +392,9 @@ class DeviceArray:
         (a device array's: its values now, after the stream's earlier work) is taken at the call."""
         if isinstance(value, np.ndarray) and value.shape != ():
             raise ValueError("non-scalar numpy.ndarray cannot be used for fill")  # CuPy: host data is assigned through fill
-        host_scalar = value.__class__ in (float, complex) or isinstance(value, np.inexact) or (isinstance(value, np.ndarray) and value.dtype.kind in "fc")
+        host_scalar = (
+            value.__class__ in (float, complex) or isinstance(value, np.inexact) or (isinstance(value, np.ndarray) and value.dtype.kind in "fc")
+        )
         if host_scalar and value == 0 and self._a.dtype.kind in "fc":
             value = 0  # CuPy: host scalars (and 0-d host arrays) go through ndarray.fill: a memset for zero (loses -0.0)
         streams.before_kernel()
@@ -381,6 +436,7 @@ class DeviceArray:
         computing = name in _COMPUTING
 
         if name in _WRITING:
+
             def write(*args: Any, **kwargs: Any) -> Any:
                 refuse_host(args, kwargs)
                 streams.before_kernel()
@@ -476,14 +532,24 @@ def _unary_operator(ufunc: np.ufunc) -> Any:
     return lambda self: self.__array_ufunc__(ufunc, "__call__", self)
 
 
-for _name, _ufunc in [("add", np.add), ("sub", np.subtract), ("mul", np.multiply), ("truediv", np.true_divide),
-                      ("floordiv", np.floor_divide), ("mod", np.remainder), ("pow", np.power), ("lshift", np.left_shift),
-                      ("rshift", np.right_shift), ("and", np.bitwise_and), ("or", np.bitwise_or), ("xor", np.bitwise_xor)]:
+for _name, _ufunc in [
+    ("add", np.add),
+    ("sub", np.subtract),
+    ("mul", np.multiply),
+    ("truediv", np.true_divide),
+    ("floordiv", np.floor_divide),
+    ("mod", np.remainder),
+    ("pow", np.power),
+    ("lshift", np.left_shift),
+    ("rshift", np.right_shift),
+    ("and", np.bitwise_and),
+    ("or", np.bitwise_or),
+    ("xor", np.bitwise_xor),
+]:
     setattr(DeviceArray, f"__{_name}__", _operator(_ufunc))
     setattr(DeviceArray, f"__r{_name}__", _operator(_ufunc, reflected=True))
     setattr(DeviceArray, f"__i{_name}__", _operator(_ufunc, inplace=True))
-for _name, _ufunc in [("eq", np.equal), ("ne", np.not_equal), ("lt", np.less), ("le", np.less_equal), ("gt", np.greater),
-                      ("ge", np.greater_equal)]:
+for _name, _ufunc in [("eq", np.equal), ("ne", np.not_equal), ("lt", np.less), ("le", np.less_equal), ("gt", np.greater), ("ge", np.greater_equal)]:
     setattr(DeviceArray, f"__{_name}__", _operator(_ufunc))
 for _name, _ufunc in [("neg", np.negative), ("pos", np.positive), ("abs", np.absolute), ("invert", np.invert)]:
     setattr(DeviceArray, f"__{_name}__", _unary_operator(_ufunc))

@@ -201,8 +201,11 @@ def _prep_axes(ndim: int, s: Any, axes: Any, value_type: str) -> tuple[tuple[int
 
 
 def _nd_plan_possible(axes_sorted: tuple[int, ...], ndim: int) -> bool:
-    return (0 < len(axes_sorted) <= 3 and (0 in axes_sorted or ndim - 1 in axes_sorted)
-            and all(axes_sorted[i + 1] - axes_sorted[i] == 1 for i in range(len(axes_sorted) - 1)))
+    return (
+        0 < len(axes_sorted) <= 3
+        and (0 in axes_sorted or ndim - 1 in axes_sorted)
+        and all(axes_sorted[i + 1] - axes_sorted[i] == 1 for i in range(len(axes_sorted) - 1))
+    )
 
 
 def _fftn_plan(a: np.ndarray, s: Any, axes: Any, norm: Any, forward: bool, value_type: str) -> np.ndarray:
@@ -297,8 +300,14 @@ def ihfft(a: Any, n: Any = None, axis: int = -1, norm: Any = None) -> Any:
 
 #: The model's ``cupy.fft`` functions nda-cuda calls (the rest of the module is NumPy's, flushed).
 FFT: dict[str, Any] = {
-    "fft": _one("fft", True, "C2C"), "ifft": _one("ifft", False, "C2C"), "rfft": _rfft, "irfft": _irfft,
-    "hfft": hfft, "ihfft": ihfft,
-    "fftn": _many("fftn", True, "C2C"), "ifftn": _many("ifftn", False, "C2C"),
-    "rfftn": _many("rfftn", True, "R2C"), "irfftn": _many("irfftn", False, "C2R"),
+    "fft": _one("fft", True, "C2C"),
+    "ifft": _one("ifft", False, "C2C"),
+    "rfft": _rfft,
+    "irfft": _irfft,
+    "hfft": hfft,
+    "ihfft": ihfft,
+    "fftn": _many("fftn", True, "C2C"),
+    "ifftn": _many("ifftn", False, "C2C"),
+    "rfftn": _many("rfftn", True, "R2C"),
+    "irfftn": _many("irfftn", False, "C2R"),
 }

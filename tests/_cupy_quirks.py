@@ -79,6 +79,7 @@ _TINY64 = float(np.finfo(np.float64).smallest_normal)
 
 # --------------------------------------------------------------------------- kernels of the model
 
+
 def flushing(fn: Callable[..., Any]) -> Callable[..., Any]:
     """``fn`` as a CuPy kernel compiled with ``-ftz=true``: host arrays refused, subnormals flushed in and out."""
 
@@ -166,6 +167,7 @@ class Ufunc:
 
 # --------------------------------------------------------------------------- transfers
 
+
 def _zero_0d(result: np.ndarray) -> np.ndarray:
     """CuPy's ``fill`` memset: a 0-d value equal to zero becomes +0."""
     if result.ndim == 0 and result.dtype.kind in "fc" and result == 0:
@@ -207,6 +209,7 @@ def _full(shape: Any, fill_value: Any, dtype: Any = None, order: str = "C") -> n
 
 
 # --------------------------------------------------------------------------- element-wise quirks
+
 
 def _top_overflow(result: np.ndarray) -> np.ndarray:
     """CUDA's hypot: within two ulps of the largest finite double, the result rounds up to inf."""
@@ -353,6 +356,7 @@ def _remainder(x1: Any, x2: Any, *args: Any, **kwargs: Any) -> Any:
 
 # --------------------------------------------------------------------------- reductions, creation, sets
 
+
 def _arg_extreme(fn: Callable[..., Any]) -> Callable[..., Any]:
     """``argmax``/``argmin``: with several NaNs along the axis, the last one (what CuPy's reduction kept)."""
 
@@ -442,13 +446,71 @@ def _isin(element: Any, test_elements: Any, assume_unique: bool = False, invert:
 
 # Functions that only move data (no arithmetic instruction touches the values): not flushed.
 _MOVES = {
-    "empty", "empty_like", "zeros", "zeros_like", "ones", "ones_like", "full", "full_like", "eye", "identity", "reshape",
-    "ravel", "transpose", "permute_dims", "moveaxis", "swapaxes", "broadcast_to", "broadcast_arrays", "expand_dims", "squeeze",
-    "flip", "roll", "concatenate", "concat", "stack", "unstack", "tile", "repeat", "take", "take_along_axis", "where", "sort",
-    "argsort", "tril", "triu", "diagonal", "diag", "meshgrid", "matrix_transpose", "real", "imag", "conj", "conjugate",
-    "positive", "copysign", "signbit", "may_share_memory", "shares_memory", "result_type", "can_cast", "isdtype", "finfo",
-    "iinfo", "unique", "copy", "ascontiguousarray", "asfortranarray", "atleast_1d", "atleast_2d", "atleast_3d", "shape",
-    "ndim", "size", "broadcast_shapes", "flatnonzero",
+    "empty",
+    "empty_like",
+    "zeros",
+    "zeros_like",
+    "ones",
+    "ones_like",
+    "full",
+    "full_like",
+    "eye",
+    "identity",
+    "reshape",
+    "ravel",
+    "transpose",
+    "permute_dims",
+    "moveaxis",
+    "swapaxes",
+    "broadcast_to",
+    "broadcast_arrays",
+    "expand_dims",
+    "squeeze",
+    "flip",
+    "roll",
+    "concatenate",
+    "concat",
+    "stack",
+    "unstack",
+    "tile",
+    "repeat",
+    "take",
+    "take_along_axis",
+    "where",
+    "sort",
+    "argsort",
+    "tril",
+    "triu",
+    "diagonal",
+    "diag",
+    "meshgrid",
+    "matrix_transpose",
+    "real",
+    "imag",
+    "conj",
+    "conjugate",
+    "positive",
+    "copysign",
+    "signbit",
+    "may_share_memory",
+    "shares_memory",
+    "result_type",
+    "can_cast",
+    "isdtype",
+    "finfo",
+    "iinfo",
+    "unique",
+    "copy",
+    "ascontiguousarray",
+    "asfortranarray",
+    "atleast_1d",
+    "atleast_2d",
+    "atleast_3d",
+    "shape",
+    "ndim",
+    "size",
+    "broadcast_shapes",
+    "flatnonzero",
 }
 #: Functions taking host data to the device.
 _TRANSFERS = {"array", "asarray", "asanyarray"}
@@ -482,7 +544,9 @@ _QUIRKS: dict[str, Any] = {
     "array": _cupy_array,
     "asarray": _cupy_asarray,
     "asanyarray": _cupy_asarray,
-    "asnumpy": lambda a, stream=None, order="C", out=None, blocking=True: a.get(order=order, out=out) if a.__class__ is DeviceArray else np.asarray(a, order=order),
+    "asnumpy": lambda a, stream=None, order="C", out=None, blocking=True: (
+        a.get(order=order, out=out) if a.__class__ is DeviceArray else np.asarray(a, order=order)
+    ),
     "from_dlpack": _cupy_device.from_dlpack,
     "full": moving(_full),
     "hypot": flushing(_hypot),
@@ -490,11 +554,13 @@ _QUIRKS: dict[str, Any] = {
     "abs": flushing(_absolute),
     "exp": flushing(_unary_complex(np.exp, thrust.exp)),
     "log": flushing(_unary_complex(_negative_subnormal_log(np.log), _clog)),
-    "log10": flushing(_unary_complex(_negative_subnormal_log(np.log10),
-                                     lambda z: _complex_parts(_clog(z).real / np.log(10), _clog(z).imag / np.log(10), z.dtype))),
+    "log10": flushing(
+        _unary_complex(_negative_subnormal_log(np.log10), lambda z: _complex_parts(_clog(z).real / np.log(10), _clog(z).imag / np.log(10), z.dtype))
+    ),
     "log1p": flushing(_unary_complex(np.log1p, lambda z: thrust.log1p(z, _clog))),
-    "log2": flushing(_unary_complex(_negative_subnormal_log(np.log2),
-                                    lambda z: _thrust_divide(_clog(z), np.asarray(complex(math.log(2)), dtype=z.dtype)))),
+    "log2": flushing(
+        _unary_complex(_negative_subnormal_log(np.log2), lambda z: _thrust_divide(_clog(z), np.asarray(complex(math.log(2)), dtype=z.dtype)))
+    ),
     "divide": flushing(_divide),
     "true_divide": flushing(_divide),
     "multiply": flushing(_multiply),
@@ -523,15 +589,24 @@ _QUIRKS: dict[str, Any] = {
 
 #: The array module: NumPy with CuPy 14.2's arrays, rules and quirks.
 cupy_model = _module("cupy_model", np, {**_QUIRKS, **UNIQUE})
-cupy_model.linalg = _module("cupy_model.linalg", np.linalg, {
-    "pinv": solver.scaled_by_norm(flushing(solver.pinv), "pinv"), "solve": flushing(solver.solve),
-    "eigvals": solver.refusing_subnormal_parts(flushing(solver.eigvals)), "eigvalsh": flushing(solver.eigvalsh),
-    "svd": solver.scaled_by_norm(flushing(solver.svd), "svd"),
-    "norm": flushing(solver.norm), "LinAlgError": np.linalg.LinAlgError,
-    "eig": solver.refusing_subnormal_parts(flushing(decompositions.eig)), "eigh": flushing(decompositions.eigh),
-    "qr": flushing(decompositions.qr), "slogdet": flushing(decompositions.slogdet),
-    "matrix_rank": flushing(decompositions.matrix_rank),
-})
+cupy_model.linalg = _module(
+    "cupy_model.linalg",
+    np.linalg,
+    {
+        "pinv": solver.scaled_by_norm(flushing(solver.pinv), "pinv"),
+        "solve": flushing(solver.solve),
+        "eigvals": solver.refusing_subnormal_parts(flushing(solver.eigvals)),
+        "eigvalsh": flushing(solver.eigvalsh),
+        "svd": solver.scaled_by_norm(flushing(solver.svd), "svd"),
+        "norm": flushing(solver.norm),
+        "LinAlgError": np.linalg.LinAlgError,
+        "eig": solver.refusing_subnormal_parts(flushing(decompositions.eig)),
+        "eigh": flushing(decompositions.eigh),
+        "qr": flushing(decompositions.qr),
+        "slogdet": flushing(decompositions.slogdet),
+        "matrix_rank": flushing(decompositions.matrix_rank),
+    },
+)
 _einsum = solver.einsum_over(cupy_model)
 if _einsum is not None:
     cupy_model.einsum = _einsum  # CuPy's einsum: its contractions are the model's matmul (cuBLAS)

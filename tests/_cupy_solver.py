@@ -49,8 +49,20 @@ import numpy as np
 import _cupy_streams as streams
 from _cupy_device import DeviceArray, plain
 
-__all__ = ["CUSOLVERError", "LinAlgError", "matmul", "solve", "svd", "pinv", "scaled_by_norm", "norm", "eigvals",
-           "eigvalsh", "refusing_subnormal_parts", "einsum_over"]
+__all__ = [
+    "CUSOLVERError",
+    "LinAlgError",
+    "matmul",
+    "solve",
+    "svd",
+    "pinv",
+    "scaled_by_norm",
+    "norm",
+    "eigvals",
+    "eigvalsh",
+    "refusing_subnormal_parts",
+    "einsum_over",
+]
 
 _TINY64 = float(np.finfo(np.float64).smallest_normal)
 
@@ -267,7 +279,7 @@ def _householder_underflow(a: np.ndarray, lower: bool) -> np.ndarray | None:
     bad = np.zeros(a.shape[:-2], dtype=bool)
     with np.errstate(all="ignore"):
         for j in range(a.shape[-1] - 1):
-            column = tri[..., j + 1:, j]
+            column = tri[..., j + 1 :, j]
             squares = (column.real * column.real + column.imag * column.imag).sum(axis=-1)
             bad |= (column != 0).any(axis=-1) & (squares == 0)
     return bad if bad.any() else None
@@ -311,5 +323,3 @@ def einsum_over(model: Any) -> Callable[..., Any] | None:
             clone.__qualname__, clone.__module__ = value.__qualname__, "cupy_model.linalg._einsum"
             namespace[name] = clone
     return namespace["einsum"]  # type: ignore[no-any-return]
-
-

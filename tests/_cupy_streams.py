@@ -293,14 +293,24 @@ class _ExternalStream(Stream):
 
 
 runtime = types.SimpleNamespace(
-    streamLegacy=1, streamPerThread=2, eventRecord=_event_record, streamWaitEvent=_stream_wait_event,
-    deviceSynchronize=synchronize_all, getDevice=lambda: 0, getDeviceCount=lambda: 1,
+    streamLegacy=1,
+    streamPerThread=2,
+    eventRecord=_event_record,
+    streamWaitEvent=_stream_wait_event,
+    deviceSynchronize=synchronize_all,
+    getDevice=lambda: 0,
+    getDeviceCount=lambda: 1,
 )
 
 #: ``cupy.cuda`` of the model.
 cuda = types.SimpleNamespace(
-    Stream=Stream, ExternalStream=_ExternalStream, Event=Event, Device=_Device, get_current_stream=get_current_stream,
-    runtime=runtime, get_elapsed_time=lambda start, end: 0.0,
+    Stream=Stream,
+    ExternalStream=_ExternalStream,
+    Event=Event,
+    Device=_Device,
+    get_current_stream=get_current_stream,
+    runtime=runtime,
+    get_elapsed_time=lambda start, end: 0.0,
 )
 
 #: What nda-cuda's stream code (``nda_cuda._streams``, ``nda_cuda._shared``) takes for CuPy: the model's ``cuda``.

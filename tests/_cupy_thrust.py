@@ -34,6 +34,7 @@ import numpy as np
 
 __all__ = ["exp", "expm1", "log1p", "multiply", "power", "trig32"]
 
+
 def _parts(real: np.ndarray, imag: np.ndarray, dtype: np.dtype) -> np.ndarray:
     out = np.empty(np.broadcast_shapes(np.shape(real), np.shape(imag)), dtype=dtype)
     out.real, out.imag = real, imag

@@ -36,8 +36,9 @@ def _radix_order(a: np.ndarray) -> np.ndarray:
     return _radix_order(a)
 
 
-def unique(ar: Any, return_index: bool = False, return_inverse: bool = False, return_counts: bool = False,
-           axis: Any = None, *, equal_nan: bool = True) -> Any:
+def unique(
+    ar: Any, return_index: bool = False, return_inverse: bool = False, return_counts: bool = False, axis: Any = None, *, equal_nan: bool = True
+) -> Any:
     refuse_host((ar,), {})
     if axis is not None:
         raise NotImplementedError("the model of cupy.unique covers the flattened input only (axis=None)")
@@ -103,5 +104,10 @@ def unique_values(x: Any) -> Any:
 
 
 #: The model's ``cupy.unique`` and ``cupy.unique_*``.
-UNIQUE: dict[str, Any] = {"unique": unique, "unique_all": unique_all, "unique_counts": unique_counts,
-                          "unique_inverse": unique_inverse, "unique_values": unique_values}
+UNIQUE: dict[str, Any] = {
+    "unique": unique,
+    "unique_all": unique_all,
+    "unique_counts": unique_counts,
+    "unique_inverse": unique_inverse,
+    "unique_values": unique_values,
+}

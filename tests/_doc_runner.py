@@ -160,8 +160,7 @@ def _run(document: Document, block: Block) -> None:
         actual = [line.rstrip() for line in out.getvalue().rstrip("\n").splitlines()]
         if actual != expected:
             raise AssertionError(
-                f"{block.path.name}:{first}: {code.strip()} printed\n" + "\n".join(actual)
-                + "\nbut the document says\n" + "\n".join(expected)
+                f"{block.path.name}:{first}: {code.strip()} printed\n" + "\n".join(actual) + "\nbut the document says\n" + "\n".join(expected)
             )
 
 

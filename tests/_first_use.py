@@ -68,6 +68,7 @@ def main(name: str, runs: int, threads: int) -> int:
     expected = kernel_count(name)
     for run in range(runs):
         unload(name)
+
         def use() -> str | None:
             got = (nda.asarray([1.0, 2.0], device=device) + 1.0).tolist()
             return None if got == [2.0, 3.0] else f"wrong result {got}"
@@ -100,11 +101,15 @@ def by_fallback(runs: int, threads: int) -> int:
     nda.std(nda.asarray([1.0]))  # cpu loaded once: what one activation registers
     expected = kernel_count("cpu")
     # ops sim runs through the host fallback (std, var and argmax have sim kernels since issue 37)
-    ops = [("isin", lambda: nda.isin(x, x).tolist(), [True] * 6), ("unique_values", lambda: nda.unique_values(x).tolist(), list(np.arange(6.0))),
-           ("matrix_rank", lambda: int(nda.linalg.matrix_rank(nda.reshape(x, (2, 3)))), 2)]
+    ops = [
+        ("isin", lambda: nda.isin(x, x).tolist(), [True] * 6),
+        ("unique_values", lambda: nda.unique_values(x).tolist(), list(np.arange(6.0))),
+        ("matrix_rank", lambda: int(nda.linalg.matrix_rank(nda.reshape(x, (2, 3)))), 2),
+    ]
     for run in range(runs):
         unload("cpu")
         op, call, want = ops[run % len(ops)]
+
         def use() -> str | None:
             got = call()
             return None if got == want else f"wrong {op}: {got}"

@@ -16,9 +16,19 @@ from hypothesis.extra import numpy as hnp
 import nda
 
 ALL_DTYPES = [
-    nda.bool, nda.int8, nda.int16, nda.int32, nda.int64,
-    nda.uint8, nda.uint16, nda.uint32, nda.uint64,
-    nda.float32, nda.float64, nda.complex64, nda.complex128,
+    nda.bool,
+    nda.int8,
+    nda.int16,
+    nda.int32,
+    nda.int64,
+    nda.uint8,
+    nda.uint16,
+    nda.uint32,
+    nda.uint64,
+    nda.float32,
+    nda.float64,
+    nda.complex64,
+    nda.complex128,
 ]
 BY_NAME = {d.name: d for d in ALL_DTYPES}
 INT_DTYPES = [d for d in ALL_DTYPES if d.name.startswith(("int", "uint"))]

@@ -51,6 +51,7 @@ def wrap(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
 
 # ----------------------------------------------------------------------------- the bugs
 
+
 def _saturating_add(x1: Any, x2: Any) -> np.ndarray:
     """int8 add that clips instead of wrapping around: wrong only when int8 overflows."""
     if np.asarray(x1).dtype == np.int8 or np.asarray(x2).dtype == np.int8:
@@ -123,7 +124,15 @@ class MutantBackend:
     api_version = "1.1"
     buffer_type = MutBuffer
 
-    def __init__(self, name: str, ops: tuple[str, ...], bug: tuple[str, list[str] | None, Callable[..., Any]] | None = None, *, fallback: bool = False, undeclared: bool = False) -> None:
+    def __init__(
+        self,
+        name: str,
+        ops: tuple[str, ...],
+        bug: tuple[str, list[str] | None, Callable[..., Any]] | None = None,
+        *,
+        fallback: bool = False,
+        undeclared: bool = False,
+    ) -> None:
         self.name = name
         self.device_types = (name,)
         self.ops = ops
@@ -176,6 +185,7 @@ device_error = _make("device_error")
 # These misbehave only while NDA_MUTANT_ARMED=1 (a test sets it for its own run and the worker
 # processes it starts): loaded in a test process, they must not kill, hang or poison the other
 # tests that draw arrays on every loaded device.
+
 
 def _armed() -> bool:
     import os
@@ -238,6 +248,7 @@ hang = MutantBackend("mut_hang", ("exp", "add"), ("exp", ["float64"], _hang))
 corrupting = CorruptingMutant("mut_corrupting", ("add", "exp", "negative"))
 
 # ----------------------------------------------------------------------------- flush to zero
+
 
 def flushing(fn: Callable[..., Any], dtypes: tuple[str, ...]) -> Callable[..., Any]:
     """``fn`` treating subnormals of ``dtypes`` as zeros, in its inputs and its result (a GPU's flush-to-zero)."""

@@ -61,9 +61,36 @@ from nda.ops import CATALOG
 
 #: The native ops (thirty); everything else takes the host fallback.
 NATIVE_OPS = (
-    "add", "subtract", "multiply", "divide", "negative", "abs", "square", "sqrt", "exp", "sin", "cos", "tanh",
-    "maximum", "minimum", "equal", "less", "greater", "where", "sum", "prod", "max", "min", "mean", "matmul",
-    "astype", "getitem", "setitem", "zeros", "ones", "full",
+    "add",
+    "subtract",
+    "multiply",
+    "divide",
+    "negative",
+    "abs",
+    "square",
+    "sqrt",
+    "exp",
+    "sin",
+    "cos",
+    "tanh",
+    "maximum",
+    "minimum",
+    "equal",
+    "less",
+    "greater",
+    "where",
+    "sum",
+    "prod",
+    "max",
+    "min",
+    "mean",
+    "matmul",
+    "astype",
+    "getitem",
+    "setitem",
+    "zeros",
+    "ones",
+    "full",
 )
 _CREATION = {"zeros", "ones", "full"}
 _CPU = nda.Device("cpu", 0)
@@ -169,8 +196,12 @@ def _basic(key: Any) -> bool:
 
 def _clip_key(key: tuple[Any, ...], shape: tuple[int, ...]) -> tuple[Any, ...]:
     """``key`` with its integer index arrays clipped into their axis (an unchecked gather)."""
-    consumed = sum(1 if not (k is None or k is Ellipsis) and not (isinstance(k, np.ndarray) and k.dtype == bool) else
-                   (k.ndim if isinstance(k, np.ndarray) else 0) for k in key)
+    consumed = sum(
+        1
+        if not (k is None or k is Ellipsis) and not (isinstance(k, np.ndarray) and k.dtype == bool)
+        else (k.ndim if isinstance(k, np.ndarray) else 0)
+        for k in key
+    )
     out, axis = [], 0
     for k in key:
         if k is None:

@@ -32,8 +32,11 @@ from nda_cuda import _philox
 __all__ = ["compiler", "HostModule", "build_error"]
 
 _CTYPES = {
-    np.dtype(np.uint64): ctypes.c_uint64, np.dtype(np.uint32): ctypes.c_uint32, np.dtype(np.int32): ctypes.c_int32,
-    np.dtype(np.float64): ctypes.c_double, np.dtype(np.float32): ctypes.c_float,
+    np.dtype(np.uint64): ctypes.c_uint64,
+    np.dtype(np.uint32): ctypes.c_uint32,
+    np.dtype(np.int32): ctypes.c_int32,
+    np.dtype(np.float64): ctypes.c_double,
+    np.dtype(np.float32): ctypes.c_float,
 }
 
 

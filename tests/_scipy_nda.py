@@ -137,9 +137,7 @@ def _patch_conftest(conftest: Any) -> None:
     original_xp = conftest.xp._get_wrapped_function()
     original_devices = conftest.devices._get_wrapped_function()
     params = list(conftest.xp_available_backends)
-    params += [
-        pytest.param(NdaBackend(d), id=f"nda-{d}", marks=pytest.mark.array_api_backends) for d in devices_from_env()
-    ]
+    params += [pytest.param(NdaBackend(d), id=f"nda-{d}", marks=pytest.mark.array_api_backends) for d in devices_from_env()]
     conftest.xp_known_backends.add("nda")
     skip_cpu_only_on_sim = os.environ.get("NDA_SCIPY_CPU_ONLY", "run") == "skip"
 
@@ -178,9 +176,7 @@ def _patch_conftest(conftest: Any) -> None:
 def pytest_plugin_registered(plugin: Any, plugin_name: str, manager: Any) -> None:
     # SciPy's conftest is registered when its directory is first visited; pytest parses its
     # fixtures only when that Directory node is collected, after this hook.
-    if getattr(plugin, "__name__", None) == "scipy.conftest" or str(plugin_name).replace("\\", "/").endswith(
-        "site-packages/scipy/conftest.py"
-    ):
+    if getattr(plugin, "__name__", None) == "scipy.conftest" or str(plugin_name).replace("\\", "/").endswith("site-packages/scipy/conftest.py"):
         _patch_conftest(plugin)
 
 
@@ -219,9 +215,7 @@ def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
         entry = match_assumption(assumptions, _short_id(item.nodeid))
         if entry is not None:
             exc, reason = entry
-            item.add_marker(
-                pytest.mark.xfail(reason=f"{ASSUMPTIONS.name}: {reason}", raises=_exception_types(exc), strict=True)
-            )
+            item.add_marker(pytest.mark.xfail(reason=f"{ASSUMPTIONS.name}: {reason}", raises=_exception_types(exc), strict=True))
 
 
 def _short_id(nodeid: str) -> str:
@@ -273,7 +267,7 @@ def split_backend(test_id: str) -> tuple[str, str] | None:
     if match is None:
         return None
     start = match.start()
-    return match.group(1), test_id[:start] + "{xp}" + test_id[start + len(match.group(1)):]
+    return match.group(1), test_id[:start] + "{xp}" + test_id[start + len(match.group(1)) :]
 
 
 def compare(results: dict[str, str]) -> tuple[dict[str, dict[str, int]], dict[str, list[str]]]:
@@ -313,9 +307,22 @@ def _run(modules: list[str], extra: list[str]) -> int:
         env = dict(os.environ, NDA_SCIPY_REPORT=report, PYTHONPATH=os.pathsep.join([str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")]))
         env.setdefault("NDA_SCIPY_BACKENDS", "array_api_strict,nda-cpu,nda-sim")
         env["SCIPY_ARRAY_API"] = '["array_api_strict"]'  # SciPy's backend list: no numpy/cupy/dask variants to collect
-        cmd = [sys.executable, "-m", "pytest", "-p", "_scipy_nda", "-q", "-p", "no:cacheprovider", f"--rootdir={site}",
-               "--pyargs", f"scipy.{module}.tests",
-               "-W", "ignore::nda.FallbackWarning", *extra]
+        cmd = [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "_scipy_nda",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            f"--rootdir={site}",
+            "--pyargs",
+            f"scipy.{module}.tests",
+            "-W",
+            "ignore::nda.FallbackWarning",
+            *extra,
+        ]
         start = time.perf_counter()
         subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         seconds = time.perf_counter() - start
@@ -327,7 +334,18 @@ def _run(modules: list[str], extra: list[str]) -> int:
         counts, worse = compare(results)
         for xp_id in ("array_api_strict", "nda-cpu", "nda-sim"):
             c = counts.get(xp_id, {})
-            rows.append((module, xp_id, c.get("passed", 0), c.get("failed", 0) + c.get("error", 0), c.get("skipped", 0), c.get("xfailed", 0), c.get("xpassed", 0), seconds))
+            rows.append(
+                (
+                    module,
+                    xp_id,
+                    c.get("passed", 0),
+                    c.get("failed", 0) + c.get("error", 0),
+                    c.get("skipped", 0),
+                    c.get("xfailed", 0),
+                    c.get("xpassed", 0),
+                    seconds,
+                )
+            )
         for xp_id, ids in worse.items():
             total_worse += len(ids)
             print(f"\n{module}: {len(ids)} fail on {xp_id} and not on array_api_strict", flush=True)

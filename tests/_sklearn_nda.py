@@ -110,16 +110,20 @@ def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
         if not name.startswith("test_array_api_compliance[") or "-nda-" not in name or "-nda-cpu-" in name:
             continue
         if any(name.startswith(f"test_array_api_compliance[{case}-nda-") for case in READ_ONLY_INPUT):
-            item.add_marker(pytest.mark.xfail(
-                reason="scikit-learn's _chi2_kernel_fast refuses read-only input (non-const memoryviews), as it does for read-only NumPy arrays",
-                raises=ValueError, strict=True,
-            ))
+            item.add_marker(
+                pytest.mark.xfail(
+                    reason="scikit-learn's _chi2_kernel_fast refuses read-only input (non-const memoryviews), as it does for read-only NumPy arrays",
+                    raises=ValueError,
+                    strict=True,
+                )
+            )
 
 
 def pytest_configure(config: Any) -> None:
     # Installed when pytest loads this module as a plugin (-p _sklearn_nda), before it
     # collects scikit-learn's test modules; importing the module (for READ_ONLY_INPUT) does not.
     _install()
+
 
 if __name__ == "__main__":
     print(" ".join(SKLEARN_MODULES))

@@ -43,8 +43,10 @@ class ToyBackend:
             decl = CATALOG[op]
             dtypes = [d for d in decl.supported_dtypes if d in (nda.float32, nda.float64, nda.int64)]
             if op == "setitem":
+
                 def setitem(x, key, value):
                     x.data[key] = value.data if isinstance(value, ToyBuffer) else value
+
                 register_kernel(op, dtypes, setitem)
             else:
                 register_kernel(op, dtypes, _wrap(decl.reference))
@@ -110,7 +112,9 @@ class BlockedBackend:
 
         register_kernel.converter("strided", "blocked", to_blocked)
         register_kernel.converter("blocked", "strided", to_strided)
-        register_kernel.storage("blocked", to_host=lambda b: BlockedBuffer(b.columns.copy()), from_host=lambda b, device: BlockedBuffer(b.columns.copy()))
+        register_kernel.storage(
+            "blocked", to_host=lambda b: BlockedBuffer(b.columns.copy()), from_host=lambda b, device: BlockedBuffer(b.columns.copy())
+        )
         register_kernel("multiply", ["float64"], scale, layout="blocked", signatures=[("blocked", "scalar"), ("scalar", "blocked")])
 
     def to_host(self, buf):

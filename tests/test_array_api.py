@@ -37,10 +37,13 @@ def same(result, expected, rtol=1e-12):
     host = result.asnumpy()
     expected = np.asarray(expected)
     assert host.shape == expected.shape and host.dtype == expected.dtype, (host.dtype, host.shape, expected.dtype, expected.shape)
-    np.testing.assert_allclose(host, expected, rtol=rtol, equal_nan=True) if host.dtype.kind in "fc" else np.testing.assert_array_equal(host, expected)
+    np.testing.assert_allclose(host, expected, rtol=rtol, equal_nan=True) if host.dtype.kind in "fc" else np.testing.assert_array_equal(
+        host, expected
+    )
 
 
 # ----------------------------------------------------------------------------- namespace and inspection
+
 
 def test_array_api_compat_recognises_nda():
     array_api_compat = pytest.importorskip("array_api_compat")
@@ -95,14 +98,36 @@ def test_finfo_and_iinfo():
 
 def test_extension_namespaces_have_the_standard_functions():
     assert nda.linalg.matmul is nda.matmul and nda.linalg.matrix_transpose is nda.matrix_transpose
-    for name in ("cholesky", "cross", "det", "diagonal", "eigh", "eigvalsh", "inv", "matrix_norm", "matrix_power", "matrix_rank",
-                 "outer", "pinv", "qr", "slogdet", "solve", "svd", "svdvals", "trace", "vector_norm", "eig", "eigvals"):
+    for name in (
+        "cholesky",
+        "cross",
+        "det",
+        "diagonal",
+        "eigh",
+        "eigvalsh",
+        "inv",
+        "matrix_norm",
+        "matrix_power",
+        "matrix_rank",
+        "outer",
+        "pinv",
+        "qr",
+        "slogdet",
+        "solve",
+        "svd",
+        "svdvals",
+        "trace",
+        "vector_norm",
+        "eig",
+        "eigvals",
+    ):
         assert getattr(nda.linalg, name).__module__ == "nda.linalg"
     for name in ("fft", "ifft", "fftn", "ifftn", "rfft", "irfft", "rfftn", "irfftn", "hfft", "ihfft", "fftfreq", "rfftfreq", "fftshift", "ifftshift"):
         assert callable(getattr(nda.fft, name))
 
 
 # ----------------------------------------------------------------------------- functions against NumPy, per device
+
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_set_functions(device):
@@ -257,6 +282,7 @@ def test_fft(device):
 
 
 # ----------------------------------------------------------------------------- engine semantics of the new kinds of op
+
 
 def test_data_dependent_ops_are_sync_points_and_see_earlier_writes(threaded):
     x = nda.zeros(300_000)  # large enough to go to a worker

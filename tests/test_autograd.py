@@ -30,6 +30,7 @@ def leaf(values, device="cpu", dtype=None, grad_req="write"):
 
 # ----------------------------------------------------------------------------- recording
 
+
 def test_recording_changes_no_attribute_and_adds_nothing_outside_record():
     """record() installs an interceptor: NDArray and the namespaces are the same objects throughout."""
     before = dict(vars(nda.NDArray)), dict(vars(nda)), dict(vars(nda.linalg)), dict(vars(nda.fft))
@@ -232,13 +233,19 @@ def test_hessian_vector_product_through_matmul_and_indexing():
 
 # ----------------------------------------------------------------------------- in-place writes
 
+
 def test_in_place_writes_to_the_graph_are_refused_inside_record():
     x = leaf([1.0, 2.0])
     constant = nda.asarray([1.0, 1.0])
     with autograd.record():
         y = x * 2
-        for write in (lambda: x.__iadd__(1.0), lambda: y.__imul__(2.0), lambda: y.__setitem__(0, 5.0),
-                      lambda: constant.__setitem__(0, x[0]), lambda: nda.copyto(constant, x * 3)):
+        for write in (
+            lambda: x.__iadd__(1.0),
+            lambda: y.__imul__(2.0),
+            lambda: y.__setitem__(0, 5.0),
+            lambda: constant.__setitem__(0, x[0]),
+            lambda: nda.copyto(constant, x * 3),
+        ):
             with pytest.raises(autograd.AutogradError, match="in-place writes to an array that is part of the recorded graph"):
                 write()
         constant += 1.0  # a constant, with a constant value: fine
@@ -278,6 +285,7 @@ def test_views_share_the_version_of_their_base():
 
 
 # ----------------------------------------------------------------------------- what is and is not differentiable
+
 
 def test_constant_ops_give_zero_gradient_and_undefined_ones_raise():
     x = leaf([0.5, 1.5, 2.5])
@@ -388,6 +396,7 @@ def test_errors_inside_a_vjp_name_the_op():
 
 
 # ----------------------------------------------------------------------------- memory
+
 
 def test_graphs_are_released_with_their_arrays():
     gc.collect()

@@ -107,6 +107,7 @@ def test_gradients_run_asynchronously_through_the_engine(all_tasks):
 
 # ----------------------------------------------------------------------------- the kit's gradient mode
 
+
 def test_gradient_mode_passes_sim_and_fails_a_backend_with_a_wrong_kernel():
     report = conformance.run("sim", ops=["sin", "take", "linalg.solve"], dtypes=["float32", "float64"], gradients=True)
     assert report.ok and report.counts()["passed"] == 6, report.table()

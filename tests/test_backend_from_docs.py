@@ -84,6 +84,7 @@ def test_a_view_kernel_that_declines_says_why_it_cannot_fall_back(mini):
 
 # ----------------------------------------------------------------------------- DLPack
 
+
 def test_dlpack_on_a_backend_without_dlpack_members(mini):
     assert not hasattr(mini, "dlpack") and not hasattr(mini, "dlpack_device")
     a = nda.asarray([1.0, 2.0, 3.0], device="mini")
@@ -117,6 +118,7 @@ def test_dlpack_copy_must_be_a_bool_or_none():
 
 # ----------------------------------------------------------------------------- host reads check the buffer
 
+
 @pytest.mark.parametrize("wrong", ["shape", "dtype"])
 def test_a_host_read_refuses_a_buffer_that_is_not_what_nda_declared(mini, wrong):
     def bad_sum(x, axis=None, keepdims=False, dtype=None):
@@ -132,7 +134,9 @@ def test_a_host_read_refuses_a_buffer_that_is_not_what_nda_declared(mini, wrong)
     declared = "shape (2,) and dtype float64"
     actual = "shape (1, 2) and dtype float64" if wrong == "shape" else "shape (2,) and dtype float32"
     for read in (s.asnumpy, s.tolist, lambda: np.asarray(s), lambda: repr(s), lambda: s.to_device("cpu")):
-        with pytest.raises(nda.backends.KernelResultError, match=rf"backend 'mini' returned a buffer with {re.escape(actual)} .* declared {re.escape(declared)}"):
+        with pytest.raises(
+            nda.backends.KernelResultError, match=rf"backend 'mini' returned a buffer with {re.escape(actual)} .* declared {re.escape(declared)}"
+        ):
             read()
     np.testing.assert_array_equal(nda.sum(nda.asarray([[5.0, 6.0]]), axis=0).asnumpy(), [5.0, 6.0])  # cpu is fine
 

@@ -18,7 +18,10 @@ import nda
 def _run(code: str, **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code)],
-        capture_output=True, text=True, env={**os.environ, **env}, timeout=120,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env},
+        timeout=120,
     )
 
 
@@ -64,7 +67,9 @@ def test_excluding_cpu_keeps_nda_importable_with_a_clear_error():
 
 
 def test_selecting_backends_by_name():
-    result = _run("import nda; print(next(r for r in nda.backends.status() if r['name'] == 'cpu')['state']); print(nda.ones(2).tolist())", NDA_BACKENDS="cpu")
+    result = _run(
+        "import nda; print(next(r for r in nda.backends.status() if r['name'] == 'cpu')['state']); print(nda.ones(2).tolist())", NDA_BACKENDS="cpu"
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["installed", "[1.0,", "1.0]"]
 
@@ -76,19 +81,30 @@ def _write_module(tmp_path, name: str, body: str) -> None:
 def test_broken_backends_are_isolated(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     _write_module(tmp_path, "nda_test_raises", "raise RuntimeError('driver exploded')\n")
-    _write_module(tmp_path, "nda_test_oldapi", """
+    _write_module(
+        tmp_path,
+        "nda_test_oldapi",
+        """
         class B:
             name = "oldapi"; api_version = "0.3"; device_types = ("oldapi",)
             def register(self, register_kernel): pass
         backend = B()
-    """)
-    _write_module(tmp_path, "nda_test_newapi", """
+    """,
+    )
+    _write_module(
+        tmp_path,
+        "nda_test_newapi",
+        """
         class B:
             name = "newapi"; api_version = "1.9"; device_types = ("newapi",)
             def register(self, register_kernel): pass
         backend = B()
-    """)
-    _write_module(tmp_path, "nda_test_unknownop", """
+    """,
+    )
+    _write_module(
+        tmp_path,
+        "nda_test_unknownop",
+        """
         import numpy as np
         class B:
             name = "unknownop"; api_version = "1.0"; device_types = ("unknownop",)
@@ -101,8 +117,12 @@ def test_broken_backends_are_isolated(tmp_path, monkeypatch):
                 register_kernel("add", ["float32"], np.add)
                 register_kernel("frobnicate", ["float32"], np.add)
         backend = B()
-    """)
-    _write_module(tmp_path, "nda_test_baddtype", """
+    """,
+    )
+    _write_module(
+        tmp_path,
+        "nda_test_baddtype",
+        """
         import numpy as np
         class B:
             name = "baddtype"; api_version = "1.0"; device_types = ("baddtype",)
@@ -114,7 +134,8 @@ def test_broken_backends_are_isolated(tmp_path, monkeypatch):
             def register(self, register_kernel):
                 register_kernel("bitwise_and", ["float32"], np.bitwise_and)
         backend = B()
-    """)
+    """,
+    )
     with pytest.raises(nda.BackendError, match="driver exploded"):
         nda.backends.load("nda_test_raises")
     with pytest.raises(nda.BackendValidationError, match="implements backend API 0.3.*speaks 1.4"):
@@ -157,16 +178,26 @@ def test_a_refused_backend_shows_its_sentence_everywhere_and_keeps_the_traceback
             def to_host(self, b): return b
             def from_host(self, h, d, out=None): return h
     """
-    _write_module(tmp_path, "nda_test_refused_version", common.replace("NAME", "'refusedversion'") + """
+    _write_module(
+        tmp_path,
+        "nda_test_refused_version",
+        common.replace("NAME", "'refusedversion'")
+        + """
             api_version = "2.0"
             def register(self, register_kernel): pass
         backend = B()
-    """)
-    _write_module(tmp_path, "nda_test_refused_op", common.replace("NAME", "'refusedop'") + """
+    """,
+    )
+    _write_module(
+        tmp_path,
+        "nda_test_refused_op",
+        common.replace("NAME", "'refusedop'")
+        + """
             api_version = "1.2"
             def register(self, register_kernel): register_kernel("frobnicate", ["float32"], np.add)
         backend = B()
-    """)
+    """,
+    )
     sentences = {
         "refusedversion": "backend 'refusedversion' implements backend API 2.0, but this nda speaks 1.4; install a version of the backend built for nda's backend API 1.x",
         "refusedop": "backend 'refusedop' registers a kernel for unknown op 'frobnicate'; the catalog's ops are listed in nda.ops.CATALOG",

@@ -26,8 +26,11 @@ def device(request):
 # ----------------------------------------------------------------------------- indexing
 
 
-@pytest.mark.parametrize("key", [slice(1, 2.5), slice("a", None), slice(None, None, 1.0), (None, slice(0.5, None)), (Ellipsis, slice(None, nda.asarray(1.5)))],
-                         ids=["stop-float", "start-str", "step-float", "in-a-tuple", "0d-float-array"])
+@pytest.mark.parametrize(
+    "key",
+    [slice(1, 2.5), slice("a", None), slice(None, None, 1.0), (None, slice(0.5, None)), (Ellipsis, slice(None, nda.asarray(1.5)))],
+    ids=["stop-float", "start-str", "step-float", "in-a-tuple", "0d-float-array"],
+)
 def test_slice_bounds_that_are_not_ints_are_a_type_error(device, key):
     x = nda.arange(5, device=device)
     with pytest.raises(TypeError, match=r"x\[\.\.\.\]: slice bounds must be ints or None, got slice"):
@@ -95,7 +98,9 @@ def test_csr_refuses_non_finite_values_for_an_integer_dtype_as_asarray_does(valu
 def test_csr_shape_must_be_ints_as_zeros_requires(shape):
     with pytest.raises(TypeError, match=r"zeros\(\): shape must be an int or a tuple of ints"):
         nda.zeros(shape)
-    with pytest.raises(TypeError, match=rf"csr_array\(\): shape must be an int or a tuple of ints, got {repr(shape).replace('(', '.').replace(')', '.')}"):
+    with pytest.raises(
+        TypeError, match=rf"csr_array\(\): shape must be an int or a tuple of ints, got {repr(shape).replace('(', '.').replace(')', '.')}"
+    ):
         nda.sparse.csr_array(([1.0], [0], [0, 1, 1]), shape=shape)
     with pytest.raises(TypeError, match=r"row_sparse_array\(\): shape must be an int or a tuple of ints"):
         nda.sparse.row_sparse_array(([[1.0, 2.0, 3.0]], [0]), shape=shape)
@@ -181,6 +186,7 @@ def test_eye_names_the_argument_that_is_not_an_int():
 
 
 # ----------------------------------------------------------------------------- issue 29, item 7
+
 
 def test_hybridize_refuses_what_is_not_a_function_at_decoration():
     with pytest.raises(TypeError, match=r"hybridize\(\) records a function; got 5 \(a int\), which is not callable"):
@@ -370,7 +376,9 @@ def test_an_npz_member_that_is_not_array_data_is_a_type_error(tmp_path):
 def test_a_mapping_or_a_set_is_not_a_shape(device, shape):
     with pytest.raises(TypeError):
         np.zeros(shape)  # NumPy: "expected a sequence of integers or a single integer"
-    with pytest.raises(TypeError, match=rf"zeros\(\): shape must be an int or a tuple of ints, got .* \(a {type(shape).__name__} is not a sequence of dimensions\)"):
+    with pytest.raises(
+        TypeError, match=rf"zeros\(\): shape must be an int or a tuple of ints, got .* \(a {type(shape).__name__} is not a sequence of dimensions\)"
+    ):
         nda.zeros(shape, device=device)
 
 
@@ -404,7 +412,10 @@ def test_every_shape_taking_function_refuses_what_the_constructors_refuse(device
         # nda's message; a NumPy function nda refuses goes to NumPy (a FallbackWarning), which raises its own
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", nda.FallbackWarning)
-            with pytest.raises(TypeError, match=r"must be an int or a tuple of ints|expected a sequence of integers|an integer is required|cannot be interpreted as an integer"):
+            with pytest.raises(
+                TypeError,
+                match=r"must be an int or a tuple of ints|expected a sequence of integers|an integer is required|cannot be interpreted as an integer",
+            ):
                 call()
                 pytest.fail(f"{what} accepted {shape!r}")
 
@@ -458,10 +469,12 @@ def test_environment_values_are_parsed_with_errors_naming_the_variable(monkeypat
     from nda._config import env_choice, env_flag, env_float, env_int
 
     monkeypatch.setenv("NDA_TEST_VALUE", "x")
-    for parse, allowed in ((lambda: env_int("NDA_TEST_VALUE", 3, minimum=1), "an integer >= 1"),
-                           (lambda: env_float("NDA_TEST_VALUE", 1.5), "a number >= 0"),
-                           (lambda: env_flag("NDA_TEST_VALUE", True), "1 or 0"),
-                           (lambda: env_choice("NDA_TEST_VALUE", "a", ("a", "b")), "one of a, b")):
+    for parse, allowed in (
+        (lambda: env_int("NDA_TEST_VALUE", 3, minimum=1), "an integer >= 1"),
+        (lambda: env_float("NDA_TEST_VALUE", 1.5), "a number >= 0"),
+        (lambda: env_flag("NDA_TEST_VALUE", True), "1 or 0"),
+        (lambda: env_choice("NDA_TEST_VALUE", "a", ("a", "b")), "one of a, b"),
+    ):
         with pytest.raises(ValueError, match=rf"NDA_TEST_VALUE must be {allowed}.*got 'x'; unset it for the default"):
             parse()
     for value, expected in (("0", None), ("-2", None), ("nan", None), ("7", 7)):
@@ -481,11 +494,21 @@ def test_environment_values_are_parsed_with_errors_naming_the_variable(monkeypat
 
 
 _BAD_ENVIRONMENT = [
-    ("NDA_QUIESCE_TIMEOUT", "soon"), ("NDA_MAX_PENDING", "0"), ("NDA_MAX_PENDING_ELEMENTS", "-1"), ("NDA_INLINE_MAX", "lots"),
-    ("NDA_MAX_IN_FLIGHT", "1.5"), ("NDA_NATIVE", "maybe"), ("NDA_FUSION_CHUNK", "0"), ("NDA_SIM_DEVICES", "two"), ("NDA_SIM_LATENCY_US", "-5"),
-    ("NDA_SIM_CAPACITY", "1GB"), ("NDA_SIM_FLUSH_SUBNORMALS", "sometimes"),
+    ("NDA_QUIESCE_TIMEOUT", "soon"),
+    ("NDA_MAX_PENDING", "0"),
+    ("NDA_MAX_PENDING_ELEMENTS", "-1"),
+    ("NDA_INLINE_MAX", "lots"),
+    ("NDA_MAX_IN_FLIGHT", "1.5"),
+    ("NDA_NATIVE", "maybe"),
+    ("NDA_FUSION_CHUNK", "0"),
+    ("NDA_SIM_DEVICES", "two"),
+    ("NDA_SIM_LATENCY_US", "-5"),
+    ("NDA_SIM_CAPACITY", "1GB"),
+    ("NDA_SIM_FLUSH_SUBNORMALS", "sometimes"),
     # past what the setting can be: a hang (a list of 10**20 devices), a bare AssertionError (a stream's sleep overflowed)
-    ("NDA_SIM_DEVICES", "99999999999999999999"), ("NDA_SIM_LATENCY_US", "99999999999999999999"), ("NDA_SIM_CAPACITY", "99999999999999999999"),
+    ("NDA_SIM_DEVICES", "99999999999999999999"),
+    ("NDA_SIM_LATENCY_US", "99999999999999999999"),
+    ("NDA_SIM_CAPACITY", "99999999999999999999"),
     ("NDA_NUMEXPR", "maybe"),  # was a partitioner's note at each compile, never an error
     ("NDA_ENGINE", "fast"),
 ]
@@ -500,9 +523,16 @@ def test_a_bad_nda_environment_value_is_an_error_naming_the_variable():
     import sys
 
     script = "import nda\nf = nda.hybridize(lambda a: a * 2 + 1)\nf(nda.ones(4)).wait_to_read()\nprint((nda.ones(3, device='sim') + 1).asnumpy())"
-    procs = {(name, value): subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                             env={**os.environ, "NDA_ENGINE": "threaded", name: value})  # the threaded engine reads its settings
-             for name, value in _BAD_ENVIRONMENT}
+    procs = {
+        (name, value): subprocess.Popen(
+            [sys.executable, "-c", script],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "NDA_ENGINE": "threaded", name: value},
+        )  # the threaded engine reads its settings
+        for name, value in _BAD_ENVIRONMENT
+    }
     for (name, value), proc in procs.items():
         try:
             _, err = proc.communicate(timeout=120)
@@ -521,8 +551,9 @@ def test_an_empty_nda_variable_means_its_default():
 
     script = "import nda\nprint(nda.engine.current().name, (nda.ones(3, device='sim') + 1).asnumpy().tolist())"
     names = ["NDA_ENGINE", "NDA_NUMEXPR", "NDA_SIM_DEVICES", "NDA_SIM_LATENCY_US", "NDA_SIM_FLUSH_SUBNORMALS", "NDA_FALLBACK", "NDA_NATIVE"]
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, **{name: "" for name in names}})
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env={**os.environ, **{name: "" for name in names}}
+    )
     assert proc.returncode == 0, proc.stderr[-1500:]
     assert proc.stdout.split()[0] == "threaded" and "[2.0, 2.0, 2.0]" in proc.stdout
 

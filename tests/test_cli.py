@@ -30,9 +30,7 @@ needs_sim = pytest.mark.skipif(not _has_sim(), reason="nda-sim is not installed 
 
 
 def _run(*args: str, cwd: str | None = None, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "nda", *args], cwd=cwd, env={**os.environ, **env}, capture_output=True, text=True, timeout=300
-    )
+    return subprocess.run([sys.executable, "-m", "nda", *args], cwd=cwd, env={**os.environ, **env}, capture_output=True, text=True, timeout=300)
 
 
 # ---------------------------------------------------------------------- info

@@ -55,6 +55,7 @@ def _run(code: str, **env: str) -> subprocess.CompletedProcess[str]:
 
 # ----------------------------------------------------------------------------- everywhere
 
+
 def test_cuda_is_an_installed_backend_and_import_nda_stays_light():
     result = _run(
         """
@@ -125,6 +126,7 @@ def test_gpu_tests_skip_with_the_probe_reason():
 
 
 # ----------------------------------------------------------------------------- not a GPU test
+
 
 @pytest.fixture(scope="module")
 def mirror():
@@ -265,6 +267,7 @@ def test_data_dependent_errors_of_the_device_surface_at_sync_points(mirror, engi
 
 
 # ----------------------------------------------------------------------------- GPU
+
 
 @needs_gpu
 def test_devices_report_name_memory_and_compute_capability():

@@ -159,8 +159,18 @@ def test_double_precision_subnormals_and_underflowing_norms_give_cpus_values(mir
     assert np.isfinite(u).all() and (s == 0).all() and np.isfinite(vh).all()
 
 
-@pytest.mark.parametrize("host", [np.eye(3), np.zeros((2, 2)), np.array([[1.0, 2.0], [2.0, 4.0]]), _matrices((3, 2, 2), np.complex64),
-                                  _matrices((2, 3, 3), np.float32), np.zeros((0, 0)), np.zeros((2, 0, 0), np.complex128)])
+@pytest.mark.parametrize(
+    "host",
+    [
+        np.eye(3),
+        np.zeros((2, 2)),
+        np.array([[1.0, 2.0], [2.0, 4.0]]),
+        _matrices((3, 2, 2), np.complex64),
+        _matrices((2, 3, 3), np.float32),
+        np.zeros((0, 0)),
+        np.zeros((2, 0, 0), np.complex128),
+    ],
+)
 def test_slogdet_gives_cpus_result(mirror, native_only, host):
     (sign, logabs), (csign, clogabs) = _both(nda.linalg.slogdet, host)
     assert (sign.dtype, logabs.dtype, sign.shape) == (csign.dtype, clogabs.dtype, csign.shape)
@@ -168,15 +178,18 @@ def test_slogdet_gives_cpus_result(mirror, native_only, host):
     _close(logabs, clogabs, host.dtype, 8.0)
 
 
-@pytest.mark.parametrize("host, rtol", [
-    (np.array([[0.0, TINY32], [TINY32, TINY32]], np.float32), None),  # singular values 1.62 t and 0.62 t (subnormal)
-    (np.array([[1.0, 1.0], [1.0, 1.0 + 1e-9]]), None),
-    (np.diag([1.0, 1e-3, 1e-6]), 1e-4),
-    (np.stack([np.diag([1.0, 1e-3, 1e-6])] * 2).astype(np.complex64), "array"),
-    (np.zeros((0, 3)), None),
-    (np.zeros((2, 3, 0), np.float32), None),
-    (np.full((2, 2), 1e-45, np.float32), None),
-])
+@pytest.mark.parametrize(
+    "host, rtol",
+    [
+        (np.array([[0.0, TINY32], [TINY32, TINY32]], np.float32), None),  # singular values 1.62 t and 0.62 t (subnormal)
+        (np.array([[1.0, 1.0], [1.0, 1.0 + 1e-9]]), None),
+        (np.diag([1.0, 1e-3, 1e-6]), 1e-4),
+        (np.stack([np.diag([1.0, 1e-3, 1e-6])] * 2).astype(np.complex64), "array"),
+        (np.zeros((0, 3)), None),
+        (np.zeros((2, 3, 0), np.float32), None),
+        (np.full((2, 2), 1e-45, np.float32), None),
+    ],
+)
 def test_matrix_rank_uses_the_standards_relative_tolerance(mirror, native_only, host, rtol):
     if rtol == "array":
         got = nda.linalg.matrix_rank(nda.asarray(host, device=D), rtol=nda.asarray([1e-4, 1e-2], device=D)).asnumpy()

@@ -79,6 +79,7 @@ def _refuse(*args, **kwargs):
 
 # ----------------------------------------------------------------------------- values
 
+
 def _values(dtype: str) -> list:
     values = list(strategies.edge_values(dtype))
     kind = NUMPY[dtype].kind
@@ -114,7 +115,10 @@ def _check(op: str, got: np.ndarray, want: np.ndarray, inputs: tuple) -> None:
     bad, _ = mismatches(got, want, rtol=rtol, atol=atol, signed_zeros=True)
     if bad.any():
         where = np.argwhere(bad)[:6]
-        rows = [f"  {tuple(int(i) for i in w)}: inputs {[a[tuple(w)] if isinstance(a, np.ndarray) and a.ndim else a for a in inputs]} -> {got[tuple(w)]!r}, NumPy {want[tuple(w)]!r}" for w in where]
+        rows = [
+            f"  {tuple(int(i) for i in w)}: inputs {[a[tuple(w)] if isinstance(a, np.ndarray) and a.ndim else a for a in inputs]} -> {got[tuple(w)]!r}, NumPy {want[tuple(w)]!r}"
+            for w in where
+        ]
         raise AssertionError(f"{op}: {int(bad.sum())} of {bad.size} differ from NumPy\n" + "\n".join(rows))
 
 
@@ -225,6 +229,7 @@ def test_float32_subnormals_are_kept_unless_compiled_to_flush(gen):
 
 # ----------------------------------------------------------------------------- dispatch rules
 
+
 class _Recorder:
     def __init__(self, fn):
         self.fn, self.calls = fn, 0
@@ -254,10 +259,22 @@ def test_contiguous_inputs_of_any_size_and_alignment_take_the_generated_kernel(g
     np.testing.assert_array_equal(cmp, x1 < x2)
 
 
-@pytest.mark.parametrize("shapes", [
-    ((3, 4), (4,)), ((3, 4), (3, 1)), ((3, 1), (1, 4)), ((2, 3, 4), (3, 1)), ((5, 1, 3), (1, 2, 1)),
-    ((2, 3, 4), ()), ((1,), (5, 7)), ((4, 1, 1, 2), (1, 3, 5, 1)), ((0, 3), (3,)), ((2, 1, 3, 1, 2, 1, 3), (2, 3, 1, 2, 1, 3, 1)), ((2, 1, 2, 1, 2, 1, 2, 1), (1, 2, 1, 2, 1, 2, 1, 2)),
-])
+@pytest.mark.parametrize(
+    "shapes",
+    [
+        ((3, 4), (4,)),
+        ((3, 4), (3, 1)),
+        ((3, 1), (1, 4)),
+        ((2, 3, 4), (3, 1)),
+        ((5, 1, 3), (1, 2, 1)),
+        ((2, 3, 4), ()),
+        ((1,), (5, 7)),
+        ((4, 1, 1, 2), (1, 3, 5, 1)),
+        ((0, 3), (3,)),
+        ((2, 1, 3, 1, 2, 1, 3), (2, 3, 1, 2, 1, 3, 1)),
+        ((2, 1, 2, 1, 2, 1, 2, 1), (1, 2, 1, 2, 1, 2, 1, 2)),
+    ],
+)
 def test_inputs_broadcast_from_contiguous_ones_take_the_generated_kernel(gen, shapes):
     rng = np.random.default_rng(len(shapes[0]))
     x1 = rng.integers(-100, 100, shapes[0]).astype(np.int64)
@@ -284,17 +301,17 @@ def test_inputs_broadcast_from_contiguous_ones_take_the_generated_kernel(gen, sh
 def test_strided_views_other_dtypes_and_odd_scalars_go_to_cupys_kernel(gen):
     x = np.arange(24, dtype=np.float32).reshape(4, 6)
     cases = [
-        ("add", (x[:, ::2], x[:, ::2].copy())),     # a strided view
-        ("add", (x.T, x.T.copy())),                 # transposed (F-contiguous)
+        ("add", (x[:, ::2], x[:, ::2].copy())),  # a strided view
+        ("add", (x.T, x.T.copy())),  # transposed (F-contiguous)
         ("add", (x.astype(np.int8), x.astype(np.int8))),  # a dtype the generator does not serve
         ("add", (x.astype(np.complex128), x.astype(np.complex128))),
-        ("add", (x, x.astype(np.float64))),         # mixed dtypes (nda casts first; a direct call falls back)
-        ("add", (x.astype(np.int32), 2.5)),         # a float scalar with an integer array
-        ("multiply", (x, 2**2000)),                 # an int no float holds (NumPy raises OverflowError; so does the fallback)
-        ("add", (x.astype(np.bool_), 1)),           # an int scalar with a bool array
-        ("exp", (x.astype(np.complex64),)),         # complex exp: CuPy's kernel (and nda-cuda's fixes)
-        ("pow", (x.astype(np.int32), -2)),          # a negative Python int exponent: NumPy raises at the call
-        ("pow", (x, x[:, :1].copy())),              # an exponent broadcast along some axes only (NumPy's loop choice)
+        ("add", (x, x.astype(np.float64))),  # mixed dtypes (nda casts first; a direct call falls back)
+        ("add", (x.astype(np.int32), 2.5)),  # a float scalar with an integer array
+        ("multiply", (x, 2**2000)),  # an int no float holds (NumPy raises OverflowError; so does the fallback)
+        ("add", (x.astype(np.bool_), 1)),  # an int scalar with a bool array
+        ("exp", (x.astype(np.complex64),)),  # complex exp: CuPy's kernel (and nda-cuda's fixes)
+        ("pow", (x.astype(np.int32), -2)),  # a negative Python int exponent: NumPy raises at the call
+        ("pow", (x, x[:, :1].copy())),  # an exponent broadcast along some axes only (NumPy's loop choice)
     ]
     for op, args in cases:
         fallback = _Recorder(lambda *a: CATALOG[op].reference(*a))
@@ -369,6 +386,7 @@ def test_a_kernel_that_does_not_compile_warns_once_and_leaves_the_calls_to_cupy(
 
 # ----------------------------------------------------------------------------- source text
 
+
 def test_source_of_a_vectorised_kernel():
     program = cg.op_program("add", "float32", (False, False))
     name, source = cg.kernel_source(program, cg.Pattern(("c", "c"), vec=4, unroll=2))
@@ -406,20 +424,31 @@ def test_generated_module_compiles_for_sm90_with_nvcc(gen, tmp_path):
     kernels.append((extra, cg.Pattern(("b", "s"), ndim=3, index64=True), "bcast"))
     source = tmp_path / "module.cu"
     source.write_text(cg.module_source(kernels))
-    result = subprocess.run(["nvcc", "-cubin", "-arch=sm_90", "--fmad=false", "-ftz=false", "-o", str(tmp_path / "m.cubin"), str(source)],
-                            capture_output=True, text=True, timeout=600)
+    result = subprocess.run(
+        ["nvcc", "-cubin", "-arch=sm_90", "--fmad=false", "-ftz=false", "-o", str(tmp_path / "m.cubin"), str(source)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert result.returncode == 0, result.stderr[-4000:]
     # 16-byte accesses: float32 add loads and stores float4-wide, float64 double2-wide
-    small = [(cg.op_program("add", d, (False, False)), cg.Pattern(("c", "c"), 16 // np.dtype(d).itemsize, 2), f"k_{d}") for d in ("float32", "float64")]
+    small = [
+        (cg.op_program("add", d, (False, False)), cg.Pattern(("c", "c"), 16 // np.dtype(d).itemsize, 2), f"k_{d}") for d in ("float32", "float64")
+    ]
     (tmp_path / "small.cu").write_text(cg.module_source(small))
-    result = subprocess.run(["nvcc", "-ptx", "-arch=sm_90", "--fmad=false", "-o", str(tmp_path / "small.ptx"), str(tmp_path / "small.cu")],
-                            capture_output=True, text=True, timeout=600)
+    result = subprocess.run(
+        ["nvcc", "-ptx", "-arch=sm_90", "--fmad=false", "-o", str(tmp_path / "small.ptx"), str(tmp_path / "small.cu")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert result.returncode == 0, result.stderr[-4000:]
     ptx = (tmp_path / "small.ptx").read_text()
     assert "ld.global.nc.v4.f32" in ptx and "st.global.v4.f32" in ptx and "ld.global.nc.v2.f64" in ptx and "st.global.v2.f64" in ptx
 
 
 # ----------------------------------------------------------------------------- through nda
+
 
 @pytest.fixture(scope="module")
 def cudagen(gen):
@@ -466,6 +495,7 @@ def test_hybridized_chains_run_one_generated_kernel_with_the_eager_results(cudag
 
 # ----------------------------------------------------------------------------- on a GPU
 
+
 def _gpus() -> int:
     try:
         import cupy
@@ -485,8 +515,12 @@ def test_generated_kernels_on_the_gpu_match_numpy():
 
     gen = nda_cuda.backend.elementwise
     assert gen is not None
-    for dtype, ops in (("float32", ["add", "exp", "maximum", "floor_divide", "logaddexp"]), ("int64", ["floor_divide", "bitwise_left_shift"]),
-                       ("complex64", ["multiply", "divide"]), ("bool", ["logical_xor"])):
+    for dtype, ops in (
+        ("float32", ["add", "exp", "maximum", "floor_divide", "logaddexp"]),
+        ("int64", ["floor_divide", "bitwise_left_shift"]),
+        ("complex64", ["multiply", "divide"]),
+        ("bool", ["logical_xor"]),
+    ):
         values = _values(dtype)
         x1 = np.repeat(np.array(values, dtype=NUMPY[dtype]), len(values))
         x2 = np.tile(np.array(values, dtype=NUMPY[dtype]), len(values))
@@ -508,8 +542,9 @@ def test_the_compiled_image_is_taken_from_cupys_pair_and_cached(tmp_path, monkey
     compiler = pytest.importorskip("cupy.cuda.compiler")
     calls = []
 
-    def compile_using_nvrtc(source, options=(), arch=None, filename="kern.cu", name_expressions=None, log_stream=None,
-                            cache_in_memory=False, jitify=None, method=None):
+    def compile_using_nvrtc(
+        source, options=(), arch=None, filename="kern.cu", name_expressions=None, log_stream=None, cache_in_memory=False, jitify=None, method=None
+    ):
         calls.append((source, tuple(options), arch))
         return b"IMAGE:" + source.encode(), {}  # what CuPy 14.2 returns
 
@@ -540,8 +575,8 @@ def test_the_compiled_image_is_taken_from_cupys_pair_and_cached(tmp_path, monkey
                     return (13, 0)
 
     nvrtc = NvrtcCompiler(FakeCupy(), ftz=False)
-    first = nvrtc._binary("extern \"C\" __global__ void k() {}", 0)
-    assert first == b"IMAGE:extern \"C\" __global__ void k() {}"
-    assert calls == [("extern \"C\" __global__ void k() {}", ("--fmad=false", "-ftz=false"), "90")]
-    again = nvrtc._binary("extern \"C\" __global__ void k() {}", 0)
+    first = nvrtc._binary('extern "C" __global__ void k() {}', 0)
+    assert first == b'IMAGE:extern "C" __global__ void k() {}'
+    assert calls == [('extern "C" __global__ void k() {}', ("--fmad=false", "-ftz=false"), "90")]
+    again = nvrtc._binary('extern "C" __global__ void k() {}', 0)
     assert again == first and len(calls) == 1  # the disk cache holds the image itself

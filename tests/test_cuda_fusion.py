@@ -29,7 +29,11 @@ def _mirror():
 def test_cuda_source_of_a_multiply_add_chain():
     program = fusion.Program(
         [fusion.Instr("multiply", (("in", 0), ("in", 1)), F32, F32), fusion.Instr("add", (("tmp", 0), ("in", 2)), F32, F32)],
-        [(F32, (8,)), (F32, (8,)), (F32, (8,))], [1], (8,), None)
+        [(F32, (8,)), (F32, (8,)), (F32, (8,))],
+        [1],
+        (8,),
+        None,
+    )
     in_params, out_params, operation, scalars = _fusion.cuda_source(program)
     assert in_params == "float32 in0, float32 in1, float32 in2"
     assert out_params == "float32 out0"
@@ -39,13 +43,26 @@ def test_cuda_source_of_a_multiply_add_chain():
 
 def test_cuda_source_casts_at_the_border_and_passes_scalars_typed():
     program = fusion.Program(
-        [fusion.Instr("multiply", (("in", 0), ("const", 0.5)), F64, F64), fusion.Instr("tanh", (("tmp", 0),), F64, F64),
-         fusion.Instr("add", (("tmp", 1), ("in", 1)), F64, F64)],
-        [(nda.int32, (4,)), (F64, (4,))], [0, 2], (4,), None)
+        [
+            fusion.Instr("multiply", (("in", 0), ("const", 0.5)), F64, F64),
+            fusion.Instr("tanh", (("tmp", 0),), F64, F64),
+            fusion.Instr("add", (("tmp", 1), ("in", 1)), F64, F64),
+        ],
+        [(nda.int32, (4,)), (F64, (4,))],
+        [0, 2],
+        (4,),
+        None,
+    )
     in_params, out_params, operation, scalars = _fusion.cuda_source(program)
     assert in_params == "int32 in0, float64 in1, float64 c0"
     assert out_params == "float64 out0, float64 out1"
-    assert operation.splitlines() == ["double t0 = (((double)in0) * c0);", "double t1 = tanh(t0);", "double t2 = (t1 + in1);", "out0 = t0;", "out1 = t2;"]
+    assert operation.splitlines() == [
+        "double t0 = (((double)in0) * c0);",
+        "double t1 = tanh(t0);",
+        "double t2 = (t1 + in1);",
+        "out0 = t0;",
+        "out1 = t2;",
+    ]
     assert scalars == [np.float64(0.5)] and type(scalars[0]) is np.float64
     assert "t0 = xp.multiply(in0.astype(xp.float64), c0)" in _fusion.python_source(program)
 
@@ -54,7 +71,11 @@ def test_generated_source_parses_as_a_cupy_elementwise_kernel():
     cupy = pytest.importorskip("cupy")
     program = fusion.Program(
         [fusion.Instr("multiply", (("in", 0), ("const", 2.0)), F32, F32), fusion.Instr("exp", (("tmp", 0),), F32, F32)],
-        [(F32, (8,))], [1], (8,), None)
+        [(F32, (8,))],
+        [1],
+        (8,),
+        None,
+    )
     in_params, out_params, operation, _ = _fusion.cuda_source(program)
     kernel = cupy.ElementwiseKernel(in_params, out_params, operation, "nda_fused_test", options=_fusion.OPTIONS)
     assert kernel.nin == 2 and kernel.nout == 1

@@ -56,6 +56,7 @@ def _quiet():
 
 # ----------------------------------------------------------------------------- CuPy's refusals
 
+
 class _ClaimsCuda:
     """A producer that says it is on a CUDA device but hands over host memory (what real CuPy refuses)."""
 
@@ -138,6 +139,7 @@ def test_the_model_reproduces_what_the_h200_measured():
 
 
 # ----------------------------------------------------------------------------- the run's minimal examples
+
 
 def _c(op, *args, **kwargs):
     """A case as the kit's generators make it: element-wise cases compare signs of zeros by the kit's rule."""
@@ -281,6 +283,7 @@ def test_complex_products_near_overflow_are_not_compared_and_why():
 
 # ----------------------------------------------------------------------------- gradients
 
+
 def test_h200_gradient_failures_pass_on_the_mirror(mirror):
     """``cholesky(x, upper=True)`` reads the upper triangle (NumPy's, and nda's gradient, do); ``solve``
     broadcasts the batch (CuPy's does not)."""
@@ -289,6 +292,8 @@ def test_h200_gradient_failures_pass_on_the_mirror(mirror):
         upper = nda.linalg.cholesky(nda.asarray(x, device=device), upper=True).asnumpy()
         np.testing.assert_allclose(upper, np.linalg.cholesky(x, upper=True), rtol=1e-12)
     a, b = np.array([[[-1.863]], [[-2.23]]]), np.array([[-1.934]])
-    np.testing.assert_allclose(nda.linalg.solve(nda.asarray(a, device=D), nda.asarray(b, device=D)).asnumpy(), np.linalg.solve(a, b[None]), rtol=1e-12)
+    np.testing.assert_allclose(
+        nda.linalg.solve(nda.asarray(a, device=D), nda.asarray(b, device=D)).asnumpy(), np.linalg.solve(a, b[None]), rtol=1e-12
+    )
     report = conformance.run(D, reference="cpu", ops=["linalg.cholesky", "linalg.solve"], gradients=True)
     assert report.ok, report.table()

@@ -71,6 +71,7 @@ def _neg_nan() -> float:
 
 # ----------------------------------------------------------------------------- the model
 
+
 def test_the_model_computes_what_the_h200_measured():
     ctx = _quiet()
     try:
@@ -123,6 +124,7 @@ def test_the_models_streams_order_writes_only_by_events_or_the_legacy_rule():
 
 # ----------------------------------------------------------------------------- the run's minimal examples
 
+
 def _einsum(spec, *operands, **kwargs):
     return Case("einsum", (spec, list(operands)), kwargs)
 
@@ -134,11 +136,24 @@ _BIG64, _BIG32 = 1.7976931348623157e308, 3.4028234663852886e38
 H200_CASES = [
     ("einsum", "complex128", _einsum("ij,jk->ik", _a([[complex(_BIG64, -1)] * 3] * 2, "complex128"), _a([[1j] * 4] * 3, "complex128"))),
     ("einsum", "complex64", _einsum("ij,jk->ik", _a([[complex(_BIG32, -1)] * 3] * 2, "complex64"), _a([[1j] * 4] * 3, "complex64"))),
-    ("einsum", "complex64", _einsum("ij,jk,kl->il", _a([[28925j] * 3] * 2, "complex64"), _a([[5.892000204403507e16j]] * 3, "complex64"),
-                                    _a([[6.655521265077453e16j] * 2], "complex64"), optimize=False)),
+    (
+        "einsum",
+        "complex64",
+        _einsum(
+            "ij,jk,kl->il",
+            _a([[28925j] * 3] * 2, "complex64"),
+            _a([[5.892000204403507e16j]] * 3, "complex64"),
+            _a([[6.655521265077453e16j] * 2], "complex64"),
+            optimize=False,
+        ),
+    ),
     ("isin", "float64", _c("isin", _a(0.0, "float64"), _a([_neg_nan(), 0.0], "float64"))),
     ("linalg.eigvals", "complex64", _c("linalg.eigvals", _a([[25, 0, S32], [0, 25, 0], [8j, 0, 25]], "complex64"))),
-    ("linalg.eigvalsh", "complex128", _c("linalg.eigvalsh", _a([[3, -_TINY * 1j, -_TINY * 1j], [_TINY * 1j, 2, 0], [_TINY * 1j, 0, 2]], "complex128"))),
+    (
+        "linalg.eigvalsh",
+        "complex128",
+        _c("linalg.eigvalsh", _a([[3, -_TINY * 1j, -_TINY * 1j], [_TINY * 1j, 2, 0], [_TINY * 1j, 0, 2]], "complex128")),
+    ),
     ("linalg.pinv", "float64", _c("linalg.pinv", _a([[S64, S64], [S64, S64]], "float64"))),
     ("linalg.svdvals", "float64", _c("linalg.svdvals", _a([[[1.0, S64], [S64, S64]]], "float64"))),
     ("pow", "complex64", _c("pow", _a(complex(-inf, nan), "complex64"), _a([complex(-1, 1)], "complex64"))),
@@ -151,8 +166,17 @@ H200_CASES = [
     # overflows (1 / 5e-324) where a scaled one does not, and NumPy multiplies each term's factors from the left
     ("linalg.pinv", "float64", _c("linalg.pinv", _a([[0.0, S64]], "float64"))),
     ("linalg.pinv", "complex128", _c("linalg.pinv", _a([[complex(S64, 0)]], "complex128"))),
-    ("einsum", "complex128", _einsum("ij,jk,kl->il", _a([[0j] * 3] * 2, "complex128"), _a([[266244345565j]] * 3, "complex128"),
-                                     _a([[6.752042493324739e296j] * 2], "complex128"), optimize=False)),
+    (
+        "einsum",
+        "complex128",
+        _einsum(
+            "ij,jk,kl->il",
+            _a([[0j] * 3] * 2, "complex128"),
+            _a([[266244345565j]] * 3, "complex128"),
+            _a([[6.752042493324739e296j] * 2], "complex128"),
+            optimize=False,
+        ),
+    ),
 ]
 
 
@@ -248,6 +272,7 @@ def test_pinv_of_subnormal_doubles_overflows_as_numpys(mirror):
 
 # ----------------------------------------------------------------------------- memory shared through DLPack
 
+
 def test_writes_to_memory_shared_through_dlpack_are_seen_both_ways_without_a_sync(mirror, engine):
     """The H200: ``x = nda.from_dlpack(c); c[0] = 7; x.asnumpy()[0]`` was 0. nda-cuda's non-blocking stream
     now waits for CuPy's current stream before each op on shared memory, and CuPy's waits for nda's after."""
@@ -303,6 +328,7 @@ def test_only_shared_buffers_pay_the_ordering(mirror):
 
 
 # ----------------------------------------------------------------------------- the generated kernels' check
+
 
 def test_the_generated_kernels_check_reads_the_pow_flag_after_the_stream(mirror):
     """benchmarks/gpu_elementwise_check read integer pow's negative-exponent flag (copied to host memory

@@ -87,7 +87,9 @@ def test_small_reductions_are_cupy_s_own_calls_and_exact():
     assert nda.dispatch.explain("sum", x).kernel.qualname.endswith("sum_small]")  # cuda[array_api_compat.cupy.sum sum_small]
     for axis in (None, 0, 1, (0, 1)):
         for keepdims in (False, True):
-            np.testing.assert_array_equal(nda.sum(x, axis=axis, keepdims=keepdims).asnumpy(), np.arange(12, dtype=np.float32).reshape(3, 4).sum(axis=axis, keepdims=keepdims))
+            np.testing.assert_array_equal(
+                nda.sum(x, axis=axis, keepdims=keepdims).asnumpy(), np.arange(12, dtype=np.float32).reshape(3, 4).sum(axis=axis, keepdims=keepdims)
+            )
     i8 = nda.asarray(np.array([100, 100, 100], dtype=np.int8), device="cuda")
     assert nda.sum(i8).dtype == nda.int64 and int(nda.sum(i8)) == 300  # summed in int64, as NumPy does
     assert float(nda.max(x)) == 11.0 and float(nda.mean(x)) == 5.5 and bool(nda.any(x > 10.0))

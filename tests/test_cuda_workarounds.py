@@ -52,6 +52,7 @@ def dev(value, dtype=None):
 
 # ----------------------------------------------------------------------------- the model is faithful
 
+
 def test_the_model_reproduces_what_the_h100_measured():
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
@@ -87,10 +88,30 @@ def test_the_model_reproduces_what_the_h100_measured():
 
 # ----------------------------------------------------------------------------- the workarounds are NumPy
 
+
 def _edges(dtype):
     f = np.finfo(dtype)
-    return np.array([0.0, -0.0, 1.0, -2.5, 0.5, f.smallest_normal, f.smallest_subnormal, -f.smallest_subnormal,
-                     f.max, -f.max, 3.0, 1e-3, math.inf, -math.inf, math.nan, 7.0], dtype=dtype)
+    return np.array(
+        [
+            0.0,
+            -0.0,
+            1.0,
+            -2.5,
+            0.5,
+            f.smallest_normal,
+            f.smallest_subnormal,
+            -f.smallest_subnormal,
+            f.max,
+            -f.max,
+            3.0,
+            1e-3,
+            math.inf,
+            -math.inf,
+            math.nan,
+            7.0,
+        ],
+        dtype=dtype,
+    )
 
 
 def _same(mine, reference, *args):
@@ -126,8 +147,10 @@ def test_real_workarounds_equal_numpy_on_edge_pairs_and_random_values(name, dtyp
 @pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
 def test_complex_workarounds_equal_numpy_on_edge_values_and_random_values(name, dtype):
     if (name, dtype) == ("power", np.complex64):
-        pytest.skip("cpowf rounds its phase to float32, whose last bit libraries set differently; the kit compares complex64 pow "
-                    "(test_the_kit_passes_the_h100s_failing_cells_on_the_mirror) with its tolerance")
+        pytest.skip(
+            "cpowf rounds its phase to float32, whose last bit libraries set differently; the kit compares complex64 pow "
+            "(test_the_kit_passes_the_h100s_failing_cells_on_the_mirror) with its tolerance"
+        )
     parts = _edges(np.float32 if dtype == np.complex64 else np.float64)
     z = np.array([complex(a, b) for a in parts for b in parts], dtype=dtype)
     rng = np.random.default_rng(2)
@@ -276,9 +299,44 @@ def test_svd_of_a_subnormal_single_precision_matrix_is_that_of_the_flushed_matri
 
 #: The H100's failing cells (ops), dtypes the other mirror test does not run.
 H100_OPS = [
-    "abs", "acos", "add", "arange", "argmax", "astype", "ceil", "divide", "equal", "exp", "expm1", "flip", "floor", "floor_divide",
-    "full_like", "hypot", "isin", "less", "linalg.eigvals", "linalg.pinv", "linspace", "log", "log10", "log1p", "log2", "multiply",
-    "negative", "nextafter", "nonzero", "pow", "reciprocal", "remainder", "setitem", "sign", "signbit", "sqrt", "tensordot", "var",
+    "abs",
+    "acos",
+    "add",
+    "arange",
+    "argmax",
+    "astype",
+    "ceil",
+    "divide",
+    "equal",
+    "exp",
+    "expm1",
+    "flip",
+    "floor",
+    "floor_divide",
+    "full_like",
+    "hypot",
+    "isin",
+    "less",
+    "linalg.eigvals",
+    "linalg.pinv",
+    "linspace",
+    "log",
+    "log10",
+    "log1p",
+    "log2",
+    "multiply",
+    "negative",
+    "nextafter",
+    "nonzero",
+    "pow",
+    "reciprocal",
+    "remainder",
+    "setitem",
+    "sign",
+    "signbit",
+    "sqrt",
+    "tensordot",
+    "var",
 ]
 
 

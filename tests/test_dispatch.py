@@ -45,7 +45,8 @@ def test_every_catalog_op_is_public_with_real_metadata():
         assert fn.__doc__ and fn.__doc__.startswith(decl.doc.rstrip()) and fn.__doc__ == public_doc(decl)
         assert inspect.signature(fn) == function_signature(decl)
         assert [(p.name, p.kind, p.default) for p in inspect.signature(fn).parameters.values()] == [
-            (p.name, p.kind, p.default) for p in decl.signature.parameters.values()]
+            (p.name, p.kind, p.default) for p in decl.signature.parameters.values()
+        ]
 
 
 def test_signatures_are_the_declared_ones():

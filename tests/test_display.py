@@ -168,7 +168,8 @@ def test_a_sparse_layout_shows_nnz_and_density():
     # No sparse layout exists yet (another issue); the view is ready for one.
     fake = types.SimpleNamespace(
         _meta=types.SimpleNamespace(layout=types.SimpleNamespace(name="csr"), dtype=nda.float64, device=nda.Device("cpu", 0)),
-        _shape=(2, 4), _size=8,
+        _shape=(2, 4),
+        _size=8,
     )
     html = _html(fake, np.array([[0.0, 1.0, 0.0, 0.0], [0.0, 0.0, 2.0, 0.0]]), False, 0.0)
     assert "csr" in html and "nnz</span> 2" in html and "density</span> 25.00%" in html
@@ -231,17 +232,25 @@ def test_timeline_draws_lanes_ops_and_marks_and_writes_a_png(tmp_path):
     path = tmp_path / "timeline.png"
     ax = prof.timeline(path=str(path))
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert [t.get_text() for t in ax.get_yticklabels()] == ["cpu:0 · MainThread  (1 ops)", "cpu:0 · nda-cpu0-0  (1 ops)", "sim:0 · nda-sim0-stream  (1 ops)"]
+    assert [t.get_text() for t in ax.get_yticklabels()] == [
+        "cpu:0 · MainThread  (1 ops)",
+        "cpu:0 · nda-cpu0-0  (1 ops)",
+        "sim:0 · nda-sim0-stream  (1 ops)",
+    ]
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["matmul (8.0 ms)", "add (0.5 ms)"]
     assert "3 ops on 2 device(s)" in ax.get_title()
     assert any(t.get_text() == "phase 2" for t in ax.texts)
 
 
-@pytest.mark.parametrize("marks", [
-    [0.0, 0.0001, 0.0002, 0.0003, 0.0004, 0.0005],  # many marks at almost one time
-    [0.0, 0.004, 0.014, 0.024],  # the demo's: a short cpu run, then the others
-    [0.0, 0.05, 0.0501, 0.09],
-], ids=["bunched", "demo", "spread"])
+@pytest.mark.parametrize(
+    "marks",
+    [
+        [0.0, 0.0001, 0.0002, 0.0003, 0.0004, 0.0005],  # many marks at almost one time
+        [0.0, 0.004, 0.014, 0.024],  # the demo's: a short cpu run, then the others
+        [0.0, 0.05, 0.0501, 0.09],
+    ],
+    ids=["bunched", "demo", "spread"],
+)
 def test_timeline_mark_labels_never_overlap(marks):
     pytest.importorskip("matplotlib")
     prof = _profile(("matmul", "cpu:0", "MainThread", 0.0, 0.1), ("matmul", "sim:0", "nda-sim0-stream", 0.0, 0.1))

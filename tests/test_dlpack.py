@@ -67,6 +67,7 @@ def cuda_arrays(mirror):
 
 # ----------------------------------------------------------------------------- routing
 
+
 def test_a_device_producer_goes_to_the_backend_that_imports_its_device_type_without_a_copy(cuda_arrays):
     device, make, done = cuda_arrays
     producer = make(np.arange(6.0).reshape(2, 3))
@@ -175,6 +176,7 @@ def test_dlpack_import_declarations_are_validated():
 
 
 # ----------------------------------------------------------------------------- sim's export
+
 
 def test_sim_reports_an_extension_device_and_exports_host_copies_only():
     x = nda.arange(6.0, device="sim:1") * 2

@@ -43,8 +43,15 @@ def test_the_guide_shows_the_tested_minimal_backend_verbatim():
 def test_the_guide_does_not_send_vendors_to_copy_another_backend():
     text = GUIDE.read_text(encoding="utf-8")
     assert "starting point to copy" not in text
-    for topic in ("What `buffer_type` must provide", "`from_host(host, device, out=None)`", "Which dtype the key names",
-                  "The `dtype` argument", "### Views", "How a backend learns a buffer is dead", "Before a release, run the deep profile"):
+    for topic in (
+        "What `buffer_type` must provide",
+        "`from_host(host, device, out=None)`",
+        "Which dtype the key names",
+        "The `dtype` argument",
+        "### Views",
+        "How a backend learns a buffer is dead",
+        "Before a release, run the deep profile",
+    ):
         assert topic in text, topic
 
 
@@ -143,6 +150,7 @@ def test_the_kit_legend_does_not_read_fallback_as_failed(capsys):
 
 # ----------------------------------------------------------------------------- issue 29, item 8
 
+
 def test_the_guide_refers_to_nothing_outside_the_installed_package():
     """A vendor has the guide and the installed nda: no repository paths, no private modules
     (also not in the docstrings of the modules the guide sends them to)."""
@@ -218,16 +226,26 @@ def test_the_guides_fma_gradient_is_right_for_complex_inputs():
 
 # ----------------------------------------------------------------------------- issue 36: the guide ships with nda
 
+
 def test_the_guide_says_what_issue_36_asked():
     text = " ".join(GUIDE.read_text(encoding="utf-8").split())
     for answer in (
         "**except where NumPy returns a scalar**: a key with an int for every dimension (`x[1]` of a 1-d array",
         "Six differ from the ufunc",  # the element-wise references that are not NumPy's ufunc
-        "`expm1`", "`tanh`", "`floor_divide`", "`real` and `imag`", "`round`",
-        "every element-wise reference takes an optional `out=`", "nda never passes `out=` to a kernel",
+        "`expm1`",
+        "`tanh`",
+        "`floor_divide`",
+        "`real` and `imag`",
+        "`round`",
+        "every element-wise reference takes an optional `out=`",
+        "nda never passes `out=` to a kernel",
         "are not called by nda",  # allocate/free
-        "**The VJP, in words.**", "`dL/da + j dL/db`", "`g * conj(f'(x))`",
-        "**The ordering profile**", "Wrong when run in order", "Right alone, wrong in the program",
+        "**The VJP, in words.**",
+        "`dL/da + j dL/db`",
+        "`g * conj(f'(x))`",
+        "**The ordering profile**",
+        "Wrong when run in order",
+        "Right alone, wrong in the program",
         "python -m nda.testing.conformance --guide",
     ):
         assert answer in text, answer
@@ -252,8 +270,12 @@ def test_the_guide_ships_in_the_wheel_and_every_pointer_resolves(tmp_path):
         shutil.copy2(ROOT / name, tree / name)
     for name in ("src", "docs"):
         shutil.copytree(ROOT / name, tree / name, ignore=ignore)
-    build = subprocess.run([sys.executable, "-m", "pip", "wheel", str(tree), "--no-deps", "-q", "-w", str(tmp_path / "dist")],
-                           capture_output=True, text=True, timeout=600)
+    build = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", str(tree), "--no-deps", "-q", "-w", str(tmp_path / "dist")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     if build.returncode != 0:
         pytest.skip(f"cannot build a wheel here (pip wheel: {build.stderr.strip().splitlines()[-1:] or build.returncode})")
     [wheel] = (tmp_path / "dist").glob("nda-*.whl")
@@ -279,11 +301,28 @@ def test_the_guide_ships_in_the_wheel_and_every_pointer_resolves(tmp_path):
         "assert 'python -m nda.testing.conformance --guide' in importlib.import_module('nda.backends.contract').__doc__\n"
     )
     env = {"PYTHONPATH": os.pathsep.join([str(site), numpy_site]), "PATH": os.environ.get("PATH", ""), "NDA_BACKENDS": "cpu", "NDA_NATIVE": "0"}
-    run = subprocess.run([sys.executable, "-I", "-c", f"import sys; sys.path[:0] = {[str(site), numpy_site]!r}\n" + code, str(site)],
-                         capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
+    run = subprocess.run(
+        [sys.executable, "-I", "-c", f"import sys; sys.path[:0] = {[str(site), numpy_site]!r}\n" + code, str(site)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=120,
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     assert run.stdout.strip().splitlines()[-1] == "[2.0, 4.0]", run.stdout
-    guide = subprocess.run([sys.executable, "-I", "-c", f"import sys, runpy; sys.path[:0] = {[str(site), numpy_site]!r}; sys.argv = ['x', '--guide']; "
-                            "runpy.run_module('nda.testing.conformance', run_name='__main__')"],
-                           capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
+    guide = subprocess.run(
+        [
+            sys.executable,
+            "-I",
+            "-c",
+            f"import sys, runpy; sys.path[:0] = {[str(site), numpy_site]!r}; sys.argv = ['x', '--guide']; "
+            "runpy.run_module('nda.testing.conformance', run_name='__main__')",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=120,
+    )
     assert guide.stdout == GUIDE.read_text(encoding="utf-8") and str(site) in guide.stderr, guide.stderr[-2000:]

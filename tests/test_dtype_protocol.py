@@ -26,16 +26,82 @@ _IDS = {"ids": lambda d: d.name}
 CATEGORY = {"b": "bool", "i": "signed integer", "u": "unsigned integer", "f": "real floating", "c": "complex floating"}
 
 #: NumPy's dtype attributes that describe a dtype (not methods), as NumPy 2 names them.
-ATTRIBUTES = ("alignment", "byteorder", "char", "descr", "fields", "flags", "hasobject", "isalignedstruct", "isbuiltin",
-              "isnative", "itemsize", "kind", "metadata", "name", "names", "ndim", "num", "shape", "str", "subdtype", "type")
+ATTRIBUTES = (
+    "alignment",
+    "byteorder",
+    "char",
+    "descr",
+    "fields",
+    "flags",
+    "hasobject",
+    "isalignedstruct",
+    "isbuiltin",
+    "isnative",
+    "itemsize",
+    "kind",
+    "metadata",
+    "name",
+    "names",
+    "ndim",
+    "num",
+    "shape",
+    "str",
+    "subdtype",
+    "type",
+)
 
 #: What NumPy-minded code compares a dtype with: NumPy's abstract types (which NumPy 2 refuses
 #: to convert), concrete types, Python types, NumPy's spellings, and things that are no dtype.
-OTHERS = (np.generic, np.number, np.integer, np.signedinteger, np.unsignedinteger, np.inexact, np.floating,
-          np.complexfloating, np.bool_, np.float64, np.float32, np.int64, np.int8, np.uint8, np.complex64,
-          np.complex128, bool, int, float, complex, object, str, bytes, np.str_, np.datetime64,
-          "float64", "f8", "<f8", "d", "float", "double", "int", "int64", "i8", "bool", "?", "b", "u1", "c16",
-          "complex64", "O", "U", "nonsense", b"f8", 1, 1.0, object(), [("a", "f8")])
+OTHERS = (
+    np.generic,
+    np.number,
+    np.integer,
+    np.signedinteger,
+    np.unsignedinteger,
+    np.inexact,
+    np.floating,
+    np.complexfloating,
+    np.bool_,
+    np.float64,
+    np.float32,
+    np.int64,
+    np.int8,
+    np.uint8,
+    np.complex64,
+    np.complex128,
+    bool,
+    int,
+    float,
+    complex,
+    object,
+    str,
+    bytes,
+    np.str_,
+    np.datetime64,
+    "float64",
+    "f8",
+    "<f8",
+    "d",
+    "float",
+    "double",
+    "int",
+    "int64",
+    "i8",
+    "bool",
+    "?",
+    "b",
+    "u1",
+    "c16",
+    "complex64",
+    "O",
+    "U",
+    "nonsense",
+    b"f8",
+    1,
+    1.0,
+    object(),
+    [("a", "f8")],
+)
 
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES, **_IDS)
@@ -81,8 +147,7 @@ def test_numpy_functions_read_nda_dtypes_as_numpys(dtype):
     for kind in ("bool", "signed integer", "unsigned integer", "integral", "real floating", "complex floating", "numeric"):
         assert np.isdtype(dtype, kind) is np.isdtype(np_dt, kind), kind
         assert np.isdtype(np_dt, dtype) and np.isdtype(dtype, np_dt)
-    for abstract in (np.generic, np.number, np.integer, np.signedinteger, np.unsignedinteger, np.inexact, np.floating,
-                     np.complexfloating, np.bool_):
+    for abstract in (np.generic, np.number, np.integer, np.signedinteger, np.unsignedinteger, np.inexact, np.floating, np.complexfloating, np.bool_):
         assert np.issubdtype(dtype, abstract) is np.issubdtype(np_dt, abstract), abstract
     assert np.issubdtype(dtype, np_dt) and np.issubdtype(np_dt, dtype)
     assert np.dtype(dtype) == np_dt and np.empty(1, dtype=dtype).dtype == np_dt

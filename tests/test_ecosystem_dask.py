@@ -81,10 +81,19 @@ def test_element_wise(arrays):
 def test_reductions(arrays):
     device, data, d = arrays
     for got, expected in [
-        (d.sum(), data.sum()), (d.sum(axis=0), data.sum(axis=0)), (d.mean(), data.mean()), (d.mean(axis=1), data.mean(axis=1)),
-        (d.max(axis=0), data.max(axis=0)), (d.min(), data.min()), (d.prod(axis=1), data.prod(axis=1)),
-        (d.std(axis=0), data.std(axis=0)), (d.var(), data.var()), (d.argmax(axis=0), data.argmax(axis=0)),
-        (d.cumsum(axis=0), data.cumsum(axis=0)), (da.any(d > 6), np.any(data > 6)), (da.linalg.norm(d), np.linalg.norm(data)),
+        (d.sum(), data.sum()),
+        (d.sum(axis=0), data.sum(axis=0)),
+        (d.mean(), data.mean()),
+        (d.mean(axis=1), data.mean(axis=1)),
+        (d.max(axis=0), data.max(axis=0)),
+        (d.min(), data.min()),
+        (d.prod(axis=1), data.prod(axis=1)),
+        (d.std(axis=0), data.std(axis=0)),
+        (d.var(), data.var()),
+        (d.argmax(axis=0), data.argmax(axis=0)),
+        (d.cumsum(axis=0), data.cumsum(axis=0)),
+        (da.any(d > 6), np.any(data > 6)),
+        (da.linalg.norm(d), np.linalg.norm(data)),
     ]:
         _on(device, got.compute(), expected)
 
@@ -107,7 +116,9 @@ def test_boolean_mask_indexing_with_a_dask_array_of_nda_chunks(arrays):
     # bool as NumPy's own dtype does (it used to go down Dask's list path and fail).
     device, data, d = arrays
     for got, expected in [
-        (d[d > 3], data[data > 3]), (d[d[:, 0] > 2], data[data[:, 0] > 2]), (d[:, d[0] > 0.3], data[:, data[0] > 0.3]),
+        (d[d > 3], data[data > 3]),
+        (d[d[:, 0] > 2], data[data[:, 0] > 2]),
+        (d[:, d[0] > 0.3], data[:, data[0] > 0.3]),
         (d.ravel()[d.ravel() < 1], data.ravel()[data.ravel() < 1]),
     ]:
         _on(device, got.compute(), expected)
@@ -161,7 +172,9 @@ def test_the_scale_out_pipeline_of_notebook_06_on_the_threaded_scheduler(device)
         return nda.asarray(np.random.default_rng(i).standard_normal((block, cols)), device=device)
 
     meta = nda.empty((0, 0), device=device)
-    x = da.concatenate([da.from_delayed(dask.delayed(make_block)(i), shape=(block, cols), dtype=nda.float64, meta=meta) for i in range(rows // block)])
+    x = da.concatenate(
+        [da.from_delayed(dask.delayed(make_block)(i), shape=(block, cols), dtype=nda.float64, meta=meta) for i in range(rows // block)]
+    )
     x = x.persist()
     w_true = nda.arange(1.0, cols + 1, device=device)
     y = x @ w_true + 0.1 * da.sin(x[:, 0])  # a Dask array and an nda array in one expression
@@ -185,8 +198,12 @@ def test_dask_arrays_and_nda_arrays_combine_in_one_expression(device):
     d = da.from_array(nda.asarray(data, device=device), chunks=2)
     w = nda.asarray([1.0, 2.0, 3.0, 4.0], device=device)
     for got, expected in [
-        (d @ w, data @ [1, 2, 3, 4]), (w @ d, np.asarray([1, 2, 3, 4.0]) @ data), (d + w, data + [1, 2, 3, 4]),
-        (w - d, [1, 2, 3, 4] - data), (np.add(w, d), data + [1, 2, 3, 4]), (np.concatenate([w, d[0]]), np.r_[1:5, data[0]]),
+        (d @ w, data @ [1, 2, 3, 4]),
+        (w @ d, np.asarray([1, 2, 3, 4.0]) @ data),
+        (d + w, data + [1, 2, 3, 4]),
+        (w - d, [1, 2, 3, 4] - data),
+        (np.add(w, d), data + [1, 2, 3, 4]),
+        (np.concatenate([w, d[0]]), np.r_[1:5, data[0]]),
     ]:
         assert isinstance(got, da.Array)
         _on(device, got.compute(), expected)

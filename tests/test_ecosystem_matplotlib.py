@@ -60,9 +60,11 @@ PLOTS: dict[str, Callable[[Any, dict[str, Any]], Any]] = {
     "violinplot 1-d": lambda ax, d: ax.violinplot(d["v"]),
     "violinplot 2-d": lambda ax, d: ax.violinplot(d["M"], showmedians=True),
     "imshow": lambda ax, d: ax.imshow(d["Z"]),
-    "imshow rgb": lambda ax, d: ax.imshow(np.clip(d["M"][:12].reshape(4, 3, 3) / 4 + 0.5, 0, 1)
-                                          if isinstance(d["M"], np.ndarray)
-                                          else nda.clip(nda.reshape(d["M"][:12], (4, 3, 3)) / 4 + 0.5, 0, 1)),
+    "imshow rgb": lambda ax, d: ax.imshow(
+        np.clip(d["M"][:12].reshape(4, 3, 3) / 4 + 0.5, 0, 1)
+        if isinstance(d["M"], np.ndarray)
+        else nda.clip(nda.reshape(d["M"][:12], (4, 3, 3)) / 4 + 0.5, 0, 1)
+    ),
     "matshow": lambda ax, d: ax.matshow(d["Z"]),
     "pcolormesh": lambda ax, d: ax.pcolormesh(d["Z"]),
     "pcolor": lambda ax, d: ax.pcolor(d["Z"]),

@@ -113,6 +113,7 @@ def test_scipy_creates_on_nda_when_given_the_namespace():
 
 # ----------------------------------------------------------------------------- SciPy's own assumptions
 
+
 def test_scipy_refuses_read_only_numpy_arrays_where_it_refuses_nda_host_copies():
     # The proof behind tests/scipy_nda_assumptions.txt: off the cpu, np.asarray(x) is a
     # read-only host copy (README, "Ecosystem"), and these SciPy functions refuse a read-only

@@ -71,8 +71,7 @@ _TIMEOUT = 3600 if _MODE == "full" else 600
 
 @pytest.mark.parametrize(
     "module, targets, sample",
-    [pytest.param(*run, id=run[0]) for run in _RUNS]
-    or [pytest.param("-", (), 1, marks=pytest.mark.skip(reason="NDA_SCIPY_SUITE=off"))],
+    [pytest.param(*run, id=run[0]) for run in _RUNS] or [pytest.param("-", (), 1, marks=pytest.mark.skip(reason="NDA_SCIPY_SUITE=off"))],
 )
 def test_scipy_own_array_api_tests_pass_on_nda(module, targets, sample, tmp_path):
     report = tmp_path / "report.json"
@@ -83,8 +82,22 @@ def test_scipy_own_array_api_tests_pass_on_nda(module, targets, sample, tmp_path
     env["SCIPY_ARRAY_API"] = '["array_api_strict"]'
     env.pop("PYTEST_ADDOPTS", None)
     cmd = [
-        sys.executable, "-m", "pytest", "-p", "_scipy_nda", "-q", "-p", "no:cacheprovider", "--tb=short", "-rfE", "--disable-warnings",
-        "-W", "ignore::nda.FallbackWarning", f"--rootdir={_SITE}", "--pyargs", *targets,
+        sys.executable,
+        "-m",
+        "pytest",
+        "-p",
+        "_scipy_nda",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "--tb=short",
+        "-rfE",
+        "--disable-warnings",
+        "-W",
+        "ignore::nda.FallbackWarning",
+        f"--rootdir={_SITE}",
+        "--pyargs",
+        *targets,
     ]
     try:
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=tmp_path, timeout=_TIMEOUT)

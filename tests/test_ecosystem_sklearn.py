@@ -43,6 +43,7 @@ DEVICES = ["cpu", "sim"]
 
 # ----------------------------------------------------------------------------- the cases
 
+
 def _data():
     rng = np.random.default_rng(0)
     X = rng.standard_normal((40, 3))
@@ -121,6 +122,7 @@ def test_sklearn_chi2_kernels_refuse_read_only_numpy_input():
 
 # ----------------------------------------------------------------------------- scikit-learn's own checks
 
+
 def _array_api_estimators():
     from sklearn.utils import get_tags
     from sklearn.utils._test_common.instance_generator import _get_check_estimator_ids, _tested_estimators
@@ -152,7 +154,11 @@ def _metric_checks():
     params = [pytest.param(m, c, "cpu", "float64", id=f"{name(m)}-{name(c)}-cpu-float64") for m, c in checks]
     for m, c in checks[::3]:
         # scikit-learn's own assumption (see test_sklearn_chi2_kernels_refuse_read_only_numpy_input)
-        marks = [pytest.mark.xfail(raises=ValueError, strict=True, reason="scikit-learn's chi2 kernels refuse read-only input")] if f"{name(m)}-{name(c)}" in READ_ONLY_INPUT else []
+        marks = (
+            [pytest.mark.xfail(raises=ValueError, strict=True, reason="scikit-learn's chi2 kernels refuse read-only input")]
+            if f"{name(m)}-{name(c)}" in READ_ONLY_INPUT
+            else []
+        )
         params.append(pytest.param(m, c, "sim", "float32", id=f"{name(m)}-{name(c)}-sim-float32", marks=marks))
     return params
 

@@ -30,7 +30,6 @@ DEVICES = ["cpu", "sim"]
 pytestmark = [pytest.mark.filterwarnings("ignore::nda.FallbackWarning"), pytest.mark.filterwarnings("ignore::RuntimeWarning")]
 
 
-
 @pytest.fixture(autouse=True)
 def _fallbacks_warned_here_stay_here():
     """nda warns once per fallback route and process; the routes these tests take (xarray's
@@ -145,7 +144,7 @@ CASES = {
     "cumulative_integrate": (_FLOATS, lambda a: a.cumulative_integrate("t")),
     "cov": (_FLOATS, lambda a: xr.cov(a, a * 2 + 1, dim="t")),
     "cov_1d": (_FLOATS, lambda a: xr.cov(a.isel(c=0), a.isel(c=2))),
-    "corr": (_FLOATS, lambda a: xr.corr(a, a ** 2, dim="t")),
+    "corr": (_FLOATS, lambda a: xr.corr(a, a**2, dim="t")),
     "weighted": (_FLOATS, lambda a: a.weighted(a.isel(t=0).fillna(0.5) + 1).mean("c")),  # weights of the data's namespace
     # "when was the maximum": a datetime coordinate
     "idxmax_time": (_FLOATS, lambda a: a.assign_coords(t=np.arange(6).astype("datetime64[D]")).idxmax("t")),
@@ -162,8 +161,10 @@ NOT_IN_NDA = {
     "rolling_sum": (AttributeError, "xarray's eager rolling calls xp.lib.stride_tricks.sliding_window_view"),
     "rolling_construct": (AttributeError, "xarray's eager rolling calls xp.lib.stride_tricks.sliding_window_view"),
     "idxmax_labels": (TypeError, "xarray makes the coordinate's labels (strings) an array of the data's namespace"),
-    "idxmax_time": (TypeError, "xarray makes the coordinate's datetimes an array of the data's namespace (xp.asarray, no fallback): "
-                               "nda, as CuPy, has no datetime64 dtype"),
+    "idxmax_time": (
+        TypeError,
+        "xarray makes the coordinate's datetimes an array of the data's namespace (xp.asarray, no fallback): nda, as CuPy, has no datetime64 dtype",
+    ),
 }
 
 
@@ -203,10 +204,40 @@ def test_xarray_on_nda_gives_numpys_values_and_dtypes(case, device):
 
 # Over Dask chunks of nda arrays: xarray's reductions take Dask's nan-aware paths, which
 # compare the chunks' dtype with NumPy's abstract types and call np.isdtype on it.
-DASK_CASES = ["where", "where_int", "shift", "shift_int", "sum", "sum_noskip", "mean", "mean_int", "std", "min_max",
-              "sum_int", "count", "cumsum", "idxmax", "idxmin", "idxmax_int_coords", "arithmetic", "concat", "fillna",
-              "rolling_mean", "rolling_sum", "groupby", "interp", "var_int", "pad", "reindex", "differentiate",
-              "cumulative_integrate", "cov", "corr", "weighted", "polyfit"]
+DASK_CASES = [
+    "where",
+    "where_int",
+    "shift",
+    "shift_int",
+    "sum",
+    "sum_noskip",
+    "mean",
+    "mean_int",
+    "std",
+    "min_max",
+    "sum_int",
+    "count",
+    "cumsum",
+    "idxmax",
+    "idxmin",
+    "idxmax_int_coords",
+    "arithmetic",
+    "concat",
+    "fillna",
+    "rolling_mean",
+    "rolling_sum",
+    "groupby",
+    "interp",
+    "var_int",
+    "pad",
+    "reindex",
+    "differentiate",
+    "cumulative_integrate",
+    "cov",
+    "corr",
+    "weighted",
+    "polyfit",
+]
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -259,6 +290,7 @@ def test_when_was_the_maximum_over_a_datetime_coordinate(device):
     with nda.Device(device):
         with pytest.raises(TypeError, match=r"datetime64\[.*\] has no nda equivalent.*datetimes and timedeltas stay in NumPy"):
             got.idxmax("time")
-        xr.testing.assert_identical(got["time"][got.argmax("time")].drop_vars("time").rename("time").reset_coords(drop=True),
-                                    want.reset_coords(drop=True))
+        xr.testing.assert_identical(
+            got["time"][got.argmax("time")].drop_vars("time").rename("time").reset_coords(drop=True), want.reset_coords(drop=True)
+        )
         xr.testing.assert_identical(got.as_numpy().idxmax("time"), want)

@@ -35,13 +35,32 @@ def arrays(shapes, dtype=np.float64, seed=0):
 
 
 CASES = [
-    ("ij,jk->ik", [(2, 3), (3, 4)]), ("ij,jk", [(2, 3), (3, 4)]), ("ij, jk", [(2, 3), (3, 4)]),
-    ("i,i", [(5,), (5,)]), ("i,j->ij", [(3,), (4,)]), ("ii", [(3, 3)]), ("ii->i", [(4, 4)]), ("ij->ji", [(2, 3)]),
-    ("ij->", [(2, 3)]), ("ijk->kji", [(2, 3, 4)]), ("...ij,...jk", [(5, 2, 3), (1, 3, 4)]), ("i...->...", [(3, 2, 5)]),
-    ("...,...", [(3,), (2, 1)]), ("ij...,jk...", [(2, 3, 6), (3, 4, 6)]), ("bij,bjk->bik", [(4, 2, 3), (4, 3, 2)]),
-    ("ij,jk,kl->il", [(2, 3), (3, 4), (4, 5)]), ("Ba,bA", [(2, 3), (3, 2)]), ("iij->j", [(3, 3, 2)]), ("", [()]),
-    (",i->i", [(), (4,)]), ("ij,jk->ik", [(2, 3), (1, 4)]), ("ij,ij->", [(2, 3), (2, 1)]), ("ij->j...", [(2, 3)]),
-    ("ij,jk->ik", [(0, 3), (3, 4)]), ("ijk,ijk->ij", [(2, 0, 3), (2, 0, 3)]), ("abc,cd,de->abe", [(2, 2, 3), (3, 4), (4, 2)]),
+    ("ij,jk->ik", [(2, 3), (3, 4)]),
+    ("ij,jk", [(2, 3), (3, 4)]),
+    ("ij, jk", [(2, 3), (3, 4)]),
+    ("i,i", [(5,), (5,)]),
+    ("i,j->ij", [(3,), (4,)]),
+    ("ii", [(3, 3)]),
+    ("ii->i", [(4, 4)]),
+    ("ij->ji", [(2, 3)]),
+    ("ij->", [(2, 3)]),
+    ("ijk->kji", [(2, 3, 4)]),
+    ("...ij,...jk", [(5, 2, 3), (1, 3, 4)]),
+    ("i...->...", [(3, 2, 5)]),
+    ("...,...", [(3,), (2, 1)]),
+    ("ij...,jk...", [(2, 3, 6), (3, 4, 6)]),
+    ("bij,bjk->bik", [(4, 2, 3), (4, 3, 2)]),
+    ("ij,jk,kl->il", [(2, 3), (3, 4), (4, 5)]),
+    ("Ba,bA", [(2, 3), (3, 2)]),
+    ("iij->j", [(3, 3, 2)]),
+    ("", [()]),
+    (",i->i", [(), (4,)]),
+    ("ij,jk->ik", [(2, 3), (1, 4)]),
+    ("ij,ij->", [(2, 3), (2, 1)]),
+    ("ij->j...", [(2, 3)]),
+    ("ij,jk->ik", [(0, 3), (3, 4)]),
+    ("ijk,ijk->ij", [(2, 0, 3), (2, 0, 3)]),
+    ("abc,cd,de->abe", [(2, 2, 3), (3, 4), (4, 2)]),
 ]
 
 
@@ -126,9 +145,18 @@ def test_numpy_einsum_on_nda_arrays_stays_on_the_device(device):
 # ----------------------------------------------------------------------------- gradients
 
 GRAD_CASES = [
-    ("ij,jk->ik", [(2, 3), (3, 4)]), ("ii->", [(3, 3)]), ("ii->i", [(3, 3)]), ("ij->", [(2, 3)]), ("i,i", [(4,), (4,)]),
-    ("...ij,...jk", [(2, 2, 3), (1, 3, 2)]), ("ij,jk,kl->il", [(2, 3), (3, 2), (2, 2)]), ("ij,ij->i", [(2, 3), (2, 1)]),
-    ("iij->ji", [(2, 2, 3)]), ("i,j->ij", [(3,), (2,)]), ("ijk->k", [(2, 2, 2)]), ("ij,j->i", [(2, 3), (3,)]),
+    ("ij,jk->ik", [(2, 3), (3, 4)]),
+    ("ii->", [(3, 3)]),
+    ("ii->i", [(3, 3)]),
+    ("ij->", [(2, 3)]),
+    ("i,i", [(4,), (4,)]),
+    ("...ij,...jk", [(2, 2, 3), (1, 3, 2)]),
+    ("ij,jk,kl->il", [(2, 3), (3, 2), (2, 2)]),
+    ("ij,ij->i", [(2, 3), (2, 1)]),
+    ("iij->ji", [(2, 2, 3)]),
+    ("i,j->ij", [(3,), (2,)]),
+    ("ijk->k", [(2, 2, 2)]),
+    ("ij,j->i", [(2, 3), (3,)]),
 ]
 
 
@@ -172,24 +200,28 @@ def test_complex_gradient_follows_the_conjugate_convention():
 
 # ----------------------------------------------------------------------------- bad input
 
-@pytest.mark.parametrize("call, error, match", [
-    (lambda x: nda.einsum("ij,jk", x), ValueError, "name 2 operand"),
-    (lambda x: nda.einsum("ij", x, x), ValueError, "name 1 operand"),
-    (lambda x: nda.einsum("ijk", x), ValueError, "2 dimension"),
-    (lambda x: nda.einsum("i", x), ValueError, r"no '\.\.\.'"),
-    (lambda x: nda.einsum("ij->ii", x), ValueError, "more than once"),
-    (lambda x: nda.einsum("ij->k", x), ValueError, "appears in no operand"),
-    (lambda x: nda.einsum("i.j", x), ValueError, "ellipsis"),
-    (lambda x: nda.einsum("i1", x), ValueError, "invalid subscript '1'"),
-    (lambda x: nda.einsum("ij->ij->", x), ValueError, "'->' once"),
-    (lambda x: nda.einsum("ij,ji->", x, nda.ones((2, 2))), ValueError, "sizes must match"),
-    (lambda x: nda.einsum("ii", x), ValueError, "sizes must match"),
-    (lambda x: nda.einsum("i...->i", nda.ones((2, 3))), ValueError, "no '...'"),
-    (lambda x: nda.einsum("ij", x, optimize="fast"), TypeError, "optimize must be"),
-    (lambda x: nda.einsum("ij", nda.ones((2, 2), dtype=nda.bool)), TypeError, "bool"),
-    (lambda x: nda.einsum("ij", x.asnumpy()), TypeError, "nda array"),
-    (lambda x: nda.einsum(), TypeError, "subscripts"),
-])
+
+@pytest.mark.parametrize(
+    "call, error, match",
+    [
+        (lambda x: nda.einsum("ij,jk", x), ValueError, "name 2 operand"),
+        (lambda x: nda.einsum("ij", x, x), ValueError, "name 1 operand"),
+        (lambda x: nda.einsum("ijk", x), ValueError, "2 dimension"),
+        (lambda x: nda.einsum("i", x), ValueError, r"no '\.\.\.'"),
+        (lambda x: nda.einsum("ij->ii", x), ValueError, "more than once"),
+        (lambda x: nda.einsum("ij->k", x), ValueError, "appears in no operand"),
+        (lambda x: nda.einsum("i.j", x), ValueError, "ellipsis"),
+        (lambda x: nda.einsum("i1", x), ValueError, "invalid subscript '1'"),
+        (lambda x: nda.einsum("ij->ij->", x), ValueError, "'->' once"),
+        (lambda x: nda.einsum("ij,ji->", x, nda.ones((2, 2))), ValueError, "sizes must match"),
+        (lambda x: nda.einsum("ii", x), ValueError, "sizes must match"),
+        (lambda x: nda.einsum("i...->i", nda.ones((2, 3))), ValueError, "no '...'"),
+        (lambda x: nda.einsum("ij", x, optimize="fast"), TypeError, "optimize must be"),
+        (lambda x: nda.einsum("ij", nda.ones((2, 2), dtype=nda.bool)), TypeError, "bool"),
+        (lambda x: nda.einsum("ij", x.asnumpy()), TypeError, "nda array"),
+        (lambda x: nda.einsum(), TypeError, "subscripts"),
+    ],
+)
 def test_bad_input_raises_at_the_call(call, error, match):
     with pytest.raises(error, match=match):
         call(nda.ones((2, 3)))

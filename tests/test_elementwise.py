@@ -38,6 +38,7 @@ from _helpers import (
 
 CATALOG = nda.ops.CATALOG
 
+
 def _standard_tanh(x):
     """NumPy's tanh; the standard fixes ``tanh(±inf + bj)`` for finite ``b`` at ``±1 + 0j`` with b's sign on the zero."""
     result = np.asarray(np.tanh(x))
@@ -102,6 +103,7 @@ NUMPY_UNARY = {
     "tanh": _standard_tanh,
     "trunc": np.trunc,
 }
+
 
 def _standard_floor_divide(a, b, out=None, **kwargs):
     """NumPy's floor_divide with the standard's special cases: ``±inf // finite`` is ``±inf``
@@ -515,7 +517,7 @@ def test_weak_scalar_result_dtypes(dtype, scalar, expected):
 def _target_shape_and_other(data):
     target = data.draw(hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=4), label="target shape")
     k = data.draw(st.integers(0, len(target)), label="other ndim")
-    other = tuple(n if data.draw(st.booleans(), label="keep") else 1 for n in target[len(target) - k:])
+    other = tuple(n if data.draw(st.booleans(), label="keep") else 1 for n in target[len(target) - k :])
     return target, other
 
 

@@ -28,8 +28,9 @@ def _run(*parts: str, engine: str = "threaded", **env: str) -> tuple[subprocess.
     code = "\n".join(textwrap.dedent(part) for part in parts)
     start = time.perf_counter()
     try:
-        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=_TIMEOUT,
-                              env={**os.environ, "NDA_ENGINE": engine, **env})
+        proc = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=_TIMEOUT, env={**os.environ, "NDA_ENGINE": engine, **env}
+        )
     except subprocess.TimeoutExpired as err:
         pytest.fail(f"the process hung (killed after {_TIMEOUT} s); its output: {err.stdout!r} {err.stderr!r}")
     return proc, time.perf_counter() - start
@@ -116,13 +117,16 @@ def test_fork_returns_while_a_worker_is_inside_blas(device, engine):
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 def test_multiprocessing_fork_while_a_matmul_runs():
-    proc, _ = _run(_MATMULS.format(device="cpu"), """
+    proc, _ = _run(
+        _MATMULS.format(device="cpu"),
+        """
         import multiprocessing
         ctx = multiprocessing.get_context("fork")
         with ctx.Pool(1) as pool:
             print("pool says", pool.apply(sum, ([1, 2, 3],)), flush=True)
         print(float(ys[3][0, 0]) > 0, flush=True)
-    """)
+    """,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "pool says 6" in proc.stdout and "True" in proc.stdout
 
@@ -148,7 +152,9 @@ _SLOW_KERNEL = """
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 def test_fork_waits_only_boundedly_for_a_long_kernel():
-    proc, _ = _run(_SLOW_KERNEL, """
+    proc, _ = _run(
+        _SLOW_KERNEL,
+        """
         t0 = time.perf_counter()
         pid = os.fork()
         if pid == 0:
@@ -161,7 +167,9 @@ def test_fork_waits_only_boundedly_for_a_long_kernel():
         _, status = os.waitpid(pid, 0)
         print("child exit", os.waitstatus_to_exitcode(status), flush=True)
         os._exit(0)  # do not wait for the stuck kernel at exit either
-    """, NDA_QUIESCE_TIMEOUT="1")
+    """,
+        NDA_QUIESCE_TIMEOUT="1",
+    )
     assert proc.returncode == 0, proc.stderr
     took = float(proc.stdout.split("fork took ")[1].split()[0])
     assert 0.9 <= took < 20, proc.stdout
@@ -216,7 +224,9 @@ def test_fork_while_another_thread_makes_the_first_array_on_a_device_does_not_ha
     backend (its first array there) waited forever on the activation lock. The fork now waits
     for the activation, and every child can use the device. Several forks at different moments
     of the activation, in one process (the activation happens once per process)."""
-    proc, _ = _run(_WAIT_CHILDREN, f"""
+    proc, _ = _run(
+        _WAIT_CHILDREN,
+        f"""
         import threading
         import nda
 
@@ -238,7 +248,9 @@ def test_fork_while_another_thread_makes_the_first_array_on_a_device_does_not_ha
             pids.append(pid)
         thread.join()
         print("children", wait_children(pids), flush=True)
-    """, engine=engine)
+    """,
+        engine=engine,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "children [0, 0, 0, 0]" in proc.stdout, (proc.stdout, proc.stderr)
 
@@ -250,7 +262,8 @@ def test_fork_waits_for_a_slow_backend_activation_and_the_child_has_that_backend
     imported, nor its lock held by a thread it does not have) and says nothing when the wait
     is short."""
     marker = tmp_path / "importing"
-    (tmp_path / "slow_fork_backend.py").write_text(textwrap.dedent(f'''
+    (tmp_path / "slow_fork_backend.py").write_text(
+        textwrap.dedent(f"""
         import pathlib, time
         import numpy as np
         import nda
@@ -286,8 +299,11 @@ def test_fork_waits_for_a_slow_backend_activation_and_the_child_has_that_backend
 
 
         backend = Backend()
-    '''))
-    proc, _ = _run(_WAIT_CHILDREN, f"""
+    """)
+    )
+    proc, _ = _run(
+        _WAIT_CHILDREN,
+        f"""
         import sys, threading
         sys.path.insert(0, {str(tmp_path)!r})
         import nda
@@ -308,7 +324,8 @@ def test_fork_waits_for_a_slow_backend_activation_and_the_child_has_that_backend
         took = time.perf_counter() - t0
         thread.join()
         print("children", wait_children([pid]), "fork took", round(took, 2), flush=True)
-    """)
+    """,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "children [0]" in proc.stdout, (proc.stdout, proc.stderr)
     took = float(proc.stdout.split("fork took ")[1].split()[0])
@@ -336,7 +353,10 @@ def test_a_fork_child_gets_the_values_of_work_issued_and_not_run_before_the_fork
     ("still being computed when the process forked") although nothing was running: the child
     now computes it, as the naive engine's and NumPy's children have the values. The fork
     itself does not wait for it."""
-    proc, _ = _run(_WAIT_CHILDREN, _PENDING_AT_FORK.format(device=device), """
+    proc, _ = _run(
+        _WAIT_CHILDREN,
+        _PENDING_AT_FORK.format(device=device),
+        """
         t0 = time.perf_counter()
         pid = os.fork()
         if pid == 0:
@@ -349,7 +369,10 @@ def test_a_fork_child_gets_the_values_of_work_issued_and_not_run_before_the_fork
         took = time.perf_counter() - t0
         print("children", wait_children([pid]), "fork took", round(took, 3), flush=True)
         assert float(held[5]) == 1.0 and float(x[0]) == 101.0 and float(y[7]) == 2.0  # the parent's own values
-    """, engine=engine, NDA_SIM_LATENCY_US="2000")
+    """,
+        engine=engine,
+        NDA_SIM_LATENCY_US="2000",
+    )
     assert proc.returncode == 0, proc.stderr
     assert "children [0]" in proc.stdout, (proc.stdout, proc.stderr)
     assert float(proc.stdout.split("fork took ")[1].split()[0]) < 2.0, "the fork waited for queued work"
@@ -361,7 +384,8 @@ def test_a_fork_child_gets_the_values_of_work_issued_and_not_run_before_the_fork
 def test_a_fork_pool_reads_an_array_computed_just_before_it(device, engine):
     """The common program of the issue (failed 10 of 10 times on cpu): ``data = nda.ones(L) * 2``
     and a ``multiprocessing`` pool of forked workers that read it."""
-    proc, _ = _run(f"""
+    proc, _ = _run(
+        f"""
         import multiprocessing
         import nda
 
@@ -372,7 +396,9 @@ def test_a_fork_pool_reads_an_array_computed_just_before_it(device, engine):
 
         with multiprocessing.get_context("fork").Pool(2) as pool:
             print("pool says", pool.map(f, range(4)), flush=True)
-    """, engine=engine)
+    """,
+        engine=engine,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "pool says [2.0, 2.0, 2.0, 2.0]" in proc.stdout, (proc.stdout, proc.stderr)
 
@@ -382,7 +408,8 @@ def test_an_exit_handler_reads_a_long_pending_sim_chain():
     still queued at exit: its temporaries' memory must come back while the exit runs (it did
     not: nda-sim freed device memory with ``weakref.finalize``, which stops at exit, and the
     chain ran out of its 16 MiB with a MemoryError)."""
-    proc, _ = _run("""
+    proc, _ = _run(
+        """
         import atexit
         kept = {}
 
@@ -395,7 +422,9 @@ def test_an_exit_handler_reads_a_long_pending_sim_chain():
         for _ in range(2000):
             z = z * 1.0 + 1.0
         kept["z"] = z
-    """, NDA_SIM_CAPACITY=str(1 << 24))
+    """,
+        NDA_SIM_CAPACITY=str(1 << 24),
+    )
     assert proc.returncode == 0, proc.stderr
     assert "late 2001.0" in proc.stdout, (proc.stdout, proc.stderr[-2000:])
     assert "MemoryError" not in proc.stderr
@@ -404,13 +433,16 @@ def test_an_exit_handler_reads_a_long_pending_sim_chain():
 def test_exit_with_pending_sim_work_says_that_it_waits():
     """Exit lets the sim streams finish what was queued (at most NDA_QUIESCE_TIMEOUT); a wait
     longer than two seconds says so on stderr, as the cpu engine's does (it was silent)."""
-    proc, took = _run("""
+    proc, took = _run(
+        """
         import nda
         x = nda.ones(4, device="sim")
         for _ in range(250):
             x = x + 1
         print("end of script", flush=True)
-    """, NDA_SIM_LATENCY_US="15000")
+    """,
+        NDA_SIM_LATENCY_US="15000",
+    )
     assert proc.returncode == 0, proc.stderr
     assert "end of script" in proc.stdout
     assert "nda-sim: exit waits for" in proc.stderr and "NDA_QUIESCE_TIMEOUT" in proc.stderr, proc.stderr
@@ -422,7 +454,9 @@ def test_two_dozen_forks_while_threads_issue_work_on_cpu_and_sim(engine):
     """Forks at random moments while two threads issue chains (cpu tasks and held ops, a sim
     queue): every child reads an array the parent issued just before the fork and computes
     a fresh one, on both devices, and exits; none hangs, none gets a wrong value."""
-    proc, _ = _run(_WAIT_CHILDREN, """
+    proc, _ = _run(
+        _WAIT_CHILDREN,
+        """
         import random, threading
         import nda
 
@@ -455,6 +489,8 @@ def test_two_dozen_forks_while_threads_issue_work_on_cpu_and_sim(engine):
         for t in threads:
             t.join()
         print("children", wait_children(pids, 60), flush=True)
-    """, engine=engine)
+    """,
+        engine=engine,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "children [" + ", ".join(["0"] * 24) + "]" in proc.stdout, (proc.stdout, proc.stderr[-2000:])

@@ -117,8 +117,7 @@ def test_the_recording_thread_still_sees_every_fast_path_call(device):
 
     def f(x, w):
         rows = sum(nda.sum(r * r) for r in x)  # row iteration: sum_i x_i^2
-        return (nda.sum(x * w) + nda.sum(2.0 * x) + nda.sum(-x) + nda.sum(nda.exp(x * 0.5))
-                + nda.sum(x @ w) + x[1][0] + nda.sum(x[0:1]) + rows)
+        return nda.sum(x * w) + nda.sum(2.0 * x) + nda.sum(-x) + nda.sum(nda.exp(x * 0.5)) + nda.sum(x @ w) + x[1][0] + nda.sum(x[0:1]) + rows
 
     for _ in range(3):
         f(x, w).wait_to_read()  # warm every fast cache
@@ -274,7 +273,8 @@ def test_a_device_asked_before_its_backend_loaded_gets_the_backends_completion_h
     backend: None) kept None after ``nda.backends.load``: that backend's asynchronous work was
     never awaited at sync points. The cache is now forgotten whenever a backend registers or
     is taken out."""
-    (tmp_path / "_late_backend.py").write_text(textwrap.dedent("""
+    (tmp_path / "_late_backend.py").write_text(
+        textwrap.dedent("""
         import _toy_backend
         import nda
 
@@ -295,7 +295,8 @@ def test_a_device_asked_before_its_backend_loaded_gets_the_backends_completion_h
                 CALLS.append(("synchronize", str(device)))
 
         backend = Late()
-    """))
+    """)
+    )
     code = textwrap.dedent("""
         import nda
         from nda import engine

@@ -81,6 +81,7 @@ def test_memory_stays_flat_over_many_failures_behind_pending_work(parked, failin
 
 # ----------------------------------------------------------------------------- fork
 
+
 def _child(queue, pending):
     try:
         fine = float(nda.sum(nda.arange(10, dtype=nda.float64)))
@@ -134,6 +135,7 @@ def test_fork_returns_promptly_while_another_thread_issues_work(device):
 
 # ----------------------------------------------------------------------------- back-pressure
 
+
 def test_a_loop_that_never_syncs_stays_within_the_bound_of_pending_tasks(parked):
     """The executor never runs on its own here: at the bound, the issuing thread runs queued
     work itself (the oldest first), so the loop finishes with never more than 64 pending."""
@@ -153,6 +155,7 @@ def test_a_loop_that_never_syncs_stays_within_the_bound_of_pending_tasks(parked)
 
 
 # ----------------------------------------------------------------------------- threads
+
 
 @pytest.mark.parametrize("engine", ["threaded", "naive"])
 @pytest.mark.parametrize(("device", "n"), [("cpu", 8), ("cpu", 1 << 21), ("sim", 8), ("sim", 1 << 18)])

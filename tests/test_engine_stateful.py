@@ -81,7 +81,7 @@ def apply_numpy(slots, step):
     elif kind == "inplace":
         INPLACE[step[2]](slots[step[1]], slots[step[3]], out=slots[step[1]])
     elif kind == "view_set":
-        view = slots[step[1]][step[2]:step[3]]
+        view = slots[step[1]][step[2] : step[3]]
         view[...] = step[4]
     elif kind == "center":
         slots[step[1]] = slots[step[2]] - np.mean(slots[step[2]])
@@ -108,7 +108,7 @@ def apply_nda(slots, step, device="cpu"):
         else:
             target -= slots[step[3]]
     elif kind == "view_set":
-        view = slots[step[1]][step[2]:step[3]]
+        view = slots[step[1]][step[2] : step[3]]
         view[...] = step[4]
     elif kind == "center":
         slots[step[1]] = slots[step[2]] - nda.mean(slots[step[2]])

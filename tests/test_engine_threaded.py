@@ -127,8 +127,15 @@ def test_async_completion_is_awaited(all_tasks):
         return done
 
     x = nda.zeros(4)
-    dispatch.register("setitem", "cpu", ["float64"], lambda x, key, value: slow_fill(x), priority=100,
-                      supports=lambda x, key, value: value == -123.0, backend="test-async")
+    dispatch.register(
+        "setitem",
+        "cpu",
+        ["float64"],
+        lambda x, key, value: slow_fill(x),
+        priority=100,
+        supports=lambda x, key, value: value == -123.0,
+        backend="test-async",
+    )
     try:
         x[...] = -123.0
         y = x + 1

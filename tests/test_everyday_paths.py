@@ -23,10 +23,12 @@ from nda.ops.linalg import _ref_argsort, _ref_sort
 
 DEVICES = ["cpu", "sim"]
 
-_SPECIAL = np.concatenate([
-    np.array([0.0, -0.0, np.nan, -np.nan, 1.0, -1.0, np.inf, -np.inf, 2.5]),
-    np.array([0x7FF8000000000123, 0xFFF80000000ABCDE], np.uint64).view(np.float64),  # NaNs with payloads, both signs
-])
+_SPECIAL = np.concatenate(
+    [
+        np.array([0.0, -0.0, np.nan, -np.nan, 1.0, -1.0, np.inf, -np.inf, 2.5]),
+        np.array([0x7FF8000000000123, 0xFFF80000000ABCDE], np.uint64).view(np.float64),  # NaNs with payloads, both signs
+    ]
+)
 
 
 @st.composite
@@ -67,8 +69,10 @@ def test_cpu_argsort_kernel_stable_and_not(a, data):
     fast = cpu_sort.argsort(a, axis, descending, False)
     assert fast.dtype == np.int64 and fast.shape == a.shape
     # a permutation along the axis that sorts (NaNs last ascending, first descending)
-    assert np.array_equal(np.sort(fast, axis=axis), np.broadcast_to(np.expand_dims(np.arange(a.shape[axis]), tuple(
-        d for d in range(a.ndim) if d != axis % a.ndim)), a.shape) if a.size else fast)
+    assert np.array_equal(
+        np.sort(fast, axis=axis),
+        np.broadcast_to(np.expand_dims(np.arange(a.shape[axis]), tuple(d for d in range(a.ndim) if d != axis % a.ndim)), a.shape) if a.size else fast,
+    )
     assert np.array_equal(np.take_along_axis(a, fast, axis=axis), _ref_sort(a, axis, descending, True), equal_nan=True)
 
 
@@ -96,6 +100,7 @@ def test_sort_keeps_negative_nans_and_zero_order(device, stable):
 
 # ----------------------------------------------------------------------------- boolean masks
 
+
 @pytest.mark.parametrize("device", DEVICES)
 @given(data=st.data())
 def test_mask_keys_match_numpy(device, data):
@@ -103,7 +108,7 @@ def test_mask_keys_match_numpy(device, data):
     a = np.arange(int(np.prod(shape)), dtype=np.float64).reshape(shape)
     start = data.draw(st.integers(0, len(shape) - 1), label="start")
     k = data.draw(st.integers(1, len(shape) - start), label="mask dims")
-    mask_shape = shape[start:start + k]
+    mask_shape = shape[start : start + k]
     if data.draw(st.booleans(), label="mismatch") and mask_shape and mask_shape[0] > 0:
         mask_shape = (mask_shape[0] + 1,) + mask_shape[1:]
     mask = data.draw(hnp.arrays(np.bool_, mask_shape), label="mask")
@@ -148,6 +153,7 @@ def test_mask_planning_does_not_index_a_stand_in():
 
 
 # ----------------------------------------------------------------------------- iterating over rows
+
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("shape", [(4,), (3, 2), (2, 3, 2), (0,), (0, 3), (3, 0)])

@@ -50,6 +50,7 @@ def _library(tmp_path, monkeypatch, name="mylib", op="twice_sin", api="1.4", nda
 
 # ----------------------------------------------------------------------------- nda-sim's library
 
+
 @pytest.mark.parametrize("device", ["cpu", "sim"])
 def test_sim_library_ops_on_cpu_and_sim(device):
     rng = np.random.default_rng(0)
@@ -105,7 +106,7 @@ def test_explain_coverage_and_info_show_extension_ops(capsys):
     x = nda.asarray([1.0, 2.0], device="sim")
     text = str(nda.dispatch.explain("sim.multiply_add", x, x, x))
     assert "op:      sim.multiply_add" in text and "(backend 'sim (op library)'" in text and "key:     (sim, float64, strided)" in text
-    assert str(nda.dispatch.explain(nda.ext.sim.gelu, x)) .startswith("op:      sim.gelu")
+    assert str(nda.dispatch.explain(nda.ext.sim.gelu, x)).startswith("op:      sim.gelu")
     for device in ("cpu", "sim"):
         rows = nda.dispatch.coverage(device).as_dict()
         assert set(rows["sim.multiply_add"].values()) == {"native"} and set(rows["sim.gelu"].values()) == {"native"}
@@ -146,6 +147,7 @@ def test_extension_ops_record_gradients_on_sim():
 
 # ----------------------------------------------------------------------------- loading, clashes, versions
 
+
 def test_load_a_library_from_a_module(tmp_path, monkeypatch):
     name = _library(tmp_path, monkeypatch, name="mylib_ok", op="my_sin")
     library = nda.backends.load(name)
@@ -157,17 +159,29 @@ def test_load_a_library_from_a_module(tmp_path, monkeypatch):
         np.testing.assert_array_equal(nda.ext.mylib_ok.my_sin(nda.asarray([0.5], device="sim")).asnumpy(), np.sin([0.5]))
 
 
-@pytest.mark.parametrize(("kwargs", "message"), [
-    (dict(name="sim", op="other_op"), r"op library 'sim' from _extlib_\d+ clashes with the library 'sim' already loaded from nda_sim\.ext:library"),
-    (dict(name="clash_add", op="add"), r"declares op 'add', which shadows the catalog op 'add' \(nda\.add\)"),
-    (dict(name="clash_inv", op="inv"), r"declares op 'inv', which shadows the catalog op 'linalg\.inv'"),
-    (dict(name="clash_gelu", op="gelu"), r"op library 'clash_gelu' from _extlib_\d+ declares op 'gelu', which the loaded library 'sim' from nda_sim\.ext:library declares too"),
-    (dict(name="linalg", op="lin_op"), r"clashes with nda's own namespace nda\.linalg"),
-    (dict(name="old_api", api="1.3"), r"declares backend API 1\.3, but op libraries exist since API 1\.4"),
-    (dict(name="other_major", api="2.4"), r"was built for backend API 2\.4, but this nda speaks 1\.4"),
-    (dict(name="newer_api", api="1.9"), r"built for backend API 1\.9, newer than this nda's 1\.4; upgrade nda"),
-    (dict(name="other_nda", nda_version="0.7"), r"was built for nda 0\.7, but this is nda 0\.1\.\d+; install a build of 'other_nda' for nda 0\.1"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        (
+            dict(name="sim", op="other_op"),
+            r"op library 'sim' from _extlib_\d+ clashes with the library 'sim' already loaded from nda_sim\.ext:library",
+        ),
+        (dict(name="clash_add", op="add"), r"declares op 'add', which shadows the catalog op 'add' \(nda\.add\)"),
+        (dict(name="clash_inv", op="inv"), r"declares op 'inv', which shadows the catalog op 'linalg\.inv'"),
+        (
+            dict(name="clash_gelu", op="gelu"),
+            r"op library 'clash_gelu' from _extlib_\d+ declares op 'gelu', which the loaded library 'sim' from nda_sim\.ext:library declares too",
+        ),
+        (dict(name="linalg", op="lin_op"), r"clashes with nda's own namespace nda\.linalg"),
+        (dict(name="old_api", api="1.3"), r"declares backend API 1\.3, but op libraries exist since API 1\.4"),
+        (dict(name="other_major", api="2.4"), r"was built for backend API 2\.4, but this nda speaks 1\.4"),
+        (dict(name="newer_api", api="1.9"), r"built for backend API 1\.9, newer than this nda's 1\.4; upgrade nda"),
+        (
+            dict(name="other_nda", nda_version="0.7"),
+            r"was built for nda 0\.7, but this is nda 0\.1\.\d+; install a build of 'other_nda' for nda 0\.1",
+        ),
+    ],
+)
 def test_clashes_and_version_mismatches_are_refused(tmp_path, monkeypatch, kwargs, message):
     nda.ext.sim  # noqa: B018  (the sim library is loaded)
     before = dict(EXTENSIONS)
@@ -179,7 +193,10 @@ def test_clashes_and_version_mismatches_are_refused(tmp_path, monkeypatch, kwarg
 
 
 def test_library_kernels_for_undeclared_ops_are_refused(tmp_path, monkeypatch):
-    name = _module(tmp_path, monkeypatch, """
+    name = _module(
+        tmp_path,
+        monkeypatch,
+        """
         import numpy as np
         from nda.ops.extension import OpLibrary
 
@@ -190,10 +207,13 @@ def test_library_kernels_for_undeclared_ops_are_refused(tmp_path, monkeypatch):
         def register(register_kernel):
             register_kernel("bk_sin", ["float64"], np.sin, device_type="cpu")
             register_kernel("add", ["float64"], np.add, device_type="cpu")
-    """)
+    """,
+    )
     with pytest.raises(nda.BackendValidationError, match="op library 'badkernels' registers a kernel for 'add', which it does not declare"):
         nda.backends.load(name)
-    assert "badkernels.bk_sin" not in EXTENSIONS and not nda.dispatch.kernels("add", nda.KernelKey("cpu", nda.float64))[0].backend.startswith("badkernels")
+    assert "badkernels.bk_sin" not in EXTENSIONS and not nda.dispatch.kernels("add", nda.KernelKey("cpu", nda.float64))[0].backend.startswith(
+        "badkernels"
+    )
     (rec,) = [r for r in nda.backends.libraries() if r["name"] == "badkernels"]
     assert rec["state"] == "failed" and "does not declare" in rec["reason"]
 
@@ -213,7 +233,8 @@ def test_kernels_wait_for_a_backend_loaded_later_and_run_through_its_queue(tmp_p
     queue backend it is recorded on the queue: a kernel error surfaces at the sync point with
     the op's name and the user's line. (In a subprocess: the backend loaded at run time must
     not outlive the test, the kit's worker processes would load it again.)"""
-    (tmp_path / "later_backend.py").write_text(textwrap.dedent("""
+    (tmp_path / "later_backend.py").write_text(
+        textwrap.dedent("""
         import nda
         import nda_sim
         from nda_sim._device import Stream
@@ -233,8 +254,10 @@ def test_kernels_wait_for_a_backend_loaded_later_and_run_through_its_queue(tmp_p
                 pass  # no catalog kernels: everything takes the host fallback
 
         backend = Later()
-    """))
-    (tmp_path / "later_library.py").write_text(textwrap.dedent("""
+    """)
+    )
+    (tmp_path / "later_library.py").write_text(
+        textwrap.dedent("""
         import numpy as np
         import nda
         from nda.ops.extension import OpLibrary
@@ -253,8 +276,10 @@ def test_kernels_wait_for_a_backend_loaded_later_and_run_through_its_queue(tmp_p
             import later_backend
             decl = nda.ops.EXTENSIONS["laterlib.checked_sqrt"]
             register_kernel("checked_sqrt", decl.supported_dtypes, later_backend.backend._native(decl), device_type="laterdev")
-    """))
-    (tmp_path / "script.py").write_text(textwrap.dedent("""
+    """)
+    )
+    (tmp_path / "script.py").write_text(
+        textwrap.dedent("""
         import numpy as np
         import nda
 
@@ -273,7 +298,8 @@ def test_kernels_wait_for_a_backend_loaded_later_and_run_through_its_queue(tmp_p
             print(err.__notes__)
         else:
             raise AssertionError("no error at the sync point")
-    """))
+    """)
+    )
     env = dict(os.environ, PYTHONPATH=str(tmp_path) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     done = subprocess.run([sys.executable, str(tmp_path / "script.py")], capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr

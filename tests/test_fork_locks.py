@@ -30,19 +30,22 @@ _LOCK = re.compile(r"threading\.(Lock|RLock|Condition|Semaphore|BoundedSemaphore
 
 #: Locks made outside nda._forksafe, and why each is safe across a fork (file, a snippet of its line).
 DECIDED = {
-    ("engine/threaded.py", "self._lock = threading.Lock()"):
-        "the engine's lock: the fork takes it (Engine.pause) and the child gets a fresh engine",
+    ("engine/threaded.py", "self._lock = threading.Lock()"): "the engine's lock: the fork takes it (Engine.pause) and the child gets a fresh engine",
     ("engine/threaded.py", "threading.Condition(self._lock)"): "the engine's condition: as its lock",
     ("_forksafe.py", "threading.RLock() if reentrant else threading.Lock()"): "_forksafe.lock(): registered for the child",
-    ("backends/cpu_random.py", "self._lock = threading.Lock()"):
-        "ChunkRunner's: its own os.register_at_fork(after_in_child=...) makes it (and its pool) anew",
+    (
+        "backends/cpu_random.py",
+        "self._lock = threading.Lock()",
+    ): "ChunkRunner's: its own os.register_at_fork(after_in_child=...) makes it (and its pool) anew",
     ("nda_sim/_device.py", "self._lock = threading.RLock()"): "a sim allocator's: SimBackend's child hook re-makes it (Allocator.after_fork)",
     ("nda_sim/_device.py", "self._cond = threading.Condition()"): "a sim stream's: re-made in the child (Stream.restart_after_fork)",
     ("nda_sim/_device.py", "self._count_lock = threading.Lock()"): "a sim stream's: re-made in the child (Stream.restart_after_fork)",
     ("nda_sim/_device.py", "self._start_lock = threading.Lock()"): "a sim stream's: re-made in the child (Stream.restart_after_fork)",
     ("nda_sim/_device.py", "self._gate = threading.Condition()"): "a sim stream's: re-made in the child (Stream.restart_after_fork)",
-    ("nda_cuda/__init__.py", "self._lock = threading.Lock()"):
-        "CUDA cannot be used in a child forked after it was initialised (CUDA's rule): nothing to keep usable",
+    (
+        "nda_cuda/__init__.py",
+        "self._lock = threading.Lock()",
+    ): "CUDA cannot be used in a child forked after it was initialised (CUDA's rule): nothing to keep usable",
     ("nda_cuda/_streams.py", "self._lock = threading.Lock()"): "CUDA cannot be used in a forked child (as above)",
     ("nda_cuda/_elementwise.py", "self._lock = threading.Lock()"): "CUDA cannot be used in a forked child (as above)",
 }
@@ -67,8 +70,9 @@ def test_every_lock_nda_makes_is_decided_for_fork():
 def _run(*parts: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     code = "\n".join(textwrap.dedent(part) for part in parts)
     try:
-        return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout,
-                              env={**os.environ, "NDA_QUIESCE_TIMEOUT": "10"})
+        return subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout, env={**os.environ, "NDA_QUIESCE_TIMEOUT": "10"}
+        )
     except subprocess.TimeoutExpired as err:
         pytest.fail(f"the process hung (killed after {timeout} s); its output: {err.stdout!r} {err.stderr!r}")
 
@@ -114,7 +118,9 @@ def test_a_fork_while_another_thread_holds_one_of_nda_s_module_locks():
     """Each module-level lock (backend activation, op libraries, the dispatch tables, the device
     queues' state, host views, interceptors, autograd): held by another thread at the fork, it
     is free in the child (the fork waits for the holder, which takes a moment here)."""
-    proc = _run(_CHILD, """
+    proc = _run(
+        _CHILD,
+        """
         import nda, nda.ext
         from nda import _hostviews, _intercept, dispatch
         from nda.autograd import _record
@@ -124,7 +130,8 @@ def test_a_fork_while_another_thread_holds_one_of_nda_s_module_locks():
         locks = {"activation": _activation.LOCK, "op libraries": nda.ext._lock, "dispatch": dispatch._lock,
                  "queues": _queues.LOCK, "host views": _hostviews._lock, "interceptors": _intercept._lock, "autograd": _record._STATE.lock}
         print({name: fork_and_try(lock) for name, lock in locks.items()}, flush=True)
-    """)
+    """,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "1" not in proc.stdout.replace("nda", ""), proc.stdout
     assert proc.stdout.count(": 0") == 7, proc.stdout
@@ -134,7 +141,9 @@ def test_a_fork_while_another_thread_is_inside_a_generator_or_a_hybridized_funct
     """Objects' locks (a random generator's, held while a draw is issued, which may wait for the
     engine; a hybridized function's; the profiler's): the fork does not wait for them, and the
     child gets them unlocked and can draw, call and profile."""
-    proc = _run(_CHILD, """
+    proc = _run(
+        _CHILD,
+        """
         import nda
 
         gen = nda.random.default_rng(0)
@@ -157,6 +166,7 @@ def test_a_fork_while_another_thread_is_inside_a_generator_or_a_hybridized_funct
                  "hybridized": fork_and_try(f._lock, hold=None, action=call),
                  "profiler": fork_and_try(nda.profiler._lock, hold=None, action=profile)}
         print(codes, flush=True)
-    """)
+    """,
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.count(": 0") == 3, proc.stdout

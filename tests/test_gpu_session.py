@@ -23,10 +23,26 @@ SCRIPT = os.path.join(ROOT, "benchmarks", "gpu_session.sh")
 def test_the_script_is_valid_bash_and_runs_each_step_under_its_own_limit():
     assert subprocess.run(["bash", "-n", SCRIPT], capture_output=True, text=True).returncode == 0
     text = open(SCRIPT, encoding="utf-8").read()
-    for needed in ("tests/test_cuda.py", "tests/test_cuda_h200.py", "tests/test_cuda_h200_1128.py", "STEPS=\"confirm\"", "tests/test_cuda_elementwise.py", "tests/test_cuda_queues.py",
-                   "tests/test_cuda_reductions.py", "tests/test_random.py", "benchmarks.gpu_elementwise_check", "--profile deep --isolate", '--jobs "$JOBS"', "--worker-timeout",
-                   "--deadline", "--gradients", "python3 -m benchmarks.gpu ", "python3 -m benchmarks.fusion",
-                   "python3 -m benchmarks.gpu_session_summary", 'tar -czf "$OUT/logs.tar.gz"'):
+    for needed in (
+        "tests/test_cuda.py",
+        "tests/test_cuda_h200.py",
+        "tests/test_cuda_h200_1128.py",
+        'STEPS="confirm"',
+        "tests/test_cuda_elementwise.py",
+        "tests/test_cuda_queues.py",
+        "tests/test_cuda_reductions.py",
+        "tests/test_random.py",
+        "benchmarks.gpu_elementwise_check",
+        "--profile deep --isolate",
+        '--jobs "$JOBS"',
+        "--worker-timeout",
+        "--deadline",
+        "--gradients",
+        "python3 -m benchmarks.gpu ",
+        "python3 -m benchmarks.fusion",
+        "python3 -m benchmarks.gpu_session_summary",
+        'tar -czf "$OUT/logs.tar.gz"',
+    ):
         assert needed in text, needed
     assert re.search(r"^JOBS=\$\{JOBS:-8\}$", text, re.M)
     assert len(re.findall(r"^\s*\(? ?step \S+ ", text, re.M)) == 13  # every command runs through step (timeout, budget, record)
@@ -45,13 +61,25 @@ def _kit_report(results: list[dict]) -> dict:
 
 def test_the_summary_ends_with_the_steps_after_the_speed_tables_and_the_failures(tmp_path):
     logs = tmp_path
-    (logs / "steps.txt").write_text("tests|1|50|tests.txt\nkit|1|40|kit-quick.txt\ndeep|124|230|kit-deep.txt\n"
-                                    "gradients|0|60|kit-gradients.txt\nbench-gpu|0|70|bench-gpu.txt\nbench-fusion|skipped|0|bench-fusion.txt\n")
-    (logs / "tests.txt").write_text("FAILED tests/test_cuda.py::test_markers - AssertionError: blocked\n== 1 failed, 90 passed, 3 skipped in 50.1s ==\n")
-    failing = {"op": "subtract", "dtype": "float64", "layout": "csr", "status": "failed", "found_by": "degenerate sweep",
-               "example": "subtract(empty((1, 0), dtype=float64), empty((1, 0), dtype=float64))",
-               "error": "cuda:0 raised RuntimeError: illegal address\n  at (0, 0): actual 1, desired 2"}
-    (logs / "kit-quick.json").write_text(json.dumps(_kit_report([failing] + [{"op": "add", "dtype": "int8", "layout": "strided", "status": "passed"}] * 3)))
+    (logs / "steps.txt").write_text(
+        "tests|1|50|tests.txt\nkit|1|40|kit-quick.txt\ndeep|124|230|kit-deep.txt\n"
+        "gradients|0|60|kit-gradients.txt\nbench-gpu|0|70|bench-gpu.txt\nbench-fusion|skipped|0|bench-fusion.txt\n"
+    )
+    (logs / "tests.txt").write_text(
+        "FAILED tests/test_cuda.py::test_markers - AssertionError: blocked\n== 1 failed, 90 passed, 3 skipped in 50.1s ==\n"
+    )
+    failing = {
+        "op": "subtract",
+        "dtype": "float64",
+        "layout": "csr",
+        "status": "failed",
+        "found_by": "degenerate sweep",
+        "example": "subtract(empty((1, 0), dtype=float64), empty((1, 0), dtype=float64))",
+        "error": "cuda:0 raised RuntimeError: illegal address\n  at (0, 0): actual 1, desired 2",
+    }
+    (logs / "kit-quick.json").write_text(
+        json.dumps(_kit_report([failing] + [{"op": "add", "dtype": "int8", "layout": "strided", "status": "passed"}] * 3))
+    )
     (logs / "kit-deep.json").write_text(json.dumps(_kit_report([{"op": "exp", "dtype": "float32", "layout": "strided", "status": "not covered"}])))
     (logs / "kit-gradients.json").write_text(json.dumps(_kit_report([{"op": "exp", "dtype": "float32", "layout": "gradient", "status": "passed"}])))
     (logs / "bench-gpu.txt").write_text("NVIDIA H200\n  add  cupy 0.334 ms   nda 0.344 ms\n")

@@ -35,6 +35,7 @@ def _array(device, values=(1.0, 2.0, 3.0)):
 
 # ----------------------------------------------------------------------------- np.asarray / __array__
 
+
 @pytest.mark.parametrize("device", DEVICES)
 def test_np_asarray_of_a_device_array_is_a_read_only_copy(device):
     x = _array(device)
@@ -110,6 +111,7 @@ def test_to_numpy_is_np_asarray_and_with_copy_true_a_fresh_writable_copy(device)
 
 # ----------------------------------------------------------------------------- DLPack to the host
 
+
 @pytest.mark.parametrize("device", DEVICES)
 def test_dlpack_export_to_the_host_is_read_only_unless_a_copy_is_asked_for(device):
     x = _array(device)
@@ -145,6 +147,7 @@ def test_a_backend_without_dlpack_says_so():
 
 # ----------------------------------------------------------------------------- SciPy's output=
 
+
 @pytest.mark.skipif(os.environ.get("SCIPY_ARRAY_API") != "1", reason="SciPy's Array API support needs SCIPY_ARRAY_API=1")
 @pytest.mark.parametrize("device", ["cpu", *DEVICES])
 def test_scipy_ndimage_output_is_written_or_refused(device):
@@ -166,6 +169,7 @@ def test_scipy_ndimage_output_is_written_or_refused(device):
 
 
 # ----------------------------------------------------------------------------- iteration
+
 
 @pytest.mark.parametrize("device", ["cpu", "sim"])
 def test_iter_of_a_0d_array_raises_at_once(device):

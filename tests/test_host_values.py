@@ -223,6 +223,7 @@ def test_every_parameter_a_planner_reads_on_the_host_is_declared(op, device, dat
 @pytest.mark.parametrize("device", DEVICES)
 def test_the_calls_seen_by_scipy_give_each_calls_answer(device):
     """The examples of the issue, each called twice with the same metadata and other values."""
+
     def a(v):
         return nda.asarray(v, device=device)
 

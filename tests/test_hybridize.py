@@ -20,7 +20,11 @@ from nda.testing import strategies as nst
 
 _FLOAT_UNARY = sorted(n for n, d in CATALOG.items() if d.family == "unary" and d.dtypes in ("floating", "real floating", "numeric", "real numeric"))
 _FLOAT_BINARY = sorted(n for n, d in CATALOG.items() if d.family == "binary" and d.dtypes in ("floating", "real floating", "numeric", "real numeric"))
-_INT_OPS = sorted(n for n, d in CATALOG.items() if d.family in ("unary", "binary") and d.dtypes in ("integer", "integer or boolean", "numeric", "real numeric", "any"))
+_INT_OPS = sorted(
+    n
+    for n, d in CATALOG.items()
+    if d.family in ("unary", "binary") and d.dtypes in ("integer", "integer or boolean", "numeric", "real numeric", "any")
+)
 
 
 def _same(a: np.ndarray, b: np.ndarray) -> bool:
@@ -112,7 +116,9 @@ def test_hybridize_gives_eager_results_on_element_wise_chains(device, data):
         return
     eager, first, eager2, graph2, h = found
     assert all(_same(x, y) for x, y in zip(eager, first))
-    assert all(_same(x, y) for x, y in zip(eager2, graph2)), str(nda.dispatch.explain(h, nda.asarray(host_a, device=device), nda.asarray(host_b, device=device)))
+    assert all(_same(x, y) for x, y in zip(eager2, graph2)), str(
+        nda.dispatch.explain(h, nda.asarray(host_a, device=device), nda.asarray(host_b, device=device))
+    )
 
 
 @pytest.mark.parametrize("device", ["cpu", "sim"])
@@ -132,8 +138,11 @@ def test_hybridize_gives_eager_results_on_integer_and_mixed_chains(device, data)
 
 
 _BOOL_OPS = sorted(n for n, d in CATALOG.items() if d.family in ("unary", "binary") and d.dtypes in ("bool", "integer or boolean", "any"))
-_COMPLEX_OPS = sorted(n for n, d in CATALOG.items() if d.family in ("unary", "binary") and d.dtypes in ("numeric", "floating", "complex floating", "any")
-                      and n not in ("nextafter",))
+_COMPLEX_OPS = sorted(
+    n
+    for n, d in CATALOG.items()
+    if d.family in ("unary", "binary") and d.dtypes in ("numeric", "floating", "complex floating", "any") and n not in ("nextafter",)
+)
 
 
 @pytest.mark.parametrize("device", ["cpu", "sim"])
@@ -222,7 +231,13 @@ def test_signature_includes_metadata_aliasing_and_constants():
     f(x, y, 2.0)
     f(y, x, 2.0)  # same signature: fn's Python runs (checked), the graph runs
     assert len(calls) == 2 and nda.dispatch.explain(f, x, y, 2.0).stats == {
-        "traces": 1, "graph": 1, "op by op": 0, "eager": 0, "guard failures": 0, "graphs": 1}
+        "traces": 1,
+        "graph": 1,
+        "op by op": 0,
+        "eager": 0,
+        "guard failures": 0,
+        "graphs": 1,
+    }
     np.testing.assert_array_equal(f(y, x, 2.0).asnumpy(), [7.0, 10.0])
     f(x, x, 2.0)  # aliasing differs
     f(x, y, 3.0)  # a constant differs
@@ -410,9 +425,16 @@ def test_cpu_fusion_works_without_numexpr(tmp_path):
 def test_fusion_program_and_evaluators_directly():
     f32 = nda.float32
     program = fusion.Program(
-        [fusion.Instr("multiply", (("in", 0), ("in", 1)), f32, f32), fusion.Instr("add", (("tmp", 0), ("const", 0.5)), f32, f32),
-         fusion.Instr("tanh", (("tmp", 1),), f32, f32)],
-        [(f32, (70000,)), (f32, (70000,))], [0, 2], (70000,), nda.Device("cpu", 0))
+        [
+            fusion.Instr("multiply", (("in", 0), ("in", 1)), f32, f32),
+            fusion.Instr("add", (("tmp", 0), ("const", 0.5)), f32, f32),
+            fusion.Instr("tanh", (("tmp", 1),), f32, f32),
+        ],
+        [(f32, (70000,)), (f32, (70000,))],
+        [0, 2],
+        (70000,),
+        nda.Device("cpu", 0),
+    )
     a = np.linspace(-1, 1, 70000, dtype=np.float32)
     b = np.linspace(2, 0, 70000, dtype=np.float32)
     run = fusion.chunked(program, lambda i: {"multiply": np.multiply, "add": np.add, "tanh": np.tanh}[i.op], chunk=4096)
@@ -421,7 +443,9 @@ def test_fusion_program_and_evaluators_directly():
     np.testing.assert_array_equal(out, np.tanh(a * b + np.float32(0.5)))
     exprs, consts = fusion.numexpr_source(program)
     assert exprs == ["(in0 * in1)", "tanh(((in0 * in1) + c0))"] and consts[0][1].dtype == np.float32
-    cast = fusion.Program([fusion.Instr("add", (("in", 0), ("in", 1)), nda.float64, nda.float64)], [(nda.int32, (3,)), (nda.float64, (3,))], [0], (3,), None)
+    cast = fusion.Program(
+        [fusion.Instr("add", (("in", 0), ("in", 1)), nda.float64, nda.float64)], [(nda.int32, (3,)), (nda.float64, (3,))], [0], (3,), None
+    )
     assert fusion.numexpr_source(cast) is None  # a cast: numexpr has no cast, the chunked evaluator runs it
     (r,) = fusion.chunked(cast, lambda i: np.add)(np.array([1, 2, 3], np.int32), np.array([0.5, 0.5, 0.5]))
     np.testing.assert_array_equal(r, [1.5, 2.5, 3.5])

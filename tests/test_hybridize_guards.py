@@ -266,6 +266,7 @@ def test_a_host_read_reached_only_when_a_value_changed(device):
 
 # ----------------------------------------------------------------------------- random numbers
 
+
 @pytest.mark.parametrize("device", DEVICES)
 def test_random_numbers_run_as_a_graph_and_advance_the_generator_as_eager(device):
     def noisy(x, rng):
@@ -452,10 +453,16 @@ def _steps_program(steps):
     return fn
 
 
-_step = st.tuples(st.sampled_from(["scale", "add", "exp", "head", "branch", "inplace", "view_write", "random", "keep"]),
-                  st.integers(0, 8), st.integers(0, 1))
-_values = st.fixed_dictionaries({"s": st.lists(_floats, min_size=2, max_size=2), "n": st.lists(st.integers(0, 6), min_size=2, max_size=2),
-                                 "flag": st.lists(st.booleans(), min_size=2, max_size=2)})
+_step = st.tuples(
+    st.sampled_from(["scale", "add", "exp", "head", "branch", "inplace", "view_write", "random", "keep"]), st.integers(0, 8), st.integers(0, 1)
+)
+_values = st.fixed_dictionaries(
+    {
+        "s": st.lists(_floats, min_size=2, max_size=2),
+        "n": st.lists(st.integers(0, 6), min_size=2, max_size=2),
+        "flag": st.lists(st.booleans(), min_size=2, max_size=2),
+    }
+)
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -19,10 +19,14 @@ DEFERRED = (
     "nda.hybrid",  # nda.hybridize, nda.HybridizeWarning
     "nda.random",  # nda.random (its catalog ops, nda.ops.random, are declared at import)
     "nda._io",  # nda.save, nda.load, nda.savez, nda.savez_compressed
-    "nda._numpy_functions", "nda._numpy_linalg", "numpy.fft",  # the first np.<function>(nda_array)
+    "nda._numpy_functions",
+    "nda._numpy_linalg",
+    "numpy.fft",  # the first np.<function>(nda_array)
     "nda.engine._profile_views",  # the first profile
-    "nda.ops._philox_source", "pathlib",  # nda.ops.random.kernel_source
-    "html", "traceback",  # a failed op's error, a notebook's view
+    "nda.ops._philox_source",
+    "pathlib",  # nda.ops.random.kernel_source
+    "html",
+    "traceback",  # a failed op's error, a notebook's view
 )
 
 

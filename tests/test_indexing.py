@@ -115,7 +115,7 @@ def test_0d_array_index_works_like_an_int():
     i = nda.asarray(2)
     assert_same(x[i], a[2])
     assert_same(x[1, i], a[1, 2])
-    assert_same(x[nda.asarray(1):], a[1:])  # __index__ in a slice
+    assert_same(x[nda.asarray(1) :], a[1:])  # __index__ in a slice
     assert [1, 2, 3][nda.asarray(1)] == 2
 
 
@@ -154,7 +154,7 @@ def test_empty_list_index():
 def value_shapes(draw, selection_shape):
     """A shape that broadcasts to ``selection_shape`` (a trailing part, some dims set to 1)."""
     k = draw(st.integers(0, len(selection_shape)))
-    tail = selection_shape[len(selection_shape) - k:]
+    tail = selection_shape[len(selection_shape) - k :]
     return tuple(1 if draw(st.booleans()) else n for n in tail)
 
 
@@ -183,8 +183,15 @@ def test_setitem_matches_numpy(dtype, data):
 
 @given(data=st.data())
 def test_setitem_casts_values_of_the_same_kind(data):
-    pairs = [(nda.int8, nda.int64), (nda.float32, nda.float64), (nda.complex64, nda.complex128), (nda.int64, nda.bool),
-             (nda.float64, nda.int32), (nda.complex128, nda.float32), (nda.uint16, nda.uint8)]
+    pairs = [
+        (nda.int8, nda.int64),
+        (nda.float32, nda.float64),
+        (nda.complex64, nda.complex128),
+        (nda.int64, nda.bool),
+        (nda.float64, nda.int32),
+        (nda.complex128, nda.float32),
+        (nda.uint16, nda.uint8),
+    ]
     target, source = data.draw(st.sampled_from(pairs), label="dtypes")
     a = data.draw(arrays(target, (3, 4)), label="x")
     v = data.draw(arrays(source, (4,), min_value=-100, max_value=100), label="value")
@@ -277,8 +284,19 @@ def test_invalid_index_types_raise():
         x[nda.asarray([True, False, True])]
 
 
-BOOL_SCALAR_KEYS = [True, False, (True,), (0, True), (Ellipsis, False), (True, 1), np.True_, np.False_, (True, False),
-                    (slice(None), True, [0, 2]), (None, True, slice(1, None))]
+BOOL_SCALAR_KEYS = [
+    True,
+    False,
+    (True,),
+    (0, True),
+    (Ellipsis, False),
+    (True, 1),
+    np.True_,
+    np.False_,
+    (True, False),
+    (slice(None), True, [0, 2]),
+    (None, True, slice(1, None)),
+]
 
 
 @pytest.mark.parametrize("device", ["cpu", "sim"])

@@ -173,8 +173,9 @@ def test_concurrent_first_use_registers_each_kernel_once_and_never_fails_the_bac
     runs = 200 if os.environ.get("HYPOTHESIS_PROFILE") == "deep" else 40
     env = dict(os.environ)
     env.setdefault("NDA_ENGINE", "threaded")
-    found = subprocess.run([sys.executable, os.path.join(HERE, "_first_use.py"), backend, str(runs), "4"], cwd=HERE, env=env,
-                           capture_output=True, text=True, timeout=600)
+    found = subprocess.run(
+        [sys.executable, os.path.join(HERE, "_first_use.py"), backend, str(runs), "4"], cwd=HERE, env=env, capture_output=True, text=True, timeout=600
+    )
     assert found.returncode == 0 and found.stdout.strip() == f"ok {backend} {runs}", found.stdout + found.stderr
 
 

@@ -41,7 +41,11 @@ def load(name: str, module: str = "_mutant_queues") -> str:
 #: bug -> (the family that shows it, the ops of the value cells it touches, what the verdict says)
 QUEUE_BUGS = {
     "copy_no_wait": ("copies", ["matmul", "add"], ["right alone, wrong in the program", "copy_to_device must make the target's queue wait"]),
-    "eager_write_back": ("views", ["setitem", "add", "getitem"], ["right alone, wrong in the program", "from_host(host, device, out=buf) must enqueue"]),
+    "eager_write_back": (
+        "views",
+        ["setitem", "add", "getitem"],
+        ["right alone, wrong in the program", "from_host(host, device, out=buf) must enqueue"],
+    ),
     "no_bounds_check": ("index bounds", ["getitem", "setitem"], ["wrong when run in order", "must raise IndexError at the sync point"]),
     "side_stream": ("chains", ["matmul", "add", "square"], ["right alone, wrong in the program", "read its inputs on the queue that produced them"]),
     "zero_d_view": ("views", ["getitem", "setitem"], ["wrong when run in order", "is a 0-d copy"]),
@@ -49,6 +53,7 @@ QUEUE_BUGS = {
 
 
 # ----------------------------------------------------------------------------- correct backends pass
+
 
 def test_the_ordering_profile_passes_on_sim():
     report = conformance.run("sim", profile="ordering", settings=SUITE)
@@ -78,6 +83,7 @@ def test_the_ordering_profile_passes_on_the_cuda_kernel_table_over_the_cupy_mode
 
 
 # ----------------------------------------------------------------------------- each bug: value passes, ordering fails
+
 
 @pytest.mark.parametrize("bug", sorted(QUEUE_BUGS))
 def test_each_queue_mutant_passes_the_value_profile_and_fails_the_ordering_profile(bug):
@@ -113,8 +119,9 @@ def test_a_program_that_fails_on_the_witness_too_is_blamed_on_nda(monkeypatch):
     """The witness is another backend with queues: wrong there too means nda's engine or front end."""
     device = load("copy_no_wait")
     twin = load("copy_no_wait_twin")
-    monkeypatch.setattr(_ordering.OrderingRunner, "_witness",
-                        lambda self: {"A": nda.Device(twin, 0), "B": nda.Device(twin, 1), "C": nda.Device("cpu", 0)})
+    monkeypatch.setattr(
+        _ordering.OrderingRunner, "_witness", lambda self: {"A": nda.Device(twin, 0), "B": nda.Device(twin, 1), "C": nda.Device("cpu", 0)}
+    )
     report = conformance.run(device, profile="ordering", ops=["copies"])
     assert "fails on mutq_copy_no_wait_twin too" in report.failures[0].error
     assert "most likely nda's bug" in report.failures[0].error
@@ -129,6 +136,7 @@ def test_an_out_of_bounds_index_must_raise_at_the_sync_point_never_return_a_valu
 
 # ----------------------------------------------------------------------------- how the kit stalls queues
 
+
 def test_the_per_op_delays_are_removed_and_a_stall_hook_replaces_the_ballast():
     calls = []
 
@@ -139,8 +147,13 @@ def test_the_per_op_delays_are_removed_and_a_stall_hook_replaces_the_ballast():
     assert report.ok, report.table()
     assert calls and all(d.type == "mutq_ok" and s == _pressure.STALL_SECONDS for d, s in calls)
     assert "the stall hook" in report.environment["ordering"]["stall"]["mutq_ok:0"]
-    leftover = [e for op in nda.dispatch.op_names() for entries in nda.dispatch.table(op).kernels.values() for e in entries
-                if e.backend == _pressure.DISPATCH_NAME]
+    leftover = [
+        e
+        for op in nda.dispatch.op_names()
+        for entries in nda.dispatch.table(op).kernels.values()
+        for e in entries
+        if e.backend == _pressure.DISPATCH_NAME
+    ]
     assert not leftover
 
 
@@ -170,6 +183,7 @@ def test_the_ordering_profile_runs_on_the_threaded_engine_and_puts_the_engine_ba
 
 # ----------------------------------------------------------------------------- the value profile's verdict
 
+
 def test_the_value_profile_tells_a_kernel_bug_from_an_ordering_bug():
     import _mutant_backends  # noqa: F401
 
@@ -182,6 +196,7 @@ def test_the_value_profile_tells_a_kernel_bug_from_an_ordering_bug():
 
 
 # ----------------------------------------------------------------------------- command line, pytest plugin
+
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([HERE, *sys.path])}
@@ -198,14 +213,26 @@ def test_the_command_line_runs_the_ordering_profile(capsys):
 
 
 def test_the_pytest_plugin_runs_the_ordering_profile():
-    plugin = _run("-m", "pytest", "-q", "-p", "no:cacheprovider", "--pyargs", "nda.testing.conformance", "--nda-device=mutq_copy_no_wait",
-                  "--nda-load=_mutant_queues:copy_no_wait", "--nda-profile=ordering", "--nda-ops=copies,index bounds")
+    plugin = _run(
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "--pyargs",
+        "nda.testing.conformance",
+        "--nda-device=mutq_copy_no_wait",
+        "--nda-load=_mutant_queues:copy_no_wait",
+        "--nda-profile=ordering",
+        "--nda-ops=copies,index bounds",
+    )
     assert plugin.returncode == 1, plugin.stdout[-3000:]
     assert "1 failed, 1 passed" in plugin.stdout, plugin.stdout[-3000:]
     assert "test_cell[ordering-copies-float64]" in plugin.stdout and "to_device(B)" in plugin.stdout
 
 
 # ----------------------------------------------------------------------------- the gradient kit reports
+
 
 def test_a_failing_where_gradient_cell_gets_a_report_not_a_crash():
     """The failing case's repr rounded its bool condition: the run exited 2 with a NumPy casting error."""

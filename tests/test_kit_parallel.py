@@ -111,16 +111,58 @@ def test_auto_jobs_stay_one_for_small_runs_and_follow_nda_kit_jobs(monkeypatch):
 
 
 def test_cli_and_plugin_take_jobs(tmp_path):
-    cli = subprocess.run([sys.executable, "-m", "nda.testing.conformance", "sim", "--reference", "cpu", "--ops", "add,exp,sum",
-                          "--dtypes", "int8,float32", "--jobs", "2", "--json", str(tmp_path / "r.json"), "--quiet"],
-                         capture_output=True, text=True, env=_env(), cwd=tmp_path, timeout=300)
+    cli = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "nda.testing.conformance",
+            "sim",
+            "--reference",
+            "cpu",
+            "--ops",
+            "add,exp,sum",
+            "--dtypes",
+            "int8,float32",
+            "--jobs",
+            "2",
+            "--json",
+            str(tmp_path / "r.json"),
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        cwd=tmp_path,
+        timeout=300,
+    )
     assert cli.returncode == 0, cli.stdout + cli.stderr
     data = json.loads((tmp_path / "r.json").read_text())
     assert data["environment"]["jobs"] == 2 and data["summary"]["passed"] == 7
-    plugin = subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "nda.testing.conformance", "--nda-device=sim", "--nda-reference=cpu",
-                             "--nda-ops=add,exp,sum", "--nda-dtypes=int8,float32", "--nda-jobs=2", "-k", "not exp-float32",
-                             "-p", "no:cacheprovider", "-q", f"--nda-report={tmp_path / 'p.json'}"],
-                            capture_output=True, text=True, env=_env(), cwd=tmp_path, timeout=300)
+    plugin = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--pyargs",
+            "nda.testing.conformance",
+            "--nda-device=sim",
+            "--nda-reference=cpu",
+            "--nda-ops=add,exp,sum",
+            "--nda-dtypes=int8,float32",
+            "--nda-jobs=2",
+            "-k",
+            "not exp-float32",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            f"--nda-report={tmp_path / 'p.json'}",
+        ],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        cwd=tmp_path,
+        timeout=300,
+    )
     assert plugin.returncode == 0, plugin.stdout + plugin.stderr
     assert "6 passed, 1 deselected" in plugin.stdout, plugin.stdout
     report = json.loads((tmp_path / "p.json").read_text())

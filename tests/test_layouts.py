@@ -54,6 +54,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::nda.FallbackWarning")
 
 # ---------------------------------------------------------------------- construction and semantics
 
+
 def test_import_nda_imports_neither_scipy_nor_cupy_and_cpu_ops_do_not_either():
     code = "import sys, nda; x = nda.ones(3) + 1; x.wait_to_read(); print('scipy' in sys.modules, 'cupy' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -221,6 +222,7 @@ def test_in_place_ops_on_sparse_arrays_rebind_or_refuse():
 
 # ---------------------------------------------------------------------- the layout fallback
 
+
 def _example_args(name, x, xs):
     """Arguments for catalog op ``name`` with the sparse ``x`` as first operand (None: skip)."""
     decl = nda.ops.CATALOG[name]
@@ -229,14 +231,42 @@ def _example_args(name, x, xs):
     if decl.family == "binary":
         return (x, xs)
     return {
-        "sum": (x,), "prod": (x,), "mean": (x,), "max": (x,), "min": (x,), "std": (x,), "var": (x,),
-        "argmax": (x,), "argmin": (x,), "cumulative_sum": (x,), "reshape": (x, (3, 2)), "flip": (x,),
-        "permute_dims": (x, (1, 0)), "matmul": (x, xs.T), "concat": ([x, xs],), "stack": ([x, xs],),
-        "where": (x > 0, x, xs), "sort": (x,), "argsort": (x,), "roll": (x, 1), "expand_dims": (x,),
-        "broadcast_to": (x, (2, 2, 3)), "getitem": (x, (0, slice(1, 3))), "tensordot": (x, xs.T),
-        "vecdot": (x, xs), "astype": (x, nda.float32), "zeros_like": (x,), "ones_like": (x,),
-        "empty_like": None, "full_like": (x, 2.0), "squeeze": None, "all": (x,), "any": (x,),
-        "nonzero": (x,), "unique_values": (x,), "clip": (x,),
+        "sum": (x,),
+        "prod": (x,),
+        "mean": (x,),
+        "max": (x,),
+        "min": (x,),
+        "std": (x,),
+        "var": (x,),
+        "argmax": (x,),
+        "argmin": (x,),
+        "cumulative_sum": (x,),
+        "reshape": (x, (3, 2)),
+        "flip": (x,),
+        "permute_dims": (x, (1, 0)),
+        "matmul": (x, xs.T),
+        "concat": ([x, xs],),
+        "stack": ([x, xs],),
+        "where": (x > 0, x, xs),
+        "sort": (x,),
+        "argsort": (x,),
+        "roll": (x, 1),
+        "expand_dims": (x,),
+        "broadcast_to": (x, (2, 2, 3)),
+        "getitem": (x, (0, slice(1, 3))),
+        "tensordot": (x, xs.T),
+        "vecdot": (x, xs),
+        "astype": (x, nda.float32),
+        "zeros_like": (x,),
+        "ones_like": (x,),
+        "empty_like": None,
+        "full_like": (x, 2.0),
+        "squeeze": None,
+        "all": (x,),
+        "any": (x,),
+        "nonzero": (x,),
+        "unique_values": (x,),
+        "clip": (x,),
     }.get(name)
 
 
@@ -334,8 +364,14 @@ def test_sparse_calls_are_memoised_and_a_fallback_setting_still_applies():
         x = nda.asarray(host).to_layout("csr")
         np.testing.assert_allclose((x @ block).asnumpy(), host @ block.asnumpy())
         np.testing.assert_allclose(nda.sum(x, axis=0).asnumpy(), host.sum(axis=0))
-    memo = [k for k in nda.matmul._nda_memo if isinstance(k, tuple) and k and isinstance(k[0], tuple)
-            and any(isinstance(p, tuple) and p and getattr(p[0], "layout", None) is nda.layouts.csr for p in k[0])]
+    memo = [
+        k
+        for k in nda.matmul._nda_memo
+        if isinstance(k, tuple)
+        and k
+        and isinstance(k[0], tuple)
+        and any(isinstance(p, tuple) and p and getattr(p[0], "layout", None) is nda.layouts.csr for p in k[0])
+    ]
     assert memo, "the native csr @ strided plan is memoised"
     try:
         nda.config.fallback = "silent"
@@ -356,6 +392,7 @@ def test_coverage_per_layout():
 
 
 # ---------------------------------------------------------------------- engine, devices, plugins
+
 
 def test_conversions_and_sparse_ops_are_ordered_by_the_engine(all_tasks):
     x = nda.zeros((3, 3))

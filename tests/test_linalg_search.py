@@ -130,6 +130,7 @@ def test_tensordot_errors():
 
 # ----------------------------------------------------------------------------- vecdot
 
+
 @pytest.mark.parametrize("dtype", _cases("vecdot"))
 @given(data=st.data())
 def test_vecdot_matches_numpy(dtype, data):
@@ -137,8 +138,8 @@ def test_vecdot_matches_numpy(dtype, data):
     s1, s2 = shapes.input_shapes
     axis = data.draw(st.integers(-min(len(s1), len(s2)), -1), label="axis")
     size = data.draw(st.integers(0, 4), label="axis size")
-    s1 = s1[: len(s1) + axis] + (size,) + s1[len(s1) + axis + 1:]
-    s2 = s2[: len(s2) + axis] + (size,) + s2[len(s2) + axis + 1:]
+    s1 = s1[: len(s1) + axis] + (size,) + s1[len(s1) + axis + 1 :]
+    s2 = s2[: len(s2) + axis] + (size,) + s2[len(s2) + axis + 1 :]
     a = data.draw(arrays(dtype, s1, allow_nan=False, allow_infinity=False), label="x1")
     b = data.draw(arrays(dtype, s2, allow_nan=False, allow_infinity=False), label="x2")
     expected = np.vecdot(a, b, axis=axis)

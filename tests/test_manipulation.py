@@ -141,8 +141,13 @@ def test_an_axis_out_of_range_is_numpys_axis_error(device):
     """NumPy's AxisError is an IndexError (what the Array API's libraries raise) and a
     ValueError (what NumPy users catch): nda's, and NumPy's functions called on nda arrays."""
     x = nda.ones((2, 3), device=device)
-    calls = [lambda: nda.sum(x, axis=2), lambda: nda.linalg.vector_norm(x, axis=(0, 5)),
-             lambda: nda.tensordot(x, x, axes=([0], [7])), lambda: np.linalg.norm(x, axis=(0, 5)), lambda: np.sum(x, axis=-3)]
+    calls = [
+        lambda: nda.sum(x, axis=2),
+        lambda: nda.linalg.vector_norm(x, axis=(0, 5)),
+        lambda: nda.tensordot(x, x, axes=([0], [7])),
+        lambda: np.linalg.norm(x, axis=(0, 5)),
+        lambda: np.sum(x, axis=-3),
+    ]
     for call in calls:
         with pytest.raises(np.exceptions.AxisError, match="out of bounds") as info:
             call()

@@ -124,7 +124,7 @@ def test_a_registration_reaches_calls_the_c_path_has_seen():
     m = nda.asarray(np.eye(2, dtype=np.float32))
     for _ in range(3):  # the caches, then the memos, know these calls
         x + y, x * 0.5, 2.0 * x, m @ m
-    plus_100 = lambda name: (lambda a, b: getattr(np, name)(a, b) + np.float32(100))  # noqa: E731
+    plus_100 = lambda name: lambda a, b: getattr(np, name)(a, b) + np.float32(100)  # noqa: E731
     dispatch.register("add", "cpu", ["float32"], plus_100("add"), priority=100, backend="test-memo")
     dispatch.register("multiply", "cpu", ["float32"], plus_100("multiply"), priority=100, backend="test-memo")
     dispatch.register("matmul", "cpu", ["float32"], plus_100("matmul"), priority=100, backend="test-memo")
@@ -161,11 +161,13 @@ def test_no_reference_leaks_in_the_c_path():
 
 def test_the_python_fast_paths_run_without_the_c_module():
     """NDA_NATIVE=0: the same operators, in Python (CI runs the whole suite so on the naive engine)."""
-    code = ("import nda, numpy as np\n"
-            "from nda import _execute\n"
-            "assert _execute.native is None and not hasattr(nda.NDArray.__add__, 'fallback')\n"
-            "x = nda.asarray(np.arange(4.0))\n"
-            "assert (x + x * 0.5 - (-x)).tolist() == [0.0, 2.5, 5.0, 7.5]\n")
+    code = (
+        "import nda, numpy as np\n"
+        "from nda import _execute\n"
+        "assert _execute.native is None and not hasattr(nda.NDArray.__add__, 'fallback')\n"
+        "x = nda.asarray(np.arange(4.0))\n"
+        "assert (x + x * 0.5 - (-x)).tolist() == [0.0, 2.5, 5.0, 7.5]\n"
+    )
     env = dict(os.environ, NDA_NATIVE="0")
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr

@@ -35,8 +35,16 @@ def _host(x):
 
 #: (numpy scalar, the Python scalar it holds) of every kind nda accepts.
 NP_SCALARS = [
-    (np.float64(1.5), 1.5), (np.float32(0.5), 0.5), (np.float16(2.0), 2.0), (np.int64(3), 3), (np.int8(-2), -2),
-    (np.uint64(7), 7), (np.uint8(1), 1), (np.bool_(True), True), (np.complex128(1 + 2j), 1 + 2j), (np.complex64(1j), 1j),
+    (np.float64(1.5), 1.5),
+    (np.float32(0.5), 0.5),
+    (np.float16(2.0), 2.0),
+    (np.int64(3), 3),
+    (np.int8(-2), -2),
+    (np.uint64(7), 7),
+    (np.uint8(1), 1),
+    (np.bool_(True), True),
+    (np.complex128(1 + 2j), 1 + 2j),
+    (np.complex64(1j), 1j),
 ]
 OPERATORS = [operator.add, operator.sub, operator.mul, operator.truediv, operator.eq, operator.ne, operator.lt, operator.ge]
 
@@ -126,12 +134,19 @@ def test_numpy_scalars_without_an_nda_equivalent_are_refused():
 
 # ----------------------------------------------------------------------------- indexing
 
+
 @pytest.mark.parametrize("device", DEVICES)
 def test_numpy_integer_arrays_and_scalars_index(device):
     data = np.arange(12.0).reshape(3, 4)
     x = nda.asarray(data, device=device)
-    for key in (np.asarray([0, 2]), np.asarray([2, 0, 2], dtype=np.uint8), np.int64(1), (np.int32(1), np.asarray([3, 0])),
-                np.asarray([True, False, True]), np.asarray([], dtype=np.int64)):
+    for key in (
+        np.asarray([0, 2]),
+        np.asarray([2, 0, 2], dtype=np.uint8),
+        np.int64(1),
+        (np.int32(1), np.asarray([3, 0])),
+        np.asarray([True, False, True]),
+        np.asarray([], dtype=np.int64),
+    ):
         np.testing.assert_array_equal(_host(x[key]), data[key])
     y = nda.asarray(data, device=device)
     y[np.asarray([0, 2]), np.int64(1)] = np.float64(-1.0)
@@ -143,6 +158,7 @@ def test_numpy_integer_arrays_and_scalars_index(device):
 
 
 # ----------------------------------------------------------------------------- dtypes
+
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=lambda d: d.name)
 def test_nda_dtypes_convert_to_numpy_dtypes(dtype):
@@ -181,6 +197,7 @@ def test_np_asarray_like_takes_numpys_default_order(device):
 
 
 # ----------------------------------------------------------------------------- __array_ufunc__
+
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_numpy_ufuncs_run_nda_ops_on_the_arrays_device(device):
@@ -285,32 +302,75 @@ def test_the_host_fallback_warns_once_and_follows_nda_config_fallback():
 
 # ----------------------------------------------------------------------------- __array_function__
 
+
 def _function_cases(xp, x, m, i):
     """(label, call) pairs that NumPy and nda must agree on (``xp`` is numpy, arrays are numpy or nda)."""
     return [
-        ("sum", lambda: np.sum(x)), ("sum axis keepdims dtype", lambda: np.sum(m, axis=0, keepdims=True, dtype=np.float32)),
-        ("prod", lambda: np.prod(m, axis=1)), ("mean", lambda: np.mean(x)), ("mean dtype", lambda: np.mean(m, axis=(0, 1), dtype=np.float32)),
-        ("std ddof", lambda: np.std(m, axis=0, ddof=1)), ("var", lambda: np.var(x)), ("max", lambda: np.max(m, axis=1)),
-        ("amin", lambda: np.amin(m)), ("any", lambda: np.any(m > 3)), ("all", lambda: np.all(m > -1, axis=0)),
-        ("argmax", lambda: np.argmax(m)), ("argmin axis", lambda: np.argmin(m, axis=0)), ("cumsum", lambda: np.cumsum(m)),
-        ("cumprod axis", lambda: np.cumprod(m, axis=1)), ("count_nonzero", lambda: np.count_nonzero(m > 2)),
-        ("clip", lambda: np.clip(x, 0.5, 2)), ("where", lambda: np.where(x > 1, x, 0.0)), ("round", lambda: np.round(x * 3)),
-        ("real", lambda: np.real(x)), ("isin", lambda: np.isin(i, np.asarray([1, 3]))), ("concatenate", lambda: np.concatenate([m, m], axis=1)),
-        ("concatenate None", lambda: np.concatenate([m, m], axis=None)), ("stack", lambda: np.stack([x, x])),
-        ("reshape", lambda: np.reshape(m, (4, 3))), ("ravel", lambda: np.ravel(m)), ("transpose", lambda: np.transpose(m)),
-        ("swapaxes", lambda: np.swapaxes(m, 0, 1)), ("moveaxis", lambda: np.moveaxis(m, 0, -1)), ("expand_dims", lambda: np.expand_dims(x, 0)),
-        ("squeeze", lambda: np.squeeze(np.expand_dims(x, 0))), ("atleast_2d", lambda: np.atleast_2d(x)), ("broadcast_to", lambda: np.broadcast_to(x, (2, 3))),
-        ("flip", lambda: np.flip(m, axis=0)), ("roll", lambda: np.roll(x, 1)), ("repeat", lambda: np.repeat(x, 2)), ("tile", lambda: np.tile(x, 2)),
-        ("tril", lambda: np.tril(m)), ("take", lambda: np.take(m, [0, 2], axis=1)), ("take flat", lambda: np.take(m, [[0, 5]])),
-        ("sort", lambda: np.sort(m, axis=0)), ("argsort", lambda: np.argsort(x)), ("searchsorted", lambda: np.searchsorted(x, 1.5)),
-        ("diff", lambda: np.diff(x)), ("copy", lambda: np.copy(x)), ("zeros_like", lambda: np.zeros_like(m)),
-        ("full_like", lambda: np.full_like(x, 7)), ("ones_like shape", lambda: np.ones_like(x, shape=(2, 2))),
-        ("dot", lambda: np.dot(x, m)), ("tensordot", lambda: np.tensordot(m, m, axes=([0], [0]))), ("outer", lambda: np.outer(x, x)),
-        ("trace", lambda: np.trace(m)), ("matmul", lambda: np.matmul(m.T, m)), ("linalg.norm", lambda: np.linalg.norm(m)),
-        ("linalg.norm axis", lambda: np.linalg.norm(m, axis=1)), ("linalg.inv", lambda: np.linalg.inv(m[:, :3] + 3 * np.eye(3) if xp is np else m[:, :3] + 3 * nda.eye(3, device=m.device))),
-        ("linalg.svd values", lambda: np.linalg.svd(m, compute_uv=False)), ("fft.fft", lambda: np.fft.fft(x)), ("fft.rfft2", lambda: np.fft.rfft2(m)),
-        ("fft.fftshift", lambda: np.fft.fftshift(x)), ("shape", lambda: np.shape(m)), ("ndim", lambda: np.ndim(m)), ("size", lambda: np.size(m, 1)),
-        ("iscomplexobj", lambda: np.iscomplexobj(x)), ("result_type", lambda: np.result_type(x, np.float32)),
+        ("sum", lambda: np.sum(x)),
+        ("sum axis keepdims dtype", lambda: np.sum(m, axis=0, keepdims=True, dtype=np.float32)),
+        ("prod", lambda: np.prod(m, axis=1)),
+        ("mean", lambda: np.mean(x)),
+        ("mean dtype", lambda: np.mean(m, axis=(0, 1), dtype=np.float32)),
+        ("std ddof", lambda: np.std(m, axis=0, ddof=1)),
+        ("var", lambda: np.var(x)),
+        ("max", lambda: np.max(m, axis=1)),
+        ("amin", lambda: np.amin(m)),
+        ("any", lambda: np.any(m > 3)),
+        ("all", lambda: np.all(m > -1, axis=0)),
+        ("argmax", lambda: np.argmax(m)),
+        ("argmin axis", lambda: np.argmin(m, axis=0)),
+        ("cumsum", lambda: np.cumsum(m)),
+        ("cumprod axis", lambda: np.cumprod(m, axis=1)),
+        ("count_nonzero", lambda: np.count_nonzero(m > 2)),
+        ("clip", lambda: np.clip(x, 0.5, 2)),
+        ("where", lambda: np.where(x > 1, x, 0.0)),
+        ("round", lambda: np.round(x * 3)),
+        ("real", lambda: np.real(x)),
+        ("isin", lambda: np.isin(i, np.asarray([1, 3]))),
+        ("concatenate", lambda: np.concatenate([m, m], axis=1)),
+        ("concatenate None", lambda: np.concatenate([m, m], axis=None)),
+        ("stack", lambda: np.stack([x, x])),
+        ("reshape", lambda: np.reshape(m, (4, 3))),
+        ("ravel", lambda: np.ravel(m)),
+        ("transpose", lambda: np.transpose(m)),
+        ("swapaxes", lambda: np.swapaxes(m, 0, 1)),
+        ("moveaxis", lambda: np.moveaxis(m, 0, -1)),
+        ("expand_dims", lambda: np.expand_dims(x, 0)),
+        ("squeeze", lambda: np.squeeze(np.expand_dims(x, 0))),
+        ("atleast_2d", lambda: np.atleast_2d(x)),
+        ("broadcast_to", lambda: np.broadcast_to(x, (2, 3))),
+        ("flip", lambda: np.flip(m, axis=0)),
+        ("roll", lambda: np.roll(x, 1)),
+        ("repeat", lambda: np.repeat(x, 2)),
+        ("tile", lambda: np.tile(x, 2)),
+        ("tril", lambda: np.tril(m)),
+        ("take", lambda: np.take(m, [0, 2], axis=1)),
+        ("take flat", lambda: np.take(m, [[0, 5]])),
+        ("sort", lambda: np.sort(m, axis=0)),
+        ("argsort", lambda: np.argsort(x)),
+        ("searchsorted", lambda: np.searchsorted(x, 1.5)),
+        ("diff", lambda: np.diff(x)),
+        ("copy", lambda: np.copy(x)),
+        ("zeros_like", lambda: np.zeros_like(m)),
+        ("full_like", lambda: np.full_like(x, 7)),
+        ("ones_like shape", lambda: np.ones_like(x, shape=(2, 2))),
+        ("dot", lambda: np.dot(x, m)),
+        ("tensordot", lambda: np.tensordot(m, m, axes=([0], [0]))),
+        ("outer", lambda: np.outer(x, x)),
+        ("trace", lambda: np.trace(m)),
+        ("matmul", lambda: np.matmul(m.T, m)),
+        ("linalg.norm", lambda: np.linalg.norm(m)),
+        ("linalg.norm axis", lambda: np.linalg.norm(m, axis=1)),
+        ("linalg.inv", lambda: np.linalg.inv(m[:, :3] + 3 * np.eye(3) if xp is np else m[:, :3] + 3 * nda.eye(3, device=m.device))),
+        ("linalg.svd values", lambda: np.linalg.svd(m, compute_uv=False)),
+        ("fft.fft", lambda: np.fft.fft(x)),
+        ("fft.rfft2", lambda: np.fft.rfft2(m)),
+        ("fft.fftshift", lambda: np.fft.fftshift(x)),
+        ("shape", lambda: np.shape(m)),
+        ("ndim", lambda: np.ndim(m)),
+        ("size", lambda: np.size(m, 1)),
+        ("iscomplexobj", lambda: np.iscomplexobj(x)),
+        ("result_type", lambda: np.result_type(x, np.float32)),
     ]
 
 
@@ -349,8 +409,12 @@ def test_numpy_reductions_take_numpys_out_and_dtype(device):
 def test_numpy_creation_with_like_creates_nda_arrays_on_its_device(device):
     like = nda.empty(0, device=device)
     for result, expected in (
-        (np.asarray([1, 2], like=like), [1, 2]), (np.array([1.5], like=like), [1.5]), (np.zeros(2, like=like), [0.0, 0.0]),
-        (np.full(2, 3, like=like), [3, 3]), (np.arange(3, like=like), [0, 1, 2]), (np.eye(2, like=like), [[1.0, 0.0], [0.0, 1.0]]),
+        (np.asarray([1, 2], like=like), [1, 2]),
+        (np.array([1.5], like=like), [1.5]),
+        (np.zeros(2, like=like), [0.0, 0.0]),
+        (np.full(2, 3, like=like), [3, 3]),
+        (np.arange(3, like=like), [0, 1, 2]),
+        (np.eye(2, like=like), [[1.0, 0.0], [0.0, 1.0]]),
     ):
         assert isinstance(result, nda.NDArray) and result.device == like.device
         assert result.tolist() == expected
@@ -378,11 +442,10 @@ def test_unsupported_ufunc_call_with_another_array_library_defers_to_it():
 
 # ----------------------------------------------------------------------------- hypothesis
 
+
 @given(
     values=st.lists(st.integers(-50, 50), min_size=1, max_size=6),
-    scalar=st.sampled_from([np.int8, np.int16, np.int64, np.uint8, np.float32, np.float64]).flatmap(
-        lambda t: st.integers(0, 100).map(t)
-    ),
+    scalar=st.sampled_from([np.int8, np.int16, np.int64, np.uint8, np.float32, np.float64]).flatmap(lambda t: st.integers(0, 100).map(t)),
     op=st.sampled_from(OPERATORS),
 )
 def test_numpy_scalar_matches_python_scalar_property(values, scalar, op):
@@ -456,8 +519,19 @@ def test_unravel_and_ravel_refuse_what_numpy_refuses():
     assert [g.tolist() for g in got] == [[1, 1], [1, 3]]
 
 
-_COPYTO_SOURCES = [1, 1.5, True, 2 + 1j, 300, np.float64(2.5), np.arange(3, dtype=np.int64), np.array([0.5, 1.5, 2.5]),
-                   np.array([1, 2, 3], dtype=np.int8), np.array(7.0, dtype=np.float32), [1.0, 2.0, 3.0]]
+_COPYTO_SOURCES = [
+    1,
+    1.5,
+    True,
+    2 + 1j,
+    300,
+    np.float64(2.5),
+    np.arange(3, dtype=np.int64),
+    np.array([0.5, 1.5, 2.5]),
+    np.array([1, 2, 3], dtype=np.int8),
+    np.array(7.0, dtype=np.float32),
+    [1.0, 2.0, 3.0],
+]
 
 
 @pytest.mark.parametrize("device", ["cpu", "sim"])
@@ -511,9 +585,15 @@ def test_round_with_decimals_and_divmod_are_numpys(device, data):
 
     dtype = data.draw(st.sampled_from(["float64", "float32", "int64", "int16", "uint8", "complex128"]))
     decimals = data.draw(st.integers(-3, 4))
-    values = data.draw(hnp.arrays(np.dtype(dtype), st.integers(0, 6), elements=hnp.from_dtype(
-        np.dtype(dtype), allow_nan=True, allow_infinity=True, min_value=None, max_value=None) if dtype[0] != "c" else
-        st.complex_numbers(allow_nan=True, allow_infinity=True)))
+    values = data.draw(
+        hnp.arrays(
+            np.dtype(dtype),
+            st.integers(0, 6),
+            elements=hnp.from_dtype(np.dtype(dtype), allow_nan=True, allow_infinity=True, min_value=None, max_value=None)
+            if dtype[0] != "c"
+            else st.complex_numbers(allow_nan=True, allow_infinity=True),
+        )
+    )
     x = nda.asarray(values, device=device)
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")

@@ -25,6 +25,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::nda.FallbackWarning")
 
 # ----------------------------------------------------------------------------- writes into arguments
 
+
 def _writes(xp_asarray):
     """(label, data, call(arrays) -> result) of NumPy calls that write into their first argument."""
     a = xp_asarray
@@ -42,8 +43,11 @@ def _writes(xp_asarray):
         ("median out=", lambda: [a([0.0, 0.0]), a([[3.0, 1.0], [2.0, 5.0]])], lambda o, m: np.median(m, axis=0, out=o)),
         ("median positional out", lambda: [a([0.0, 0.0]), a([[3.0, 1.0], [2.0, 5.0]])], lambda o, m: np.median(m, 0, o)),
         ("sum where= out=", lambda: [a(0.0), a([1.0, 2.0, 4.0])], lambda o, x: np.sum(x, where=np.asarray([True, False, True]), out=o)),
-        ("add where= out=", lambda: [a([-1.0, -1.0, -1.0]), a([1.0, 2.0, 4.0]), a([True, False, True])],
-         lambda o, x, m: np.add(x, 1.0, where=m, out=o)),
+        (
+            "add where= out=",
+            lambda: [a([-1.0, -1.0, -1.0]), a([1.0, 2.0, 4.0]), a([True, False, True])],
+            lambda o, x, m: np.add(x, 1.0, where=m, out=o),
+        ),
         ("add.outer out=", lambda: [a(np.zeros((2, 2))), a([1.0, 2.0])], lambda o, x: np.add.outer(x, x, out=o)),
         ("subtract.reduce out=", lambda: [a(0.0), a([1.0, 2.0, 4.0])], lambda o, x: np.subtract.reduce(x, out=o)),
         ("cbrt out=", lambda: [a([0.0, 0.0]), a([8.0, 27.0])], lambda o, x: np.cbrt(x, out=o)),
@@ -121,6 +125,7 @@ def test_nda_where_mask_in_a_ufunc_is_converted(device):
 
 
 # ----------------------------------------------------------------------------- same answer as NumPy
+
 
 def _agreement_cases():
     """(label, call(a)) where ``a`` makes an array of NumPy data: NumPy's, or nda's on a device."""
@@ -263,8 +268,12 @@ def test_fallback_messages_name_no_nda_internals():
     previous = nda.config.fallback
     try:
         nda.config.fallback = "error"
-        for call in (lambda: np.rot90(nda.reshape(x, (1, 3))), lambda: np.linalg.inv(nda.asarray([[1, 2], [3, 4]])),
-                     lambda: np.logical_and(x, 1), lambda: np.ravel(nda.reshape(x, (3, 1)), order="K")):
+        for call in (
+            lambda: np.rot90(nda.reshape(x, (1, 3))),
+            lambda: np.linalg.inv(nda.asarray([[1, 2], [3, 4]])),
+            lambda: np.logical_and(x, 1),
+            lambda: np.ravel(nda.reshape(x, (3, 1)), order="K"),
+        ):
             with pytest.raises(nda.FallbackError) as info:
                 call()
             assert "<locals>" not in str(info.value) and "handler" not in str(info.value), str(info.value)
@@ -292,8 +301,14 @@ def test_numpy_ufunc_reduce_and_accumulate_give_numpys_answer(device, ufunc):
     for dtype in _DTYPES:
         data = np.arange(6).reshape(2, 3) % 3
         data = (data % 2).astype(bool) if dtype == "bool" else data.astype(dtype)
-        calls = [("reduce", {}), ("reduce", {"axis": 1, "keepdims": True}), ("reduce", {"axis": None}),
-                 ("reduce", {"dtype": np.int64}), ("accumulate", {"axis": 1}), ("accumulate", {"dtype": np.float64})]
+        calls = [
+            ("reduce", {}),
+            ("reduce", {"axis": 1, "keepdims": True}),
+            ("reduce", {"axis": None}),
+            ("reduce", {"dtype": np.int64}),
+            ("accumulate", {"axis": 1}),
+            ("accumulate", {"dtype": np.float64}),
+        ]
         for method, kwargs in calls:
             label = f"{ufunc.__name__}.{method}({dtype}, {kwargs})"
             try:

@@ -22,9 +22,15 @@ DEVICES = ["cpu", "sim"]
 
 
 def _arrays():
-    return st.sampled_from([np.float64, np.float32, np.int64, np.int16, np.complex128]).flatmap(lambda dt: hnp.arrays(
-        dt, hnp.array_shapes(min_dims=1, max_dims=3, max_side=4),
-        elements=st.integers(-50, 50).map(dt) if np.dtype(dt).kind in "iu" else st.floats(-100, 100, width=32 if dt is np.float32 else 64).map(dt)))
+    return st.sampled_from([np.float64, np.float32, np.int64, np.int16, np.complex128]).flatmap(
+        lambda dt: hnp.arrays(
+            dt,
+            hnp.array_shapes(min_dims=1, max_dims=3, max_side=4),
+            elements=st.integers(-50, 50).map(dt)
+            if np.dtype(dt).kind in "iu"
+            else st.floats(-100, 100, width=32 if dt is np.float32 else 64).map(dt),
+        )
+    )
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -21,8 +21,21 @@ import nda
 DEVICES = ["cpu", "sim"]
 _FLOATS = [np.float64, np.float32]
 _REALS = [np.float64, np.float32, np.int64, np.int32, np.int8]
-_METHODS = ["linear", "lower", "higher", "nearest", "midpoint", "inverted_cdf", "averaged_inverted_cdf", "closest_observation",
-            "interpolated_inverted_cdf", "hazen", "weibull", "median_unbiased", "normal_unbiased"]
+_METHODS = [
+    "linear",
+    "lower",
+    "higher",
+    "nearest",
+    "midpoint",
+    "inverted_cdf",
+    "averaged_inverted_cdf",
+    "closest_observation",
+    "interpolated_inverted_cdf",
+    "hazen",
+    "weibull",
+    "median_unbiased",
+    "normal_unbiased",
+]
 
 
 def _values(dt, nan: bool = True):
@@ -35,8 +48,9 @@ def _values(dt, nan: bool = True):
 
 
 def _data(dtypes=_REALS, min_dims=1, max_dims=3, min_side=1, nan: bool = True):
-    return st.sampled_from(dtypes).flatmap(lambda dt: hnp.arrays(
-        dt, hnp.array_shapes(min_dims=min_dims, max_dims=max_dims, min_side=min_side, max_side=5), elements=_values(dt, nan)))
+    return st.sampled_from(dtypes).flatmap(
+        lambda dt: hnp.arrays(dt, hnp.array_shapes(min_dims=min_dims, max_dims=max_dims, min_side=min_side, max_side=5), elements=_values(dt, nan))
+    )
 
 
 def _axis(ndim: int):
@@ -81,6 +95,7 @@ def both(nda_call, numpy_call, **kw) -> None:
 
 # ----------------------------------------------------------------------------- order statistics
 
+
 @pytest.mark.parametrize("device", DEVICES)
 @settings(max_examples=15, deadline=None)
 @given(data=st.data(), h=_data())
@@ -91,7 +106,10 @@ def test_median_quantile_percentile_are_numpys(device, data, h):
     both(lambda: nda.median(x, axis=axis, keepdims=keepdims), lambda: np.median(h, axis=axis, keepdims=keepdims))
     method = data.draw(st.sampled_from(_METHODS))
     q = data.draw(st.one_of(st.floats(0, 1), st.sampled_from([0, 1]), st.lists(st.floats(0, 1), min_size=1, max_size=3)))
-    both(lambda: nda.quantile(x, q, axis=axis, method=method, keepdims=keepdims), lambda: np.quantile(h, q, axis=axis, method=method, keepdims=keepdims))
+    both(
+        lambda: nda.quantile(x, q, axis=axis, method=method, keepdims=keepdims),
+        lambda: np.quantile(h, q, axis=axis, method=method, keepdims=keepdims),
+    )
     p = data.draw(st.one_of(st.floats(0, 100), st.lists(st.integers(0, 100), min_size=1, max_size=3)))
     both(lambda: nda.percentile(x, p, axis=axis, method=method), lambda: np.percentile(h, p, axis=axis, method=method))
 
@@ -123,7 +141,10 @@ def test_nanquantile_nanpercentile_are_numpys(device, data, h):
     method = data.draw(st.sampled_from(_METHODS))
     q = data.draw(st.one_of(st.floats(0, 1), st.sampled_from([0, 1, 0.5]), st.lists(st.floats(0, 1), min_size=1, max_size=3)))
     assume(not (isinstance(q, list) and _first_slice_all_nan(h, axis)))
-    both(lambda: nda.nanquantile(x, q, axis=axis, method=method, keepdims=keepdims), lambda: np.nanquantile(h, q, axis=axis, method=method, keepdims=keepdims))
+    both(
+        lambda: nda.nanquantile(x, q, axis=axis, method=method, keepdims=keepdims),
+        lambda: np.nanquantile(h, q, axis=axis, method=method, keepdims=keepdims),
+    )
     p = data.draw(st.one_of(st.floats(0, 100), st.lists(st.integers(0, 100), min_size=1, max_size=3)))
     assume(not (isinstance(p, list) and _first_slice_all_nan(h, axis)))
     both(lambda: nda.nanpercentile(x, p, axis=axis, method=method), lambda: np.nanpercentile(h, p, axis=axis, method=method))
@@ -133,8 +154,10 @@ def test_nanquantile_nanpercentile_are_numpys(device, data, h):
 def test_nanquantile_of_a_slice_of_nan_only_is_nan(device):
     h = np.array([[np.nan, 1.0, 2.0], [np.nan, np.nan, np.nan], [4.0, np.nan, 3.0]])
     for method in _METHODS:
-        both(lambda: nda.nanquantile(nda.asarray(h, device=device), [0.2, 0.7], axis=1, method=method),
-             lambda: np.nanquantile(h, [0.2, 0.7], axis=1, method=method))  # NumPy also warns "All-NaN slice encountered"
+        both(
+            lambda: nda.nanquantile(nda.asarray(h, device=device), [0.2, 0.7], axis=1, method=method),
+            lambda: np.nanquantile(h, [0.2, 0.7], axis=1, method=method),
+        )  # NumPy also warns "All-NaN slice encountered"
     with pytest.raises(ValueError, match="not a valid method"):
         nda.nanquantile(nda.asarray(h, device=device), 0.5, method="magic")
     with pytest.raises(ValueError, match=r"\[0, 100\]"):
@@ -156,6 +179,7 @@ def test_order_statistics_refuse_as_numpy(device):
 
 
 # ----------------------------------------------------------------------------- reductions
+
 
 @pytest.mark.parametrize("device", DEVICES)
 @settings(max_examples=15, deadline=None)
@@ -192,17 +216,26 @@ def test_bools_count_in_int64_and_amax_needs_initial_with_where(device):
 
 # ----------------------------------------------------------------------------- counting
 
+
 @pytest.mark.parametrize("device", DEVICES)
 @settings(max_examples=15, deadline=None)
 @given(data=st.data(), h=_data(nan=False, max_dims=2))
 def test_histogram_bincount_digitize_unique_are_numpys(device, data, h):
     x = nda.asarray(h, device=device)
-    bins = data.draw(st.one_of(st.integers(1, 12), st.sampled_from(["auto", "fd", "doane", "scott", "rice", "sturges", "sqrt"]),
-                               st.lists(st.integers(-1000, 1000), min_size=2, max_size=6, unique=True).map(sorted)))
+    bins = data.draw(
+        st.one_of(
+            st.integers(1, 12),
+            st.sampled_from(["auto", "fd", "doane", "scott", "rice", "sturges", "sqrt"]),
+            st.lists(st.integers(-1000, 1000), min_size=2, max_size=6, unique=True).map(sorted),
+        )
+    )
     both(lambda: nda.histogram(x, bins=bins), lambda: np.histogram(h, bins=bins))
     lo = data.draw(st.integers(-500, 0))
-    both(lambda: nda.histogram(x, bins=4, range=(lo, lo + 600), density=True), lambda: np.histogram(h, bins=4, range=(lo, lo + 600), density=True),
-         exact=False)
+    both(
+        lambda: nda.histogram(x, bins=4, range=(lo, lo + 600), density=True),
+        lambda: np.histogram(h, bins=4, range=(lo, lo + 600), density=True),
+        exact=False,
+    )
     weights = data.draw(hnp.arrays(np.float64, h.shape, elements=st.floats(0, 3)))
     both(lambda: nda.histogram(x, bins=5, weights=weights), lambda: np.histogram(h, bins=5, weights=weights), exact=False)
     edges = sorted(data.draw(st.lists(st.integers(-1000, 1000), min_size=1, max_size=5, unique=True)))
@@ -214,8 +247,10 @@ def test_histogram_bincount_digitize_unique_are_numpys(device, data, h):
     both(lambda: nda.bincount(nda.asarray(flat, device=device), minlength=minlength), lambda: np.bincount(flat, minlength=minlength))
     w = weights.reshape(-1)
     both(lambda: nda.bincount(nda.asarray(flat, device=device), weights=w), lambda: np.bincount(flat, weights=w), exact=False)
-    both(lambda: nda.unique(x, return_index=True, return_inverse=True, return_counts=True),
-         lambda: np.unique(h, return_index=True, return_inverse=True, return_counts=True))
+    both(
+        lambda: nda.unique(x, return_index=True, return_inverse=True, return_counts=True),
+        lambda: np.unique(h, return_index=True, return_inverse=True, return_counts=True),
+    )
     both(lambda: nda.argwhere(x), lambda: np.argwhere(h))
 
 
@@ -240,7 +275,9 @@ def test_unique_folds_nans_array_equal_and_errors(device):
 
 @pytest.mark.parametrize("device", DEVICES)
 @settings(max_examples=10, deadline=None)
-@given(h=_data(dtypes=[np.float64, np.float32, np.int64], max_dims=2, min_side=2, nan=False), rowvar=st.booleans(), ddof=st.sampled_from([None, 0, 2]))
+@given(
+    h=_data(dtypes=[np.float64, np.float32, np.int64], max_dims=2, min_side=2, nan=False), rowvar=st.booleans(), ddof=st.sampled_from([None, 0, 2])
+)
 def test_cov_and_corrcoef_are_numpys(device, h, rowvar, ddof):
     x = nda.asarray(h, device=device)
     assume(h.ndim == 1 or min(h.shape) >= 2)
@@ -255,6 +292,7 @@ def test_cov_and_corrcoef_are_numpys(device, h, rowvar, ddof):
 
 
 # ----------------------------------------------------------------------------- shapes and creation
+
 
 @pytest.mark.parametrize("device", DEVICES)
 @settings(max_examples=12, deadline=None)
@@ -294,7 +332,10 @@ def test_creation_names_and_put(device):
     same(nda.identity(3, device=device), np.identity(3))
     same(nda.identity(2, dtype=nda.int8, device=device), np.identity(2, dtype=np.int8))
     same(nda.logspace(0, 3, 7, device=device), np.logspace(0, 3, 7))
-    same(nda.logspace(-1, 2, 5, base=2, endpoint=False, dtype=nda.float32, device=device), np.logspace(-1, 2, 5, base=2, endpoint=False, dtype=np.float32))
+    same(
+        nda.logspace(-1, 2, 5, base=2, endpoint=False, dtype=nda.float32, device=device),
+        np.logspace(-1, 2, 5, base=2, endpoint=False, dtype=np.float32),
+    )
     for mode, ind, v in (("raise", [0, -1, 2], [5, 6]), ("wrap", [0, -7, 9], [5, 6, 7, 8]), ("clip", [-9, 99], 3)):
         got, want = nda.zeros((2, 3), device=device), np.zeros((2, 3))
         assert nda.put(got, ind, v, mode=mode) is None
@@ -305,6 +346,7 @@ def test_creation_names_and_put(device):
 
 
 # ----------------------------------------------------------------------------- numerical functions
+
 
 @pytest.mark.parametrize("device", DEVICES)
 @settings(max_examples=12, deadline=None)
@@ -332,7 +374,13 @@ def test_elementwise_and_numerical_functions_are_numpys(device, data, h):
     xp = np.unique(data.draw(hnp.arrays(np.float64, st.integers(1, 6), elements=st.floats(-1000, 1000))))
     fp = data.draw(hnp.arrays(np.float64, xp.shape, elements=st.floats(-10, 10)))
     both(lambda: nda.interp(x, xp, fp), lambda: np.interp(h, xp, fp), exact=False, rtol=1e-14, atol=1e-12)
-    both(lambda: nda.interp(x, xp, fp + 1j, left=-9, right=9j), lambda: np.interp(h, xp, fp + 1j, left=-9, right=9j), exact=False, rtol=1e-14, atol=1e-12)
+    both(
+        lambda: nda.interp(x, xp, fp + 1j, left=-9, right=9j),
+        lambda: np.interp(h, xp, fp + 1j, left=-9, right=9j),
+        exact=False,
+        rtol=1e-14,
+        atol=1e-12,
+    )
     wrapped = np.unique(xp % 360.0)  # period: sample points distinct after the wrap (ties sort in NumPy's unstable order)
     keep = wrapped < 360.0
     xw, fw = wrapped[keep], np.resize(fp, wrapped.shape)[keep]
@@ -342,7 +390,11 @@ def test_elementwise_and_numerical_functions_are_numpys(device, data, h):
 
 @pytest.mark.parametrize("device", DEVICES)
 @settings(max_examples=12, deadline=None)
-@given(data=st.data(), a=hnp.arrays(np.float64, st.integers(1, 9), elements=st.floats(-10, 10)), v=hnp.arrays(np.float64, st.integers(1, 5), elements=st.floats(-10, 10)))
+@given(
+    data=st.data(),
+    a=hnp.arrays(np.float64, st.integers(1, 9), elements=st.floats(-10, 10)),
+    v=hnp.arrays(np.float64, st.integers(1, 5), elements=st.floats(-10, 10)),
+)
 def test_convolve_correlate_polynomials_are_numpys(device, data, a, v):
     x = nda.asarray(a, device=device)
     tol = {"exact": False, "rtol": 1e-12, "atol": 1e-11}
@@ -362,6 +414,7 @@ def test_convolve_correlate_polynomials_are_numpys(device, data, a, v):
 
 
 # ----------------------------------------------------------------------------- products and linear algebra
+
 
 @pytest.mark.parametrize("device", DEVICES)
 @settings(max_examples=12, deadline=None)

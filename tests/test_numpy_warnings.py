@@ -27,7 +27,7 @@ import pytest
 
 import nda
 
-_SCRIPT = '''
+_SCRIPT = """
 import numpy as np
 import nda
 x = nda.asarray([1.0, 0.0, -1.0])
@@ -43,7 +43,7 @@ d = np.divide(x, 0.0)                    # LINE_PROTOCOL
 s = nda.asarray([1.0, 0.0], device="sim")
 e = (s / 0.0).asnumpy()                  # a device does not warn
 print(a.tolist(), b[0].item(), d.tolist(), e.tolist())
-'''
+"""
 
 
 def _run(script: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -74,8 +74,9 @@ def test_floating_point_warnings_name_the_users_line(tmp_path: Path, engine: str
     if native == "1":
         # every line once: the first call (planned), a queued or large op (its recorded site),
         # a loop of operators and of functions (the C fast path), NumPy's protocol
-        expected = at("LINE_DIV", *div) + at("LINE_LOG", "divide by zero|log") + at("LINE_LOOP", *div) + at("LINE_FUNC", *div) \
-            + at("LINE_PROTOCOL", *div)
+        expected = (
+            at("LINE_DIV", *div) + at("LINE_LOG", "divide by zero|log") + at("LINE_LOOP", *div) + at("LINE_FUNC", *div) + at("LINE_PROTOCOL", *div)
+        )
         assert warned == expected, proc.stderr
         assert nda_dir not in proc.stderr and "nda_sim" not in proc.stderr
     else:
@@ -85,14 +86,17 @@ def test_floating_point_warnings_name_the_users_line(tmp_path: Path, engine: str
         expected_user = at("LINE_DIV", *div) + at("LINE_LOG", "divide by zero|log") + at("LINE_PROTOCOL", *div)
         assert [w for w in warned if w.startswith(str(script))] == expected_user, proc.stderr
         from_nda = [w for w in warned if w.startswith(nda_dir)]
-        assert sorted(w.split(": ", 1)[1] for w in from_nda) == sorted(f"RuntimeWarning: {w} encountered in divide" for w in ("divide by zero", "invalid value"))
+        assert sorted(w.split(": ", 1)[1] for w in from_nda) == sorted(
+            f"RuntimeWarning: {w} encountered in divide" for w in ("divide by zero", "invalid value")
+        )
         assert len(warned) == len(expected_user) + len(from_nda)
     assert "nda_sim" not in proc.stderr
 
 
 def test_a_users_filter_still_decides_first(tmp_path: Path):
     script = tmp_path / "quiet.py"
-    script.write_text(textwrap.dedent('''
+    script.write_text(
+        textwrap.dedent("""
         import warnings
         warnings.filterwarnings("ignore", "divide by zero", RuntimeWarning)
         import nda
@@ -103,7 +107,8 @@ def test_a_users_filter_still_decides_first(tmp_path: Path):
                 nda.asarray([2.0]) / 0.0
             except RuntimeWarning as err:
                 print("raised:", err)
-    '''))
+    """)
+    )
     proc = _run(script)
     assert proc.returncode == 0, proc.stderr
     assert "RuntimeWarning" not in proc.stderr
@@ -114,7 +119,8 @@ def test_a_users_filter_still_decides_first(tmp_path: Path):
 def test_the_users_errstate_decides_as_for_numpy(tmp_path: Path, engine: str):
     """``np.errstate`` where an op is issued governs it, wherever and whenever it runs."""
     script = tmp_path / "errstate.py"
-    script.write_text(textwrap.dedent('''
+    script.write_text(
+        textwrap.dedent("""
         import numpy as np
         import nda
         x = nda.asarray([1.0, 0.0])
@@ -145,7 +151,8 @@ def test_the_users_errstate_decides_as_for_numpy(tmp_path: Path, engine: str):
             except FloatingPointError as err:
                 print("raised:", err)
         print("state after:", np.geterr())
-    '''))
+    """)
+    )
     proc = _run(script, NDA_ENGINE=engine)
     assert "RuntimeWarning" not in proc.stderr, proc.stderr
     assert proc.returncode == 0, proc.stderr
@@ -155,7 +162,7 @@ def test_the_users_errstate_decides_as_for_numpy(tmp_path: Path, engine: str):
     assert out[3] == "state after: {'divide': 'warn', 'over': 'warn', 'under': 'ignore', 'invalid': 'warn'}"
 
 
-_GLOBAL_STATE = '''
+_GLOBAL_STATE = """
 import sys, warnings
 import numpy as np
 {preload}
@@ -164,7 +171,7 @@ before = (list(warnings.filters), np.geterr(), np.geterrcall(), np.get_printopti
 assert "nda" in sys.modules
 after = (list(warnings.filters), np.geterr(), np.geterrcall(), np.get_printoptions())
 print("unchanged" if before == after else f"changed: {{before}} -> {{after}}")
-'''
+"""
 
 
 @pytest.mark.parametrize("importer", ["import nda", "import dask.array, nda", "import nda, nda.random, nda.testing"])
@@ -182,7 +189,7 @@ def test_importing_nda_changes_no_global_state(tmp_path: Path, importer: str):
     assert proc.stdout.strip() == "unchanged", proc.stdout
 
 
-_SKLEARN = '''
+_SKLEARN = """
 import sys
 import warnings
 {importer}
@@ -205,7 +212,7 @@ print(permutation_importance(forest, X, y, n_repeats=2, random_state=0).importan
 with warnings.catch_warnings():
     warnings.filterwarnings("ignore", "custom", UserWarning)
     print(Parallel(n_jobs=2)(delayed(abs)(-i) for i in range(3)))
-'''
+"""
 
 
 @pytest.mark.parametrize("importer", ["import nda", "import dask.array, nda"])
@@ -227,7 +234,7 @@ def test_scikit_learn_parallel_helpers_work_after_importing_nda(tmp_path: Path, 
     assert proc.stdout == reference.stdout
 
 
-_HYBRID = '''
+_HYBRID = """
 import json, sys, warnings
 import numpy as np
 import nda
@@ -284,11 +291,13 @@ for device in ("cpu", "sim"):
             out[f"{device} {name} n={n} first"] = [record(f, x, bad), first]
             out[f"{device} {name} n={n} explain"] = str(nda.dispatch.explain(h, x, bad))
 print(json.dumps(out))
-'''
+"""
 
 
-@pytest.mark.parametrize("engine,native,numexpr", [("threaded", "1", "1"), ("threaded", "1", "0"), ("threaded", "0", "1"),
-                                                   ("naive", "0", "1"), ("naive", "0", "0"), ("naive", "1", "1")])
+@pytest.mark.parametrize(
+    "engine,native,numexpr",
+    [("threaded", "1", "1"), ("threaded", "1", "0"), ("threaded", "0", "1"), ("naive", "0", "1"), ("naive", "0", "0"), ("naive", "1", "1")],
+)
 def test_a_hybridized_function_warns_and_raises_as_its_eager_calls(tmp_path: Path, engine: str, native: str, numexpr: str):
     """A hybridized call reports NumPy's floating-point errors exactly as the eager call: the
     same messages, once per op, naming the op's line, under the caller's ``np.errstate``
@@ -321,7 +330,11 @@ def test_a_hybridized_function_warns_and_raises_as_its_eager_calls(tmp_path: Pat
             assert {k: v for k, v in got.items() if k != "warned"} == {k: v for k, v in eager.items() if k != "warned"}, (key, eager, got)
             assert [m for m, _ in got["warned"]] == [m for m, _ in eager["warned"]], (key, eager, got)
             assert all(line in want_lines for _, line in got["warned"]), (key, got)
-            assert all(e is None or e == g for (_, g), (_, e) in zip(got["warned"], eager["warned"])), (key, eager, got)  # where eager names nda's frame: None
+            assert all(e is None or e == g for (_, g), (_, e) in zip(got["warned"], eager["warned"])), (
+                key,
+                eager,
+                got,
+            )  # where eager names nda's frame: None
         if key.startswith("sim"):
             assert eager["warned"] == eager["calls"] == [] and "raised" not in eager, (key, eager)  # a device does not report
             continue
@@ -339,7 +352,7 @@ def test_a_hybridized_function_warns_and_raises_as_its_eager_calls(tmp_path: Pat
             assert eager["warned"] == [], (key, eager)
 
 
-_ONCE_PER_LINE = '''
+_ONCE_PER_LINE = """
 import sys
 import numpy as np
 import nda
@@ -362,7 +375,7 @@ for f in (arith, chain):
         for _ in range(3):
             h(x, arg).asnumpy()  # Python's default filter: shown once per line, the eager run's
 print("done")
-'''
+"""
 
 
 @pytest.mark.parametrize("engine,native", [("threaded", "1"), ("naive", "0")])
@@ -445,8 +458,12 @@ def test_numexpr_runs_where_it_changes_nothing_and_the_chunked_kernels_elsewhere
     unsafe = _program(("add", (("in", 0), ("in", 1))), ("divide", (("in", 0), ("tmp", 0))), n=n)
     calls.clear()
     kernels["add"] = np.add
-    run = fusion.reporting(unsafe, _counted(fusion.numexpr_evaluator(unsafe)[0], calls, "fast"), _counted(fusion.numexpr_finite(unsafe), calls, "finite"),
-                           _counted(fusion.chunked(unsafe, lambda i: kernels[i.op]), calls, "exact"))
+    run = fusion.reporting(
+        unsafe,
+        _counted(fusion.numexpr_evaluator(unsafe)[0], calls, "fast"),
+        _counted(fusion.numexpr_finite(unsafe), calls, "finite"),
+        _counted(fusion.chunked(unsafe, lambda i: kernels[i.op]), calls, "exact"),
+    )
     run(x, good)
     assert calls == ["exact"]
 
@@ -463,9 +480,16 @@ def test_the_checked_numexpr_evaluator_gives_numexprs_values_block_by_block(monk
     f64 = nda.float64
     shape = (40, 3)
     program = fusion.Program(
-        [fusion.Instr("multiply", (("in", 0), ("const", 3.0)), f64, f64), fusion.Instr("add", (("tmp", 0), ("in", 1)), f64, f64),
-         fusion.Instr("divide", (("tmp", 1), ("in", 2)), f64, f64)],
-        [(f64, (40, 1)), (f64, (1, 3)), (f64, (40, 3))], [0, 2], shape, nda.Device("cpu", 0))
+        [
+            fusion.Instr("multiply", (("in", 0), ("const", 3.0)), f64, f64),
+            fusion.Instr("add", (("tmp", 0), ("in", 1)), f64, f64),
+            fusion.Instr("divide", (("tmp", 1), ("in", 2)), f64, f64),
+        ],
+        [(f64, (40, 1)), (f64, (1, 3)), (f64, (40, 3))],
+        [0, 2],
+        shape,
+        nda.Device("cpu", 0),
+    )
     rng = np.random.default_rng(1)
     a, b, c = rng.standard_normal((40, 1)), rng.standard_normal((1, 3)), rng.standard_normal((40, 3)) + 5
     plain = fusion.numexpr_evaluator(program)[0](a, b, c)

@@ -73,12 +73,15 @@ def run(env, code):
 
 
 def test_broken_plugins_are_listed_but_not_imported_by_import_nda(plugin_env):
-    out = run(plugin_env, """
+    out = run(
+        plugin_env,
+        """
         import sys, json, nda
         x = nda.ones(2) + 1
         names = sorted(r["name"] for r in nda.backends.status())
         print(json.dumps([names, [m for m in ("brk_raises", "brk_oldapi", "brk_badop", "brk_nodevice") if m in sys.modules], x.tolist()]))
-    """)
+    """,
+    )
     names, imported, values = json.loads(out)
     assert {"raises", "oldapi", "badop", "nodevice", "cpu"} <= set(names)
     assert imported == [], "a plugin's module is imported only when its device is used"
@@ -86,7 +89,9 @@ def test_broken_plugins_are_listed_but_not_imported_by_import_nda(plugin_env):
 
 
 def test_each_broken_plugin_is_isolated_and_explained(plugin_env):
-    out = run(plugin_env, """
+    out = run(
+        plugin_env,
+        """
         import json, nda
         report = {}
         for name in ("raises", "oldapi", "badop", "nodevice"):
@@ -103,7 +108,8 @@ def test_each_broken_plugin_is_isolated_and_explained(plugin_env):
         except nda.BackendValidationError as err:
             report["load_badop"] = str(err)
         print(json.dumps(report))
-    """)
+    """,
+    )
     report = json.loads(out)
     assert report["cpu"] == [0, 2, 4]
     status = report["status"]
@@ -121,8 +127,11 @@ def test_each_broken_plugin_is_isolated_and_explained(plugin_env):
 
 
 def test_nda_backends_excludes_a_plugin(plugin_env):
-    out = run({**plugin_env, "NDA_BACKENDS": "-raises,-badop"}, """
+    out = run(
+        {**plugin_env, "NDA_BACKENDS": "-raises,-badop"},
+        """
         import nda
         print({r["name"]: r["state"] for r in nda.backends.status()})
-    """)
+    """,
+    )
     assert "'raises': 'excluded'" in out and "'badop': 'excluded'" in out and "'oldapi': 'installed'" in out

@@ -52,6 +52,7 @@ def _queue_spans(prof, device="sim:0"):
 
 # ----------------------------------------------------------------------------- device time
 
+
 def test_a_queued_matmul_is_recorded_for_the_time_it_ran_on_the_device(engine, slow_sim):
     """Before: a matmul on sim was recorded as the fraction of a millisecond its call took,
     while the read waited for the device (~50 ms here): the timeline showed the device idle."""
@@ -65,7 +66,9 @@ def test_a_queued_matmul_is_recorded_for_the_time_it_ran_on_the_device(engine, s
     nda.profiler.stop()
     spans = [(lane.label, s) for lane in nda.profiler.lanes() if lane.device == "sim:0" for s in lane.spans if s.event.name == "matmul"]
     _, longest = max(spans, key=lambda ls: ls[1].end_ms - ls[1].start_ms)
-    assert longest.end_ms - longest.start_ms >= slow_sim * 0.9e3, f"matmul on sim:0: {longest.end_ms - longest.start_ms:.2f} ms of a {waited * 1e3:.1f} ms wait"
+    assert longest.end_ms - longest.start_ms >= slow_sim * 0.9e3, (
+        f"matmul on sim:0: {longest.end_ms - longest.start_ms:.2f} ms of a {waited * 1e3:.1f} ms wait"
+    )
     queued = [s for lab, s in spans if lab == "sim:0 · queue"]
     assert len(queued) == 1, f"no device-queue lane for the matmul: {[lab for lab, _ in spans]}"
     assert queued[0].end_ms - queued[0].start_ms >= slow_sim * 0.9e3
@@ -144,6 +147,7 @@ def test_the_chrome_trace_has_a_process_per_device_and_a_track_per_thread_and_qu
 
 
 # ----------------------------------------------------------------------------- display
+
 
 def test_summary_is_a_table_with_text_and_html(threaded):
     with nda.profiler.profile() as prof:

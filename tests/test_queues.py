@@ -76,6 +76,7 @@ def returns_within(seconds: float, fn):
 
 # ----------------------------------------------------------------------------- bookkeeping
 
+
 class CounterBackend:
     """Markers are counts the test advances: ``done`` is how far the 'device' has got (in ops)."""
 
@@ -206,10 +207,12 @@ def test_failure_records_hold_no_buffer():
 
 # ----------------------------------------------------------------------------- sim: issue at enqueue
 
+
 def test_a_dependent_op_is_issued_before_its_producer_finishes(threaded):
     x = nda.asarray(np.arange(LARGE, dtype=np.float64), device="sim")
     x.wait_to_read()
     with Gate("sim:0") as gate:
+
         def chain():
             y = x * 2.0  # large: on cpu a worker's task; on a queue device enqueued right here
             z = y + 1.0  # depends on y: issued while y has not even started
@@ -238,6 +241,7 @@ def test_copies_between_devices_are_ordered_without_host_waits(threaded):
     x = nda.asarray(np.arange(LARGE, dtype=np.float64), device="sim:0")
     x.wait_to_read()
     with Gate("sim:0") as gate:
+
         def work():
             y = x.to_device("sim:1")  # sim:1 waits for sim:0's marker, no host thread does
             w = y + 1.0  # on sim:1, after the copy
@@ -299,6 +303,7 @@ def test_two_devices_run_their_queues_independently(threaded):
 
 # ----------------------------------------------------------------------------- sim: errors
 
+
 def test_device_errors_are_raised_at_sync_points_with_the_op_and_line(threaded):
     s = nda.arange(4, dtype=nda.float64, device="sim")
     y = s[nda.asarray([0, 5], device="sim")]  # only the device knows 5 is out of bounds
@@ -342,6 +347,7 @@ def test_failed_device_work_frees_its_arrays(threaded):
 
 # ----------------------------------------------------------------------------- bound on work in flight
 
+
 def test_the_issuing_thread_waits_at_the_bound_of_work_in_flight(threaded, monkeypatch):
     monkeypatch.setattr(_queues, "MAX_IN_FLIGHT", 32)
     x = nda.asarray(np.arange(4.0), device="sim")
@@ -367,6 +373,7 @@ def test_the_issuing_thread_waits_at_the_bound_of_work_in_flight(threaded, monke
 
 
 # ----------------------------------------------------------------------------- random programs
+
 
 class SimPrograms(EnginePrograms):
     device = "sim"
@@ -414,6 +421,7 @@ TestMirrorPrograms = MirrorPrograms.TestCase
 
 # ----------------------------------------------------------------------------- sim is strict about host reads
 
+
 def test_sim_refuses_a_host_read_nda_did_not_order(threaded):
     """A real device returns stale memory to a read nobody ordered; sim raises, so a missing
     wait in nda fails the suite instead of passing by luck (sim's reads are otherwise exact)."""
@@ -450,6 +458,7 @@ def test_a_view_read_waits_for_a_write_through_its_base_or_another_view(threaded
 
 
 # ----------------------------------------------------------------------------- markers on demand
+
 
 def _mirror() -> str:
     if not nda.backends.serves("cudamirror"):
@@ -491,7 +500,7 @@ def test_markers_are_recorded_only_where_something_waits(device, engine):
         before = _markers(device)
         reads = [float(nda.sum(x + y)) for _ in range(10)]  # 2 ops and a read, 10 times
         per_read = (_markers(device) - before) / 10
-        np.testing.assert_allclose(total, float(np.sum(np.full(4, sum(1.0001 ** k for k in range(101)), np.float32))), rtol=1e-4)
+        np.testing.assert_allclose(total, float(np.sum(np.full(4, sum(1.0001**k for k in range(101)), np.float32))), rtol=1e-4)
         assert reads == [8.0] * 10
         if engine == "threaded":
             assert issued == 0, f"{issued} markers for 200 ops nobody waited for"

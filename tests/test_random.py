@@ -55,6 +55,7 @@ def bits_of(x: nda.NDArray) -> bytes:
 
 # ----------------------------------------------------------------------------- the block function
 
+
 def philox_scalar(counter: tuple[int, ...], key: tuple[int, int]) -> list[int]:
     """Philox4x32-10 written from the paper, one block, Python ints."""
     c, (k0, k1) = list(counter), key
@@ -118,6 +119,7 @@ def test_chunks_join_seamlessly():
 
 # ----------------------------------------------------------------------------- the stream, as stated
 
+
 def scalar_words(key, counter, count):
     out = []
     for b in range(-(-count // 4)):
@@ -171,6 +173,7 @@ def test_portable_log_cos_sin_are_accurate_to_an_ulp_or_two():
 
 # ----------------------------------------------------------------------------- every device, the same bits
 
+
 def devices(mirror):
     return ["cpu", mirror] + (["sim"] if sim_installed else [])
 
@@ -181,11 +184,17 @@ CALLS = [
     ("standard_normal", lambda g, d, dt: g.standard_normal((41,), dtype=dt, device=d), [nda.float64, nda.float32]),
     ("normal", lambda g, d, dt: g.normal(2.0, 0.25, (3, 3), dtype=dt, device=d), [nda.float64, nda.float32]),
     ("exponential", lambda g, d, dt: g.exponential(3.0, (17,), dtype=dt, device=d), [nda.float64, nda.float32]),
-    ("integers", lambda g, d, dt: g.integers(-5 if dt.category == "signed integer" else 5, 100, (19,), dtype=dt, device=d),
-     [nda.int8, nda.uint8, nda.int16, nda.uint16, nda.int32, nda.uint32, nda.int64, nda.uint64]),
+    (
+        "integers",
+        lambda g, d, dt: g.integers(-5 if dt.category == "signed integer" else 5, 100, (19,), dtype=dt, device=d),
+        [nda.int8, nda.uint8, nda.int16, nda.uint16, nda.int32, nda.uint32, nda.int64, nda.uint64],
+    ),
     ("integers wide", lambda g, d, dt: g.integers(0, 2**63 - 25, (9,), dtype=dt, device=d), [nda.int64, nda.uint64]),
-    ("integers full", lambda g, d, dt: g.integers(np.iinfo(dt.numpy).min, np.iinfo(dt.numpy).max, (9,), endpoint=True, dtype=dt, device=d),
-     [nda.int8, nda.uint32, nda.int64, nda.uint64]),
+    (
+        "integers full",
+        lambda g, d, dt: g.integers(np.iinfo(dt.numpy).min, np.iinfo(dt.numpy).max, (9,), endpoint=True, dtype=dt, device=d),
+        [nda.int8, nda.uint32, nda.int64, nda.uint64],
+    ),
     ("permutation", lambda g, d, dt: g.permutation(23, device=d), [None]),
     ("choice", lambda g, d, dt: g.choice(10, 6, replace=False, device=d), [None]),
     ("choice p", lambda g, d, dt: g.choice(4, 12, p=[0.1, 0.2, 0.3, 0.4], device=d), [None]),
@@ -208,14 +217,23 @@ def test_every_device_draws_the_same_bits_call_after_call(name, call, dtypes, mi
 
 
 @settings(max_examples=15)
-@given(seed=st.integers(0, 2**64 - 1), n=st.integers(0, 70), start=st.integers(0, 2**128 - 1),
-       dtype=st.sampled_from([nda.float32, nda.float64]), loc=st.floats(-1e6, 1e6), scale=st.floats(0, 1e6))
+@given(
+    seed=st.integers(0, 2**64 - 1),
+    n=st.integers(0, 70),
+    start=st.integers(0, 2**128 - 1),
+    dtype=st.sampled_from([nda.float32, nda.float64]),
+    loc=st.floats(-1e6, 1e6),
+    scale=st.floats(0, 1e6),
+)
 def test_devices_agree_on_any_key_counter_and_parameters(seed, n, start, dtype, loc, scale, mirror):
     g = nda.random.default_rng(seed)
     g.bit_generator.state = {**g.bit_generator.state, "counter": start}
     key = g.bit_generator.key
-    for op, kwargs in (("philox_normal", {"loc": loc, "scale": scale}), ("philox_uniform", {"low": loc, "high": loc + scale}),
-                       ("philox_exponential", {"scale": scale})):
+    for op, kwargs in (
+        ("philox_normal", {"loc": loc, "scale": scale}),
+        ("philox_uniform", {"low": loc, "high": loc + scale}),
+        ("philox_exponential", {"scale": scale}),
+    ):
         fn = getattr(nda.random, op)
         results = {dev: bits_of(fn(n, key=key, counter=start, dtype=dtype, device=dev, **kwargs)) for dev in devices(mirror)}
         assert len(set(results.values())) == 1, (op, {d: np.frombuffer(b, dtype.numpy)[:4] for d, b in results.items()})
@@ -223,11 +241,12 @@ def test_devices_agree_on_any_key_counter_and_parameters(seed, n, start, dtype, 
 
 # ----------------------------------------------------------------------------- the state
 
+
 @pytest.mark.parametrize("dev", ["cpu", pytest.param("sim", marks=needs_sim)])
 def test_counter_advances_by_the_blocks_consumed(dev):
     g = nda.random.default_rng(1)
     steps = [
-        (lambda: g.random(5, device=dev), 3),            # float64: 2 a block
+        (lambda: g.random(5, device=dev), 3),  # float64: 2 a block
         (lambda: g.random(5, nda.float32, device=dev), 2),  # float32: 4 a block
         (lambda: g.standard_normal((2, 3), device=dev), 3),
         (lambda: g.normal(size=9, dtype=nda.float32, device=dev), 3),
@@ -340,10 +359,17 @@ def test_uniform_normal_exponential_statistics(dtype):
     assert abs(m.mean() - 10) < 5 * 3 / math.sqrt(N) and abs(m.std() - 3) < 0.05
 
 
-@pytest.mark.parametrize("low, high, dtype", [
-    (0, 10, nda.int64), (-3, 4, nda.int8), (0, 2**32, nda.uint32), (0, 3 * 2**30, nda.uint32), (0, 3 * 2**61, nda.int64),
-    (-(2**63), 2**63, nda.int64),
-])
+@pytest.mark.parametrize(
+    "low, high, dtype",
+    [
+        (0, 10, nda.int64),
+        (-3, 4, nda.int8),
+        (0, 2**32, nda.uint32),
+        (0, 3 * 2**30, nda.uint32),
+        (0, 3 * 2**61, nda.int64),
+        (-(2**63), 2**63, nda.int64),
+    ],
+)
 def test_integers_are_uniform_chi_square(low, high, dtype):
     from scipy import stats
 
@@ -373,6 +399,7 @@ def test_integers_endpoint_and_small_dtypes_reach_both_ends():
 
 
 # ----------------------------------------------------------------------------- permutations and choice
+
 
 @pytest.mark.parametrize("dev", ["cpu", pytest.param("sim", marks=needs_sim)])
 def test_permutation_shuffle_and_choice(dev):
@@ -410,28 +437,32 @@ def test_choice_follows_p_chi_square():
 
 # ----------------------------------------------------------------------------- bad input
 
-@pytest.mark.parametrize("call, error, match", [
-    (lambda g: g.normal(0.0, -1.0), ValueError, "scale must be non-negative"),
-    (lambda g: g.normal(nda.asarray([0.0]), nda.asarray([-1.0])), ValueError, "scale must be non-negative"),
-    (lambda g: g.random(3, dtype=nda.int32), TypeError, "float32 or float64"),
-    (lambda g: g.uniform(-1e308, 1e308), OverflowError, "overflows"),
-    (lambda g: g.uniform(0.0, float("inf")), ValueError, "finite"),
-    (lambda g: g.integers(5, 2), ValueError, "low must be less than high"),
-    (lambda g: g.integers(0, 300, dtype=nda.uint8), ValueError, "out of bounds for uint8"),
-    (lambda g: g.integers(-1, 3, dtype=nda.uint16), ValueError, "out of bounds for uint16"),
-    (lambda g: g.integers(0, 3, dtype=nda.float32), TypeError, "integer dtype"),
-    (lambda g: g.integers(0.5, 3), TypeError, "low must be an int"),
-    (lambda g: g.random(-1), ValueError, "negative"),
-    (lambda g: g.random(3, shape=3), TypeError, "size or shape"),
-    (lambda g: g.choice(3, 4, replace=False), ValueError, "without replacement"),
-    (lambda g: g.choice(3, p=[0.5, 0.6, 0.1]), ValueError, "do not sum to 1"),
-    (lambda g: g.choice(3, p=[0.5, 0.5]), ValueError, "one probability per element"),
-    (lambda g: g.choice(3, 3, replace=False, p=[0.5, 0.5, 0.0]), ValueError, "fewer than 3 non-zero"),
-    (lambda g: g.choice(0, 1), ValueError, "empty"),
-    (lambda g: g.shuffle([1, 2, 3]), TypeError, "in place on an nda array"),
-    (lambda g: g.permutation(nda.asarray(3.0)), ValueError, "0-d"),
-    (lambda g: g.permutation(nda.zeros((2, 2)), axis=2), IndexError, "out of bounds"),
-])
+
+@pytest.mark.parametrize(
+    "call, error, match",
+    [
+        (lambda g: g.normal(0.0, -1.0), ValueError, "scale must be non-negative"),
+        (lambda g: g.normal(nda.asarray([0.0]), nda.asarray([-1.0])), ValueError, "scale must be non-negative"),
+        (lambda g: g.random(3, dtype=nda.int32), TypeError, "float32 or float64"),
+        (lambda g: g.uniform(-1e308, 1e308), OverflowError, "overflows"),
+        (lambda g: g.uniform(0.0, float("inf")), ValueError, "finite"),
+        (lambda g: g.integers(5, 2), ValueError, "low must be less than high"),
+        (lambda g: g.integers(0, 300, dtype=nda.uint8), ValueError, "out of bounds for uint8"),
+        (lambda g: g.integers(-1, 3, dtype=nda.uint16), ValueError, "out of bounds for uint16"),
+        (lambda g: g.integers(0, 3, dtype=nda.float32), TypeError, "integer dtype"),
+        (lambda g: g.integers(0.5, 3), TypeError, "low must be an int"),
+        (lambda g: g.random(-1), ValueError, "negative"),
+        (lambda g: g.random(3, shape=3), TypeError, "size or shape"),
+        (lambda g: g.choice(3, 4, replace=False), ValueError, "without replacement"),
+        (lambda g: g.choice(3, p=[0.5, 0.6, 0.1]), ValueError, "do not sum to 1"),
+        (lambda g: g.choice(3, p=[0.5, 0.5]), ValueError, "one probability per element"),
+        (lambda g: g.choice(3, 3, replace=False, p=[0.5, 0.5, 0.0]), ValueError, "fewer than 3 non-zero"),
+        (lambda g: g.choice(0, 1), ValueError, "empty"),
+        (lambda g: g.shuffle([1, 2, 3]), TypeError, "in place on an nda array"),
+        (lambda g: g.permutation(nda.asarray(3.0)), ValueError, "0-d"),
+        (lambda g: g.permutation(nda.zeros((2, 2)), axis=2), IndexError, "out of bounds"),
+    ],
+)
 def test_bad_input_raises_clearly(call, error, match):
     with pytest.raises(error, match=match):
         call(nda.random.default_rng(0))
@@ -452,6 +483,7 @@ def test_bad_keys_counters_and_seeds():
 
 # ----------------------------------------------------------------------------- the CUDA source
 
+
 def test_cuda_source_compiles_with_nvcc(tmp_path):
     """Compile-only (no GPU needed): the source nda-cuda hands to NVRTC is valid CUDA, without FMAs."""
     nvcc = shutil.which("nvcc")
@@ -461,7 +493,9 @@ def test_cuda_source_compiles_with_nvcc(tmp_path):
 
     src = tmp_path / "philox.cu"
     src.write_text(cuda_philox.source())
-    done = subprocess.run([nvcc, "--ptx", "-arch=sm_80", *cuda_philox.OPTIONS, "-o", str(tmp_path / "philox.ptx"), str(src)], capture_output=True, text=True)
+    done = subprocess.run(
+        [nvcc, "--ptx", "-arch=sm_80", *cuda_philox.OPTIONS, "-o", str(tmp_path / "philox.ptx"), str(src)], capture_output=True, text=True
+    )
     assert done.returncode == 0, done.stderr
     ptx = (tmp_path / "philox.ptx").read_text()
     assert "fma" not in ptx
@@ -469,6 +503,7 @@ def test_cuda_source_compiles_with_nvcc(tmp_path):
 
 
 # ----------------------------------------------------------------------------- on a GPU
+
 
 def _gpu_reason() -> str:
     try:
@@ -498,6 +533,7 @@ def test_cuda_draws_the_same_bits_as_cpu(name, call, dtypes):
 
 
 # ----------------------------------------------------------------------------- the cpu kernel's threads
+
 
 @pytest.mark.parametrize("n", [1, 2 * _philox.CHUNK + 5, 9 * _philox.CHUNK * 4 + 3, 300_001])
 def test_the_threaded_cpu_kernels_equal_the_single_threaded_reference(n):

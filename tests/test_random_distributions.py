@@ -69,8 +69,12 @@ def test_float32_is_the_float64_value_rounded_once(dtype):
 def test_an_elements_value_depends_on_its_own_blocks_only(device, monkeypatch):
     """A longer request, or another chunking of the elements, gives the same values for the same elements."""
     kw = {"key": (11, 12), "counter": 2**64 - 3, "device": device}  # the low 64 bits carry inside the request
-    for op, params in ((nda.random.philox_gamma, {"alpha": 0.7}), (nda.random.philox_poisson, {"lam": 30.0}),
-                       (nda.random.philox_binomial, {"n": 70, "p": 0.4}), (nda.random.philox_beta, {"a": 0.5, "b": 0.5})):
+    for op, params in (
+        (nda.random.philox_gamma, {"alpha": 0.7}),
+        (nda.random.philox_poisson, {"lam": 30.0}),
+        (nda.random.philox_binomial, {"n": 70, "p": 0.4}),
+        (nda.random.philox_beta, {"a": 0.5, "b": 0.5}),
+    ):
         short = op((40,), **kw, **params).asnumpy()
         long = op((100,), **kw, **params).asnumpy()
         np.testing.assert_array_equal(short, long[:40])
@@ -142,10 +146,16 @@ def test_array_parameters_broadcast_and_are_checked_as_numpy_checks_them(device)
     a = nda.random.default_rng(9, device=device).gamma(2.0, size=5).asnumpy()
     b = nda.random.default_rng(9, device=device).gamma(nda.full((5,), 2.0, device=device)).asnumpy()
     np.testing.assert_array_equal(a, b)
-    for call, match in ((lambda: rng.gamma(-1.0), "non-negative"), (lambda: rng.gamma(nda.asarray([1.0, -1.0], device=device)), "non-negative"),
-                        (lambda: rng.beta(0.0, 1.0), "positive"), (lambda: rng.poisson([-1.0]), "non-negative"),
-                        (lambda: rng.binomial(5, 1.5), r"\[0, 1\]"), (lambda: rng.binomial(-2, 0.5), "non-negative"),
-                        (lambda: rng.standard_t(0.0), "positive"), (lambda: rng.lognormal(0.0, -1.0), "non-negative")):
+    for call, match in (
+        (lambda: rng.gamma(-1.0), "non-negative"),
+        (lambda: rng.gamma(nda.asarray([1.0, -1.0], device=device)), "non-negative"),
+        (lambda: rng.beta(0.0, 1.0), "positive"),
+        (lambda: rng.poisson([-1.0]), "non-negative"),
+        (lambda: rng.binomial(5, 1.5), r"\[0, 1\]"),
+        (lambda: rng.binomial(-2, 0.5), "non-negative"),
+        (lambda: rng.standard_t(0.0), "positive"),
+        (lambda: rng.lognormal(0.0, -1.0), "non-negative"),
+    ):
         with pytest.raises(ValueError, match=match):
             call()
     with pytest.raises(ValueError, match="broadcast"):

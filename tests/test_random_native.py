@@ -43,6 +43,7 @@ TWO128 = 1 << 128
 
 # ----------------------------------------------------------------------------- one source
 
+
 def test_the_committed_kernel_source_is_current():
     """``src/nda/_philox_kernels.h`` (what setup.py compiles) is ``nda.ops._philox_source.source()``."""
     committed = REPO / "src" / "nda" / "_philox_kernels.h"
@@ -66,6 +67,7 @@ def test_the_source_generator_reports_and_rewrites(tmp_path, monkeypatch, capsys
 
 
 # ----------------------------------------------------------------------------- bit for bit
+
 
 def _counters() -> st.SearchStrategy[int]:
     near = st.sampled_from([0, 2**32, 2**64, 2**96, TWO128]).flatmap(lambda edge: st.integers(max(0, edge - 300), min(TWO128 - 1, edge + 300)))
@@ -93,8 +95,9 @@ def _native_call(op: str, shape, key, counter, params, dtype) -> np.ndarray:
 
 @needs_native
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=st.data(), op=st.sampled_from(["uniform", "normal", "exponential"]), dtype=st.sampled_from(FLOATS),
-       n=_SIZES, key=_KEYS, counter=_counters())
+@given(
+    data=st.data(), op=st.sampled_from(["uniform", "normal", "exponential"]), dtype=st.sampled_from(FLOATS), n=_SIZES, key=_KEYS, counter=_counters()
+)
 def test_float_kernels_equal_the_numpy_kernels_bit_for_bit(data, op, dtype, n, key, counter):
     reference = getattr(_philox, op)
     for _ in range(2):  # twice: other parameters, another key and counter
@@ -162,8 +165,13 @@ def test_requests_split_over_threads_equal_the_whole(threads):
     split, whole = cpu_random.native_kernels(counted, run, part), cpu_random.native_kernels(native, None)
     blocks = 5 * part + 3  # parts of uneven size, the last one partial
     key, counter = (0xDEADBEEF, 17), TWO128 - 2 * part - 5  # crosses 2**128 mid-request
-    cases = [("uniform", nda.float64, 2, (-2.0, 5.0)), ("normal", nda.float32, 4, (0.5, 3.0)),
-             ("exponential", nda.float64, 2, (2.0,)), ("integers", nda.uint64, 1, (3, 2**63 + 11)), ("integers", nda.int16, 2, (-9, 1000))]
+    cases = [
+        ("uniform", nda.float64, 2, (-2.0, 5.0)),
+        ("normal", nda.float32, 4, (0.5, 3.0)),
+        ("exponential", nda.float64, 2, (2.0,)),
+        ("integers", nda.uint64, 1, (3, 2**63 + 11)),
+        ("integers", nda.int16, 2, (-9, 1000)),
+    ]
     for op, dtype, per_block, params in cases:
         n = blocks * per_block - 1
         counted.sizes.clear()
@@ -175,6 +183,7 @@ def test_requests_split_over_threads_equal_the_whole(threads):
 
 
 # ----------------------------------------------------------------------------- the cpu backend's choice
+
 
 @needs_native
 def test_the_cpu_backend_runs_the_compiled_kernels():
@@ -193,12 +202,14 @@ def _run_with_numpy_kernels(args: list[str], timeout: int = 900) -> subprocess.C
 
 
 def test_nda_native_0_selects_the_numpy_kernels():
-    code = ("import nda, os\n"
-            "from nda.backends import cpu_random\n"
-            "assert cpu_random.load_native() is None\n"
-            "name = nda.dispatch.explain('random.philox_uniform', (3,), key=(1, 2)).kernel.qualname\n"
-            "assert ('threaded' in name) if (os.cpu_count() or 1) > 1 else ('uniform' in name), name\n"
-            "print(nda.random.default_rng(5).integers(0, 10, 6, dtype=nda.int8).tolist())\n")
+    code = (
+        "import nda, os\n"
+        "from nda.backends import cpu_random\n"
+        "assert cpu_random.load_native() is None\n"
+        "name = nda.dispatch.explain('random.philox_uniform', (3,), key=(1, 2)).kernel.qualname\n"
+        "assert ('threaded' in name) if (os.cpu_count() or 1) > 1 else ('uniform' in name), name\n"
+        "print(nda.random.default_rng(5).integers(0, 10, 6, dtype=nda.int8).tolist())\n"
+    )
     done = _run_with_numpy_kernels(["-c", code], timeout=300)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == str(nda.random.default_rng(5).integers(0, 10, 6, dtype=nda.int8).tolist())
@@ -208,12 +219,14 @@ def test_nda_native_0_selects_the_numpy_kernels():
 def test_test_random_passes_with_the_numpy_kernels():
     """tests/test_random.py again with NDA_NATIVE=0 (here the compiled kernels ran it); its
     statistics tests are left out, the same stream as here, bit for bit (above)."""
-    done = _run_with_numpy_kernels(["-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "tests/test_random.py",
-                                    "-k", "not statistics and not chi_square"])
+    done = _run_with_numpy_kernels(
+        ["-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "tests/test_random.py", "-k", "not statistics and not chi_square"]
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
 
 
 # ----------------------------------------------------------------------------- the extension's own checks
+
 
 def _read_only(n: int) -> np.ndarray:
     out = np.zeros(n)
@@ -222,40 +235,43 @@ def _read_only(n: int) -> np.ndarray:
 
 
 @needs_native
-@pytest.mark.parametrize("call, error, match", [
-    (lambda m: m.uniform(np.empty(3), (1, 2), 0, 0.0), TypeError, "uniform"),  # too few arguments
-    (lambda m: m.uniform(np.empty(3, np.int32), (1, 2), 0, 0.0, 1.0), TypeError, "float32 or float64"),
-    (lambda m: m.normal(np.empty(3, np.float16), (1, 2), 0, 0.0, 1.0), TypeError, "format e"),
-    (lambda m: m.normal(np.empty(4)[::2], (1, 2), 0, 0.0, 1.0), TypeError, "C-contiguous"),
-    (lambda m: m.exponential(_read_only(3), (1, 2), 0, 1.0), TypeError, "writable"),
-    (lambda m: m.uniform([0.0, 1.0], (1, 2), 0, 0.0, 1.0), TypeError, "buffer"),
-    (lambda m: m.uniform(np.empty(3, ">f8"), (1, 2), 0, 0.0, 1.0), TypeError, "native byte order"),
-    (lambda m: m.uniform(np.empty(3), (1, 2, 3), 0, 0.0, 1.0), TypeError, "key must be a pair"),
-    (lambda m: m.uniform(np.empty(3), (1, 2**32), 0, 0.0, 1.0), ValueError, r"key words must be in \[0, 2\*\*32\)"),
-    (lambda m: m.uniform(np.empty(3), (-1, 2), 0, 0.0, 1.0), ValueError, "key words"),
-    (lambda m: m.uniform(np.empty(3), (1.0, 2), 0, 0.0, 1.0), TypeError, "key must be a pair of ints"),
-    (lambda m: m.uniform(np.empty(3), (1, 2), -1, 0.0, 1.0), ValueError, r"counter must be in \[0, 2\*\*128\)"),
-    (lambda m: m.uniform(np.empty(3), (1, 2), 2**128, 0.0, 1.0), ValueError, "counter must be in"),
-    (lambda m: m.uniform(np.empty(3), (1, 2), 1.5, 0.0, 1.0), TypeError, "counter must be an int"),
-    (lambda m: m.normal(np.empty(3), (1, 2), 0, float("nan"), 1.0), ValueError, "finite"),
-    (lambda m: m.exponential(np.empty(3), (1, 2), 0, float("inf")), ValueError, "finite"),
-    (lambda m: m.uniform(np.empty(3, np.float32), (1, 2), 0, 1e39, 1.0), OverflowError, "fit in float32"),
-    (lambda m: m.normal(np.empty(3, np.float32), (1, 2), 0, 0.0, 1e300), OverflowError, "fit in float32"),
-    (lambda m: m.integers(np.empty(3, np.int8), (1, 2), 0, -200, 5), ValueError, "does not fit in the output's 1-byte signed"),
-    (lambda m: m.integers(np.empty(3, np.int8), (1, 2), 0, 100, 29), ValueError, "does not fit"),
-    (lambda m: m.integers(np.empty(3, np.uint16), (1, 2), 0, 0, 70000), ValueError, "2-byte unsigned"),
-    (lambda m: m.integers(np.empty(3, np.uint8), (1, 2), 0, -1, 3), ValueError, "does not fit"),
-    (lambda m: m.integers(np.empty(3, np.int64), (1, 2), 0, 1, 2**64), ValueError, "8-byte signed"),
-    (lambda m: m.integers(np.empty(3, np.int64), (1, 2), 0, 0, 0), ValueError, r"span must be in \[1, 2\*\*64\]"),
-    (lambda m: m.integers(np.empty(3, np.int64), (1, 2), 0, 0, 2**64 + 1), ValueError, "span must be in"),
-    (lambda m: m.integers(np.empty(3, np.int64), (1, 2), 0, 0, -5), ValueError, "span must be in"),
-    (lambda m: m.integers(np.empty(3, np.int64), (1, 2), 0, -(2**63) - 1, 5), ValueError, r"low must be in \[-2\*\*63, 2\*\*64\)"),
-    (lambda m: m.integers(np.empty(3, np.int64), (1, 2), 0, 2**64, 5), ValueError, "low must be in"),
-    (lambda m: m.integers(np.empty(3, np.int64), (1, 2), 0, 0.0, 5), TypeError, "low and span must be ints"),
-    (lambda m: m.integers(np.empty(3, np.int32), (1, 2), 0, 0, 2**33), ValueError, "needs a 64-bit output"),
-    (lambda m: m.integers(np.empty(3, np.float64), (1, 2), 0, 0, 5), TypeError, "integers"),
-    (lambda m: m.integers(np.empty(3, np.bool_), (1, 2), 0, 0, 2), TypeError, "format"),
-])
+@pytest.mark.parametrize(
+    "call, error, match",
+    [
+        (lambda m: m.uniform(np.empty(3), (1, 2), 0, 0.0), TypeError, "uniform"),  # too few arguments
+        (lambda m: m.uniform(np.empty(3, np.int32), (1, 2), 0, 0.0, 1.0), TypeError, "float32 or float64"),
+        (lambda m: m.normal(np.empty(3, np.float16), (1, 2), 0, 0.0, 1.0), TypeError, "format e"),
+        (lambda m: m.normal(np.empty(4)[::2], (1, 2), 0, 0.0, 1.0), TypeError, "C-contiguous"),
+        (lambda m: m.exponential(_read_only(3), (1, 2), 0, 1.0), TypeError, "writable"),
+        (lambda m: m.uniform([0.0, 1.0], (1, 2), 0, 0.0, 1.0), TypeError, "buffer"),
+        (lambda m: m.uniform(np.empty(3, ">f8"), (1, 2), 0, 0.0, 1.0), TypeError, "native byte order"),
+        (lambda m: m.uniform(np.empty(3), (1, 2, 3), 0, 0.0, 1.0), TypeError, "key must be a pair"),
+        (lambda m: m.uniform(np.empty(3), (1, 2**32), 0, 0.0, 1.0), ValueError, r"key words must be in \[0, 2\*\*32\)"),
+        (lambda m: m.uniform(np.empty(3), (-1, 2), 0, 0.0, 1.0), ValueError, "key words"),
+        (lambda m: m.uniform(np.empty(3), (1.0, 2), 0, 0.0, 1.0), TypeError, "key must be a pair of ints"),
+        (lambda m: m.uniform(np.empty(3), (1, 2), -1, 0.0, 1.0), ValueError, r"counter must be in \[0, 2\*\*128\)"),
+        (lambda m: m.uniform(np.empty(3), (1, 2), 2**128, 0.0, 1.0), ValueError, "counter must be in"),
+        (lambda m: m.uniform(np.empty(3), (1, 2), 1.5, 0.0, 1.0), TypeError, "counter must be an int"),
+        (lambda m: m.normal(np.empty(3), (1, 2), 0, float("nan"), 1.0), ValueError, "finite"),
+        (lambda m: m.exponential(np.empty(3), (1, 2), 0, float("inf")), ValueError, "finite"),
+        (lambda m: m.uniform(np.empty(3, np.float32), (1, 2), 0, 1e39, 1.0), OverflowError, "fit in float32"),
+        (lambda m: m.normal(np.empty(3, np.float32), (1, 2), 0, 0.0, 1e300), OverflowError, "fit in float32"),
+        (lambda m: m.integers(np.empty(3, np.int8), (1, 2), 0, -200, 5), ValueError, "does not fit in the output's 1-byte signed"),
+        (lambda m: m.integers(np.empty(3, np.int8), (1, 2), 0, 100, 29), ValueError, "does not fit"),
+        (lambda m: m.integers(np.empty(3, np.uint16), (1, 2), 0, 0, 70000), ValueError, "2-byte unsigned"),
+        (lambda m: m.integers(np.empty(3, np.uint8), (1, 2), 0, -1, 3), ValueError, "does not fit"),
+        (lambda m: m.integers(np.empty(3, np.int64), (1, 2), 0, 1, 2**64), ValueError, "8-byte signed"),
+        (lambda m: m.integers(np.empty(3, np.int64), (1, 2), 0, 0, 0), ValueError, r"span must be in \[1, 2\*\*64\]"),
+        (lambda m: m.integers(np.empty(3, np.int64), (1, 2), 0, 0, 2**64 + 1), ValueError, "span must be in"),
+        (lambda m: m.integers(np.empty(3, np.int64), (1, 2), 0, 0, -5), ValueError, "span must be in"),
+        (lambda m: m.integers(np.empty(3, np.int64), (1, 2), 0, -(2**63) - 1, 5), ValueError, r"low must be in \[-2\*\*63, 2\*\*64\)"),
+        (lambda m: m.integers(np.empty(3, np.int64), (1, 2), 0, 2**64, 5), ValueError, "low must be in"),
+        (lambda m: m.integers(np.empty(3, np.int64), (1, 2), 0, 0.0, 5), TypeError, "low and span must be ints"),
+        (lambda m: m.integers(np.empty(3, np.int32), (1, 2), 0, 0, 2**33), ValueError, "needs a 64-bit output"),
+        (lambda m: m.integers(np.empty(3, np.float64), (1, 2), 0, 0, 5), TypeError, "integers"),
+        (lambda m: m.integers(np.empty(3, np.bool_), (1, 2), 0, 0, 2), TypeError, "format"),
+    ],
+)
 def test_bad_arguments_raise_clearly(call, error, match):
     with pytest.raises(error, match=match):
         call(native)

@@ -139,9 +139,7 @@ def test_cumulative_sum_matches_numpy(dtype, data):
     include_initial = data.draw(st.booleans(), label="include_initial")
     targets = [d for d in ALL_DTYPES if np.can_cast(np_dtype(dtype), np_dtype(d), "same_kind")]
     out_dtype = data.draw(st.sampled_from([None] + targets), label="dtype")
-    expected = np.cumulative_sum(
-        a, axis=axis, include_initial=include_initial, dtype=None if out_dtype is None else np_dtype(out_dtype)
-    )
+    expected = np.cumulative_sum(a, axis=axis, include_initial=include_initial, dtype=None if out_dtype is None else np_dtype(out_dtype))
     result = nda.cumulative_sum(to_nda(a), axis=axis, include_initial=include_initial, dtype=out_dtype)
     assert_same(result, expected)
 
@@ -149,8 +147,13 @@ def test_cumulative_sum_matches_numpy(dtype, data):
 def test_sum_default_accumulator_dtypes():
     """Array API: small integers sum in the default integer of their signedness."""
     for dtype, expected in [
-        (nda.bool, nda.int64), (nda.int8, nda.int64), (nda.int32, nda.int64), (nda.uint8, nda.uint64),
-        (nda.uint32, nda.uint64), (nda.float32, nda.float32), (nda.complex64, nda.complex64),
+        (nda.bool, nda.int64),
+        (nda.int8, nda.int64),
+        (nda.int32, nda.int64),
+        (nda.uint8, nda.uint64),
+        (nda.uint32, nda.uint64),
+        (nda.float32, nda.float32),
+        (nda.complex64, nda.complex64),
     ]:
         x = nda.asarray(np.ones(3, np_dtype(dtype)))
         assert nda.sum(x).dtype is expected

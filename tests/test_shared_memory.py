@@ -91,8 +91,7 @@ def test_a_small_op_behind_pending_work_reads_the_buffer_at_the_call(device):
 
 
 @settings(max_examples=25, deadline=None)
-@given(values=st.lists(st.floats(-1e6, 1e6), min_size=2, max_size=4), device=st.sampled_from(DEVICES),
-       big=st.booleans())
+@given(values=st.lists(st.floats(-1e6, 1e6), min_size=2, max_size=4), device=st.sampled_from(DEVICES), big=st.booleans())
 def test_each_call_sees_the_values_the_buffer_had_at_it(values, device, big):
     """Property: call the same op several times with other values in one buffer; compare with NumPy."""
     size = (1 << 20) + 1 if big else 7

@@ -40,7 +40,7 @@ def _pending(y: nda.NDArray) -> bool:
 
 def _matrix(seed: int) -> np.ndarray:
     rng = np.random.default_rng(seed)
-    return rng.standard_normal((N, N)) + N ** 0.5 * np.eye(N)  # well conditioned
+    return rng.standard_normal((N, N)) + N**0.5 * np.eye(N)  # well conditioned
 
 
 F64 = np.asarray  # the first input as it is (C order, float64)
@@ -56,8 +56,11 @@ CASES = {
     "matmul, flipped views of one array": (lambda a, b: a[::-1] @ a[:, ::-1], lambda a, b: a[::-1] @ a[:, ::-1], F64),
     "matmul, a @ a.T, Fortran order": (lambda a, b: a @ a.T, lambda a, b: a @ a.T, np.asfortranarray),
     # a "view" whose reshape had to copy: its memory is not its base's, so it is copied itself
-    "matmul, a reshape that copied": (lambda a, b: a @ nda.reshape(nda.reshape(a.T, (N * N,)), (N, N)),
-                                      lambda a, b: a @ a.T.reshape(-1).reshape(N, N), F64),
+    "matmul, a reshape that copied": (
+        lambda a, b: a @ nda.reshape(nda.reshape(a.T, (N * N,)), (N, N)),
+        lambda a, b: a @ a.T.reshape(-1).reshape(N, N),
+        F64,
+    ),
     # a shared float32 array promoted by the matmul: a cast argument of the kernel
     "matmul, float32 cast on the way in": (lambda a, b: a @ b, lambda a, b: a.astype(np.float64) @ b, lambda m: m.astype(np.float32)),
     "linalg.inv": (lambda a, b: nda.linalg.inv(a), lambda a, b: np.linalg.inv(a), F64),

@@ -14,8 +14,22 @@ import pytest
 
 import nda
 
-FUNCTIONS = [nda.sum, nda.mean, nda.reshape, nda.concat, nda.zeros, nda.asarray, nda.linalg.inv, nda.fft.fft, nda.add, nda.sin,
-             nda.sort, nda.where, nda.matmul, nda.einsum]
+FUNCTIONS = [
+    nda.sum,
+    nda.mean,
+    nda.reshape,
+    nda.concat,
+    nda.zeros,
+    nda.asarray,
+    nda.linalg.inv,
+    nda.fft.fft,
+    nda.add,
+    nda.sin,
+    nda.sort,
+    nda.where,
+    nda.matmul,
+    nda.einsum,
+]
 
 
 @pytest.mark.parametrize("fn", FUNCTIONS, ids=lambda f: f.__name__)
@@ -65,9 +79,15 @@ def test_help_text_of_a_method():
     assert "sum(self: 'NDArray', /, axis:" in text and "-> 'NDArray'" in text
 
 
-@pytest.mark.parametrize("module, helpers", [("random", {"Any", "np", "math", "operator", "annotations"}),
-                                             ("testing", {"Any", "importlib", "annotations"}),
-                                             ("linalg", {"annotations"}), ("fft", {"annotations"})])
+@pytest.mark.parametrize(
+    "module, helpers",
+    [
+        ("random", {"Any", "np", "math", "operator", "annotations"}),
+        ("testing", {"Any", "importlib", "annotations"}),
+        ("linalg", {"annotations"}),
+        ("fft", {"annotations"}),
+    ],
+)
 def test_dir_of_a_module_lists_its_public_names(module, helpers):
     import importlib
 

@@ -283,7 +283,7 @@ def test_a_sim_op_on_the_fast_path_still_fails_at_the_sync_point_naming_its_line
         x ** (neg * 0 + 1)
     line = sys._getframe().f_lineno + 2
     try:
-        bad = x ** neg  # data-dependent: fails on the device's stream (on the naive engine: here)
+        bad = x**neg  # data-dependent: fails on the device's stream (on the naive engine: here)
     except ValueError as error:
         assert nda.engine.current().name != "threaded"
         failures = [error]

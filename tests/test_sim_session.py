@@ -83,8 +83,9 @@ def test_a_fallback_warns_once_per_op_and_device_in_one_line_in_a_fresh_process(
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     messages, explanation = (json.loads(line) for line in done.stdout.strip().splitlines()[-2:])
-    assert messages == ["isin: no sim kernel, so it runs on cpu with copies to and from sim (warned once per op and device; "
-                        "nda.dispatch.explain shows the route)"]
+    assert messages == [
+        "isin: no sim kernel, so it runs on cpu with copies to and from sim (warned once per op and device; nda.dispatch.explain shows the route)"
+    ]
     assert "host fallback" in explanation and "_ref_isin" in explanation  # explain() keeps the detail
 
 

@@ -44,6 +44,7 @@ def _run(code: str, **env: str) -> subprocess.CompletedProcess[str]:
 
 # ----------------------------------------------------------------------------- the kit
 
+
 def test_a_declared_flush_passes_and_the_report_says_how():
     report = conformance.run(load("flush_declared"), ops=OPS, dtypes=["float32", "float64", "complex64"])
     assert report.ok, report.table()
@@ -93,6 +94,7 @@ def test_flush_case_flushes_inputs_and_single_precision_scalars_only():
 
 
 # ----------------------------------------------------------------------------- the declaration
+
 
 def test_the_declaration_is_validated_when_the_backend_registers():
     backend = _mutant_backends.FlushingMutant("mut_flush_bad", ("sqrt",), declares=("int8",), flushes=())
@@ -148,11 +150,14 @@ def test_sim_flush_mode_flushes_declares_and_passes_the_kit():
 
 
 def test_sim_keeps_subnormals_by_default_and_info_shows_the_mode():
-    plain = _run("import nda, numpy as np; x = nda.asarray(np.float32([1e-45]), device='sim'); print(nda.sqrt(x).tolist(), nda.backends.load('sim').flushes_subnormals)")
+    plain = _run(
+        "import nda, numpy as np; x = nda.asarray(np.float32([1e-45]), device='sim'); print(nda.sqrt(x).tolist(), nda.backends.load('sim').flushes_subnormals)"
+    )
     assert plain.returncode == 0, plain.stderr
     assert plain.stdout.split() == ["[3.743392066509216e-23]", "()"]
-    info = subprocess.run([sys.executable, "-m", "nda", "info"], capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "NDA_SIM_FLUSH_SUBNORMALS": "1"})
+    info = subprocess.run(
+        [sys.executable, "-m", "nda", "info"], capture_output=True, text=True, timeout=300, env={**os.environ, "NDA_SIM_FLUSH_SUBNORMALS": "1"}
+    )
     assert info.returncode == 0, info.stderr
     sim_part = info.stdout.split("  sim ")[1]
     assert "subnormals: float32, complex64 flushed to zero by its kernels (declared: flushes_subnormals)" in sim_part

@@ -42,6 +42,7 @@ def load_mutant(name: str) -> str:
 
 # ----------------------------------------------------------------------------- assert_allclose
 
+
 def test_default_tolerances_are_dtype_aware():
     assert default_tolerance(nda.int8) == (0.0, 0.0) and default_tolerance(nda.bool) == (0.0, 0.0)
     assert default_tolerance(nda.float32) == (1e-5, float(np.finfo(np.float32).smallest_normal))
@@ -77,8 +78,10 @@ def test_special_values_nan_inf_and_signed_zero():
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.complex_numbers(allow_nan=False, allow_infinity=False) | st.floats(allow_nan=False, allow_infinity=False),
-       st.sampled_from([np.float64, np.complex128, np.complex64, np.float32]))
+@given(
+    st.complex_numbers(allow_nan=False, allow_infinity=False) | st.floats(allow_nan=False, allow_infinity=False),
+    st.sampled_from([np.float64, np.complex128, np.complex64, np.float32]),
+)
 def test_values_near_the_top_of_the_range_compare_without_overflow(value: complex, dtype: Any):
     """Identical values always agree, and tolerance comparisons do not overflow (issue 38, item 6:
     ``|1.27e308+1.27e308j|`` overflows, and ``0 * inf`` made identical values differ)."""
@@ -149,6 +152,7 @@ def test_every_array_equals_itself_on_every_device(data):
 
 # ----------------------------------------------------------------------------- strategies
 
+
 def test_edge_values_are_there_on_purpose():
     floats = nst.edge_values(nda.float32)
     assert any(math.isnan(v) for v in floats) and math.inf in floats and -math.inf in floats
@@ -157,8 +161,12 @@ def test_edge_values_are_there_on_purpose():
     assert {-128, 127, 0, 1, -1} <= set(nst.edge_values(nda.int8)) and 2**64 - 1 in nst.edge_values(nda.uint64)
     assert nst.edge_values(nda.bool) == [False, True]
     quick = settings(max_examples=200, database=None)
-    for predicate in (lambda a: np.isnan(a).any(), lambda a: np.isinf(a).any(), lambda a: (np.signbit(a) & (a == 0)).any(),
-                      lambda a: ((a != 0) & (np.abs(a) < np.finfo(np.float64).smallest_normal)).any()):
+    for predicate in (
+        lambda a: np.isnan(a).any(),
+        lambda a: np.isinf(a).any(),
+        lambda a: (np.signbit(a) & (a == 0)).any(),
+        lambda a: ((a != 0) & (np.abs(a) < np.finfo(np.float64).smallest_normal)).any(),
+    ):
         find(nst.host_arrays(nda.float64, (4,)), predicate, settings=quick)
     find(nst.host_arrays(nda.int16, (3,)), lambda a: (a == -(2**15)).any(), settings=quick)
 
@@ -203,6 +211,7 @@ def test_index_expressions_index_like_numpy(data):
 
 # ----------------------------------------------------------------------------- cells
 
+
 def test_cells_classify_native_fallback_missing_and_undeclared():
     cpu = conformance.cells("cpu")
     dense = [c for c in cpu if c.layout.name == "strided"]
@@ -225,7 +234,9 @@ def test_cells_classify_native_fallback_missing_and_undeclared():
 
 def test_cells_of_other_layouts_are_listed_and_reported():
     device = load_mutant("undeclared")
-    nda.dispatch.register("logical_or", device, ["bool"], _mutant_backends.wrap(np.logical_or, "logical_or"), layout=nda.Layout("kit_blocked"), backend=device)
+    nda.dispatch.register(
+        "logical_or", device, ["bool"], _mutant_backends.wrap(np.logical_or, "logical_or"), layout=nda.Layout("kit_blocked"), backend=device
+    )
     found = [(c.op, c.dtype.name, c.layout.name, c.route) for c in conformance.cells(device, ops=["logical_or"])]
     assert found == [("logical_or", "bool", "strided", "missing"), ("logical_or", "bool", "kit_blocked", "native")]
     result = conformance.run(device, ops=["logical_or"]).result("logical_or", "bool", "kit_blocked")
@@ -321,6 +332,7 @@ def test_kit_passes_accelerators_against_cpu(device):
 
 # ----------------------------------------------------------------------------- reports
 
+
 def test_report_table_and_json():
     report = conformance.run(load_mutant("int8_add"), ops=["add", "multiply"], dtypes=["int8", "int16"])
     table = report.table()
@@ -336,14 +348,27 @@ def test_report_table_and_json():
 
 # ----------------------------------------------------------------------------- the pytest plugin and the CLI
 
+
 def _run(*args, cwd):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [HERE, os.environ.get("PYTHONPATH")]))}
     return subprocess.run([sys.executable, *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=300)
 
 
 def test_vendor_command_on_sim(tmp_path):
-    out = _run("-m", "pytest", "--pyargs", "nda.testing.conformance", "--nda-device=sim", "--nda-ops=add,isin,sum",
-               "--nda-dtypes=int8,float32", "-p", "no:cacheprovider", "-rs", f"--nda-report={tmp_path / 'r.json'}", cwd=tmp_path)
+    out = _run(
+        "-m",
+        "pytest",
+        "--pyargs",
+        "nda.testing.conformance",
+        "--nda-device=sim",
+        "--nda-ops=add,isin,sum",
+        "--nda-dtypes=int8,float32",
+        "-p",
+        "no:cacheprovider",
+        "-rs",
+        f"--nda-report={tmp_path / 'r.json'}",
+        cwd=tmp_path,
+    )
     assert out.returncode == 0, out.stdout + out.stderr
     # add and sum on strided, and sum on csr (sim stores csr natively), for both dtypes; isin falls back
     assert "6 passed, 2 skipped" in out.stdout and "fallback: no native kernel" in out.stdout
@@ -353,8 +378,20 @@ def test_vendor_command_on_sim(tmp_path):
 
 
 def test_vendor_command_fails_a_mutant_with_its_example(tmp_path):
-    out = _run("-m", "pytest", "--pyargs", "nda.testing.conformance", "--nda-load=_mutant_backends:int8_add", "--nda-device=mut_int8_add",
-               "--nda-ops=add", "--nda-dtypes=int8,int16", "-p", "no:cacheprovider", "--nda-reference=cpu", cwd=tmp_path)
+    out = _run(
+        "-m",
+        "pytest",
+        "--pyargs",
+        "nda.testing.conformance",
+        "--nda-load=_mutant_backends:int8_add",
+        "--nda-device=mut_int8_add",
+        "--nda-ops=add",
+        "--nda-dtypes=int8,int16",
+        "-p",
+        "no:cacheprovider",
+        "--nda-reference=cpu",
+        cwd=tmp_path,
+    )
     assert out.returncode == 1, out.stdout + out.stderr
     assert "FAILED" in out.stdout and "test_cell[add-int8-strided]" in out.stdout and "1 failed, 1 passed" in out.stdout
     assert "minimal failing example" in out.stdout and "mut_int8_add:0 against cpu:0" in out.stdout
@@ -375,11 +412,27 @@ def test_vendor_command_needs_a_device_and_registers_its_profiles(tmp_path):
 
 
 def test_cli_prints_json(tmp_path):
-    out = _run("-m", "nda.testing.conformance", "sim", "--reference", "cpu", "--ops", "negative", "--dtypes", "float32", "--json", "-", "--quiet", cwd=tmp_path)
+    out = _run(
+        "-m",
+        "nda.testing.conformance",
+        "sim",
+        "--reference",
+        "cpu",
+        "--ops",
+        "negative",
+        "--dtypes",
+        "float32",
+        "--json",
+        "-",
+        "--quiet",
+        cwd=tmp_path,
+    )
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert data["reference"] == "cpu:0" and data["results"][0]["status"] == "passed" and "sim:0 against cpu" in out.stderr
-    out = _run("-m", "nda.testing.conformance", "mut_signed_zero", "--load", "_mutant_backends:signed_zero", "--ops", "negative", "--quiet", cwd=tmp_path)
+    out = _run(
+        "-m", "nda.testing.conformance", "mut_signed_zero", "--load", "_mutant_backends:signed_zero", "--ops", "negative", "--quiet", cwd=tmp_path
+    )
     assert out.returncode == 1 and "negative(asarray(0.0, dtype=float" in out.stdout
 
 
@@ -398,7 +451,6 @@ def test_sparse_cells_run_the_degenerate_sweep():
     result = runner.run_cell(Cell("subtract", nda.float64, nda.Layout("csr"), "native"))
     assert result.status == "passed" and result.examples >= len(cases), result
     assert degenerate_sweep("exp", nda.float64) and degenerate_sweep("take", nda.float64) == []
-
 
 
 def test_complex_pow_infinite_parts_whose_sign_the_phase_does_not_fix_pass_either_way():

@@ -60,8 +60,13 @@ def test_the_stubs_are_current():
 def _mypy(tmp_path, source: str) -> str:
     path = tmp_path / "user_code.py"
     path.write_text(source)
-    done = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--cache-dir", str(tmp_path / "cache"), str(path)],
-                          capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--cache-dir", str(tmp_path / "cache"), str(path)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+    )
     return done.stdout + done.stderr
 
 

@@ -119,8 +119,11 @@ def info() -> int:
     print(f"engine: {engine.name} ({detail})")
     from nda import _execute
 
-    native = "C (nda._native)" if _execute.native is not None else (
-        "Python (NDA_NATIVE=0)" if not env_flag("NDA_NATIVE", True) else "Python (nda._native is not compiled: no C compiler at install)")
+    native = (
+        "C (nda._native)"
+        if _execute.native is not None
+        else ("Python (NDA_NATIVE=0)" if not env_flag("NDA_NATIVE", True) else "Python (nda._native is not compiled: no C compiler at install)")
+    )
     print(f"operator fast paths: {native}")
     mpl = _matplotlib_version()
     print(f"matplotlib: {mpl} (profiler timelines)" if mpl else "matplotlib: not installed (pip install 'nda[notebooks]' for profiler timelines)")
@@ -206,7 +209,11 @@ def _select_devices(spec: str | None) -> list[nda.Device]:
     if not spec:
         return available
     chosen: list[nda.Device] = []
-    reasons = {rec["name"]: f" (backend {rec['name']!r} is {rec['state']}: {rec['reason'].strip().splitlines()[0]})" for rec in nda.backends.status() if rec["reason"]}
+    reasons = {
+        rec["name"]: f" (backend {rec['name']!r} is {rec['state']}: {rec['reason'].strip().splitlines()[0]})"
+        for rec in nda.backends.status()
+        if rec["reason"]
+    }
     for part in filter(None, (p.strip() for p in spec.split(","))):
         matches = [d for d in available if str(d) == part or d.type == part]
         if not matches:
@@ -268,10 +275,14 @@ def _run_together(inputs: dict[nda.Device, nda.NDArray], steps: int, expected: f
     eigs = {d: _rayleigh(inputs[d], vs[d]) for d in inputs}
     elapsed = time.perf_counter() - start
     bad = [str(d) for d, e in eigs.items() if abs(e - expected) > tolerance]
-    print(f"\nall {len(inputs)} devices at once (steps issued interleaved, the engine orders each device's chain): {elapsed * 1e3:.1f} ms, "
-          + ("every eigenvalue matches NumPy" if not bad else f"WRONG on {', '.join(bad)}"))
-    print(f"  one after another they took {one_by_one * 1e3:.1f} ms: together {one_by_one / max(elapsed, 1e-9):.2f}x as fast "
-          "(the devices' chains overlap; each device's own chain runs in order)")
+    print(
+        f"\nall {len(inputs)} devices at once (steps issued interleaved, the engine orders each device's chain): {elapsed * 1e3:.1f} ms, "
+        + ("every eigenvalue matches NumPy" if not bad else f"WRONG on {', '.join(bad)}")
+    )
+    print(
+        f"  one after another they took {one_by_one * 1e3:.1f} ms: together {one_by_one / max(elapsed, 1e-9):.2f}x as fast "
+        "(the devices' chains overlap; each device's own chain runs in order)"
+    )
     return len(bad)
 
 
@@ -309,8 +320,10 @@ def demo(n: int = 512, steps: int = 50, out: str = ".", devices: str | None = No
     """
     host, expected = _problem(n)
     chosen = _select_devices(devices)
-    print(f"power iteration: {n}x{n} symmetric matrix, known largest eigenvalue {expected}, {steps} steps, "
-          f"on {len(chosen)} device(s): {', '.join(str(d) for d in chosen)}")
+    print(
+        f"power iteration: {n}x{n} symmetric matrix, known largest eigenvalue {expected}, {steps} steps, "
+        f"on {len(chosen)} device(s): {', '.join(str(d) for d in chosen)}"
+    )
     print("every run issues its steps without syncing and reads one float at the end; the profiler records every op\n")
     tolerance = 1e-6 * max(1.0, abs(expected))
     failures = 0

@@ -32,7 +32,7 @@ globals().update(_generated)
 def extension(name: str) -> dict[str, Any]:
     """The generated functions of an extension namespace (``"linalg"`` -> ``{"inv": ...}``)."""
     prefix = name + "."
-    return {op[len(prefix):]: fn for op, fn in _all_generated.items() if op.startswith(prefix)}
+    return {op[len(prefix) :]: fn for op, fn in _all_generated.items() if op.startswith(prefix)}
 
 
 _catalog_asarray = _generated["asarray"]
@@ -58,7 +58,9 @@ def asarray(obj: Any, /, *, dtype: Any = None, device: Any = None, copy: bool | 
         target_device = x.device if device is None else as_device(device)
         target_dtype = x.dtype if dtype is None else _dtypes.as_dtype(dtype)
         if copy is False and (target_device is not x.device or target_dtype is not x.dtype):
-            raise ValueError(f"asarray(copy=False): converting a {x.dtype.name} array on {x.device} to {target_dtype.name} on {target_device} needs a copy")
+            raise ValueError(
+                f"asarray(copy=False): converting a {x.dtype.name} array on {x.device} to {target_dtype.name} on {target_device} needs a copy"
+            )
         moved = target_device is not x.device
         if moved:
             x = to_device(x, target_device)
@@ -264,7 +266,7 @@ def copyto(dst: NDArray, src: Any, /, *, casting: str = "same_kind", where: Any 
         else:  # NumPy casts host data itself (float16, byte orders, complex to real under 'unsafe')
             value = asarray(src if source == target else src.astype(target), device=dst.device)
     if isinstance(value, NDArray) and value.ndim > dst.ndim and builtins.all(d == 1 for d in value.shape[: value.ndim - dst.ndim]):
-        value = _generated["reshape"](value, value.shape[value.ndim - dst.ndim:])  # NumPy drops leading ones
+        value = _generated["reshape"](value, value.shape[value.ndim - dst.ndim :])  # NumPy drops leading ones
     if where is True:
         setitem(dst, ..., value)
         return None
@@ -296,13 +298,17 @@ def round_decimals(x: NDArray, decimals: int = 0, /) -> NDArray:
     rnd = _generated["round"]
     kind = x.dtype.category
     if kind == "bool":
-        raise TypeError("round(): a bool array cannot be rounded (nda.round takes numeric dtypes; NumPy gives float16 for decimals=0 and refuses others)")
+        raise TypeError(
+            "round(): a bool array cannot be rounded (nda.round takes numeric dtypes; NumPy gives float16 for decimals=0 and refuses others)"
+        )
     if kind == "complex floating" and decimals != 0:
         # NumPy rounds the parts apart (x * 10**d would make inf * 0 = NaN in the other part);
         # nda has no kernel that builds a complex array from two real ones: NumPy does it on a host copy.
         from .dispatch import _announce_fallback
 
-        _announce_fallback("round", f"round(decimals={decimals}) of a complex array on {x.device}: NumPy rounds a host copy's parts and the result is copied back")
+        _announce_fallback(
+            "round", f"round(decimals={decimals}) of a complex array on {x.device}: NumPy rounds a host copy's parts and the result is copied back"
+        )
         return asarray(np.round(np.asarray(x), decimals), device=x.device)
     if kind in ("signed integer", "unsigned integer"):
         if decimals >= 0:
@@ -322,7 +328,7 @@ def _power_of_ten(n: int) -> float:
     repeatedly (a rounding per step, so ``1e23`` and up can be an ulp from ``float(10**n)``; ``inf``
     past ``1e308``, where NumPy's round gives NaN)."""
     if n < 9:
-        return float(10 ** n)
+        return float(10**n)
     value = 1e9
     for _ in range(n - 9):
         value *= 10.0
@@ -363,8 +369,10 @@ def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> N
     if isinstance(x, NDArray):
         return asarray(x, device=target, copy=copy)
     if not callable(getattr(x, "__dlpack__", None)):
-        raise TypeError(f"from_dlpack(): expected an object with __dlpack__ (a DLPack producer: a NumPy, CuPy, PyTorch or JAX array), "
-                        f"got {type(x).__name__}; nda.asarray() takes other data")
+        raise TypeError(
+            f"from_dlpack(): expected an object with __dlpack__ (a DLPack producer: a NumPy, CuPy, PyTorch or JAX array), "
+            f"got {type(x).__name__}; nda.asarray() takes other data"
+        )
     probe = getattr(x, "__dlpack_device__", None)
     kind, index = (int(v) for v in probe()) if probe is not None else (1, 0)
     if kind in _HOST_DLPACK:

@@ -64,8 +64,25 @@ class _Up:
     """
 
     __slots__ = (
-        "namespace", "asarray", "permute_dims", "to_device", "to_layout", "astype", "copy", "copyto",
-        "round", "divmod", "rows", "from_pickle", "sparse_reduce", "array_ufunc", "array_function", "attach_grad", "grad", "detach", "backward",
+        "namespace",
+        "asarray",
+        "permute_dims",
+        "to_device",
+        "to_layout",
+        "astype",
+        "copy",
+        "copyto",
+        "round",
+        "divmod",
+        "rows",
+        "from_pickle",
+        "sparse_reduce",
+        "array_ufunc",
+        "array_function",
+        "attach_grad",
+        "grad",
+        "detach",
+        "backward",
     )
 
     def __init__(self) -> None:
@@ -238,9 +255,7 @@ class NDArray(Array, NumPyMethods):
 
     def __bool__(self) -> bool:
         if self.size != 1:
-            raise ValueError(
-                f"the truth value of an array of shape {self._shape} is ambiguous; use nda.any(x) or nda.all(x)"
-            )
+            raise ValueError(f"the truth value of an array of shape {self._shape} is ambiguous; use nda.any(x) or nda.all(x)")
         return bool(self._scalar("bool"))
 
     def __int__(self) -> int:
@@ -260,9 +275,7 @@ class NDArray(Array, NumPyMethods):
 
     def __index__(self) -> int:
         if self.ndim != 0 or self._meta.dtype.category not in ("signed integer", "unsigned integer"):
-            raise TypeError(
-                f"only 0-d integer arrays can be used as an index, got a {self._meta.dtype.name} array of shape {self._shape}"
-            )
+            raise TypeError(f"only 0-d integer arrays can be used as an index, got a {self._meta.dtype.name} array of shape {self._shape}")
         return int(self._host().item())
 
     def __len__(self) -> int:
@@ -415,8 +428,10 @@ class NDArray(Array, NumPyMethods):
         if not spec:
             return str(self)
         if self._size != 1:
-            raise TypeError(f"format spec {spec!r} needs an array with exactly one element, got shape {self._shape}; "
-                            f"format its elements (x.tolist(), or x[i].item()) or use str(x)")
+            raise TypeError(
+                f"format spec {spec!r} needs an array with exactly one element, got shape {self._shape}; "
+                f"format its elements (x.tolist(), or x[i].item()) or use str(x)"
+            )
         return format(self.item(), spec)
 
     def __reduce__(self) -> Any:
@@ -480,9 +495,7 @@ def _html(array: NDArray, host: np.ndarray, pending: bool, waited: float) -> str
         nnz = int(np.count_nonzero(host) if nnz is None else nnz)
         facts.append(("nnz", f"{nnz:,}"))
         facts.append(("density", f"{nnz / array._size:.2%}" if array._size else "-"))
-    header = " ".join(
-        f'<span style="margin-right:0.9em"><span style="opacity:0.6">{html.escape(k)}</span> {html.escape(v)}</span>' for k, v in facts
-    )
+    header = " ".join(f'<span style="margin-right:0.9em"><span style="opacity:0.6">{html.escape(k)}</span> {html.escape(v)}</span>' for k, v in facts)
     if meta.layout.name != "strided" and isinstance(array, NDArray):
         values = layouts.sparse_repr(array)
     else:

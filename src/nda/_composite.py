@@ -27,8 +27,23 @@ from .ops.spec import broadcast_shapes as _broadcast_shapes
 from .ops.spec import check_array, check_shape, int_arg, normalize_axes, normalize_axis
 
 __all__ = [
-    "broadcast_arrays", "broadcast_shapes", "diff", "matrix_transpose", "meshgrid", "moveaxis", "unstack", "pad", "transpose",
-    "fftfreq", "rfftfreq", "fftshift", "ifftshift", "isclose", "allclose", "einsum", "einsum_path",
+    "broadcast_arrays",
+    "broadcast_shapes",
+    "diff",
+    "matrix_transpose",
+    "meshgrid",
+    "moveaxis",
+    "unstack",
+    "pad",
+    "transpose",
+    "fftfreq",
+    "rfftfreq",
+    "fftshift",
+    "ifftshift",
+    "isclose",
+    "allclose",
+    "einsum",
+    "einsum_path",
 ]
 
 
@@ -173,6 +188,7 @@ def diff(x: NDArray, /, *, axis: int = -1, n: int = 1, prepend: NDArray | None =
 
 # ----------------------------------------------------------------------------- NumPy's spellings xarray calls
 
+
 def transpose(x: NDArray, /, axes: Any = None) -> NDArray:
     """NumPy's ``transpose``: ``permute_dims(x, axes)``, with ``axes=None`` reversing the axes (a view).
 
@@ -234,6 +250,7 @@ def pad(x: NDArray, pad_width: Any, /, mode: str = "constant", *, constant_value
 
 # ----------------------------------------------------------------------------- fft helpers
 
+
 def _freq_dtype(dtype: Any, op: str) -> Any:
     dt = _dtypes.default_float if dtype is None else _dtypes.as_dtype(dtype)
     if dt.category != "real floating":
@@ -272,8 +289,15 @@ def ifftshift(x: NDArray, /, *, axes: int | tuple[int, ...] | None = None) -> ND
     return _shift("ifftshift", x, axes, -1)
 
 
-def isclose(a: NDArray | bool | int | float | complex, b: NDArray | bool | int | float | complex, /, *, rtol: float = 1e-05,
-            atol: float = 1e-08, equal_nan: bool = False) -> NDArray:
+def isclose(
+    a: NDArray | bool | int | float | complex,
+    b: NDArray | bool | int | float | complex,
+    /,
+    *,
+    rtol: float = 1e-05,
+    atol: float = 1e-08,
+    equal_nan: bool = False,
+) -> NDArray:
     """Element-wise ``|a - b| <= atol + rtol * |b|``, NumPy's rule (an nda extra, not in the Array API).
 
     Infinities are close only to themselves (same sign); NaN is close to NaN only with
@@ -305,11 +329,21 @@ def isclose(a: NDArray | bool | int | float | complex, b: NDArray | bool | int |
     return result  # type: ignore[no-any-return]
 
 
-def allclose(a: NDArray | bool | int | float | complex, b: NDArray | bool | int | float | complex, /, *, rtol: float = 1e-05,
-             atol: float = 1e-08, equal_nan: bool = False) -> bool:
+def allclose(
+    a: NDArray | bool | int | float | complex,
+    b: NDArray | bool | int | float | complex,
+    /,
+    *,
+    rtol: float = 1e-05,
+    atol: float = 1e-08,
+    equal_nan: bool = False,
+) -> bool:
     """Whether every element of ``a`` is close to ``b`` (:func:`isclose`), as a Python bool (a sync point)."""
     return bool(_api().all(isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)))
+
+
 # --------------------------------------------------------------------------- einsum
+
 
 def _einsum_args(op: str, args: tuple[Any, ...]) -> tuple[str, list[Any]]:
     """``(subscripts, operands)`` from NumPy's two forms: ``("ij,jk", x, y)`` or ``(x, [0, 1], y, [1, 2], [0, 2])``."""
@@ -366,11 +400,14 @@ def _einsum_metadata() -> None:
     import inspect
 
     P = inspect.Parameter
-    einsum.__signature__ = inspect.Signature([  # type: ignore[attr-defined]
-        P("subscripts", P.POSITIONAL_ONLY, annotation="str | NDArray"),  # an array first: NumPy's sublist form
-        P("operands", P.VAR_POSITIONAL, annotation="NDArray | Sequence[NDArray] | Sequence[int]"),
-        P("optimize", P.KEYWORD_ONLY, default=False, annotation="bool | str | list[Any]"),
-    ], return_annotation="NDArray")
+    einsum.__signature__ = inspect.Signature(
+        [  # type: ignore[attr-defined]
+            P("subscripts", P.POSITIONAL_ONLY, annotation="str | NDArray"),  # an array first: NumPy's sublist form
+            P("operands", P.VAR_POSITIONAL, annotation="NDArray | Sequence[NDArray] | Sequence[int]"),
+            P("optimize", P.KEYWORD_ONLY, default=False, annotation="bool | str | list[Any]"),
+        ],
+        return_annotation="NDArray",
+    )
     einsum.__module__ = "nda"
 
 

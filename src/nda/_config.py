@@ -93,6 +93,7 @@ def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
         raise ValueError(f"{name} must be one of {', '.join(choices)}, got {os.environ[name]!r}; unset it for the default, {default}")
     return raw
 
+
 _FALLBACK_MODES = ("warn", "silent", "error")
 
 

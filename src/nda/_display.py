@@ -127,6 +127,7 @@ def array2string(host: np.ndarray | Summary, **kwargs: Any) -> str:
 
 # --------------------------------------------------------------------------- failed arrays
 
+
 def _parts(error: BaseException) -> tuple[str, list[str]]:
     """(``"IndexError: message"``, nda's notes: which op failed, where it was issued, on which device)."""
     message = str(error).strip()

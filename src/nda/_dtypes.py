@@ -155,9 +155,19 @@ class DType:
         self = object.__new__(cls)
         npd = np.dtype(name)
         assert _CATEGORY_OF_KIND[npd.kind] == category and npd.itemsize == itemsize, (name, category, itemsize)
-        for attr, value in (("name", name), ("category", category), ("kind", _Kind(npd.kind)), ("itemsize", itemsize),
-                            ("numpy", npd), ("type", npd.type), ("char", npd.char), ("str", npd.str), ("num", npd.num),
-                            ("alignment", npd.alignment), ("byteorder", npd.byteorder)):
+        for attr, value in (
+            ("name", name),
+            ("category", category),
+            ("kind", _Kind(npd.kind)),
+            ("itemsize", itemsize),
+            ("numpy", npd),
+            ("type", npd.type),
+            ("char", npd.char),
+            ("str", npd.str),
+            ("num", npd.num),
+            ("alignment", npd.alignment),
+            ("byteorder", npd.byteorder),
+        ):
             object.__setattr__(self, attr, value)
         cls._registry[name] = self
         return self
@@ -452,8 +462,9 @@ def result_type(*arrays_and_dtypes: Any) -> DType:
             dtypes.append(as_dtype(item))
     if not dtypes:
         if scalars:  # the standard asks for one array or dtype; a scalar's dtype is the device's default
-            raise TypeError("result_type needs at least one array or dtype: Python scalars alone have no dtype in nda "
-                            "(their default dtype depends on the device)")
+            raise TypeError(
+                "result_type needs at least one array or dtype: Python scalars alone have no dtype in nda (their default dtype depends on the device)"
+            )
         raise ValueError("result_type needs at least one array or dtype")
     result = dtypes[0]
     for dt in dtypes[1:]:

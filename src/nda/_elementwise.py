@@ -53,6 +53,7 @@ _HOST_FAMILIES = _hostviews.FAMILIES
 
 # ---------------------------------------------------------------------------- entries
 
+
 def _entry_from_plan(decl: OpDecl, plan: Plan) -> tuple[Callable[..., Any], ArrayMeta]:
     """A cache entry: the route's kernel with its casts folded in, and the output metadata
     (the fast paths cache the callable, never the route: a hit costs one call)."""
@@ -69,7 +70,7 @@ def _with_casts(kernel: Callable[..., Any], casts: list[Any], plan: Plan) -> Cal
     for arg, dtype in zip(plan.args, casts):
         cast_kernels.append(None if dtype is None else (resolve("astype", arg.array._meta.key).run, dtype))
     if len(cast_kernels) == 1:
-        (ck, dt), = cast_kernels
+        ((ck, dt),) = cast_kernels
 
         def cast1(x: Any) -> Any:
             return kernel(ck(x, dt, copy=False))
@@ -95,9 +96,8 @@ def _int_fits(value: int, array_meta: ArrayMeta) -> bool:
 _INT_BOUNDS = {d: (int(np.iinfo(d.numpy).min), int(np.iinfo(d.numpy).max)) for d in _dtypes.CATEGORIES["integer"]}
 
 
-
-
 # ---------------------------------------------------------------------------- unary
+
 
 def make_unary(decl: OpDecl) -> Callable[..., NDArray]:
     cache = EntryCache()
@@ -154,6 +154,7 @@ def _inline1(kernel: Callable[..., Any], x: NDArray, meta: ArrayMeta) -> NDArray
 
 # ---------------------------------------------------------------------------- binary
 
+
 def make_binary(decl: OpDecl) -> tuple[Callable[..., NDArray], Callable[..., Any], Callable[..., Any]]:
     """The public function plus the forward and reflected operator methods."""
     cache = EntryCache()
@@ -171,8 +172,11 @@ def make_binary(decl: OpDecl) -> tuple[Callable[..., NDArray], Callable[..., Any
         k1 = x1._meta if x1.__class__ is NDArray else x1.__class__
         k2 = x2._meta if x2.__class__ is NDArray else x2.__class__
         entry = cache_get((k1, k2))
-        if (entry is None or (x1.__class__ is int and k2.__class__ is ArrayMeta and not _int_fits(x1, k2))
-                or (x2.__class__ is int and k1.__class__ is ArrayMeta and not _int_fits(x2, k1))):
+        if (
+            entry is None
+            or (x1.__class__ is int and k2.__class__ is ArrayMeta and not _int_fits(x1, k2))
+            or (x2.__class__ is int and k1.__class__ is ArrayMeta and not _int_fits(x2, k1))
+        ):
             seen = _generation[0]
             plan = plan_fn(x1, x2)  # validates; raises the errors (an int out of range: OverflowError)
             entry = remember(cache, (k1, k2), _entry_from_plan(decl, plan), seen)
@@ -275,8 +279,9 @@ def make_binary(decl: OpDecl) -> tuple[Callable[..., NDArray], Callable[..., Any
             if as_operator:
                 if compares and isinstance(x2, (list, tuple)):
                     # Python would fall back to identity (``x == [0, 1]`` is False): refused as ``x + [0, 1]`` is.
-                    raise TypeError(f"{symbol} compares nda arrays with nda arrays and Python scalars, got a {type(x2).__name__}; "
-                                    "convert it with nda.asarray()")
+                    raise TypeError(
+                        f"{symbol} compares nda arrays with nda arrays and Python scalars, got a {type(x2).__name__}; convert it with nda.asarray()"
+                    )
                 hook = hooks.foreign_operand
                 return NotImplemented if hook is None else hook(x2, reflected_name, x1)
             return slow(x1, x2)
@@ -299,6 +304,7 @@ def make_binary(decl: OpDecl) -> tuple[Callable[..., NDArray], Callable[..., Any
 
 
 # ---------------------------------------------------------------------------- in place
+
 
 def make_inplace(decl: OpDecl, attr: str) -> Callable[..., Any]:
     """``x op= y``: compute in the promoted dtype, store into ``x`` (same-kind cast, no broadcasting of x)."""
@@ -336,7 +342,9 @@ def make_inplace(decl: OpDecl, attr: str) -> Callable[..., Any]:
             seen = _generation[0]
             entry = remember(cache, key, _plan_inplace(decl, self, other), seen)
         elif other.__class__ is NDArray and other._shape != self._shape and broadcast_shapes(self._shape, other._shape) != self._shape:
-            raise ValueError(f"{name}: in-place result of shape {broadcast_shapes(self._shape, other._shape)} does not fit the target's shape {self._shape}")
+            raise ValueError(
+                f"{name}: in-place result of shape {broadcast_shapes(self._shape, other._shape)} does not fit the target's shape {self._shape}"
+            )
         elif other.__class__ is int and not _int_fits(other, self._meta):
             decl.plan(self, other)  # raises the OverflowError with its message
         kernel, direct = entry
@@ -436,7 +444,17 @@ def _rebind_kernel(target: NDArray) -> Callable[[Any, Any], None]:
 
 
 _OPERATOR_SYMBOL = {
-    "add": "+", "subtract": "-", "multiply": "*", "divide": "/", "floor_divide": "//", "remainder": "%",
-    "pow": "**", "bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^", "bitwise_left_shift": "<<",
-    "bitwise_right_shift": ">>", "matmul": "@",
+    "add": "+",
+    "subtract": "-",
+    "multiply": "*",
+    "divide": "/",
+    "floor_divide": "//",
+    "remainder": "%",
+    "pow": "**",
+    "bitwise_and": "&",
+    "bitwise_or": "|",
+    "bitwise_xor": "^",
+    "bitwise_left_shift": "<<",
+    "bitwise_right_shift": ">>",
+    "matmul": "@",
 }

@@ -45,8 +45,26 @@ from .engine.queues import local as _writing
 from .ops.spec import SURELY_FITS, Cast, Plan, check_size
 
 __all__ = [
-    "EntryCache", "NOT_INTERCEPTED", "hooks", "intercepted", "native", "native_operator", "unwrap", "cast_buffer", "base_of", "execute", "execute_multi", "execute_mutation",
-    "run_elementwise", "work_size", "zero_d_buffer", "notify_write", "inline", "TO_DEVICE", "TO_LAYOUT", "inplace_entry",
+    "EntryCache",
+    "NOT_INTERCEPTED",
+    "hooks",
+    "intercepted",
+    "native",
+    "native_operator",
+    "unwrap",
+    "cast_buffer",
+    "base_of",
+    "execute",
+    "execute_multi",
+    "execute_mutation",
+    "run_elementwise",
+    "work_size",
+    "zero_d_buffer",
+    "notify_write",
+    "inline",
+    "TO_DEVICE",
+    "TO_LAYOUT",
+    "inplace_entry",
 ]
 
 _new = object.__new__
@@ -56,6 +74,7 @@ _WRITES = _intercept.WRITES
 _local = _intercept._local
 _HOST_VIEWS = _hostviews.VIEWS  # host views alive (views made through the host fallback)
 _HOST_FAMILIES = _hostviews.FAMILIES  # their bases
+
 
 class EntryCache(dict):  # type: ignore[type-arg]
     """A generated function's cache of entries built from resolutions: it belongs to that
@@ -127,8 +146,7 @@ def _load_native() -> Any:
     except ImportError:  # not compiled (no C compiler at install): the Python fast paths
         return None
     slots = vars(NDArray)
-    _native.configure(NDArray, slots["_buf"], slots["_meta"], slots["_shape"], slots["_size"], slots["_base"], _state,
-                      vars(type(_state))["limit"])
+    _native.configure(NDArray, slots["_buf"], slots["_meta"], slots["_shape"], slots["_size"], slots["_base"], _state, vars(type(_state))["limit"])
     _native.configure_interception(_ACTIVE, _local)  # the calling thread's interceptors: their own flag
     return _native
 
@@ -153,6 +171,7 @@ def native_operator(python: Callable[..., Any], cache: dict[Any, Any], kind: str
 
 
 # ---------------------------------------------------------------------------- buffers
+
 
 def unwrap(value: Any) -> Any:
     """Replace NDArrays (also inside tuples/lists) by their buffers, applying casts."""
@@ -201,6 +220,7 @@ def work_size(plan: Plan, name: str = "") -> int:
 
 
 # ---------------------------------------------------------------------------- running
+
 
 def execute(name: str, plan: Plan) -> NDArray:
     """Run a planned call through the engine and return its (possibly pending) output."""
@@ -269,6 +289,7 @@ def execute_mutation(name: str, plan: Plan, target: NDArray) -> None:
             reads = (*reads, target)
 
     if not overwrites:
+
         def run() -> Any:
             outer = _writing.base
             _writing.base = base._buf  # the memory written: a device queue records the write as the base's
@@ -277,6 +298,7 @@ def execute_mutation(name: str, plan: Plan, target: NDArray) -> None:
             finally:
                 _writing.base = outer
     else:
+
         def run() -> Any:
             outer = _writing.base
             _writing.base = base._buf

@@ -72,8 +72,19 @@ from . import dask as _dask
 from . import linalg as _linalg
 from ._array import NDArray, up
 from ._interop_args import (
-    _Call, _Fallback, _check_defaults, _device_of, _leftover, _no_equivalent, _NoValue, _reduction, _refuse,
-    _on_host, _same_device, _store, _written_by,
+    _Call,
+    _Fallback,
+    _check_defaults,
+    _device_of,
+    _leftover,
+    _no_equivalent,
+    _NoValue,
+    _reduction,
+    _refuse,
+    _on_host,
+    _same_device,
+    _store,
+    _written_by,
 )
 from .engine._fperrors import guard as _fp_guard
 from .engine._fperrors import unguard as _fp_unguard
@@ -82,24 +93,77 @@ __all__ = ["array_ufunc", "array_function", "UFUNCS", "FUNCTIONS"]  # noqa: F822
 
 #: NumPy ufunc -> the nda element-wise function that computes the same thing.
 UFUNCS: dict[Any, str] = {
-    np.absolute: "abs", np.add: "add", np.arccos: "acos", np.arccosh: "acosh", np.arcsin: "asin",
-    np.arcsinh: "asinh", np.arctan: "atan", np.arctan2: "atan2", np.arctanh: "atanh",
-    np.bitwise_and: "bitwise_and", np.bitwise_or: "bitwise_or", np.bitwise_xor: "bitwise_xor",
-    np.invert: "bitwise_invert", np.left_shift: "bitwise_left_shift", np.right_shift: "bitwise_right_shift",
-    np.ceil: "ceil", np.conjugate: "conj", np.copysign: "copysign", np.cos: "cos", np.cosh: "cosh",
-    np.divide: "divide", np.equal: "equal", np.exp: "exp", np.expm1: "expm1", np.floor: "floor",
-    np.floor_divide: "floor_divide", np.greater: "greater", np.greater_equal: "greater_equal",
-    np.hypot: "hypot", np.isfinite: "isfinite", np.isinf: "isinf", np.isnan: "isnan", np.less: "less",
-    np.less_equal: "less_equal", np.log: "log", np.log1p: "log1p", np.log2: "log2", np.log10: "log10",
-    np.logaddexp: "logaddexp", np.logical_and: "logical_and", np.logical_not: "logical_not",
-    np.logical_or: "logical_or", np.logical_xor: "logical_xor", np.maximum: "maximum", np.minimum: "minimum",
-    np.multiply: "multiply", np.negative: "negative", np.nextafter: "nextafter", np.not_equal: "not_equal",
-    np.positive: "positive", np.power: "pow", np.reciprocal: "reciprocal", np.remainder: "remainder",
-    np.rint: "round", np.sign: "sign", np.signbit: "signbit", np.sin: "sin", np.sinh: "sinh",
-    np.square: "square", np.sqrt: "sqrt", np.subtract: "subtract", np.tan: "tan", np.tanh: "tanh",
-    np.trunc: "trunc", np.matmul: "matmul",
+    np.absolute: "abs",
+    np.add: "add",
+    np.arccos: "acos",
+    np.arccosh: "acosh",
+    np.arcsin: "asin",
+    np.arcsinh: "asinh",
+    np.arctan: "atan",
+    np.arctan2: "atan2",
+    np.arctanh: "atanh",
+    np.bitwise_and: "bitwise_and",
+    np.bitwise_or: "bitwise_or",
+    np.bitwise_xor: "bitwise_xor",
+    np.invert: "bitwise_invert",
+    np.left_shift: "bitwise_left_shift",
+    np.right_shift: "bitwise_right_shift",
+    np.ceil: "ceil",
+    np.conjugate: "conj",
+    np.copysign: "copysign",
+    np.cos: "cos",
+    np.cosh: "cosh",
+    np.divide: "divide",
+    np.equal: "equal",
+    np.exp: "exp",
+    np.expm1: "expm1",
+    np.floor: "floor",
+    np.floor_divide: "floor_divide",
+    np.greater: "greater",
+    np.greater_equal: "greater_equal",
+    np.hypot: "hypot",
+    np.isfinite: "isfinite",
+    np.isinf: "isinf",
+    np.isnan: "isnan",
+    np.less: "less",
+    np.less_equal: "less_equal",
+    np.log: "log",
+    np.log1p: "log1p",
+    np.log2: "log2",
+    np.log10: "log10",
+    np.logaddexp: "logaddexp",
+    np.logical_and: "logical_and",
+    np.logical_not: "logical_not",
+    np.logical_or: "logical_or",
+    np.logical_xor: "logical_xor",
+    np.maximum: "maximum",
+    np.minimum: "minimum",
+    np.multiply: "multiply",
+    np.negative: "negative",
+    np.nextafter: "nextafter",
+    np.not_equal: "not_equal",
+    np.positive: "positive",
+    np.power: "pow",
+    np.reciprocal: "reciprocal",
+    np.remainder: "remainder",
+    np.rint: "round",
+    np.sign: "sign",
+    np.signbit: "signbit",
+    np.sin: "sin",
+    np.sinh: "sinh",
+    np.square: "square",
+    np.sqrt: "sqrt",
+    np.subtract: "subtract",
+    np.tan: "tan",
+    np.tanh: "tanh",
+    np.trunc: "trunc",
+    np.matmul: "matmul",
     # NumPy-named functions made of nda's ops (nda._numpyapi)
-    np.cbrt: "cbrt", np.deg2rad: "deg2rad", np.radians: "radians", np.rad2deg: "rad2deg", np.degrees: "degrees",
+    np.cbrt: "cbrt",
+    np.deg2rad: "deg2rad",
+    np.radians: "radians",
+    np.rad2deg: "rad2deg",
+    np.degrees: "degrees",
 }
 if hasattr(np, "vecdot"):
     UFUNCS[np.vecdot] = "vecdot"
@@ -141,13 +205,13 @@ def _host_fallback(name: str, why: Exception, run: Callable[[], Any]) -> Any:
 
     _announce_fallback(
         name,
-        f"{name} on nda arrays: {why}; NumPy computes it on host copies of the nda arrays "
-        f"and returns NumPy's result",
+        f"{name} on nda arrays: {why}; NumPy computes it on host copies of the nda arrays and returns NumPy's result",
     )
     return run()
 
 
 # ---------------------------------------------------------------------------- __array_ufunc__
+
 
 def array_ufunc(self: NDArray, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
     """NumPy ufuncs on nda arrays run nda's element-wise ops, or NumPy on host copies (see the module docstring)."""
@@ -173,11 +237,29 @@ def _ufunc_targets(method: str, inputs: Any, kwargs: dict[str, Any]) -> list[Any
 
 
 #: The ufuncs behind Python's binary operators.
-_OPERATORS = frozenset((
-    np.add, np.subtract, np.multiply, np.divide, np.floor_divide, np.remainder, np.power, np.matmul, np.equal,
-    np.not_equal, np.less, np.less_equal, np.greater, np.greater_equal, np.bitwise_and, np.bitwise_or, np.bitwise_xor,
-    np.left_shift, np.right_shift,
-))
+_OPERATORS = frozenset(
+    (
+        np.add,
+        np.subtract,
+        np.multiply,
+        np.divide,
+        np.floor_divide,
+        np.remainder,
+        np.power,
+        np.matmul,
+        np.equal,
+        np.not_equal,
+        np.less,
+        np.less_equal,
+        np.greater,
+        np.greater_equal,
+        np.bitwise_and,
+        np.bitwise_or,
+        np.bitwise_xor,
+        np.left_shift,
+        np.right_shift,
+    )
+)
 
 
 def _reflected_operator(ufunc: Any, inputs: Any) -> bool:
@@ -212,9 +294,7 @@ _BOOL = np.dtype(bool)
 
 def _numpy_loop(ufunc: Any, args: list[Any], dtype: Any) -> tuple[Any, ...]:
     """The NumPy dtypes of ``ufunc``'s loop for ``args`` (inputs then output), scalars weak."""
-    types = tuple([
-        a.dtype.numpy if a.__class__ is NDArray else _BOOL if a.__class__ is bool else a.__class__ for a in args
-    ])
+    types = tuple([a.dtype.numpy if a.__class__ is NDArray else _BOOL if a.__class__ is bool else a.__class__ for a in args])
     if dtype is None:
         return _remember((ufunc, types), lambda: tuple(ufunc.resolve_dtypes(types + (None,) * ufunc.nout)))
     out = np.dtype(dtype)
@@ -259,8 +339,7 @@ def _ufunc_on_device(self: NDArray, name: str, ufunc: Any, method: str, inputs: 
         fn = getattr(_api, op, None) or getattr(_numpyapi, op, None) or getattr(_linalg, op)
         try:
             # the arrays cast to the dtypes of NumPy's loop, as NumPy does (rint of ints is float64)
-            args = [_api.astype(a, _dtypes.from_numpy_dtype(t)) if a.__class__ is NDArray and a.dtype.numpy != t else a
-                    for a, t in zip(args, loop)]
+            args = [_api.astype(a, _dtypes.from_numpy_dtype(t)) if a.__class__ is NDArray and a.dtype.numpy != t else a for a, t in zip(args, loop)]
             if op in ("matmul", "vecdot") and any(a.__class__ is not NDArray for a in args):
                 args = [call.array(a) for a in args]
             token = _fp_guard()  # NumPy's warnings name the user's np.<ufunc>(...) line (engine._fperrors)
@@ -303,6 +382,7 @@ def _ufunc_on_device(self: NDArray, name: str, ufunc: Any, method: str, inputs: 
 
 
 # ---------------------------------------------------------------------------- __array_function__
+
 
 def array_function(self: NDArray, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
     """NumPy functions on nda arrays run nda's functions, or NumPy on host copies (see the module docstring)."""
@@ -347,6 +427,7 @@ def _check_dtype(name: str, dtype: Any) -> None:
 
 
 # ---------------------------------------------------------------------------- Dask
+
 
 def _foreign_operand(other: Any, method: str, self: NDArray) -> Any:
     """An operator met an operand it does not know: a Dask array takes over once it knows nda arrays."""

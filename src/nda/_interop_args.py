@@ -26,13 +26,17 @@ _NoValue = getattr(np, "_NoValue", object())
 
 #: Suggestions for common NumPy names that nda spells differently or lacks.
 _INSTEAD = {
-    "exp2": "nda.pow(2.0, x)", "fabs": "nda.abs",
-    "float_power": "nda.pow on float64 arrays", "fmod": "nda.remainder (its sign follows x2)",
-    "einsum": "nda.tensordot / nda.matmul", "allclose": "nda.all(nda.abs(x - y) <= atol + rtol * nda.abs(y))",
+    "exp2": "nda.pow(2.0, x)",
+    "fabs": "nda.abs",
+    "float_power": "nda.pow on float64 arrays",
+    "fmod": "nda.remainder (its sign follows x2)",
+    "einsum": "nda.tensordot / nda.matmul",
+    "allclose": "nda.all(nda.abs(x - y) <= atol + rtol * nda.abs(y))",
 }
 
 
 # ---------------------------------------------------------------------------- arguments
+
 
 class _Call:
     """One protocol call: the device its nda arrays live on, and conversions onto it."""
@@ -107,7 +111,12 @@ def _no_equivalent(name: str) -> _Fallback:
 
 #: NumPy functions that write into an argument by contract -> the name of that parameter.
 _WRITES: dict[Any, str] = {
-    np.copyto: "dst", np.put: "a", np.place: "arr", np.putmask: "a", np.put_along_axis: "arr", np.fill_diagonal: "a",
+    np.copyto: "dst",
+    np.put: "a",
+    np.place: "arr",
+    np.putmask: "a",
+    np.put_along_axis: "arr",
+    np.fill_diagonal: "a",
 }
 
 
@@ -202,11 +211,15 @@ def _same_device(name: str, args: Any, kwargs: dict[str, Any], targets: Any = ()
     walk(tuple(kwargs.values()))
     devices = list(inputs)
     if len(devices) > 1:
-        raise ValueError(f"{name}() got arrays on different devices ({devices[0]} and {devices[1]}); move them to one device first with x.to_device(...)")
+        raise ValueError(
+            f"{name}() got arrays on different devices ({devices[0]} and {devices[1]}); move them to one device first with x.to_device(...)"
+        )
     for device in outputs:
         if devices and device is not devices[0]:
-            raise ValueError(f"{name}(): out= is on {device} but the inputs are on {devices[0]}; nda does not move data between devices "
-                             f"implicitly: pass an out= on {devices[0]}, or move the inputs with x.to_device({str(device)!r})")
+            raise ValueError(
+                f"{name}(): out= is on {device} but the inputs are on {devices[0]}; nda does not move data between devices "
+                f"implicitly: pass an out= on {devices[0]}, or move the inputs with x.to_device({str(device)!r})"
+            )
 
 
 def _store(name: str, out: Any, result: Any) -> Any:
@@ -222,8 +235,10 @@ def _store(name: str, out: Any, result: Any) -> Any:
     if out.__class__ is not NDArray:
         raise TypeError(f"{name}: out= must be an nda array here, got {type(out).__module__}.{type(out).__name__}")
     if out._meta.device is not result._meta.device:
-        raise ValueError(f"{name}(): out= is on {out._meta.device} but the inputs are on {result._meta.device}; nda does not move data "
-                         f"between devices implicitly: pass an out= on {result._meta.device}, or move the inputs with x.to_device({str(out._meta.device)!r})")
+        raise ValueError(
+            f"{name}(): out= is on {out._meta.device} but the inputs are on {result._meta.device}; nda does not move data "
+            f"between devices implicitly: pass an out= on {result._meta.device}, or move the inputs with x.to_device({str(out._meta.device)!r})"
+        )
     if out.shape != result.shape or out.dtype is not result.dtype:
         # NumPy's rules decide (casting: same_kind for ufuncs, unsafe for reductions, exact for
         # np.dot; inputs broadcast to out='s shape): NumPy computes it, or raises its error

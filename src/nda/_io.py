@@ -90,17 +90,21 @@ def load(file: Any, *, device: Any = None, mmap_mode: str | None = None, allow_p
         if not isinstance(mmap_mode, str):
             raise TypeError(f"load(): mmap_mode must be None or a str ({', '.join(map(repr, _MMAP_MODES))}), got {type(mmap_mode).__name__}")
         if mmap_mode in ("w+", "write"):
-            raise ValueError(f"load(): mmap_mode={mmap_mode!r} creates or truncates the file, and a load never does; "
-                             "use 'r' (read-only), 'r+' (writes reach the file) or 'c' (copy on write), "
-                             "or numpy.lib.format.open_memmap(path, mode='w+', dtype=..., shape=...) to make a new file")
+            raise ValueError(
+                f"load(): mmap_mode={mmap_mode!r} creates or truncates the file, and a load never does; "
+                "use 'r' (read-only), 'r+' (writes reach the file) or 'c' (copy on write), "
+                "or numpy.lib.format.open_memmap(path, mode='w+', dtype=..., shape=...) to make a new file"
+            )
         if mmap_mode not in _MMAP_MODES:
             raise ValueError(f"load(): mmap_mode must be one of {', '.join(map(repr, _MMAP_MODES))}, got {mmap_mode!r}")
         mmap_mode = _MMAP_MODES[mmap_mode]
         target = default_device() if device is None else device
         if mmap_mode == "r+" and getattr(target, "type", str(target).partition(":")[0]) != "cpu":
-            raise ValueError(f"load(): mmap_mode='r+' makes writes reach the file, which holds only on cpu (the array is the "
-                             f"mapping); on {target} the array is a copy in device memory, where a write would never reach the "
-                             "file: load with mmap_mode='r', 'c' or None there, and write the file back with nda.save")
+            raise ValueError(
+                f"load(): mmap_mode='r+' makes writes reach the file, which holds only on cpu (the array is the "
+                f"mapping); on {target} the array is a copy in device memory, where a write would never reach the "
+                "file: load with mmap_mode='r', 'c' or None there, and write the file back with nda.save"
+            )
     loaded = np.load(file, mmap_mode=mmap_mode, allow_pickle=allow_pickle)
     if isinstance(loaded, np.lib.npyio.NpzFile):
         return NpzFile(loaded, device)
@@ -109,17 +113,49 @@ def load(file: Any, *, device: Any = None, mmap_mode: str | None = None, allow_p
     return _to_nda(loaded, device, "load()")
 
 
-def savetxt(fname: Any, X: Any, fmt: Any = "%.18e", delimiter: str = " ", newline: str = "\n", header: str = "", footer: str = "",  # noqa: N803
-            comments: str = "# ", encoding: str | None = None) -> None:
+def savetxt(
+    fname: Any,
+    X: Any,
+    fmt: Any = "%.18e",
+    delimiter: str = " ",
+    newline: str = "\n",
+    header: str = "",
+    footer: str = "",  # noqa: N803
+    comments: str = "# ",
+    encoding: str | None = None,
+) -> None:
     """Write a 1-D or 2-D array to a text file, as ``numpy.savetxt`` writes it (same arguments and
     format); the array is read to the host (a sync point, like ``asnumpy``)."""
-    np.savetxt(fname, _host(X, "savetxt", "X"), fmt=fmt, delimiter=delimiter, newline=newline, header=header, footer=footer,
-               comments=comments, encoding=encoding)
+    np.savetxt(
+        fname,
+        _host(X, "savetxt", "X"),
+        fmt=fmt,
+        delimiter=delimiter,
+        newline=newline,
+        header=header,
+        footer=footer,
+        comments=comments,
+        encoding=encoding,
+    )
 
 
-def loadtxt(fname: Any, dtype: Any = float, comments: Any = "#", delimiter: Any = None, converters: Any = None, skiprows: int = 0,
-            usecols: Any = None, unpack: bool = False, ndmin: int = 0, encoding: Any = None, max_rows: Any = None, *,
-            quotechar: Any = None, like: Any = None, device: Any = None) -> Any:
+def loadtxt(
+    fname: Any,
+    dtype: Any = float,
+    comments: Any = "#",
+    delimiter: Any = None,
+    converters: Any = None,
+    skiprows: int = 0,
+    usecols: Any = None,
+    unpack: bool = False,
+    ndmin: int = 0,
+    encoding: Any = None,
+    max_rows: Any = None,
+    *,
+    quotechar: Any = None,
+    like: Any = None,
+    device: Any = None,
+) -> Any:
     """Read a text file as ``numpy.loadtxt`` does (same arguments), onto ``device`` (default: nda's default device).
 
     ``dtype`` may be an nda dtype; what nda arrays cannot hold (strings, structured dtypes)
@@ -130,8 +166,20 @@ def loadtxt(fname: Any, dtype: Any = float, comments: Any = "#", delimiter: Any 
     if like is not None:
         device = like.device if device is None and isinstance(like, NDArray) else device
     host_dtype = dtype.numpy if isinstance(dtype, _dtypes.DType) else dtype
-    data = np.loadtxt(fname, dtype=host_dtype, comments=comments, delimiter=delimiter, converters=converters, skiprows=skiprows,
-                      usecols=usecols, unpack=unpack, ndmin=ndmin, encoding=encoding, max_rows=max_rows, quotechar=quotechar)
+    data = np.loadtxt(
+        fname,
+        dtype=host_dtype,
+        comments=comments,
+        delimiter=delimiter,
+        converters=converters,
+        skiprows=skiprows,
+        usecols=usecols,
+        unpack=unpack,
+        ndmin=ndmin,
+        encoding=encoding,
+        max_rows=max_rows,
+        quotechar=quotechar,
+    )
     if unpack and isinstance(data, (tuple, list)):
         return tuple(_to_nda(np.ascontiguousarray(d), device, "loadtxt()") for d in data)
     if unpack:

@@ -107,8 +107,9 @@ def _operator_signature(attr: str, role: str) -> inspect.Signature:
     this = P("self", P.POSITIONAL_ONLY, annotation="NDArray")
     if attr == "__getitem__":
         return inspect.Signature([this, P("key", P.POSITIONAL_ONLY, annotation="Any")], return_annotation="NDArray")
-    return inspect.Signature([this, P("key", P.POSITIONAL_ONLY, annotation="Any"), P("value", P.POSITIONAL_ONLY, annotation="Any")],
-                             return_annotation="None")  # __setitem__
+    return inspect.Signature(
+        [this, P("key", P.POSITIONAL_ONLY, annotation="Any"), P("value", P.POSITIONAL_ONLY, annotation="Any")], return_annotation="None"
+    )  # __setitem__
 
 
 def _named(fn: Callable[..., Any], attr: str) -> Callable[..., Any]:
@@ -120,6 +121,7 @@ def _named(fn: Callable[..., Any], attr: str) -> Callable[..., Any]:
 def _operator(fn: Callable[..., Any], decl: OpDecl, name: str) -> Callable[..., Any]:
     """The operator method ``name`` of a non-binary op: unary (``-x``), indexing, ``@``."""
     if decl.family == "unary":
+
         def unary(self: NDArray) -> Any:
             return fn(self)
 
@@ -127,6 +129,7 @@ def _operator(fn: Callable[..., Any], decl: OpDecl, name: str) -> Callable[..., 
     if name == "__getitem__":
         return _planned.make_getitem(fn)
     if name == "__setitem__":
+
         def setitem(self: NDArray, key: Any, value: Any) -> None:
             if isinstance(value, np.ndarray):  # NumPy's values join x's device, as in x + numpy_array
                 try:
@@ -168,9 +171,11 @@ def _method(fn: Callable[..., Any], decl: OpDecl, spec: Method) -> Callable[...,
                 return fn(self, axis=args[0], **kwargs)
             return fn(self, **kwargs)
     elif varargs is None and not fixed:
+
         def method(self: NDArray, *args: Any, **kwargs: Any) -> Any:
             return fn(self, *args, **kwargs)
     else:
+
         def method(self: NDArray, *args: Any, **kwargs: Any) -> Any:  # type: ignore[misc]
             if "order" in kwargs:
                 _check_order(name, kwargs.pop("order"))
@@ -196,6 +201,7 @@ def _method(fn: Callable[..., Any], decl: OpDecl, spec: Method) -> Callable[...,
                 kwargs[varargs] = args
                 args = ()
             return fn(self, *args, **fixed, **kwargs)
+
     method.__doc__ = spec.doc or public_doc(decl)
     method.__signature__ = method_signature(decl, spec)  # type: ignore[attr-defined]  # what help() and editors show
     method.__wrapped_decl__ = decl  # type: ignore[attr-defined]

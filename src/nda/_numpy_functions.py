@@ -21,7 +21,17 @@ from . import _api, _composite, _dtypes
 from ._array import NDArray
 from .ops.spec import check_shape, parse_shape
 from ._interop_args import (
-    FUNCTIONS, _Call, _NoValue, _axis, _check_defaults, _flat, _leftover, _reduction, _refuse, _register, _store,
+    FUNCTIONS,
+    _Call,
+    _NoValue,
+    _axis,
+    _check_defaults,
+    _flat,
+    _leftover,
+    _reduction,
+    _refuse,
+    _register,
+    _store,
     _unsupported,
 )
 
@@ -29,6 +39,7 @@ __all__ = ["FUNCTIONS"]
 
 
 # reductions -----------------------------------------------------------------------------
+
 
 def _reduce_handler(op: str, with_dtype: bool) -> Callable[..., Any]:
     def handler(c: _Call, a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: Any = False, **kw: Any) -> Any:
@@ -45,6 +56,7 @@ def _reduce_handler(op: str, with_dtype: bool) -> Callable[..., Any]:
 for _np_fn, _op in ((np.sum, "sum"), (np.prod, "prod")):
     _register(_np_fn)(_reduce_handler(_op, True))
 for _np_fns, _op in (((np.any,), "any"), ((np.all,), "all")):  # np.max/np.min: nda._numpy_names
+
     def _extremum(c: _Call, a: Any, axis: Any = None, out: Any = None, keepdims: Any = False, _op: str = _op, **kw: Any) -> Any:
         return _reduce_handler(_op, False)(c, a, axis=axis, out=out, keepdims=keepdims, **kw)
 
@@ -119,8 +131,11 @@ def _count_nonzero(c: _Call, a: Any, axis: Any = None, *, keepdims: bool = False
 
 # element-wise functions that are not ufuncs ----------------------------------------------
 
+
 @_register(np.clip)
-def _clip(c: _Call, a: Any, a_min: Any = _NoValue, a_max: Any = _NoValue, out: Any = None, *, min: Any = _NoValue, max: Any = _NoValue, **kw: Any) -> Any:  # noqa: A002
+def _clip(
+    c: _Call, a: Any, a_min: Any = _NoValue, a_max: Any = _NoValue, out: Any = None, *, min: Any = _NoValue, max: Any = _NoValue, **kw: Any
+) -> Any:  # noqa: A002
     _leftover(c.name, {k: v for k, v in kw.items() if k not in ("casting",)})
     lo = a_min if a_min is not _NoValue else (None if min is _NoValue else min)
     hi = a_max if a_max is not _NoValue else (None if max is _NoValue else max)
@@ -209,7 +224,7 @@ def _ravel_multi_index(c: _Call, multi_index: Any, dims: Any, mode: Any = "raise
         raise ValueError(f"{c.name}: mode must be 'raise', 'wrap' or 'clip', or one of them per dimension, got {mode!r}")
     flat: Any = None
     stride = 1
-    for k in (range(len(dims) - 1, -1, -1) if order == "C" else range(len(dims))):
+    for k in range(len(dims) - 1, -1, -1) if order == "C" else range(len(dims)):
         x, d, m = coords[k], dims[k], modes[k]
         if x.dtype.numpy.kind not in "iu":
             raise TypeError(f"{c.name}: only integer indices are permitted, got {x.dtype.name}")
@@ -249,6 +264,7 @@ def _isin(c: _Call, element: Any, test_elements: Any, assume_unique: bool = Fals
 
 
 # shapes and manipulation ------------------------------------------------------------------
+
 
 @_register(np.shape)
 def _shape(c: _Call, a: Any) -> Any:
@@ -450,6 +466,7 @@ _register(np.full_like)(_like_handler("full_like", "full", True))
 
 # creation with like= (``np.asarray(data, like=x)``: an array of x's kind, on x's device) -----------
 
+
 @_register(np.asarray, np.array, np.asanyarray, np.ascontiguousarray)
 def _asarray_like(c: _Call, a: Any, dtype: Any = None, *args: Any, copy: Any = None, **kwargs: Any) -> Any:
     if kwargs.get("order", "K") is None:  # NumPy's own default for asarray (Dask passes it): "K"
@@ -505,6 +522,7 @@ def _shares_memory(c: _Call, a: Any, b: Any, max_work: Any = None) -> bool:
     both views of a third); an nda array on cpu is compared with NumPy's rule on its
     buffer; device memory never holds a NumPy array's data.
     """
+
     def host_view(v: Any) -> Any:
         if v.__class__ is NDArray:
             return np.asarray(v) if v.device.type == "cpu" and v.layout.name == "strided" else None
@@ -522,6 +540,7 @@ def _shares_memory(c: _Call, a: Any, b: Any, max_work: Any = None) -> bool:
 
 
 # dtypes --------------------------------------------------------------------------------------
+
 
 def _numpy_dtypes(values: Any) -> list[Any]:
     return [v.dtype.numpy if v.__class__ is NDArray else (v.numpy if type(v) is _dtypes.DType else v) for v in values]

@@ -25,6 +25,7 @@ __all__ = ["FUNCTIONS"]
 
 # products and linear algebra ---------------------------------------------------------------------
 
+
 @_register(np.tensordot)
 def _tensordot(c: _Call, a: Any, b: Any, axes: Any = 2) -> Any:
     if isinstance(axes, (list, tuple)) and len(axes) == 2:
@@ -127,6 +128,7 @@ def _matrix_rank(c: _Call, A: Any, tol: Any = None, hermitian: bool = False, *, 
 
 # fft ---------------------------------------------------------------------------------------------
 
+
 def _fft_handler(name: str, many: bool) -> Callable[..., Any]:
     fn = getattr(_fft, name)
 
@@ -135,7 +137,11 @@ def _fft_handler(name: str, many: bool) -> Callable[..., Any]:
 
     def several(c: _Call, a: Any, s: Any = None, axes: Any = None, norm: Any = None, out: Any = None) -> Any:
         x = c.array(a)
-        return _store(c.name, out, fn(x, s=None if s is None else tuple(s), axes=None if axes is None else tuple(axes), norm="backward" if norm is None else norm))
+        return _store(
+            c.name,
+            out,
+            fn(x, s=None if s is None else tuple(s), axes=None if axes is None else tuple(axes), norm="backward" if norm is None else norm),
+        )
 
     return several if many else one
 

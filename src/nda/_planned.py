@@ -42,7 +42,22 @@ from ._devices import ArrayMeta
 from ._devices import strided as _STRIDED
 from ._execute import native as _native
 from ._signatures import result_name
-from ._execute import NOT_INTERCEPTED, _ACTIVE, _META, EntryCache, _local, hooks, base_of, execute, execute_multi, execute_mutation, intercepted, notify_write, work_size, zero_d_buffer
+from ._execute import (
+    NOT_INTERCEPTED,
+    _ACTIVE,
+    _META,
+    EntryCache,
+    _local,
+    hooks,
+    base_of,
+    execute,
+    execute_multi,
+    execute_mutation,
+    intercepted,
+    notify_write,
+    work_size,
+    zero_d_buffer,
+)
 from .dispatch import generation as _generation
 from .dispatch import HOST_VIEW, remember, resolve, resolve_plan
 from .engine import state as _state
@@ -147,6 +162,7 @@ def make_generic(decl: OpDecl) -> Callable[..., Any]:
     fast_allowed = not (host_positions & {0, 1})
 
     if decl.mutates:
+
         def mutating(*args: Any, **kwargs: Any) -> Any:
             found = intercepted(decl, args, kwargs, mutating)
             if found is not NOT_INTERCEPTED:
@@ -199,10 +215,7 @@ def make_generic(decl: OpDecl) -> Callable[..., Any]:
                 entry = None  # planned again, and ordered by the engine
             if entry is not None:
                 kernel, meta, shape, steps, kernel_kwargs, work, size, is_view = entry
-                kernel_args = [
-                    args[s[1]]._buf if s[0] == 0 else s[1] if s[0] == 2 else s[2](args[s[1]]._buf, s[3], copy=False)
-                    for s in steps
-                ]
+                kernel_args = [args[s[1]]._buf if s[0] == 0 else s[1] if s[0] == 2 else s[2](args[s[1]]._buf, s[3], copy=False) for s in steps]
                 out = _new(NDArray)
                 result = kernel(*kernel_args, **kernel_kwargs)
                 out._buf = result if shape else zero_d_buffer(result, meta)
@@ -329,7 +342,9 @@ def make_getitem(generic: Callable[..., NDArray]) -> Callable[..., NDArray]:
 
     def __getitem__(self: NDArray, key: Any) -> NDArray:
         kc = key.__class__
-        if (kc is slice or kc is int) and 0 < _state.limit and self._shape and (not _ACTIVE[0] or not _local.stack.pushed):  # a view: O(1), inline when idle
+        if (
+            (kc is slice or kc is int) and 0 < _state.limit and self._shape and (not _ACTIVE[0] or not _local.stack.pushed)
+        ):  # a view: O(1), inline when idle
             kernel = kernels.get(self._meta)
             if kernel is None:
                 return _miss(self, key)
@@ -370,6 +385,7 @@ def make_getitem(generic: Callable[..., NDArray]) -> Callable[..., NDArray]:
         return generic(self, key)
 
     if _native is None:
+
         def rows(x: NDArray) -> Any:
             return _Rows(x, kernels, __getitem__)
 

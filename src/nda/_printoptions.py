@@ -25,8 +25,20 @@ import numpy as np
 __all__ = ["overrides", "update", "restore", "current", "applied", "OPTIONS"]
 
 #: NumPy's print options nda can set (``numpy.set_printoptions``' parameters).
-OPTIONS = ("precision", "threshold", "edgeitems", "linewidth", "suppress", "nanstr", "infstr", "formatter", "sign",
-           "floatmode", "legacy", "override_repr")
+OPTIONS = (
+    "precision",
+    "threshold",
+    "edgeitems",
+    "linewidth",
+    "suppress",
+    "nanstr",
+    "infstr",
+    "formatter",
+    "sign",
+    "floatmode",
+    "legacy",
+    "override_repr",
+)
 
 _OVERRIDES: ContextVar[dict[str, Any]] = ContextVar("nda_printoptions", default={})  # noqa: B039 - never mutated
 

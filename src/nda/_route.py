@@ -36,8 +36,21 @@ from typing import Any, Callable
 from ._config import config as _config
 from ._devices import KernelKey, Layout, strided
 
-__all__ = ["Route", "RouteKind", "NATIVE", "QUEUED", "HOST_FALLBACK", "HOST_VIEW", "LAYOUT_CONVERSION", "FALLBACKS",
-           "DispatchError", "FallbackWarning", "FallbackError", "announce_fallback", "warned"]
+__all__ = [
+    "Route",
+    "RouteKind",
+    "NATIVE",
+    "QUEUED",
+    "HOST_FALLBACK",
+    "HOST_VIEW",
+    "LAYOUT_CONVERSION",
+    "FALLBACKS",
+    "DispatchError",
+    "FallbackWarning",
+    "FallbackError",
+    "announce_fallback",
+    "warned",
+]
 
 
 class DispatchError(TypeError):
@@ -96,9 +109,21 @@ class Route:
     conversions: tuple[str, ...]
     inner: Route | None
 
-    def __init__(self, kind: RouteKind, run: Callable[..., Any], op: str, key: KernelKey, layout: Layout = strided, *, description: str = "",
-                 warning: str | None = None, where: Any = None, queue: str | None = None, conversions: tuple[str, ...] = (),
-                 inner: Route | None = None) -> None:
+    def __init__(
+        self,
+        kind: RouteKind,
+        run: Callable[..., Any],
+        op: str,
+        key: KernelKey,
+        layout: Layout = strided,
+        *,
+        description: str = "",
+        warning: str | None = None,
+        where: Any = None,
+        queue: str | None = None,
+        conversions: tuple[str, ...] = (),
+        inner: Route | None = None,
+    ) -> None:
         init = object.__setattr__  # a plain class, not a dataclass: imported with nda, it must cost next to nothing
         init(self, "kind", kind)
         init(self, "run", run)

@@ -117,8 +117,26 @@ def _n_log_n(plan: Plan, size: int) -> int:
 COSTS: dict[str, Callable[[Plan, int], int]] = {
     "matmul": _matmul,
     "tensordot": _tensordot,
-    **{f"linalg.{n}": _cubic for n in ("cholesky", "det", "eig", "eigh", "eigvals", "eigvalsh", "inv", "matrix_power", "matrix_rank",
-                                       "pinv", "qr", "slogdet", "solve", "svd", "svdvals")},
+    **{
+        f"linalg.{n}": _cubic
+        for n in (
+            "cholesky",
+            "det",
+            "eig",
+            "eigh",
+            "eigvals",
+            "eigvalsh",
+            "inv",
+            "matrix_power",
+            "matrix_rank",
+            "pinv",
+            "qr",
+            "slogdet",
+            "solve",
+            "svd",
+            "svdvals",
+        )
+    },
     "linalg.matrix_norm": _matrix_norm,
     **{f"fft.{n}": _n_log_n for n in ("fft", "ifft", "fftn", "ifftn", "rfft", "irfft", "rfftn", "irfftn", "hfft", "ihfft")},
     "sort": _n_log_n,

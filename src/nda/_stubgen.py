@@ -53,7 +53,7 @@ def _annotation(text: Any, fallback: str = "Any") -> str:
 
 def _params(signature: inspect.Signature, drop_first: bool = False) -> str:
     parts: list[str] = []
-    params = list(signature.parameters.values())[1 if drop_first else 0:]
+    params = list(signature.parameters.values())[1 if drop_first else 0 :]
     seen_star = False
     positional_only = [p for p in params if p.kind is p.POSITIONAL_ONLY]
     for p in params:
@@ -122,20 +122,31 @@ def _init_stub() -> str:
     functions += ["__array_namespace_info__"]
     dtypes = [n for n in nda.__all__ if isinstance(getattr(nda, n, None), nda.DType)]
     modules = sorted(n for n in nda.__all__ if inspect.ismodule(getattr(nda, n, None)))
-    extra = "\n".join(
-        [f"from . import {m} as {m}" for m in modules]
-        + ["from .backends import BackendError as BackendError, BackendValidationError as BackendValidationError",
-           "from .dispatch import DeviceUnavailableError as DeviceUnavailableError, DispatchError as DispatchError, "
-           "FallbackError as FallbackError, FallbackWarning as FallbackWarning",
-           "from .hybrid import HybridizeWarning as HybridizeWarning",
-           "from ._config import config as config",
-           "ndarray = NDArray",
-           "from numpy import errstate as errstate",
-           "from .engine import profiler as profiler",
-           "", "__version__: str", "__array_api_version__: str",
-           "e: float", "pi: float", "inf: float", "nan: float", "newaxis: None"]
-        + [f"{d}: DType" for d in sorted(dtypes)]
-    ) + "\n"
+    extra = (
+        "\n".join(
+            [f"from . import {m} as {m}" for m in modules]
+            + [
+                "from .backends import BackendError as BackendError, BackendValidationError as BackendValidationError",
+                "from .dispatch import DeviceUnavailableError as DeviceUnavailableError, DispatchError as DispatchError, "
+                "FallbackError as FallbackError, FallbackWarning as FallbackWarning",
+                "from .hybrid import HybridizeWarning as HybridizeWarning",
+                "from ._config import config as config",
+                "ndarray = NDArray",
+                "from numpy import errstate as errstate",
+                "from .engine import profiler as profiler",
+                "",
+                "__version__: str",
+                "__array_api_version__: str",
+                "e: float",
+                "pi: float",
+                "inf: float",
+                "nan: float",
+                "newaxis: None",
+            ]
+            + [f"{d}: DType" for d in sorted(dtypes)]
+        )
+        + "\n"
+    )
     return _module(nda, functions, extra)
 
 
@@ -186,19 +197,37 @@ class FlatIter:
 def _array_stub() -> str:
     own = []
     for name, value in sorted({**vars(NumPyMethods), **vars(NDArray)}.items()):  # NumPy's methods come from a base class
-        if name in _namespace.operator_roles() or name in ("__slots__", "__doc__", "__module__", "__hash__", "__weakref__", "__annotations__",
-                                                            "__array_priority__", "_buf", "_meta", "_shape", "_size", "_base", "__init__", "_ns"):
+        if name in _namespace.operator_roles() or name in (
+            "__slots__",
+            "__doc__",
+            "__module__",
+            "__hash__",
+            "__weakref__",
+            "__annotations__",
+            "__array_priority__",
+            "_buf",
+            "_meta",
+            "_shape",
+            "_size",
+            "_base",
+            "__init__",
+            "_ns",
+        ):
             continue
         if isinstance(value, property):
             ret = _annotation(inspect.signature(value.fget).return_annotation)
             own.append(f"    @property\n    def {name}(self) -> {ret}: ...")
         elif inspect.isfunction(value):
             signature = inspect.signature(value)
-            own.append(f"    def {name}(self{', ' + _params(signature, drop_first=True) if len(signature.parameters) > 1 else ''}) -> "
-                       f"{_annotation(signature.return_annotation)}: ...")
-    head = (HEADER + "from typing import Any, Iterator\n\nimport numpy as np\n\n"
-            "from nda._devices import ArrayMeta, Device, Layout\nfrom nda._dtypes import DType, DTypeLike\n\n\n"
-            "class NDArray:\n    __hash__: None  # type: ignore[assignment]\n    __array_priority__: int\n")
+            own.append(
+                f"    def {name}(self{', ' + _params(signature, drop_first=True) if len(signature.parameters) > 1 else ''}) -> "
+                f"{_annotation(signature.return_annotation)}: ..."
+            )
+    head = (
+        HEADER + "from typing import Any, Iterator\n\nimport numpy as np\n\n"
+        "from nda._devices import ArrayMeta, Device, Layout\nfrom nda._dtypes import DType, DTypeLike\n\n\n"
+        "class NDArray:\n    __hash__: None  # type: ignore[assignment]\n    __array_priority__: int\n"
+    )
     return head + "\n".join(own + _method_lines()) + "\n" + _FLATITER
 
 

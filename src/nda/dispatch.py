@@ -45,13 +45,53 @@ from ._config import config as _config
 from .ops import DECLARED as _DECLARED
 from .ops import spec as _spec
 from .ops.spec import CATALOG as _CATALOG
-from ._route import (HOST_FALLBACK, HOST_VIEW, LAYOUT_CONVERSION, NATIVE, QUEUED, DispatchError, FallbackError, FallbackWarning, Route, RouteKind,
-                     announce_fallback as _announce_fallback, warned)
+from ._route import (
+    HOST_FALLBACK,
+    HOST_VIEW,
+    LAYOUT_CONVERSION,
+    NATIVE,
+    QUEUED,
+    DispatchError,
+    FallbackError,
+    FallbackWarning,
+    Route,
+    RouteKind,
+    announce_fallback as _announce_fallback,
+    warned,
+)
 
-__all__ = ["DispatchError", "DeviceUnavailableError", "FallbackWarning", "FallbackError", "Route", "RouteKind", "NATIVE", "QUEUED", "HOST_FALLBACK",
-           "HOST_VIEW", "LAYOUT_CONVERSION", "route_of", "coverage", "Coverage", "KernelEntry", "OpTable", "register",
-           "prepare", "publish", "invalidate", "dependents", "generation", "remember", "resolve", "resolve_plan", "table", "explain", "kernels",
-           "declare_subnormal_flush", "subnormal_flush"]
+__all__ = [
+    "DispatchError",
+    "DeviceUnavailableError",
+    "FallbackWarning",
+    "FallbackError",
+    "Route",
+    "RouteKind",
+    "NATIVE",
+    "QUEUED",
+    "HOST_FALLBACK",
+    "HOST_VIEW",
+    "LAYOUT_CONVERSION",
+    "route_of",
+    "coverage",
+    "Coverage",
+    "KernelEntry",
+    "OpTable",
+    "register",
+    "prepare",
+    "publish",
+    "invalidate",
+    "dependents",
+    "generation",
+    "remember",
+    "resolve",
+    "resolve_plan",
+    "table",
+    "explain",
+    "kernels",
+    "declare_subnormal_flush",
+    "subnormal_flush",
+]
 
 
 class DeviceUnavailableError(ValueError):
@@ -68,8 +108,16 @@ class _Upper:
     backends and no layouts to ask.
     """
 
-    __slots__ = ("ensure_device_type", "serves", "explain_missing", "backend_for", "host_fallback",
-                 "layout_route", "explain_layout", "layout_coverage")
+    __slots__ = (
+        "ensure_device_type",
+        "serves",
+        "explain_missing",
+        "backend_for",
+        "host_fallback",
+        "layout_route",
+        "explain_layout",
+        "layout_coverage",
+    )
 
     def __init__(self) -> None:
         self.ensure_device_type: Callable[[str], bool] = lambda device_type: False
@@ -104,9 +152,21 @@ class KernelEntry:
 
     __slots__ = ("fn", "key", "priority", "supports", "backend", "order", "signatures", "out_layout", "route", "op", "kind", "description", "warning")
 
-    def __init__(self, fn: Callable[..., Any], key: KernelKey, priority: int, supports: Callable[..., bool] | None, backend: str, order: int,
-                 signatures: frozenset[tuple[str, ...]] | None = None, out_layout: Layout | None = None, route: str = "native",
-                 kind: RouteKind = NATIVE, description: str = "", warning: str | None = None) -> None:
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        key: KernelKey,
+        priority: int,
+        supports: Callable[..., bool] | None,
+        backend: str,
+        order: int,
+        signatures: frozenset[tuple[str, ...]] | None = None,
+        out_layout: Layout | None = None,
+        route: str = "native",
+        kind: RouteKind = NATIVE,
+        description: str = "",
+        warning: str | None = None,
+    ) -> None:
         self.fn = fn
         self.key = key
         self.priority = priority
@@ -201,8 +261,6 @@ def _on_declare(decl: Any) -> None:
     _declare_table(decl.name)
 
 
-
-
 def op_names() -> list[str]:
     return sorted(_TABLES)
 
@@ -233,8 +291,20 @@ def register(
     operand in ``layout``, Python scalars anywhere); ``out_layout`` is the layout of the
     result (default: ``layout``).
     """
-    publish(prepare(op_name, device_type, dtypes, fn, layout=layout, priority=priority, supports=supports, backend=backend,
-                    signatures=signatures, out_layout=out_layout))
+    publish(
+        prepare(
+            op_name,
+            device_type,
+            dtypes,
+            fn,
+            layout=layout,
+            priority=priority,
+            supports=supports,
+            backend=backend,
+            signatures=signatures,
+            out_layout=out_layout,
+        )
+    )
 
 
 def prepare(
@@ -373,8 +443,10 @@ def _chooser(entries: list[KernelEntry], op_name: str, key: KernelKey, fallback:
     When every kernel declines, the call takes ``fallback`` (the host fallback of a backend
     that opted in; announced like any fallback route), else raises DispatchError.
     """
-    route = (f"{op_name} on {key}: every {key.device_type} kernel declined these arguments (supports()); the call takes the "
-             "host fallback: copies the inputs to cpu, runs the cpu kernel there and copies the result back")
+    route = (
+        f"{op_name} on {key}: every {key.device_type} kernel declined these arguments (supports()); the call takes the "
+        "host fallback: copies the inputs to cpu, runs the cpu kernel there and copies the result back"
+    )
 
     def choose(*args: Any, **kwargs: Any) -> Any:
         for entry in entries:
@@ -383,9 +455,7 @@ def _chooser(entries: list[KernelEntry], op_name: str, key: KernelKey, fallback:
         if fallback is not None:
             _announce_fallback(op_name, route, where=(key.device_type, key.layout.name, "declined"))
             return fallback.fn(*args, **kwargs)
-        raise DispatchError(
-            f"{op_name}: every kernel registered for {key} declined these arguments via supports(); kernels: {entries}{note}"
-        )
+        raise DispatchError(f"{op_name}: every kernel registered for {key} declined these arguments via supports(); kernels: {entries}{note}")
 
     choose.__qualname__ = f"choose[{op_name}@{key}]"
     return choose
@@ -447,8 +517,17 @@ def route_of(op_name: str, key: KernelKey, entries: list[KernelEntry], declined:
     the host fallback and note for calls every kernel declines, see :func:`_chooser`)."""
     first = entries[0]
     run = first.fn if first.supports is None else _chooser(entries, op_name, key, *declined)
-    return Route(first.kind, run, op_name, key, first.out_layout or key.layout, description=first.description, warning=first.warning,
-                 where=(key.device_type, key.layout.name), queue=key.device_type if first.kind is QUEUED else None)
+    return Route(
+        first.kind,
+        run,
+        op_name,
+        key,
+        first.out_layout or key.layout,
+        description=first.description,
+        warning=first.warning,
+        where=(key.device_type, key.layout.name),
+        queue=key.device_type if first.kind is QUEUED else None,
+    )
 
 
 def _declined_fallback(tbl: OpTable, key: KernelKey, entries: list[KernelEntry]) -> tuple[KernelEntry | None, str]:
@@ -466,9 +545,11 @@ def _declined_fallback(tbl: OpTable, key: KernelKey, entries: list[KernelEntry])
     if fallback is None:
         return None, ""
     if fallback.kind is HOST_VIEW:
-        return None, (f". {tbl.op_name} makes views, which cannot take the host fallback per call (the result must share "
-                      "memory with its input): register a kernel that accepts every call for this key, or none (the op then "
-                      "makes host views)")
+        return None, (
+            f". {tbl.op_name} makes views, which cannot take the host fallback per call (the result must share "
+            "memory with its input): register a kernel that accepts every call for this key, or none (the op then "
+            "makes host views)"
+        )
     return fallback, ""
 
 
@@ -558,8 +639,20 @@ class Explanation:
 
     __slots__ = ("op", "key", "kernel", "casts", "out_dtype", "out_shape", "device", "candidates", "conversions", "out_layout", "route")
 
-    def __init__(self, op: str, key: KernelKey, kernel: KernelEntry, casts: list[str], out_dtype: DType, out_shape: tuple[int, ...], device: Any, candidates: list[KernelEntry],
-                 conversions: list[str] | None = None, out_layout: Layout = strided, route: Route | None = None) -> None:
+    def __init__(
+        self,
+        op: str,
+        key: KernelKey,
+        kernel: KernelEntry,
+        casts: list[str],
+        out_dtype: DType,
+        out_shape: tuple[int, ...],
+        device: Any,
+        candidates: list[KernelEntry],
+        conversions: list[str] | None = None,
+        out_layout: Layout = strided,
+        route: Route | None = None,
+    ) -> None:
         self.op = op
         self.key = key
         self.kernel = kernel
@@ -581,8 +674,11 @@ class Explanation:
             f"kernel:  {self.kernel.qualname} (backend {self.kernel.backend!r}, priority {self.kernel.priority})",
         ]
         route = self.route
-        lines.append(f"route:   {route.kind.value}" + (f": {route.description}" if route.description else "")
-                     + (f" (recorded on the {route.queue} queue)" if route.queue else ""))
+        lines.append(
+            f"route:   {route.kind.value}"
+            + (f": {route.description}" if route.description else "")
+            + (f" (recorded on the {route.queue} queue)" if route.queue else "")
+        )
         if self.kernel.supports is not None:
             then = ", then the host fallback" if _declined_fallback(table(self.op), self.key, self.candidates)[0] is not None else ""
             lines.append("         chosen per call by supports(); candidates in order: " + ", ".join(e.qualname for e in self.candidates) + then)

@@ -83,4 +83,3 @@ def _forget(library: str) -> None:
     with _lock:
         _namespaces.pop(library, None)
         globals().pop(library, None)
-

@@ -19,7 +19,6 @@ globals().update(_extension("fft"))
 __all__ = sorted(set(_extension("fft")) | {"fftfreq", "rfftfreq", "fftshift", "ifftshift", "fft2", "ifft2", "rfft2", "irfft2"})
 
 
-
 def __dir__() -> list[str]:
     """``dir()`` and tab completion list the public names (``__all__``); the module's helper imports
     (``annotations``) stay importable but out of sight."""

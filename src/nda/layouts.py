@@ -43,8 +43,19 @@ from ._devices import Device, KernelKey, Layout, as_layout, strided
 from .ops.spec import Array, Cast
 
 __all__ = [
-    "LayoutInfo", "register_layout", "register_converter", "register_storage", "holds", "info", "layouts", "converters",
-    "conversion_route", "route", "csr", "row_sparse", "strided",
+    "LayoutInfo",
+    "register_layout",
+    "register_converter",
+    "register_storage",
+    "holds",
+    "info",
+    "layouts",
+    "converters",
+    "conversion_route",
+    "route",
+    "csr",
+    "row_sparse",
+    "strided",
 ]
 
 _SCALARS = (bool, int, float, complex)
@@ -55,8 +66,15 @@ class LayoutInfo:
 
     __slots__ = ("layout", "min_ndim", "max_ndim", "components", "description", "host_components")
 
-    def __init__(self, layout: Layout, min_ndim: int, max_ndim: int | None, components: tuple[str, ...], description: str,
-                 host_components: Callable[[Any], dict[str, Any]] | None) -> None:
+    def __init__(
+        self,
+        layout: Layout,
+        min_ndim: int,
+        max_ndim: int | None,
+        components: tuple[str, ...],
+        description: str,
+        host_components: Callable[[Any], dict[str, Any]] | None,
+    ) -> None:
         self.layout = layout
         self.min_ndim = min_ndim
         self.max_ndim = max_ndim
@@ -86,8 +104,17 @@ class _Registered:
 
     __slots__ = ("device_type", "src", "dst", "fn", "to_host", "from_host", "backend", "dtypes")
 
-    def __init__(self, device_type: str, src: Layout, dst: Layout, backend: str, fn: Any = None, to_host: Any = None, from_host: Any = None,
-                 dtypes: frozenset[Any] | None = None) -> None:
+    def __init__(
+        self,
+        device_type: str,
+        src: Layout,
+        dst: Layout,
+        backend: str,
+        fn: Any = None,
+        to_host: Any = None,
+        from_host: Any = None,
+        dtypes: frozenset[Any] | None = None,
+    ) -> None:
         self.device_type, self.src, self.dst, self.backend = device_type, src, dst, backend
         self.fn, self.to_host, self.from_host = fn, to_host, from_host
         self.dtypes = dtypes  # storage only: the dtypes the device can hold in this layout (None: all)
@@ -107,7 +134,12 @@ _STORAGE: dict[tuple[str, Layout], _Registered] = {}
 
 
 def register_layout(
-    name: str, *, min_ndim: int = 0, max_ndim: int | None = None, components: Iterable[str] = (), description: str = "",
+    name: str,
+    *,
+    min_ndim: int = 0,
+    max_ndim: int | None = None,
+    components: Iterable[str] = (),
+    description: str = "",
     host_components: Callable[[Any], dict[str, Any]] | None = None,
 ) -> Layout:
     """Declare a layout (idempotent for the same name); returns the interned :class:`Layout`.
@@ -150,8 +182,15 @@ def register_converter(device_type: str, src: Layout | str, dst: Layout | str, f
     _clear_routes()
 
 
-def register_storage(device_type: str, layout: Layout | str, *, to_host: Callable[[Any], Any], from_host: Callable[[Any, Device], Any],
-                     dtypes: Iterable[Any] | None = None, backend: str = "<runtime>") -> None:
+def register_storage(
+    device_type: str,
+    layout: Layout | str,
+    *,
+    to_host: Callable[[Any], Any],
+    from_host: Callable[[Any, Device], Any],
+    dtypes: Iterable[Any] | None = None,
+    backend: str = "<runtime>",
+) -> None:
     """How ``layout`` buffers of ``device_type`` move: ``to_host(buf)`` gives the cpu buffer of
     the same layout, ``from_host(cpu_buf, device)`` makes one on ``device``.
 
@@ -242,6 +281,7 @@ def storage(device_type: str, layout: Layout, what: str) -> _Registered:
 
 # ---------------------------------------------------------------------------- arrays
 
+
 def host_buffer(x: Any) -> Any:
     """The cpu buffer (same layout) of a non-strided array, after its pending writes."""
     x.wait_to_read()
@@ -286,6 +326,7 @@ def sparse_repr(x: Any) -> str:
 
 
 # ---------------------------------------------------------------------------- routes
+
 
 def _sig(value: Any) -> Any:
     """The layout signature of one kernel argument: a layout name, "scalar", nested tuple or None."""
@@ -364,8 +405,10 @@ def _refuse_mutation(op: str, plan: Any) -> None:
     decl = lookup(op)  # a catalog op or an op of a library (nda.ext.<library>.<op>)
     if decl is not None and decl.mutates and plan.args and getattr(getattr(plan.args[0], "_meta", None), "layout", strided) is not strided:
         lay = plan.args[0]._meta.layout.name
-        raise TypeError(f"{op}(): cannot write into a {lay} array in place (that would change which elements are stored); "
-                        f"convert it with x.to_layout('strided') first, or build a new array")
+        raise TypeError(
+            f"{op}(): cannot write into a {lay} array in place (that would change which elements are stored); "
+            f"convert it with x.to_layout('strided') first, or build a new array"
+        )
 
 
 def native_entries(op: str, key: KernelKey, sig: Any) -> list[Any]:
@@ -439,7 +482,9 @@ def _fallback(op: str, plan: Any, key: KernelKey, sig: Any) -> dispatch.Route:
     try:
         inner = dispatch.resolve(op, strided_key)
     except dispatch.DispatchError as err:
-        raise dispatch.DispatchError(f"{op} on {key}: no native {key.layout.name} kernel for operands {_describe(sig)}, and the layout fallback has no strided kernel: {err}") from None
+        raise dispatch.DispatchError(
+            f"{op} on {key}: no native {key.layout.name} kernel for operands {_describe(sig)}, and the layout fallback has no strided kernel: {err}"
+        ) from None
     conversions = _conversion_lines(plan, sig, arg_convs, kw_convs)
     kernel = inner.run
 
@@ -458,8 +503,18 @@ def _fallback(op: str, plan: Any, key: KernelKey, sig: Any) -> dispatch.Route:
     else:
         why = f"no native {key.layout.name} kernel for these operand layouts"
     description = f"{op} on {key} with operands {_describe(sig)}: {why}; {steps}; runs {_name(kernel)} on {dev}; the result is strided"
-    return dispatch.Route(dispatch.LAYOUT_CONVERSION, layout_fallback, op, key, strided, description=description, warning=description,
-                          where=(dev, key.layout.name, sig), conversions=tuple(conversions), inner=inner)
+    return dispatch.Route(
+        dispatch.LAYOUT_CONVERSION,
+        layout_fallback,
+        op,
+        key,
+        strided,
+        description=description,
+        warning=description,
+        where=(dev, key.layout.name, sig),
+        conversions=tuple(conversions),
+        inner=inner,
+    )
 
 
 def _name(fn: Any) -> str:
@@ -511,6 +566,7 @@ def coverage_status(op: str, device_type: str, dtype: Any, layout: Layout, strid
 
 # ---------------------------------------------------------------------------- the core layouts
 
+
 def _csr_components(buf: Any) -> dict[str, Any]:
     return {"data": buf.data, "indices": buf.indices, "indptr": buf.indptr}
 
@@ -521,11 +577,17 @@ def _row_sparse_components(buf: Any) -> dict[str, Any]:
 
 register_layout("strided", description="dense, the default")
 csr = register_layout(
-    "csr", min_ndim=2, max_ndim=2, components=("data", "indices", "indptr"), description="compressed sparse rows (2-D)",
+    "csr",
+    min_ndim=2,
+    max_ndim=2,
+    components=("data", "indices", "indptr"),
+    description="compressed sparse rows (2-D)",
     host_components=_csr_components,
 )
 row_sparse = register_layout(
-    "row_sparse", min_ndim=1, components=("values", "row_indices"),
+    "row_sparse",
+    min_ndim=1,
+    components=("values", "row_indices"),
     description="N-D; only some rows along axis 0 are stored (sparse gradients, embedding updates)",
     host_components=_row_sparse_components,
 )
@@ -541,8 +603,19 @@ def explain_layout(op: str, plan: Any) -> Any:
     if entries:
         out_layout = entries[0].out_layout or plan.key.layout
         same = [e for e in entries if (e.out_layout or plan.key.layout) is out_layout]
-        return Explanation(op, plan.key, entries[0], plan.casts, plan.out_dtype, plan.out_shape, plan.device, entries, [], out_layout,
-                           route=dispatch.route_of(op, plan.key, same))
+        return Explanation(
+            op,
+            plan.key,
+            entries[0],
+            plan.casts,
+            plan.out_dtype,
+            plan.out_shape,
+            plan.device,
+            entries,
+            [],
+            out_layout,
+            route=dispatch.route_of(op, plan.key, same),
+        )
     found = _fallback(op, plan, plan.key, sig)
     strided_key = KernelKey(plan.key.device_type, plan.key.dtype, strided)
     candidates = lookup(op, strided_key)

@@ -20,7 +20,6 @@ globals().update(_extension("linalg"))
 __all__ = sorted(set(_extension("linalg")) | {"matmul", "tensordot", "vecdot", "matrix_transpose", "norm", "lstsq"})
 
 
-
 def __dir__() -> list[str]:
     """``dir()`` and tab completion list the public names (``__all__``); the module's helper imports
     (``annotations``) stay importable but out of sight."""

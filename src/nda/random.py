@@ -52,8 +52,19 @@ from .ops.spec import check_shape as _check_shape
 from .ops.random_dist import mvn_factor as _mvn_factor
 
 __all__ = [
-    "Generator", "Philox", "default_rng", "philox_uniform", "philox_normal", "philox_exponential", "philox_integers",
-    "philox_gamma", "philox_beta", "philox_standard_t", "philox_lognormal", "philox_poisson", "philox_binomial",
+    "Generator",
+    "Philox",
+    "default_rng",
+    "philox_uniform",
+    "philox_normal",
+    "philox_exponential",
+    "philox_integers",
+    "philox_gamma",
+    "philox_beta",
+    "philox_standard_t",
+    "philox_lognormal",
+    "philox_poisson",
+    "philox_binomial",
 ]
 
 
@@ -250,9 +261,7 @@ class Generator:
         fn = {"uniform": philox_uniform, "normal": philox_normal, "exponential": philox_exponential}[op]
         blocks = _spec.consumed(op, math.prod(shape), dt)
         where = self._where(device)
-        return self._bit_generator._draw(
-            blocks, lambda c: fn(shape, key=self._bit_generator.key, counter=c, dtype=dt, device=where, **params)
-        )
+        return self._bit_generator._draw(blocks, lambda c: fn(shape, key=self._bit_generator.key, counter=c, dtype=dt, device=where, **params))
 
     # ------------------------------------------------------------------ floats
     def random(self, size: Any = None, dtype: Any = None, *, shape: Any = None, device: Any = None) -> NDArray:
@@ -317,8 +326,9 @@ class Generator:
         return (*arrays, where)
 
     # ------------------------------------------------------------------ integers
-    def integers(self, low: Any, high: Any = None, size: Any = None, dtype: Any = None, endpoint: bool = False, *,
-                 shape: Any = None, device: Any = None) -> NDArray:
+    def integers(
+        self, low: Any, high: Any = None, size: Any = None, dtype: Any = None, endpoint: bool = False, *, shape: Any = None, device: Any = None
+    ) -> NDArray:
         """Integers in ``[low, high)`` (``[low, high]`` with ``endpoint=True``; ``[0, low)`` without ``high``).
 
         Unbiased (a widening multiply, no modulo); bounds are ints (arrays of bounds are not
@@ -340,8 +350,17 @@ class Generator:
         return bg._draw(blocks, lambda c: philox_integers(dims, key=bg.key, counter=c, low=lo, high=hi, dtype=dt, device=where))
 
     # ------------------------------------------------------------------ rejection-sampled distributions
-    def _sample(self, short: str, parameters: dict[str, Any], checks: dict[str, Callable[[Any], Any]], size: Any, shape: Any,
-                dtype: Any, device: Any, integer: bool = False) -> NDArray:
+    def _sample(
+        self,
+        short: str,
+        parameters: dict[str, Any],
+        checks: dict[str, Callable[[Any], Any]],
+        size: Any,
+        shape: Any,
+        dtype: Any,
+        device: Any,
+        integer: bool = False,
+    ) -> NDArray:
         """One ``random.philox_<short>`` call: scalar parameters as they are, array ones on one device
         (checked on the host, as NumPy checks them), the result of ``size`` or of their broadcast shape."""
         dims = _size(size, shape, short, allow_none=True)
@@ -408,8 +427,18 @@ class Generator:
             n = np.asarray(n).astype(np.int64)
         return self._sample("binomial", {"n": n, "p": p}, _BINOMIAL_CHECKS, size, None, dtype, device, integer=True)
 
-    def multivariate_normal(self, mean: Any, cov: Any, size: Any = None, check_valid: str = "warn", tol: float = 1e-8, *,
-                            method: str = "svd", dtype: Any = None, device: Any = None) -> NDArray:
+    def multivariate_normal(
+        self,
+        mean: Any,
+        cov: Any,
+        size: Any = None,
+        check_valid: str = "warn",
+        tol: float = 1e-8,
+        *,
+        method: str = "svd",
+        dtype: Any = None,
+        device: Any = None,
+    ) -> NDArray:
         """Samples of a multivariate normal: shape ``size + (N,)``; ``mean`` (N,) and ``cov`` (N, N) are read on the host.
 
         ``z @ F + mean`` with ``F`` NumPy's factor of ``cov`` (``method`` "svd", "eigh" or
@@ -429,7 +458,7 @@ class Generator:
         if k <= 64:
             total = None
             for i in range(k):
-                term = _api.multiply(z[..., i:i + 1], f[i])
+                term = _api.multiply(z[..., i : i + 1], f[i])
                 total = term if total is None else _api.add(total, term)
             x = total if total is not None else _api.zeros(dims + (0,), device=where)
         else:
@@ -475,8 +504,18 @@ class Generator:
         ax = _axis(axis, x.ndim, "shuffle")
         x[...] = _api.take(x, self._order(x.shape[ax], x.device), axis=ax)
 
-    def choice(self, a: Any, size: Any = None, replace: bool = True, p: Any = None, axis: int = 0, shuffle: bool = True, *,
-               shape: Any = None, device: Any = None) -> NDArray:
+    def choice(
+        self,
+        a: Any,
+        size: Any = None,
+        replace: bool = True,
+        p: Any = None,
+        axis: int = 0,
+        shuffle: bool = True,
+        *,
+        shape: Any = None,
+        device: Any = None,
+    ) -> NDArray:
         """Samples from ``a`` (an array, along ``axis``) or from ``arange(a)``; ``p`` gives probabilities.
 
         With replacement and ``p``: inverse CDF (``searchsorted`` of uniforms in the cumulative
@@ -525,7 +564,7 @@ class Generator:
         if arr is None:
             return _api.reshape(index, out_dims)
         picked = _api.take(arr, index, axis=ax)
-        return _api.reshape(picked, arr.shape[:ax] + out_dims + arr.shape[ax + 1:])
+        return _api.reshape(picked, arr.shape[:ax] + out_dims + arr.shape[ax + 1 :])
 
     def _array(self, x: Any, device: Any, op: str) -> NDArray:
         if isinstance(x, NDArray):
@@ -549,6 +588,7 @@ def _restore_generator(bit_generator: Philox, device: str | None) -> Generator:
 
 
 # --------------------------------------------------------------------------- argument helpers
+
 
 def _size(size: Any, shape: Any, op: str, allow_none: bool = False) -> Any:
     if size is not None and shape is not None:
@@ -606,11 +646,16 @@ def _into(out: Any, result: NDArray) -> NDArray:
 
 
 _WHY = {
-    ("gamma", "alpha"): "(shape) must be non-negative", ("gamma", "scale"): "must be non-negative",
-    ("beta", "a"): "must be positive", ("beta", "b"): "must be positive", ("standard_t", "df"): "must be positive",
-    ("lognormal", "mean"): "must be finite", ("lognormal", "sigma"): "must be non-negative",
+    ("gamma", "alpha"): "(shape) must be non-negative",
+    ("gamma", "scale"): "must be non-negative",
+    ("beta", "a"): "must be positive",
+    ("beta", "b"): "must be positive",
+    ("standard_t", "df"): "must be positive",
+    ("lognormal", "mean"): "must be finite",
+    ("lognormal", "sigma"): "must be non-negative",
     ("poisson", "lam"): "must be non-negative (and at most about 9.2e18)",
-    ("binomial", "n"): "must be a non-negative integer (at most 2**53)", ("binomial", "p"): "must be in [0, 1]",
+    ("binomial", "n"): "must be a non-negative integer (at most 2**53)",
+    ("binomial", "p"): "must be in [0, 1]",
 }
 _GAMMA_CHECKS = {"alpha": lambda a: _api.logical_not(_api.greater_equal(a, 0)), "scale": lambda a: _api.logical_not(_api.greater_equal(a, 0))}
 _BETA_CHECKS = {"a": lambda a: _api.logical_not(_api.greater(a, 0)), "b": lambda a: _api.logical_not(_api.greater(a, 0))}
@@ -618,7 +663,7 @@ _T_CHECKS = {"df": lambda a: _api.logical_not(_api.greater(a, 0))}
 _LOGNORMAL_CHECKS = {"mean": lambda a: _api.logical_not(_api.isfinite(a)), "sigma": lambda a: _api.logical_not(_api.greater_equal(a, 0))}
 _POISSON_CHECKS = {"lam": lambda a: _api.logical_not(_api.logical_and(_api.greater_equal(a, 0), _api.less_equal(a, 9.2e18)))}
 _BINOMIAL_CHECKS = {
-    "n": lambda a: _api.logical_or(_api.less(a, 0), _api.greater(a, 2.0 ** 53)),
+    "n": lambda a: _api.logical_or(_api.less(a, 0), _api.greater(a, 2.0**53)),
     "p": lambda a: _api.logical_not(_api.logical_and(_api.greater_equal(a, 0), _api.less_equal(a, 1))),
 }
 

@@ -114,7 +114,9 @@ def csr_array(arg: Sequence[Any], /, *, shape: Sequence[int], dtype: Any = None,
         at = int(np.flatnonzero(np.diff(ptr) < 0)[0])
         raise ValueError(f"{op}(): indptr must be non-decreasing; indptr[{at}] = {ptr[at]} > indptr[{at + 1}] = {ptr[at + 1]}")
     if ptr[-1] != len(cols) or len(cols) != len(values):
-        raise ValueError(f"{op}(): indptr[-1] = {ptr[-1]}, len(indices) = {len(cols)} and len(data) = {len(values)} must all be the number of stored elements")
+        raise ValueError(
+            f"{op}(): indptr[-1] = {ptr[-1]}, len(indices) = {len(cols)} and len(data) = {len(values)} must all be the number of stored elements"
+        )
     if cols.size and (cols.min() < 0 or cols.max() >= n):
         bad = int(cols[(cols < 0) | (cols >= n)][0])
         raise IndexError(f"{op}(): column index {bad} is out of range for {n} columns (valid: 0..{n - 1})")
@@ -211,8 +213,11 @@ def save_npz(file: Any, x: NDArray, /, *, compressed: bool = True) -> None:
     if not isinstance(x, NDArray):
         raise TypeError(f"save_npz() expects an nda array, got {type(x).__name__}")
     if x.layout.name != "csr":
-        how = ("convert it with x.to_layout('csr'), or keep its parts with nda.savez(file, **nda.sparse.components(x))"
-               if x.layout.name == "row_sparse" else "save a dense array with nda.save(file, x), or convert it with x.to_layout('csr')")
+        how = (
+            "convert it with x.to_layout('csr'), or keep its parts with nda.savez(file, **nda.sparse.components(x))"
+            if x.layout.name == "row_sparse"
+            else "save a dense array with nda.save(file, x), or convert it with x.to_layout('csr')"
+        )
         raise ValueError(f"save_npz(): SciPy's sparse format holds csr arrays; x is {x.layout.name}: {how}")
     parts = layouts.host_components(x)
     matrix = scipy.sparse.csr_array((parts["data"], parts["indices"], parts["indptr"]), shape=x.shape)

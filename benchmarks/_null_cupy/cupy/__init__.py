@@ -233,6 +233,7 @@ ndarray.__hash__ = None  # type: ignore[assignment]
 
 # ---------------------------------------------------------------- the fast functions (the timed paths)
 
+
 def empty(shape: Any, dtype: Any = float, order: str = "C") -> ndarray:
     """A new array; its memory is made only when read (the hot path: a few slot stores)."""
     if shape.__class__ is not tuple:
@@ -266,6 +267,7 @@ _INT = _np.dtype(_np.int64)
 
 
 # ---------------------------------------------------------------- creation and host transfer
+
 
 def array(obj: Any, dtype: Any = None, copy: bool = True, order: str = "K", subok: bool = False, ndmin: int = 0, blocking: bool = False) -> ndarray:
     return _init(_new(ndarray), _np.array(_unwrap(obj), dtype=dtype, copy=True, order="C" if order == "K" else order, ndmin=ndmin), None)
@@ -338,6 +340,7 @@ class ElementwiseKernel:
 
 # ---------------------------------------------------------------- everything else: NumPy on the host buffers
 
+
 class _HostUfunc:
     """A NumPy ufunc over null-CuPy arrays (no signature, as CuPy's ufuncs have none)."""
 
@@ -400,7 +403,29 @@ def __getattr__(name: str) -> Any:
 
 
 #: ``from cupy import *`` (array-api-compat's cupy namespace) sees NumPy's public names.
-__all__ = sorted({n for n in dir(_np) if not n.startswith("_") and n not in ("ndarray", "char", "rec", "ma", "testing", "typing", "ctypeslib",
-                                                                            "lib", "polynomial", "emath", "exceptions", "dtypes", "strings")}
-                 | {"ndarray", "empty", "sum", "array", "asarray", "ascontiguousarray", "asnumpy", "may_share_memory", "cuda", "linalg", "fft", "random",
-                    "get_default_memory_pool", "RawModule", "ElementwiseKernel"})
+__all__ = sorted(
+    {
+        n
+        for n in dir(_np)
+        if not n.startswith("_")
+        and n
+        not in ("ndarray", "char", "rec", "ma", "testing", "typing", "ctypeslib", "lib", "polynomial", "emath", "exceptions", "dtypes", "strings")
+    }
+    | {
+        "ndarray",
+        "empty",
+        "sum",
+        "array",
+        "asarray",
+        "ascontiguousarray",
+        "asnumpy",
+        "may_share_memory",
+        "cuda",
+        "linalg",
+        "fft",
+        "random",
+        "get_default_memory_pool",
+        "RawModule",
+        "ElementwiseKernel",
+    }
+)

@@ -46,6 +46,10 @@ LINALG_NAMES = ("norm", "lstsq")
 FFT_NAMES = ("fft2", "ifft2", "rfft2", "irfft2")
 
 __all__ = sorted(
-    set(_shapes.__all__) | set(_stats.__all__) | set(_counts.__all__) | set(_math.__all__) | set(_printing.__all__)
+    set(_shapes.__all__)
+    | set(_stats.__all__)
+    | set(_counts.__all__)
+    | set(_math.__all__)
+    | set(_printing.__all__)
     | {"cross", "diagonal", "dot", "inner", "kron", "outer", "polyfit", "polyval", "trace", "vdot", "ndarray", "bool_"}
 )

@@ -22,8 +22,20 @@ from .._array import NDArray
 from ..ops.spec import check_array, normalize_axis
 
 __all__ = [
-    "api", "LINALG", "FFT", "array_arg", "param_array", "np_result_type", "to_dtype", "store", "axes_arg", "move_to_end",
-    "keep_reduced", "float_dtype", "same_device", "int_value",
+    "api",
+    "LINALG",
+    "FFT",
+    "array_arg",
+    "param_array",
+    "np_result_type",
+    "to_dtype",
+    "store",
+    "axes_arg",
+    "move_to_end",
+    "keep_reduced",
+    "float_dtype",
+    "same_device",
+    "int_value",
 ]
 
 api: Any = _api
@@ -106,7 +118,7 @@ def move_to_end(x: NDArray, axes: tuple[int, ...]) -> NDArray:
         x = _api.permute_dims(x, tuple(rest + list(axes)))
     lead = x.shape[: len(rest)]
     size = 1
-    for d in x.shape[len(rest):]:
+    for d in x.shape[len(rest) :]:
         size *= d
     return _api.reshape(x, lead + (size,))  # type: ignore[no-any-return]
 

@@ -34,8 +34,16 @@ __all__ = ["unique", "argwhere", "array_equal", "bincount", "digitize", "histogr
 _MASK_LIMIT = 1 << 24
 
 
-def unique(ar: NDArray, return_index: bool = False, return_inverse: bool = False, return_counts: bool = False, axis: Any = None, *,
-           equal_nan: bool = True, sorted: bool = True) -> Any:  # noqa: A002 - NumPy's name
+def unique(
+    ar: NDArray,
+    return_index: bool = False,
+    return_inverse: bool = False,
+    return_counts: bool = False,
+    axis: Any = None,
+    *,
+    equal_nan: bool = True,
+    sorted: bool = True,
+) -> Any:  # noqa: A002 - NumPy's name
     """The sorted unique values of ``ar`` (NumPy's ``unique``), with the first indices, the inverse
     (``ar``'s shape) and the counts on request; NaNs count as one value unless ``equal_nan=False``.
 
@@ -179,6 +187,7 @@ def digitize(x: NDArray, bins: Any, right: bool = False) -> NDArray:
 
 # ----------------------------------------------------------------------------- histogram
 
+
 def _host_scalar(x: NDArray) -> Any:
     return x._host().reshape(())[()]
 
@@ -223,7 +232,7 @@ def _bin_width(name: str, x: NDArray) -> float:
         return float(spread / (2.0 * n ** (1.0 / 3)))
     xf = to_dtype(x, _dtypes.float64) if x.dtype.category != "real floating" else x
     if name == "scott":
-        return float((24.0 * np.pi ** 0.5 / n) ** (1.0 / 3.0) * float(api.std(xf)))
+        return float((24.0 * np.pi**0.5 / n) ** (1.0 / 3.0) * float(api.std(xf)))
     if name == "fd":
         hi, lo = percentile(x, [75, 25]).tolist()
         return float(2.0 * np.subtract(hi, lo) * n ** (-1.0 / 3.0))
@@ -239,8 +248,10 @@ def _bin_width(name: str, x: NDArray) -> float:
     if name == "auto":  # FD, but no narrower than half the sqrt rule's width, and no wider than Sturges'
         fd, sturges, root = _bin_width("fd", x), _bin_width("sturges", x), _bin_width("sqrt", x)
         return min(max(fd, root / 2), sturges)
-    raise ValueError(f"histogram(): {name!r} is not a bin estimator nda knows (use one of 'auto', 'fd', 'doane', 'scott', 'rice', 'sturges', 'sqrt', "
-                     "or np.histogram for 'stone', which computes it on a host copy)")
+    raise ValueError(
+        f"histogram(): {name!r} is not a bin estimator nda knows (use one of 'auto', 'fd', 'doane', 'scott', 'rice', 'sturges', 'sqrt', "
+        "or np.histogram for 'stone', which computes it on a host copy)"
+    )
 
 
 def _edges(a: NDArray, bins: Any, range: Any, weights: Any) -> tuple[np.ndarray, bool]:  # noqa: A002
@@ -340,6 +351,7 @@ def histogram(a: NDArray, bins: Any = 10, range: Any = None, density: Any = None
 
 # ----------------------------------------------------------------------------- covariance
 
+
 def _observations(m: Any, device: Any, dtype: Any, rowvar: bool, op: str, name: str) -> NDArray:
     x = param_array(m, device, op, name)
     if x.ndim > 2:
@@ -361,8 +373,17 @@ def _integer_weights(f: Any, device: Any, n: int, name: str) -> NDArray:
     return w
 
 
-def cov(m: NDArray, y: Any = None, rowvar: bool = True, bias: bool = False, ddof: int | None = None, fweights: Any = None,
-        aweights: Any = None, *, dtype: Any = None) -> NDArray:
+def cov(
+    m: NDArray,
+    y: Any = None,
+    rowvar: bool = True,
+    bias: bool = False,
+    ddof: int | None = None,
+    fweights: Any = None,
+    aweights: Any = None,
+    *,
+    dtype: Any = None,
+) -> NDArray:
     """The covariance matrix of the variables in the rows of ``m`` (columns with ``rowvar=False``), NumPy's ``cov``.
 
     ``y`` adds variables; ``bias``/``ddof`` choose the normalisation (N - 1 by default);
@@ -373,8 +394,11 @@ def cov(m: NDArray, y: Any = None, rowvar: bool = True, bias: bool = False, ddof
     m = array_arg(m, "cov", "m")
     if ddof is not None and ddof != int(ddof):
         raise ValueError("cov(): ddof must be integer")
-    dt = _dtypes.as_dtype(dtype) if dtype is not None else (np_result_type(m, np.float64) if y is None else
-                                                           np_result_type(m, param_array(y, m.device, "cov", "y"), np.float64))
+    dt = (
+        _dtypes.as_dtype(dtype)
+        if dtype is not None
+        else (np_result_type(m, np.float64) if y is None else np_result_type(m, param_array(y, m.device, "cov", "y"), np.float64))
+    )
     x = _observations(m, m.device, dt, rowvar, "cov", "m")
     if x.shape[0] == 0:
         return api.zeros((0, 0), dtype=dt, device=m.device)  # type: ignore[no-any-return]
@@ -438,4 +462,3 @@ def corrcoef(x: NDArray, y: Any = None, rowvar: bool = True, *, dtype: Any = Non
         re, im = api.clip(api.real(c), -1.0, 1.0), api.clip(api.imag(c), -1.0, 1.0)
         return api.add(to_dtype(re, c.dtype), api.multiply(to_dtype(im, c.dtype), 1j))  # type: ignore[no-any-return]
     return api.clip(c, -1.0, 1.0)  # type: ignore[no-any-return]
-

@@ -26,8 +26,28 @@ from ..ops.spec import normalize_axis
 from ._common import api, array_arg, axes_arg, float_dtype, np_result_type, param_array, store, to_dtype
 
 __all__ = [
-    "absolute", "power", "arctan2", "arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh", "conjugate",
-    "around", "nan_to_num", "angle", "cbrt", "deg2rad", "rad2deg", "radians", "degrees", "gradient", "interp", "convolve", "correlate",
+    "absolute",
+    "power",
+    "arctan2",
+    "arcsin",
+    "arccos",
+    "arctan",
+    "arcsinh",
+    "arccosh",
+    "arctanh",
+    "conjugate",
+    "around",
+    "nan_to_num",
+    "angle",
+    "cbrt",
+    "deg2rad",
+    "rad2deg",
+    "radians",
+    "degrees",
+    "gradient",
+    "interp",
+    "convolve",
+    "correlate",
 ]
 
 # NumPy's names of catalog ops: the same functions (and C fast paths).
@@ -147,6 +167,7 @@ def degrees(x: NDArray) -> NDArray:
 
 # ----------------------------------------------------------------------------- gradient
 
+
 def _spacing(value: Any, n: int, op: str) -> Any:
     """One axis's spacing: a scalar, or the host differences of 1-D coordinates (a scalar when uniform)."""
     if isinstance(value, NDArray):
@@ -221,7 +242,9 @@ def gradient(f: NDArray, *varargs: Any, axis: Any = None, edge_order: int = 1) -
     for ax, dx in zip(axes, spacings):
         length = f.shape[ax]
         if length < edge_order + 1:
-            raise ValueError("gradient(): shape of array too small to calculate a numerical gradient, at least (edge_order + 1) elements are required.")
+            raise ValueError(
+                "gradient(): shape of array too small to calculate a numerical gradient, at least (edge_order + 1) elements are required."
+            )
         uniform = np.ndim(dx) == 0
         nd = f.ndim
         head, tail = _take(f, ax, None, -2), _take(f, ax, 2, None)
@@ -262,6 +285,7 @@ def gradient(f: NDArray, *varargs: Any, axis: Any = None, edge_order: int = 1) -
 
 
 # ----------------------------------------------------------------------------- interp
+
 
 def _interp_real(points: NDArray, xp: NDArray, fp: NDArray, left: Any, right: Any) -> NDArray:
     x = api.reshape(points, (-1,))
@@ -336,6 +360,7 @@ def _part(value: Any, take: Any) -> Any:
 
 # ----------------------------------------------------------------------------- convolve, correlate
 
+
 def _full(a: NDArray, w: NDArray) -> NDArray:
     """``out[k] = sum_n a[k + n - (len(w) - 1)] * w[n]`` for every lag ``k`` (zeros outside ``a``)."""
     na, nw = a.shape[0], w.shape[0]
@@ -357,10 +382,10 @@ def _mode_slice(full: NDArray, na: int, nv: int, mode: str, op: str) -> NDArray:
     if mode == "full":
         return full
     if mode == "valid":
-        return full[short - 1: long]
+        return full[short - 1 : long]
     if mode == "same":
         start = (short - 1) // 2 if na >= nv else short // 2
-        return full[start: start + long]
+        return full[start : start + long]
     raise ValueError(f"{op}(): mode must be one of 'valid', 'same', 'full', got {mode!r}")
 
 

@@ -29,17 +29,40 @@ __all__ = ["set_printoptions", "get_printoptions", "printoptions", "errstate"]
 errstate = np.errstate
 
 
-def set_printoptions(precision: int | None = None, threshold: int | None = None, edgeitems: int | None = None, linewidth: int | None = None,
-                     suppress: bool | None = None, nanstr: str | None = None, infstr: str | None = None, formatter: Any = None,
-                     sign: str | None = None, floatmode: str | None = None, *, legacy: Any = None, override_repr: Any = None) -> None:
+def set_printoptions(
+    precision: int | None = None,
+    threshold: int | None = None,
+    edgeitems: int | None = None,
+    linewidth: int | None = None,
+    suppress: bool | None = None,
+    nanstr: str | None = None,
+    infstr: str | None = None,
+    formatter: Any = None,
+    sign: str | None = None,
+    floatmode: str | None = None,
+    *,
+    legacy: Any = None,
+    override_repr: Any = None,
+) -> None:
     """Set how nda arrays print in this context (NumPy's ``set_printoptions`` arguments; ``None`` leaves
     an option as it is, except ``formatter`` and ``override_repr``, which it resets, as in NumPy).
 
     NumPy's own print options are not changed; invalid values raise NumPy's errors.
     """
-    _printoptions.update(precision=precision, threshold=threshold, edgeitems=edgeitems, linewidth=linewidth, suppress=suppress,
-                         nanstr=nanstr, infstr=infstr, formatter=formatter, sign=sign, floatmode=floatmode, legacy=legacy,
-                         override_repr=override_repr)
+    _printoptions.update(
+        precision=precision,
+        threshold=threshold,
+        edgeitems=edgeitems,
+        linewidth=linewidth,
+        suppress=suppress,
+        nanstr=nanstr,
+        infstr=infstr,
+        formatter=formatter,
+        sign=sign,
+        floatmode=floatmode,
+        legacy=legacy,
+        override_repr=override_repr,
+    )
 
 
 def get_printoptions() -> dict[str, Any]:

@@ -27,8 +27,22 @@ from ..ops.spec import normalize_axis
 from ._common import FFT, LINALG, api, array_arg, np_result_type, param_array, store, to_dtype
 
 __all__ = [
-    "dot", "vdot", "inner", "outer", "cross", "kron", "trace", "diagonal", "polyval", "polyfit",
-    "norm", "lstsq", "fft2", "ifft2", "rfft2", "irfft2",
+    "dot",
+    "vdot",
+    "inner",
+    "outer",
+    "cross",
+    "kron",
+    "trace",
+    "diagonal",
+    "polyval",
+    "polyfit",
+    "norm",
+    "lstsq",
+    "fft2",
+    "ifft2",
+    "rfft2",
+    "irfft2",
 ]
 
 
@@ -93,8 +107,11 @@ def cross(a: Any, b: Any, axisa: int = -1, axisb: int = -1, axisc: int = -1, axi
     if x.ndim == 0 or y.ndim == 0 or x.shape[-1] not in (2, 3) or y.shape[-1] not in (2, 3):
         raise ValueError("cross(): incompatible dimensions for cross product (dimension must be 2 or 3)")
     if x.shape[-1] == 2 or y.shape[-1] == 2:
-        warnings.warn("Arrays of 2-dimensional vectors are deprecated. Use arrays of 3-dimensional vectors instead. (deprecated in NumPy 2.0)",
-                      DeprecationWarning, stacklevel=2)
+        warnings.warn(
+            "Arrays of 2-dimensional vectors are deprecated. Use arrays of 3-dimensional vectors instead. (deprecated in NumPy 2.0)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
     a0, a1 = x[..., 0], x[..., 1]
     b0, b1 = y[..., 0], y[..., 1]
     z = api.subtract(api.multiply(a0, b1), api.multiply(a1, b0))
@@ -143,6 +160,7 @@ def diagonal(a: NDArray, offset: int = 0, axis1: int = 0, axis2: int = 1) -> NDA
 
 
 # ----------------------------------------------------------------------------- polynomials
+
 
 def polyval(p: Any, x: Any) -> NDArray:
     """The polynomial with coefficients ``p`` (highest power first) at ``x``, by Horner's rule, NumPy's ``polyval``."""
@@ -238,6 +256,7 @@ def polyfit(x: Any, y: Any, deg: int, rcond: float | None = None, full: bool = F
 
 
 # ----------------------------------------------------------------------------- linalg
+
 
 def lstsq(a: NDArray, b: Any, rcond: float | None = None) -> tuple[NDArray, NDArray, Any, NDArray]:
     """The least-squares solution of ``a @ x = b`` (NumPy's ``linalg.lstsq``): ``(x, residuals, rank, s)``.
@@ -363,6 +382,7 @@ def norm(x: NDArray, ord: Any = None, axis: Any = None, keepdims: bool = False) 
 
 # ----------------------------------------------------------------------------- 2-D FFTs
 
+
 def _two(name: str, doc: str) -> Any:
     transform = FFT[name]
 
@@ -372,8 +392,9 @@ def _two(name: str, doc: str) -> Any:
             a = to_dtype(a, _dtypes.float64)  # NumPy transforms integers as float64
         if name == "irfftn" and a.dtype.category == "real floating":  # NumPy takes real input as complex
             a = to_dtype(a, _dtypes.complex64 if a.dtype is _dtypes.float32 else _dtypes.complex128)
-        result = transform(a, s=None if s is None else tuple(s), axes=None if axes is None else tuple(axes),
-                           norm="backward" if norm is None else norm)
+        result = transform(
+            a, s=None if s is None else tuple(s), axes=None if axes is None else tuple(axes), norm="backward" if norm is None else norm
+        )
         return store(f"{name[:-1]}2", out, result)
 
     fn.__name__ = fn.__qualname__ = f"{name[:-1]}2"

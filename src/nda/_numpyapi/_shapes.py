@@ -23,13 +23,35 @@ from ..ops.spec import normalize_axis
 from ._common import LINALG, api, array_arg, int_value, np_result_type, param_array, store, to_dtype
 
 __all__ = [
-    "array", "identity", "diag", "logspace", "swapaxes", "concatenate", "vstack", "hstack", "column_stack", "dstack",
-    "split", "array_split", "ravel", "atleast_1d", "atleast_2d", "atleast_3d", "put",
+    "array",
+    "identity",
+    "diag",
+    "logspace",
+    "swapaxes",
+    "concatenate",
+    "vstack",
+    "hstack",
+    "column_stack",
+    "dstack",
+    "split",
+    "array_split",
+    "ravel",
+    "atleast_1d",
+    "atleast_2d",
+    "atleast_3d",
+    "put",
 ]
 
 
-def array(object: Any, dtype: Any = None, *, copy: bool | None = True, order: str = "K", ndmin: int = 0,  # noqa: A002 - NumPy's name
-          device: Any = None) -> NDArray:
+def array(
+    object: Any,
+    dtype: Any = None,
+    *,
+    copy: bool | None = True,
+    order: str = "K",
+    ndmin: int = 0,  # noqa: A002 - NumPy's name
+    device: Any = None,
+) -> NDArray:
     """NumPy's ``array``: ``asarray`` that copies by default.
 
     ``copy=True`` always copies (an nda array too), ``None`` copies only when needed and
@@ -78,8 +100,9 @@ def diag(v: NDArray, k: int = 0) -> NDArray:
     return _composite.pad(square, widths, constant_values=zero)
 
 
-def logspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, base: Any = 10.0, dtype: Any = None, axis: int = 0, *,
-             device: Any = None) -> NDArray:
+def logspace(
+    start: Any, stop: Any, num: int = 50, endpoint: bool = True, base: Any = 10.0, dtype: Any = None, axis: int = 0, *, device: Any = None
+) -> NDArray:
     """``base ** linspace(start, stop, num)``: numbers spaced evenly on a log scale (float64, then cast to ``dtype``).
 
     ``start``, ``stop`` and ``base`` are scalars (NumPy's array forms are not supported);
@@ -162,8 +185,9 @@ def _atleast(ndim: int) -> Any:
         return results[0] if len(results) == 1 else tuple(results)
 
     fn.__name__ = fn.__qualname__ = f"atleast_{ndim}d"
-    fn.__doc__ = (f"The arrays viewed with at least {ndim} dimension{'s' if ndim > 1 else ''} "
-                  f"(one array alone, or a tuple), as NumPy's ``atleast_{ndim}d``.")
+    fn.__doc__ = (
+        f"The arrays viewed with at least {ndim} dimension{'s' if ndim > 1 else ''} (one array alone, or a tuple), as NumPy's ``atleast_{ndim}d``."
+    )
     return fn
 
 
@@ -312,5 +336,5 @@ def take_numpy(a: NDArray, indices: Any, axis: int | None = None, out: NDArray |
     elif mode == "clip":
         idx = api.clip(idx, 0, max(n - 1, 0))
     flat = api.take(a, api.reshape(idx, (-1,)), axis=ax)
-    result = api.reshape(flat, a.shape[:ax] + idx.shape + a.shape[ax + 1:])
+    result = api.reshape(flat, a.shape[:ax] + idx.shape + a.shape[ax + 1 :])
     return store("take", out, result)

@@ -25,14 +25,31 @@ from .._array import NDArray
 from ._common import api, array_arg, axes_arg, float_dtype, keep_reduced, move_to_end, np_result_type, param_array, store, to_dtype
 
 __all__ = [
-    "amax", "amin", "ptp", "cumsum", "cumprod", "median", "quantile", "percentile", "nanquantile", "nanpercentile", "average",
-    "nansum", "nanprod", "nanmean", "nanmax", "nanmin", "nanvar", "nanstd",
+    "amax",
+    "amin",
+    "ptp",
+    "cumsum",
+    "cumprod",
+    "median",
+    "quantile",
+    "percentile",
+    "nanquantile",
+    "nanpercentile",
+    "average",
+    "nansum",
+    "nanprod",
+    "nanmean",
+    "nanmax",
+    "nanmin",
+    "nanvar",
+    "nanstd",
 ]
 
 _NoValue: Any = getattr(np, "_NoValue", None)
 
 
 # ----------------------------------------------------------------------------- extrema
+
 
 def _extremum(op: str, a: NDArray, axis: Any, out: Any, keepdims: bool, initial: Any, where: Any) -> NDArray:
     a = array_arg(a, op)
@@ -64,14 +81,12 @@ def _extremum(op: str, a: NDArray, axis: Any, out: Any, keepdims: bool, initial:
     return store(op, out, result)
 
 
-def amax(a: NDArray, axis: Any = None, out: NDArray | None = None, keepdims: bool = False, initial: Any = _NoValue,
-         where: Any = True) -> NDArray:
+def amax(a: NDArray, axis: Any = None, out: NDArray | None = None, keepdims: bool = False, initial: Any = _NoValue, where: Any = True) -> NDArray:
     """The maximum along ``axis`` (NumPy's ``amax``/``max``): ``initial`` is a floor, ``where`` a mask (needs ``initial``); NaN propagates."""
     return _extremum("amax", a, axis, out, keepdims, initial, where)
 
 
-def amin(a: NDArray, axis: Any = None, out: NDArray | None = None, keepdims: bool = False, initial: Any = _NoValue,
-         where: Any = True) -> NDArray:
+def amin(a: NDArray, axis: Any = None, out: NDArray | None = None, keepdims: bool = False, initial: Any = _NoValue, where: Any = True) -> NDArray:
     """The minimum along ``axis`` (NumPy's ``amin``/``min``): ``initial`` is a ceiling, ``where`` a mask (needs ``initial``); NaN propagates."""
     return _extremum("amin", a, axis, out, keepdims, initial, where)
 
@@ -87,6 +102,7 @@ def ptp(a: NDArray, axis: Any = None, out: NDArray | None = None, keepdims: bool
 
 
 # ----------------------------------------------------------------------------- scans
+
 
 def _scan(op: str, fn: Any, a: NDArray, axis: Any, dtype: Any, out: Any) -> NDArray:
     a = array_arg(a, op)
@@ -114,11 +130,27 @@ def cumprod(a: NDArray, axis: int | None = None, dtype: Any = None, out: NDArray
 # ----------------------------------------------------------------------------- order statistics
 
 _CONTINUOUS = {  # H&F's alpha, beta: virtual index n*q + alpha + q*(1 - alpha - beta) - 1
-    "interpolated_inverted_cdf": (0.0, 1.0), "hazen": (0.5, 0.5), "weibull": (0.0, 0.0),
-    "median_unbiased": (1 / 3.0, 1 / 3.0), "normal_unbiased": (3 / 8.0, 3 / 8.0),
+    "interpolated_inverted_cdf": (0.0, 1.0),
+    "hazen": (0.5, 0.5),
+    "weibull": (0.0, 0.0),
+    "median_unbiased": (1 / 3.0, 1 / 3.0),
+    "normal_unbiased": (3 / 8.0, 3 / 8.0),
 }
-_METHODS = ("inverted_cdf", "averaged_inverted_cdf", "closest_observation", "interpolated_inverted_cdf", "hazen", "weibull",
-            "linear", "median_unbiased", "normal_unbiased", "lower", "higher", "midpoint", "nearest")
+_METHODS = (
+    "inverted_cdf",
+    "averaged_inverted_cdf",
+    "closest_observation",
+    "interpolated_inverted_cdf",
+    "hazen",
+    "weibull",
+    "linear",
+    "median_unbiased",
+    "normal_unbiased",
+    "lower",
+    "higher",
+    "midpoint",
+    "nearest",
+)
 
 
 def _boundary(index: np.ndarray, take_previous: Any) -> np.ndarray:
@@ -197,7 +229,11 @@ def _order_statistics(op: str, a: NDArray, q: Any, axis: Any, out: Any, method: 
             ct = float_dtype(a)
         else:
             t = gamma
-            ct = np_result_type(a, np.dtype(gamma.dtype)) if a.dtype.category == "real floating" else np_result_type(_dtypes.float64, np.dtype(gamma.dtype))
+            ct = (
+                np_result_type(a, np.dtype(gamma.dtype))
+                if a.dtype.category == "real floating"
+                else np_result_type(_dtypes.float64, np.dtype(gamma.dtype))
+            )
         lo, hi, diff = to_dtype(lo, ct), to_dtype(hi, ct), to_dtype(diff, ct)
         if weak:
             result = api.subtract(hi, api.multiply(diff, 1.0 - t)) if t >= 0.5 else api.add(lo, api.multiply(diff, t))
@@ -297,9 +333,9 @@ def _method_arg(op: str, method: str, interpolation: Any) -> str:
     return method
 
 
-
-def _quantiles(name: str, a: Any, q: Any, axis: Any, out: Any, method: str, keepdims: bool, weights: Any, interpolation: Any,
-               scale: float, nan: bool) -> NDArray:
+def _quantiles(
+    name: str, a: Any, q: Any, axis: Any, out: Any, method: str, keepdims: bool, weights: Any, interpolation: Any, scale: float, nan: bool
+) -> NDArray:
     """The body of :func:`quantile`, :func:`percentile` and their NaN-ignoring forms (``q`` in
     [0, ``scale``]): the arguments checked, ``q`` read on the host, the order statistics."""
     a = array_arg(a, name)
@@ -309,8 +345,19 @@ def _quantiles(name: str, a: Any, q: Any, axis: Any, out: Any, method: str, keep
     order = _nan_order_statistics if nan else _order_statistics
     return order(name, a, host, axis, out, _method_arg(name, method, interpolation), keepdims, weak)
 
-def quantile(a: NDArray, q: Any, axis: Any = None, out: NDArray | None = None, overwrite_input: bool = False, method: str = "linear",
-             keepdims: bool = False, *, weights: Any = None, interpolation: Any = None) -> NDArray:
+
+def quantile(
+    a: NDArray,
+    q: Any,
+    axis: Any = None,
+    out: NDArray | None = None,
+    overwrite_input: bool = False,
+    method: str = "linear",
+    keepdims: bool = False,
+    *,
+    weights: Any = None,
+    interpolation: Any = None,
+) -> NDArray:
     """The ``q``-th quantiles of ``a`` along ``axis`` (NumPy's ``quantile``: its 13 methods, values and dtypes).
 
     ``q`` (a number or a sequence in [0, 1]) is read on the host; the result has shape
@@ -324,22 +371,52 @@ def quantile(a: NDArray, q: Any, axis: Any = None, out: NDArray | None = None, o
     return _quantiles("quantile", a, q, axis, out, method, keepdims, weights, interpolation, 1.0, nan=False)
 
 
-def percentile(a: NDArray, q: Any, axis: Any = None, out: NDArray | None = None, overwrite_input: bool = False, method: str = "linear",
-               keepdims: bool = False, *, weights: Any = None, interpolation: Any = None) -> NDArray:
+def percentile(
+    a: NDArray,
+    q: Any,
+    axis: Any = None,
+    out: NDArray | None = None,
+    overwrite_input: bool = False,
+    method: str = "linear",
+    keepdims: bool = False,
+    *,
+    weights: Any = None,
+    interpolation: Any = None,
+) -> NDArray:
     """The ``q``-th percentiles (``q`` in [0, 100]) of ``a`` along ``axis``: :func:`quantile` of ``q / 100``."""
     return _quantiles("percentile", a, q, axis, out, method, keepdims, weights, interpolation, 100.0, nan=False)
 
 
-def nanquantile(a: NDArray, q: Any, axis: Any = None, out: NDArray | None = None, overwrite_input: bool = False, method: str = "linear",
-                keepdims: bool = False, *, weights: Any = None, interpolation: Any = None) -> NDArray:
+def nanquantile(
+    a: NDArray,
+    q: Any,
+    axis: Any = None,
+    out: NDArray | None = None,
+    overwrite_input: bool = False,
+    method: str = "linear",
+    keepdims: bool = False,
+    *,
+    weights: Any = None,
+    interpolation: Any = None,
+) -> NDArray:
     """:func:`quantile` ignoring NaN (NumPy's ``nanquantile``): each slice's quantiles are those of
     its numbers, NaN for a slice of NaN only. Values and dtypes are :func:`quantile`'s; it runs on
     the data's device (xarray's ``quantile`` calls it)."""
     return _quantiles("nanquantile", a, q, axis, out, method, keepdims, weights, interpolation, 1.0, nan=True)
 
 
-def nanpercentile(a: NDArray, q: Any, axis: Any = None, out: NDArray | None = None, overwrite_input: bool = False, method: str = "linear",
-                  keepdims: bool = False, *, weights: Any = None, interpolation: Any = None) -> NDArray:
+def nanpercentile(
+    a: NDArray,
+    q: Any,
+    axis: Any = None,
+    out: NDArray | None = None,
+    overwrite_input: bool = False,
+    method: str = "linear",
+    keepdims: bool = False,
+    *,
+    weights: Any = None,
+    interpolation: Any = None,
+) -> NDArray:
     """:func:`percentile` ignoring NaN: :func:`nanquantile` of ``q / 100``."""
     return _quantiles("nanpercentile", a, q, axis, out, method, keepdims, weights, interpolation, 100.0, nan=True)
 
@@ -420,6 +497,7 @@ def average(a: NDArray, axis: Any = None, weights: Any = None, returned: bool = 
 
 # ----------------------------------------------------------------------------- NaN-ignoring reductions
 
+
 def _masked(a: NDArray, fill: Any) -> tuple[NDArray, NDArray | None]:
     """``a`` with NaN replaced by ``fill`` and the NaN mask (None for dtypes that hold no NaN)."""
     if a.dtype.category not in ("real floating", "complex floating"):
@@ -432,14 +510,22 @@ def nansum(a: NDArray, axis: Any = None, dtype: Any = None, out: NDArray | None 
     """The sum along ``axis`` with NaN counted as zero (all-NaN slices sum to 0)."""
     a = array_arg(a, "nansum")
     x, _ = _masked(a, 0)
-    return store("nansum", out, api.sum(x, axis=axes_arg(axis, a.ndim, "nansum"), dtype=None if dtype is None else _dtypes.as_dtype(dtype), keepdims=bool(keepdims)))
+    return store(
+        "nansum",
+        out,
+        api.sum(x, axis=axes_arg(axis, a.ndim, "nansum"), dtype=None if dtype is None else _dtypes.as_dtype(dtype), keepdims=bool(keepdims)),
+    )
 
 
 def nanprod(a: NDArray, axis: Any = None, dtype: Any = None, out: NDArray | None = None, keepdims: bool = False) -> NDArray:
     """The product along ``axis`` with NaN counted as one."""
     a = array_arg(a, "nanprod")
     x, _ = _masked(a, 1)
-    return store("nanprod", out, api.prod(x, axis=axes_arg(axis, a.ndim, "nanprod"), dtype=None if dtype is None else _dtypes.as_dtype(dtype), keepdims=bool(keepdims)))
+    return store(
+        "nanprod",
+        out,
+        api.prod(x, axis=axes_arg(axis, a.ndim, "nanprod"), dtype=None if dtype is None else _dtypes.as_dtype(dtype), keepdims=bool(keepdims)),
+    )
 
 
 def _count(mask: NDArray, axes: tuple[int, ...], keepdims: bool) -> NDArray:

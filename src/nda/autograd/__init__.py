@@ -166,6 +166,7 @@ def differentiable_ops() -> dict[str, str]:
 
 # ----------------------------------------------------------------------------- NDArray methods
 
+
 def _attach_grad(self: NDArray, grad_req: str = "write") -> None:
     """Give this array a gradient buffer ``self.grad`` (zeros) that ``backward()`` fills.
 

@@ -132,7 +132,9 @@ class Node:
 
     __slots__ = ("op", "args", "kwargs", "edges", "outs", "multi", "versions", "seq", "freed", "__weakref__")
 
-    def __init__(self, op: Op, args: tuple[Any, ...], kwargs: dict[str, Any], edges: tuple[Any, ...], outs: tuple[Any, ...], multi: bool, saved: list[NDArray]) -> None:
+    def __init__(
+        self, op: Op, args: tuple[Any, ...], kwargs: dict[str, Any], edges: tuple[Any, ...], outs: tuple[Any, ...], multi: bool, saved: list[NDArray]
+    ) -> None:
         self.op = op
         self.args = args
         self.kwargs = kwargs

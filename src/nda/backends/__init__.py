@@ -36,18 +36,51 @@ from ..engine import state as _engine_state
 from ..ops import spec as _spec
 from . import _checks, _fallback
 from ._activation import (  # noqa: F401  (re-exported: op libraries and tests use them)
-    GROUP, LOCK, BackendError, BackendValidationError, _by_device_type, _devices, _discover, _handles, _import_object, _queued,
-    _Record, _traceback, activate, checked_registration, ensure_device_type, handle, layout_hooks,
+    GROUP,
+    LOCK,
+    BackendError,
+    BackendValidationError,
+    _by_device_type,
+    _devices,
+    _discover,
+    _handles,
+    _import_object,
+    _queued,
+    _Record,
+    _traceback,
+    activate,
+    checked_registration,
+    ensure_device_type,
+    handle,
+    layout_hooks,
 )
 from ._checks import KernelResultError
 from ._handle import BackendHandle
 from .contract import API_VERSION, DeviceInfo
 
 __all__ = [
-    "BackendError", "BackendValidationError", "KernelResultError", "BackendHandle", "API_VERSION", "DeviceInfo", "load", "status", "status_table",
-    "for_device", "handle", "to_host", "devices", "memory_stats", "release_all", "validate_device", "for_dlpack_device",
-    "DLPACK_DEVICE_TYPES", "libraries", "load_library",
+    "BackendError",
+    "BackendValidationError",
+    "KernelResultError",
+    "BackendHandle",
+    "API_VERSION",
+    "DeviceInfo",
+    "load",
+    "status",
+    "status_table",
+    "for_device",
+    "handle",
+    "to_host",
+    "devices",
+    "memory_stats",
+    "release_all",
+    "validate_device",
+    "for_dlpack_device",
+    "DLPACK_DEVICE_TYPES",
+    "libraries",
+    "load_library",
 ]
+
 
 def serves(device_type: str) -> bool:
     """Whether a loaded backend serves ``device_type``."""
@@ -65,8 +98,10 @@ def load(name: str) -> Any:
     if _libraries.is_library(name):  # an OpLibrary object (a notebook, a test, the guide)
         return _libraries.load_object(name, f"{getattr(name, '__module__', '?')}.{name.name}")
     if not isinstance(name, str):
-        raise TypeError(f"backends.load(): expected a backend or op library name, a 'package.module[:attr]' string or an OpLibrary, "
-                        f"got {type(name).__name__} {name!r}")
+        raise TypeError(
+            f"backends.load(): expected a backend or op library name, a 'package.module[:attr]' string or an OpLibrary, "
+            f"got {type(name).__name__} {name!r}"
+        )
     records = _discover()
     rec = records.get(name)
     if rec is None and name in _libraries.installed_names():
@@ -78,7 +113,9 @@ def load(name: str) -> Any:
             raise BackendError(f"backend {name!r} is {rec.reason}")
         return activate(rec, rec.source)
     if not _module_exists(name.partition(":")[0]):
-        raise BackendError(f"no backend named {name!r} is installed (installed: {', '.join(sorted(records)) or 'none'}); pass an importable 'package.module[:attr]' to load one that is not installed")
+        raise BackendError(
+            f"no backend named {name!r} is installed (installed: {', '.join(sorted(records)) or 'none'}); pass an importable 'package.module[:attr]' to load one that is not installed"
+        )
     with LOCK:  # the import too: an os.fork() waits for it, and its child never finds the module half imported
         peeked = _safe_peek(name)
         if _libraries.is_library(peeked) or (not hasattr(peeked, "api_version") and _libraries.is_library(getattr(peeked, "library", None))):
@@ -219,8 +256,21 @@ def synchronize_all() -> None:
 
 #: DLPack device type codes (``DLDeviceType``), for messages.
 DLPACK_DEVICE_TYPES = {
-    1: "kDLCPU", 2: "kDLCUDA", 3: "kDLCUDAHost", 4: "kDLOpenCL", 7: "kDLVulkan", 8: "kDLMetal", 9: "kDLVPI", 10: "kDLROCM",
-    11: "kDLROCMHost", 12: "kDLExtDev", 13: "kDLCUDAManaged", 14: "kDLOneAPI", 15: "kDLWebGPU", 16: "kDLHexagon", 17: "kDLMAIA",
+    1: "kDLCPU",
+    2: "kDLCUDA",
+    3: "kDLCUDAHost",
+    4: "kDLOpenCL",
+    7: "kDLVulkan",
+    8: "kDLMetal",
+    9: "kDLVPI",
+    10: "kDLROCM",
+    11: "kDLROCMHost",
+    12: "kDLExtDev",
+    13: "kDLCUDAManaged",
+    14: "kDLOneAPI",
+    15: "kDLWebGPU",
+    16: "kDLHexagon",
+    17: "kDLMAIA",
 }
 
 
@@ -252,7 +302,10 @@ def for_dlpack_device(kind: int, prefer: str | None = None) -> tuple[Any, str]:
     name = f"DLPack device type {kind} ({DLPACK_DEVICE_TYPES.get(kind, 'unknown')})"
     unusable = [r for r in records.values() if kind in r.dlpack_device_types and r.state != "loaded"]
     if unusable:
-        why = "; ".join(f"backend {r.name!r} imports it but is {r.state}: {r.reason.strip().splitlines()[0] if r.reason else 'see nda.backends.status()'}" for r in unusable)
+        why = "; ".join(
+            f"backend {r.name!r} imports it but is {r.state}: {r.reason.strip().splitlines()[0] if r.reason else 'see nda.backends.status()'}"
+            for r in unusable
+        )
         raise BufferError(f"from_dlpack(): the data is on {name}; {why}")
     raise BufferError(
         f"from_dlpack(): the data is on {name} and no installed nda backend imports it (backends: {', '.join(sorted(records)) or 'none'}); "
@@ -330,6 +383,7 @@ def write_buffer(device: Device, host: Any, out: Any) -> Any:
     """
     found = handle(device)
     if found.queued:
+
         def write(target: Any, data: Any) -> Any:
             return found.from_host(data, device, out=target)
 

@@ -50,7 +50,18 @@ class BackendValidationError(BackendError):
 
 
 class _Record:
-    __slots__ = ("name", "source", "state", "reason", "backend", "device_types", "devices", "api_version", "flushes_subnormals", "dlpack_device_types")
+    __slots__ = (
+        "name",
+        "source",
+        "state",
+        "reason",
+        "backend",
+        "device_types",
+        "devices",
+        "api_version",
+        "flushes_subnormals",
+        "dlpack_device_types",
+    )
 
     def __init__(self, name: str, source: str) -> None:
         self.name = name
@@ -69,9 +80,14 @@ class _Record:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "name": self.name, "source": self.source, "state": self.state, "reason": self.reason,
-            "api_version": self.api_version, "device_types": list(self.device_types),
-            "devices": [d.as_dict() for d in self.devices], "flushes_subnormals": list(self.flushes_subnormals),
+            "name": self.name,
+            "source": self.source,
+            "state": self.state,
+            "reason": self.reason,
+            "api_version": self.api_version,
+            "device_types": list(self.device_types),
+            "devices": [d.as_dict() for d in self.devices],
+            "flushes_subnormals": list(self.flushes_subnormals),
         }
 
 
@@ -182,7 +198,9 @@ def _validate_optional(rec: _Record, backend: Any, device_types: tuple[str, ...]
                 f"it declares {device_types}, got {bad!r}"
             )
         if not callable(getattr(backend, "import_dlpack", None)):
-            raise BackendValidationError(f"backend {name!r} declares dlpack_device_types but has no import_dlpack(obj, device) method; see nda.backends.contract")
+            raise BackendValidationError(
+                f"backend {name!r} declares dlpack_device_types but has no import_dlpack(obj, device) method; see nda.backends.contract"
+            )
     rec.flushes_subnormals = tuple(flushed)
     rec.dlpack_device_types = {int(k): str(v) for k, v in dict(imports).items()}
 
@@ -235,31 +253,57 @@ def _registrar(name: str, device_types: tuple[str, ...], backend: Any, staged: l
     queued = _queued(backend)
 
     def register_kernel(
-        op: str, dtypes: Any, fn: Callable[..., Any], *, device_type: str | None = None,
-        layout: str = "strided", priority: int = 0, supports: Callable[..., bool] | None = None,
-        signatures: Any = None, out_layout: str | None = None,
+        op: str,
+        dtypes: Any,
+        fn: Callable[..., Any],
+        *,
+        device_type: str | None = None,
+        layout: str = "strided",
+        priority: int = 0,
+        supports: Callable[..., bool] | None = None,
+        signatures: Any = None,
+        out_layout: str | None = None,
     ) -> None:
         from ..ops import lookup
 
         decl = lookup(op)  # a catalog op, or an op of a loaded op library
         if decl is None:
-            raise BackendValidationError(f"backend {name!r} registers a kernel for unknown op {op!r}; the catalog's ops are listed in nda.ops.CATALOG")
+            raise BackendValidationError(
+                f"backend {name!r} registers a kernel for unknown op {op!r}; the catalog's ops are listed in nda.ops.CATALOG"
+            )
         dtype_list = checked_registration(f"backend {name!r}", op, decl, dtypes, layout, fn)
         dev = device_type or device_types[0]
         if dev not in device_types:
-            raise BackendValidationError(f"backend {name!r} registers a kernel for device type {dev!r}, which it does not declare in device_types {device_types}")
+            raise BackendValidationError(
+                f"backend {name!r} registers a kernel for device type {dev!r}, which it does not declare in device_types {device_types}"
+            )
         if queued:  # its kernels only enqueue work: the engine records what each one enqueued
             fn = _queues.issuing(fn, op, backend, mutating=bool(decl.mutates), view=bool(decl.view))
         try:
-            staged.extend(dispatch.prepare(op, dev, dtype_list, fn, layout=layout, priority=priority, supports=supports, backend=name,
-                                           signatures=signatures, out_layout=out_layout, queued=bool(queued)))
+            staged.extend(
+                dispatch.prepare(
+                    op,
+                    dev,
+                    dtype_list,
+                    fn,
+                    layout=layout,
+                    priority=priority,
+                    supports=supports,
+                    backend=name,
+                    signatures=signatures,
+                    out_layout=out_layout,
+                    queued=bool(queued),
+                )
+            )
         except (TypeError, ValueError) as err:
             raise BackendValidationError(f"backend {name!r}, op {op!r}: {err}") from None
 
     def device_of(device_type: str | None, what: str) -> str:
         dev = device_type or device_types[0]
         if dev not in device_types:
-            raise BackendValidationError(f"backend {name!r} registers {what} for device type {dev!r}, which it does not declare in device_types {device_types}")
+            raise BackendValidationError(
+                f"backend {name!r} registers {what} for device type {dev!r}, which it does not declare in device_types {device_types}"
+            )
         return dev
 
     # Layout registration (nda.layouts), reached from the same function so that a backend
@@ -273,16 +317,23 @@ def _registrar(name: str, device_types: tuple[str, ...], backend: Any, staged: l
         except (TypeError, ValueError) as err:
             raise BackendValidationError(f"backend {name!r}, converter {src} -> {dst}: {err}") from None
 
-    def storage(layout: str, *, to_host: Callable[[Any], Any], from_host: Callable[..., Any], dtypes: Iterable[Any] | None = None,
-                device_type: str | None = None) -> None:
+    def storage(
+        layout: str,
+        *,
+        to_host: Callable[[Any], Any],
+        from_host: Callable[..., Any],
+        dtypes: Iterable[Any] | None = None,
+        device_type: str | None = None,
+    ) -> None:
         """How this device type's ``layout`` buffers move to and from cpu buffers of that layout
         (``dtypes``: the ones it can hold in that layout, when not all)."""
         if queued:  # reads after the version read, errors attributed; uploads recorded like ops
             to_host = _attributed(to_host, backend.device_of)
             from_host = _queues.issuing(from_host, f"to_device ({layout})", backend)
         try:
-            layout_hooks.register_storage(device_of(device_type, f"{layout} storage"), layout, to_host=to_host, from_host=from_host,
-                                     dtypes=dtypes, backend=name)
+            layout_hooks.register_storage(
+                device_of(device_type, f"{layout} storage"), layout, to_host=to_host, from_host=from_host, dtypes=dtypes, backend=name
+            )
         except (TypeError, ValueError) as err:
             raise BackendValidationError(f"backend {name!r}, storage of {layout}: {err}") from None
 
@@ -423,5 +474,3 @@ def handle(device: Any) -> BackendHandle:
         if found is None:
             raise BackendError(f"no backend available for device {device}")
     return found
-
-

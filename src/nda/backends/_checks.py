@@ -48,4 +48,3 @@ def _mismatch(array: Any, host: Any, backend: Any) -> KernelResultError:
         f"before the kernel runs). `python -m nda.testing.conformance {array._meta.device.type}` finds the kernel; "
         f"nda.dispatch.explain(op, *args) names the kernel an op runs."
     )
-

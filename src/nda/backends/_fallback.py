@@ -81,8 +81,15 @@ def host_fallback(tbl: OpTable, key: KernelKey) -> KernelEntry | None:
     fallback.__qualname__ = f"host_fallback[{tbl.op_name}]"
     # The FallbackWarning's one line (once per op and device type); explain() shows the route.
     # asarray of host data announces nothing: copying host data to the device is what it does anyway.
-    warning = None if tbl.op_name == "asarray" else (
-        f"{tbl.op_name}: no {key.device_type} kernel, so it runs on cpu with copies to and from {key.device_type} "
-        f"(warned once per op and device; nda.dispatch.explain shows the route)")
+    warning = (
+        None
+        if tbl.op_name == "asarray"
+        else (
+            f"{tbl.op_name}: no {key.device_type} kernel, so it runs on cpu with copies to and from {key.device_type} "
+            f"(warned once per op and device; nda.dispatch.explain shows the route)"
+        )
+    )
     kind = HOST_VIEW if decl.view else HOST_FALLBACK  # a view op's result is made a host view (nda._hostviews)
-    return KernelEntry(fallback, key, -1, None, f"{backend.name} (host fallback)", 0, route="host fallback", kind=kind, description=route, warning=warning)
+    return KernelEntry(
+        fallback, key, -1, None, f"{backend.name} (host fallback)", 0, route="host fallback", kind=kind, description=route, warning=warning
+    )

@@ -29,14 +29,34 @@ class BackendHandle:
     """A loaded backend's capabilities, normalised (see the module docstring). Read-only."""
 
     __slots__ = (
-        "name", "backend", "device_types", "queued", "fallback_to_host", "host_views", "buffer_type",
-        "to_host", "from_host", "device_of", "ensure_buffer", "copy_to_device", "dlpack", "dlpack_device",
-        "import_dlpack", "dlpack_device_types", "buffer_owner", "synchronize", "record_completion",
-        "memory_stats", "release_all", "partitioner", "flushes_subnormals",
+        "name",
+        "backend",
+        "device_types",
+        "queued",
+        "fallback_to_host",
+        "host_views",
+        "buffer_type",
+        "to_host",
+        "from_host",
+        "device_of",
+        "ensure_buffer",
+        "copy_to_device",
+        "dlpack",
+        "dlpack_device",
+        "import_dlpack",
+        "dlpack_device_types",
+        "buffer_owner",
+        "synchronize",
+        "record_completion",
+        "memory_stats",
+        "release_all",
+        "partitioner",
+        "flushes_subnormals",
     )
 
-    def __init__(self, name: str, backend: Any, device_types: tuple[str, ...], dlpack_device_types: dict[int, str],
-                 flushes_subnormals: tuple[str, ...]) -> None:
+    def __init__(
+        self, name: str, backend: Any, device_types: tuple[str, ...], dlpack_device_types: dict[int, str], flushes_subnormals: tuple[str, ...]
+    ) -> None:
         set_ = object.__setattr__
         set_(self, "name", name)
         set_(self, "backend", backend)

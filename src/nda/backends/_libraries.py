@@ -112,7 +112,9 @@ def _load_library(name: str) -> Any:
     try:
         obj = _import_object(name)
     except Exception as err:  # noqa: BLE001
-        raise BackendError(f"no op library named {name!r} is installed (installed: {', '.join(sorted(records)) or 'none'}), and importing it failed: {type(err).__name__}: {err}") from err
+        raise BackendError(
+            f"no op library named {name!r} is installed (installed: {', '.join(sorted(records)) or 'none'}), and importing it failed: {type(err).__name__}: {err}"
+        ) from err
     return load_object(obj, name)
 
 
@@ -122,7 +124,9 @@ def load_object(obj: Any, source: str) -> Any:
 
     library = obj if is_library(obj) else getattr(obj, "library", None)
     if not is_library(library):
-        raise BackendValidationError(f"{source!r} is neither a backend nor an op library (nda.ops.extension.OpLibrary); see the backend guide (python -m nda.testing.conformance --guide)")
+        raise BackendValidationError(
+            f"{source!r} is neither a backend nor an op library (nda.ops.extension.OpLibrary); see the backend guide (python -m nda.testing.conformance --guide)"
+        )
     records = _discover()
     rec = records.get(library.name)
     if rec is not None and rec.state == "loaded":
@@ -166,7 +170,10 @@ def _import(rec: _Record) -> Any:
     if library.name != rec.name:
         from . import BackendValidationError
 
-        rec.state, rec.reason = "failed", f"entry point {rec.name!r} in group {GROUP!r} names a library called {library.name!r}; the two names must match"
+        rec.state, rec.reason = (
+            "failed",
+            f"entry point {rec.name!r} in group {GROUP!r} names a library called {library.name!r}; the two names must match",
+        )
         raise BackendValidationError(f"op library {rec.name!r}: {rec.reason}")
     return library
 
@@ -191,7 +198,9 @@ def _check_versions(library: Any, source: str) -> None:
     version = library.api_version
     ours = API_VERSION.split(".")
     if not isinstance(version, str) or version.count(".") != 1 or not all(p.isdigit() for p in version.split(".")):
-        raise BackendValidationError(f"op library {name!r} from {source}: api_version must be a 'major.minor' string such as {API_VERSION!r}, got {version!r}")
+        raise BackendValidationError(
+            f"op library {name!r} from {source}: api_version must be a 'major.minor' string such as {API_VERSION!r}, got {version!r}"
+        )
     major, minor = (int(p) for p in version.split("."))
     if major != int(ours[0]):
         raise BackendValidationError(
@@ -242,7 +251,9 @@ def _activate(rec: _Record, library: Any) -> Any:
     except Exception as err:  # noqa: BLE001
         _rollback(library.name, installed)
         rec.state, rec.reason = "failed", f"{type(err).__name__}: {err}\n{_traceback()}"
-        raise BackendValidationError(f"op library {library.name!r} from {source} failed to register its kernels: {type(err).__name__}: {err}") from err
+        raise BackendValidationError(
+            f"op library {library.name!r} from {source} failed to register its kernels: {type(err).__name__}: {err}"
+        ) from err
     rec.state, rec.reason = "loaded", ""
     for hook in list(_on_load):
         hook(library.name)
@@ -273,8 +284,18 @@ def _registrar(library: Any) -> Callable[..., None]:
     name = library.name
     own = {f"{name}.{s}": s for s in library.op_names}
 
-    def register_kernel(op: str, dtypes: Any, fn: Callable[..., Any], *, device_type: str, layout: str = "strided", priority: int = 0,
-                        supports: Callable[..., bool] | None = None, signatures: Any = None, out_layout: str | None = None) -> None:
+    def register_kernel(
+        op: str,
+        dtypes: Any,
+        fn: Callable[..., Any],
+        *,
+        device_type: str,
+        layout: str = "strided",
+        priority: int = 0,
+        supports: Callable[..., bool] | None = None,
+        signatures: Any = None,
+        out_layout: str | None = None,
+    ) -> None:
         qualified = op if op in own else f"{name}.{op}"
         if qualified not in own:
             raise BackendValidationError(
@@ -285,8 +306,18 @@ def _registrar(library: Any) -> Callable[..., None]:
         dtype_list = checked_registration(f"op library {name!r}", op, decl, dtypes, layout, fn)
         if not isinstance(device_type, str) or not device_type:
             raise BackendValidationError(f"op library {name!r}, op {op!r}: device_type must name a device type such as 'cpu', got {device_type!r}")
-        item = dict(op=qualified, dtypes=dtype_list, fn=fn, device_type=device_type, layout=layout, priority=priority, supports=supports,
-                    signatures=signatures, out_layout=out_layout, mutating=bool(decl.mutates))
+        item = dict(
+            op=qualified,
+            dtypes=dtype_list,
+            fn=fn,
+            device_type=device_type,
+            layout=layout,
+            priority=priority,
+            supports=supports,
+            signatures=signatures,
+            out_layout=out_layout,
+            mutating=bool(decl.mutates),
+        )
         from . import _by_device_type
 
         backend = _by_device_type.get(device_type)
@@ -306,9 +337,21 @@ def _apply(library: str, item: dict[str, Any], backend: Any) -> None:
     if queued:  # the device's queue records what the kernel enqueued, as for the backend's own kernels
         fn = _queues.issuing(fn, item["op"], backend, mutating=item["mutating"])
     try:
-        dispatch.publish(dispatch.prepare(item["op"], item["device_type"], item["dtypes"], fn, layout=item["layout"], priority=item["priority"],
-                                          supports=item["supports"], backend=_label(library), signatures=item["signatures"],
-                                          out_layout=item["out_layout"], queued=queued))
+        dispatch.publish(
+            dispatch.prepare(
+                item["op"],
+                item["device_type"],
+                item["dtypes"],
+                fn,
+                layout=item["layout"],
+                priority=item["priority"],
+                supports=item["supports"],
+                backend=_label(library),
+                signatures=item["signatures"],
+                out_layout=item["out_layout"],
+                queued=queued,
+            )
+        )
     except (TypeError, ValueError) as err:
         raise BackendValidationError(f"op library {library!r}, op {item['op']!r}: {err}") from None
 

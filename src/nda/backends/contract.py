@@ -129,8 +129,7 @@ from .._devices import Device
 #: environment variables (:mod:`nda._config`), for a backend's own settings (``NDA_SIM_DEVICES``,
 #: ``NDA_CUDA_CODEGEN``): an empty value is the default, a bad one a ValueError naming the
 #: variable, its value and what it takes.
-__all__ = ["API_VERSION", "QUEUE_MEMBERS", "DeviceInfo", "Backend", "check_kernel_signature",
-           "env_int", "env_float", "env_flag", "env_choice"]
+__all__ = ["API_VERSION", "QUEUE_MEMBERS", "DeviceInfo", "Backend", "check_kernel_signature", "env_int", "env_float", "env_flag", "env_choice"]
 
 API_VERSION = "1.4"
 

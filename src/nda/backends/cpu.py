@@ -31,11 +31,14 @@ def _reducing(ufunc: np.ufunc, with_dtype: bool) -> Callable[..., Any]:
     reduce = ufunc.reduce
 
     if with_dtype:
+
         def kernel(x: np.ndarray, axis: Any = None, keepdims: bool = False, dtype: Any = None) -> Any:
             return reduce(x, axis=axis, dtype=None if dtype is None else dtype.numpy, keepdims=keepdims)
     else:
+
         def kernel(x: np.ndarray, axis: Any = None, keepdims: bool = False) -> Any:  # type: ignore[misc]
             return reduce(x, axis=axis, keepdims=keepdims)
+
     kernel.__qualname__ = kernel.__name__ = f"{ufunc.__name__}.reduce"
     return kernel
 

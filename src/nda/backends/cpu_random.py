@@ -78,7 +78,7 @@ class ChunkRunner:
 
     def __call__(self, work: Callable[[range], None], starts: range) -> None:
         k = min(self.threads, len(starts))
-        parts = [starts[i * len(starts) // k:(i + 1) * len(starts) // k] for i in range(k)]
+        parts = [starts[i * len(starts) // k : (i + 1) * len(starts) // k] for i in range(k)]
         with self._lock:
             if self._pool is None:
                 from concurrent.futures import ThreadPoolExecutor
@@ -96,8 +96,9 @@ def native_kernels(module: Any, run: ChunkRunner | None, part: int = PART_BLOCKS
     the kernel convention of :mod:`nda.ops._philox`'s references; a request of ``2 * part``
     blocks or more is split into parts of ``part`` blocks over ``run``'s threads (None: never)."""
 
-    def fill(fn: Callable[..., None], shape: tuple[int, ...], dtype: Any, per_block: int,
-             key: tuple[int, int], counter: int, *params: Any) -> np.ndarray:
+    def fill(
+        fn: Callable[..., None], shape: tuple[int, ...], dtype: Any, per_block: int, key: tuple[int, int], counter: int, *params: Any
+    ) -> np.ndarray:
         out = np.empty(shape, dtype=dtype.numpy)
         flat = out.reshape(-1)
         total = -(-flat.size // per_block)  # blocks
@@ -107,7 +108,7 @@ def native_kernels(module: Any, run: ChunkRunner | None, part: int = PART_BLOCKS
 
         def work(starts: range) -> None:  # whole blocks starts[0] .. starts[-1] + part - 1: a request of their own
             first, stop = starts[0], min(starts[-1] + part, total)
-            fn(flat[first * per_block:stop * per_block], key, (counter + first) % _TWO128, *params)
+            fn(flat[first * per_block : stop * per_block], key, (counter + first) % _TWO128, *params)
 
         run(work, range(0, total, part))
         return out
@@ -115,24 +116,32 @@ def native_kernels(module: Any, run: ChunkRunner | None, part: int = PART_BLOCKS
     def per_block(dtype: Any) -> int:
         return 2 if dtype.numpy.itemsize == 8 else 4
 
-    def philox_uniform_native(shape: tuple[int, ...], key: tuple[int, int], counter: int, low: float, span: float,
-                              dtype: Any, device: Any = None) -> np.ndarray:
+    def philox_uniform_native(
+        shape: tuple[int, ...], key: tuple[int, int], counter: int, low: float, span: float, dtype: Any, device: Any = None
+    ) -> np.ndarray:
         return fill(module.uniform, shape, dtype, per_block(dtype), key, counter, low, span)
 
-    def philox_normal_native(shape: tuple[int, ...], key: tuple[int, int], counter: int, loc: float, scale: float,
-                             dtype: Any, device: Any = None) -> np.ndarray:
+    def philox_normal_native(
+        shape: tuple[int, ...], key: tuple[int, int], counter: int, loc: float, scale: float, dtype: Any, device: Any = None
+    ) -> np.ndarray:
         return fill(module.normal, shape, dtype, per_block(dtype), key, counter, loc, scale)
 
-    def philox_exponential_native(shape: tuple[int, ...], key: tuple[int, int], counter: int, scale: float,
-                                  dtype: Any, device: Any = None) -> np.ndarray:
+    def philox_exponential_native(
+        shape: tuple[int, ...], key: tuple[int, int], counter: int, scale: float, dtype: Any, device: Any = None
+    ) -> np.ndarray:
         return fill(module.exponential, shape, dtype, per_block(dtype), key, counter, scale)
 
-    def philox_integers_native(shape: tuple[int, ...], key: tuple[int, int], counter: int, low: int, span: int,
-                               dtype: Any, device: Any = None) -> np.ndarray:
+    def philox_integers_native(
+        shape: tuple[int, ...], key: tuple[int, int], counter: int, low: int, span: int, dtype: Any, device: Any = None
+    ) -> np.ndarray:
         return fill(module.integers, shape, dtype, 2 if span <= 1 << 32 else 1, key, counter, low, span)
 
-    return {"uniform": philox_uniform_native, "normal": philox_normal_native,
-            "exponential": philox_exponential_native, "integers": philox_integers_native}
+    return {
+        "uniform": philox_uniform_native,
+        "normal": philox_normal_native,
+        "exponential": philox_exponential_native,
+        "integers": philox_integers_native,
+    }
 
 
 def _threaded_numpy(short: str, impl: Callable[..., np.ndarray], runner: ChunkRunner) -> Callable[..., np.ndarray]:

@@ -49,7 +49,7 @@ def _repair_1d(out: np.ndarray, x: np.ndarray) -> None:
     last = out[n - 1]
     if last != last:  # NaNs at the end: the originals, in their order (bits included)
         nans = x[np.isnan(x)]
-        out[n - nans.shape[0]:] = nans
+        out[n - nans.shape[0] :] = nans
     zero = out.dtype.type(0)  # of out's dtype: a Python float would make searchsorted copy out to float64
     lo = int(np.searchsorted(out, zero, side="left"))
     hi = int(np.searchsorted(out, zero, side="right"))

@@ -30,8 +30,31 @@ __all__ = ["RowSparseBuffer", "ZERO_PRESERVING_UNARY", "register", "kernels", "i
 
 #: Unary ops with f(0) == 0 (isnan/isinf: False): they run on the stored values only.
 ZERO_PRESERVING_UNARY = (
-    "abs", "asin", "asinh", "atan", "atanh", "ceil", "conj", "expm1", "floor", "imag", "isinf", "isnan", "log1p",
-    "negative", "positive", "real", "round", "sign", "sin", "sinh", "sqrt", "square", "tan", "tanh", "trunc",
+    "abs",
+    "asin",
+    "asinh",
+    "atan",
+    "atanh",
+    "ceil",
+    "conj",
+    "expm1",
+    "floor",
+    "imag",
+    "isinf",
+    "isnan",
+    "log1p",
+    "negative",
+    "positive",
+    "real",
+    "round",
+    "sign",
+    "sin",
+    "sinh",
+    "sqrt",
+    "square",
+    "tan",
+    "tanh",
+    "trunc",
 )
 
 
@@ -67,6 +90,7 @@ class RowSparseBuffer:
 
 
 # ---------------------------------------------------------------------------- construction
+
 
 def csr(data: np.ndarray, indices: np.ndarray, indptr: np.ndarray, shape: tuple[int, ...]) -> Any:
     """A csr buffer from canonical components (not checked: callers guarantee the format)."""
@@ -127,6 +151,7 @@ def row_sparse_to_csr(x: RowSparseBuffer) -> Any:
 
 # ---------------------------------------------------------------------------- helpers
 
+
 def is_scalar(v: Any) -> bool:
     return v.__class__ in (bool, int, float, complex)
 
@@ -177,6 +202,7 @@ def _nan_where_unstored(a: Any, b: Any) -> Any | None:
 
 
 # ---------------------------------------------------------------------------- csr kernels
+
 
 def csr_unary(ref: Callable[..., Any], name: str) -> Callable[[Any], Any]:
     def kernel(x: Any) -> Any:
@@ -307,6 +333,7 @@ def csr_matmul(x1: Any, x2: Any) -> np.ndarray:
 
 # ---------------------------------------------------------------------------- row_sparse kernels
 
+
 def rsp_unary(ref: Callable[..., Any], name: str) -> Callable[[Any], Any]:
     def kernel(x: RowSparseBuffer) -> RowSparseBuffer:
         return RowSparseBuffer(np.asarray(ref(x.values)), x.indices, x.shape)
@@ -401,6 +428,7 @@ def rsp_astype(x: RowSparseBuffer, dtype: Any, copy: bool = True) -> RowSparseBu
 
 
 # ---------------------------------------------------------------------------- registration
+
 
 def kernels() -> list[tuple[str, str, Callable[..., Any], list[tuple[str, ...]] | None, str | None]]:
     """``(op, layout, kernel, signatures, out_layout)`` of every native sparse kernel on cpu."""

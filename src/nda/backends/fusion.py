@@ -53,9 +53,23 @@ from .._config import env_flag, env_int
 from .._dtypes import DType
 from ..engine import _fperrors
 
-__all__ = ["NodeInfo", "Instr", "Program", "Compiled", "ElementwisePartitioner", "chunked", "numexpr_source", "numexpr_evaluator",
-           "numexpr_finite",
-           "numexpr_available", "reporting", "RETRY_FAST", "FINITE_BLOCK", "NUMEXPR_TEMPLATES", "CHUNK"]
+__all__ = [
+    "NodeInfo",
+    "Instr",
+    "Program",
+    "Compiled",
+    "ElementwisePartitioner",
+    "chunked",
+    "numexpr_source",
+    "numexpr_evaluator",
+    "numexpr_finite",
+    "numexpr_available",
+    "reporting",
+    "RETRY_FAST",
+    "FINITE_BLOCK",
+    "NUMEXPR_TEMPLATES",
+    "CHUNK",
+]
 
 #: Elements per chunk of :func:`chunked` (64 KiB of float32 per temporary: the chain stays in L2).
 CHUNK = env_int("NDA_FUSION_CHUNK", 1 << 14, minimum=1)
@@ -71,8 +85,19 @@ class NodeInfo:
 
     __slots__ = ("index", "op", "family", "key", "out", "shape", "device", "layout", "operands", "site")
 
-    def __init__(self, index: int, op: str, family: str, key: DType, out: DType, shape: tuple[int, ...], device: Any, layout: Any,
-                 operands: tuple[tuple[str, Any], ...], site: str) -> None:
+    def __init__(
+        self,
+        index: int,
+        op: str,
+        family: str,
+        key: DType,
+        out: DType,
+        shape: tuple[int, ...],
+        device: Any,
+        layout: Any,
+        operands: tuple[tuple[str, Any], ...],
+        site: str,
+    ) -> None:
         self.index, self.op, self.family, self.key, self.out = index, op, family, key, out
         self.shape, self.device, self.layout, self.operands, self.site = shape, device, layout, operands, site
 
@@ -103,7 +128,9 @@ class Program:
 
     __slots__ = ("instrs", "inputs", "outputs", "shape", "device")
 
-    def __init__(self, instrs: list[Instr], inputs: list[tuple[DType, tuple[int, ...]]], outputs: list[int], shape: tuple[int, ...], device: Any) -> None:
+    def __init__(
+        self, instrs: list[Instr], inputs: list[tuple[DType, tuple[int, ...]]], outputs: list[int], shape: tuple[int, ...], device: Any
+    ) -> None:
         self.instrs, self.inputs, self.outputs, self.shape, self.device = instrs, inputs, outputs, shape, device
 
     @property
@@ -170,8 +197,10 @@ class ElementwisePartitioner:
 
 # ---------------------------------------------------------------------------- evaluators
 
-def chunked(program: Program, kernel_for: Callable[[Instr], Callable[..., Any]], astype: Callable[[Any, DType], Any] | None = None,
-            chunk: int = 0) -> Callable[..., tuple[np.ndarray, ...]]:
+
+def chunked(
+    program: Program, kernel_for: Callable[[Instr], Callable[..., Any]], astype: Callable[[Any, DType], Any] | None = None, chunk: int = 0
+) -> Callable[..., tuple[np.ndarray, ...]]:
     """An evaluator of ``program`` over NumPy arrays, chunk by chunk along the first axis.
 
     ``kernel_for(instr)`` gives the element-wise kernel of an instruction (the device's own,
@@ -241,11 +270,33 @@ def chunked(program: Program, kernel_for: Callable[[Instr], Callable[..., Any]],
 
 #: numexpr spelling of element-wise ops (those whose numexpr form is the same function).
 NUMEXPR_TEMPLATES: dict[str, str] = {
-    "add": "({0} + {1})", "subtract": "({0} - {1})", "multiply": "({0} * {1})", "divide": "({0} / {1})",
-    "negative": "(-{0})", "positive": "({0})", "square": "({0} * {0})", "sqrt": "sqrt({0})", "exp": "exp({0})", "expm1": "expm1({0})",
-    "log": "log({0})", "log1p": "log1p({0})", "log10": "log10({0})", "sin": "sin({0})", "cos": "cos({0})", "tan": "tan({0})",
-    "sinh": "sinh({0})", "cosh": "cosh({0})", "tanh": "tanh({0})", "asin": "arcsin({0})", "acos": "arccos({0})", "atan": "arctan({0})",
-    "asinh": "arcsinh({0})", "acosh": "arccosh({0})", "atanh": "arctanh({0})", "atan2": "arctan2({0}, {1})", "abs": "abs({0})",
+    "add": "({0} + {1})",
+    "subtract": "({0} - {1})",
+    "multiply": "({0} * {1})",
+    "divide": "({0} / {1})",
+    "negative": "(-{0})",
+    "positive": "({0})",
+    "square": "({0} * {0})",
+    "sqrt": "sqrt({0})",
+    "exp": "exp({0})",
+    "expm1": "expm1({0})",
+    "log": "log({0})",
+    "log1p": "log1p({0})",
+    "log10": "log10({0})",
+    "sin": "sin({0})",
+    "cos": "cos({0})",
+    "tan": "tan({0})",
+    "sinh": "sinh({0})",
+    "cosh": "cosh({0})",
+    "tanh": "tanh({0})",
+    "asin": "arcsin({0})",
+    "acos": "arccos({0})",
+    "atan": "arctan({0})",
+    "asinh": "arcsinh({0})",
+    "acosh": "arccosh({0})",
+    "atanh": "arctanh({0})",
+    "atan2": "arctan2({0}, {1})",
+    "abs": "abs({0})",
 }
 _NUMEXPR_DTYPES = ("float32", "float64")
 
@@ -308,8 +359,9 @@ FINITE_BLOCK = 1 << 20
 _CARRY_NON_FINITE = frozenset({"add", "subtract", "multiply", "divide", "negative", "positive", "square"})
 
 
-def reporting(program: Program, fast: Callable[..., tuple[Any, ...]], finite: Callable[..., tuple[Any, ...] | None],
-              exact: Callable[..., tuple[Any, ...]]) -> Callable[..., tuple[Any, ...]]:
+def reporting(
+    program: Program, fast: Callable[..., tuple[Any, ...]], finite: Callable[..., tuple[Any, ...] | None], exact: Callable[..., tuple[Any, ...]]
+) -> Callable[..., tuple[Any, ...]]:
     """An evaluator of ``program`` that reports floating-point errors as the ops would, running
     ``fast`` (one that cannot report them: numexpr) wherever that changes nothing.
 
@@ -410,8 +462,9 @@ def numexpr_finite(program: Program) -> Callable[..., tuple[np.ndarray, ...] | N
     dtypes = [program.instrs[o].out.numpy for o in program.outputs]
     full = [len(s) == len(shape) and bool(s) and s[0] == shape[0] and shape[0] != 1 for _, s in program.inputs]
     # numexpr writes a block in place where the expression's own shape is the program's (else it is broadcast into it)
-    whole = [tuple(np.broadcast_shapes(*(program.inputs[int(k)][1] for k in re.findall(r"\bin(\d+)\b", text)))) == tuple(shape)
-             for text in expressions]
+    whole = [
+        tuple(np.broadcast_shapes(*(program.inputs[int(k)][1] for k in re.findall(r"\bin(\d+)\b", text)))) == tuple(shape) for text in expressions
+    ]
     per_row = math.prod(shape[1:]) if len(shape) > 1 else 1
     rows = max(1, FINITE_BLOCK // max(per_row, 1))
     isfinite = np.isfinite

@@ -97,8 +97,23 @@ from ._syncpoints import host_read as host_read
 from ._syncpoints import queued_pending as queued_pending
 from ._syncpoints import wait_queued as wait_queued
 
-__all__ = ["share", "Engine", "SyncEngine", "DeferredEngine", "Completion", "Deferred", "KernelTraceback", "state", "use", "current", "waitall", "profiler",
-           "register_at_fork", "QUIESCE_TIMEOUT", "Profiler"]
+__all__ = [
+    "share",
+    "Engine",
+    "SyncEngine",
+    "DeferredEngine",
+    "Completion",
+    "Deferred",
+    "KernelTraceback",
+    "state",
+    "use",
+    "current",
+    "waitall",
+    "profiler",
+    "register_at_fork",
+    "QUIESCE_TIMEOUT",
+    "Profiler",
+]
 # The ``x as x`` imports above are re-exported for nda's other layers, outside ``__all__``: the
 # backends layer registers itself in ``upper``; the front end, autograd and hybridize read
 # ``SHARED``; backends and arrays call the sync-point functions.

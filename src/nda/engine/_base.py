@@ -31,8 +31,17 @@ class Engine:
     #: Whether every op on a device queue waits for its work at issue (:meth:`issued`).
     waits_at_issue = True
 
-    def push(self, run: Callable[[], Any], reads: Sequence[Any], writes: Sequence[Any], device: Any, name: str, cost: int = 0, route: Any = None,
-             view: bool = False) -> None:
+    def push(
+        self,
+        run: Callable[[], Any],
+        reads: Sequence[Any],
+        writes: Sequence[Any],
+        device: Any,
+        name: str,
+        cost: int = 0,
+        route: Any = None,
+        view: bool = False,
+    ) -> None:
         raise NotImplementedError(f"engine {self.name!r} does not implement push")
 
     def current_limit(self) -> int:

@@ -89,7 +89,7 @@ class _Writer:
     def write(self, message: str) -> None:
         text = message.strip()
         if text.startswith("Warning: "):
-            text = text[len("Warning: "):]
+            text = text[len("Warning: ") :]
         _warn_at_site(text)
 
     def __repr__(self) -> str:
@@ -155,12 +155,14 @@ def _warn_at_site(text: str) -> None:
     registry = globals_.get("__warningregistry__")
     if registry is None:
         registry = globals_["__warningregistry__"] = {}
-    warnings.warn_explicit(text, RuntimeWarning, frame.f_code.co_filename, frame.f_lineno,
-                           module=globals_.get("__name__", "<unknown>"), registry=registry)
+    warnings.warn_explicit(
+        text, RuntimeWarning, frame.f_code.co_filename, frame.f_lineno, module=globals_.get("__name__", "<unknown>"), registry=registry
+    )
 
 
 def _derive(state: Any) -> Any:
     """The state to run kernels under for ``state``: its ``warn`` categories become ``log``."""
+
     def read() -> Any:
         _STATE.set(state)
         modes = np.geterr()
@@ -202,7 +204,7 @@ class _Collector:
     def write(self, message: str) -> None:
         text = message.strip()
         if text.startswith("Warning: "):
-            text = text[len("Warning: "):]
+            text = text[len("Warning: ") :]
         found = _SINK.found
         if found is None:  # not collecting on this thread: where the op was issued
             _warn_at_site(text)
@@ -336,6 +338,7 @@ if _STATE is not None:
             return _STATE.get()
 
 else:  # pragma: no cover
+
     def issuing() -> Any:
         return None
 

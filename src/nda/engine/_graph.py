@@ -54,11 +54,32 @@ class Task:
     """One pushed op."""
 
     __slots__ = (
-        "run", "name", "device", "reads", "writes", "cost", "site", "fp", "state", "error",
-        "deps_left", "deps", "dependents", "start", "end", "thread", "seq", "route", "inputs", "outputs", "view",
+        "run",
+        "name",
+        "device",
+        "reads",
+        "writes",
+        "cost",
+        "site",
+        "fp",
+        "state",
+        "error",
+        "deps_left",
+        "deps",
+        "dependents",
+        "start",
+        "end",
+        "thread",
+        "seq",
+        "route",
+        "inputs",
+        "outputs",
+        "view",
     )
 
-    def __init__(self, run: Callable[[], Any], reads: Sequence[Any], writes: Sequence[Any], device: Any, name: str, cost: int = 0, site: str = "") -> None:
+    def __init__(
+        self, run: Callable[[], Any], reads: Sequence[Any], writes: Sequence[Any], device: Any, name: str, cost: int = 0, site: str = ""
+    ) -> None:
         self.run = run
         self.name = name
         self.device = device

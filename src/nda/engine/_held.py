@@ -54,7 +54,9 @@ class Held:
 
     __slots__ = ("run", "reads", "writes", "device", "name", "cost", "route", "site", "fp", "runner", "task")
 
-    def __init__(self, run: Callable[[], Any], reads: Sequence[Any], writes: Sequence[Any], device: Any, name: str, cost: int, route: Any, site: str) -> None:
+    def __init__(
+        self, run: Callable[[], Any], reads: Sequence[Any], writes: Sequence[Any], device: Any, name: str, cost: int, route: Any, site: str
+    ) -> None:
         self.run = run
         self.reads = reads
         self.writes = writes
@@ -102,7 +104,9 @@ class HoldingEngine:
     def _execute(self, task: Task | None, on_caller: bool, restart_on_interrupt: bool = False) -> None: ...
 
     # ------------------------------------------------------------------ holding
-    def _try_hold(self, run: Callable[[], Any], reads: Sequence[Any], writes: Sequence[Any], device: Any, name: str, cost: int, route: Any, site: str) -> bool:
+    def _try_hold(
+        self, run: Callable[[], Any], reads: Sequence[Any], writes: Sequence[Any], device: Any, name: str, cost: int, route: Any, site: str
+    ) -> bool:
         """Hold a large op issued while nothing is pending (False: it becomes a task as usual)."""
         if self._state is None:
             return False

@@ -94,8 +94,12 @@ def register_at_fork(*, before: _Hook | None = None, after_in_parent: _Hook | No
 def notice(what: str, waited: float, still: int) -> None:
     """One line on stderr while exit or fork waits for running kernels (never raises)."""
     try:
-        print(f"nda: {what} waits for {still} running kernel(s) ({waited:.0f} s so far, at most {QUIESCE_TIMEOUT:.0f} s; "
-              "NDA_QUIESCE_TIMEOUT sets the bound)", file=sys.stderr, flush=True)
+        print(
+            f"nda: {what} waits for {still} running kernel(s) ({waited:.0f} s so far, at most {QUIESCE_TIMEOUT:.0f} s; "
+            "NDA_QUIESCE_TIMEOUT sets the bound)",
+            file=sys.stderr,
+            flush=True,
+        )
     except Exception:  # noqa: BLE001 - stderr closed at exit
         pass
 
@@ -110,8 +114,11 @@ def _run(hooks: list[_Hook], what: str) -> None:
 
 def _fork_notice(what: str, waited: float) -> None:
     try:
-        print(f"nda: os.fork() {what} ({waited:.0f} s so far, at most {QUIESCE_TIMEOUT:.0f} s; NDA_QUIESCE_TIMEOUT sets the bound)",
-              file=sys.stderr, flush=True)
+        print(
+            f"nda: os.fork() {what} ({waited:.0f} s so far, at most {QUIESCE_TIMEOUT:.0f} s; NDA_QUIESCE_TIMEOUT sets the bound)",
+            file=sys.stderr,
+            flush=True,
+        )
     except Exception:  # noqa: BLE001 - stderr closed
         pass
 
@@ -157,8 +164,10 @@ def _after_fork_in_child() -> None:
 
 #: The error of an array whose kernel was running when the process forked (and still was when
 #: the fork stopped waiting for it): its value exists only in the parent.
-FORKED = ("this array was still being computed when the process forked: its kernel was running then, and os.fork() "
-          "stopped waiting for it after NDA_QUIESCE_TIMEOUT seconds; its value exists only in the parent process")
+FORKED = (
+    "this array was still being computed when the process forked: its kernel was running then, and os.fork() "
+    "stopped waiting for it after NDA_QUIESCE_TIMEOUT seconds; its value exists only in the parent process"
+)
 
 
 def _at_exit() -> None:

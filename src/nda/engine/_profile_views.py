@@ -83,7 +83,9 @@ class SummaryTable(str):
     def __new__(cls, rows: list[SummaryRow]) -> SummaryTable:
         device = any(r.device_total for r in rows)
         where = max([len("device")] + [len(r.device) for r in rows])
-        head = f"{'op':<24} {'device':<{where}} {'calls':>7} {'total ms':>10} {'mean us':>10}" + (f" {'device ms':>10} {'dev mean us':>11}" if device else "")
+        head = f"{'op':<24} {'device':<{where}} {'calls':>7} {'total ms':>10} {'mean us':>10}" + (
+            f" {'device ms':>10} {'dev mean us':>11}" if device else ""
+        )
         lines = [head]
         for r in rows:
             line = f"{r.op:<24} {r.device:<{where}} {r.calls:>7} {r.host_total * 1e3:>10.3f} {r.host_mean * 1e6:>10.1f}"
@@ -128,7 +130,9 @@ def _thread_key(thread: str) -> tuple[int, list[Any]]:
 class Profile(list):  # type: ignore[type-arg]
     """One recording: a list of the host events (see the module docstring), with its views."""
 
-    def __init__(self, events: Iterable[Any] = (), queue_events: Iterable[Any] = (), marks: Iterable[tuple[float, str]] = (), origin: float = 0.0) -> None:
+    def __init__(
+        self, events: Iterable[Any] = (), queue_events: Iterable[Any] = (), marks: Iterable[tuple[float, str]] = (), origin: float = 0.0
+    ) -> None:
         super().__init__(events)
         #: The device spans (thread ``"queue"``): when each op enqueued on a device queue ran there.
         self.queue_events: list[Any] = list(queue_events)
@@ -193,8 +197,13 @@ class Profile(list):  # type: ignore[type-arg]
         origin = self.origin
         events: list[dict[str, Any]] = [
             {
-                "name": e.name, "cat": "queue" if e.thread == "queue" else "host", "ph": "X", "pid": pids[e.device], "tid": threads[e.device][e.thread],
-                "ts": (e.start - origin) * 1e6, "dur": max(0.0, (e.end - e.start) * 1e6),
+                "name": e.name,
+                "cat": "queue" if e.thread == "queue" else "host",
+                "ph": "X",
+                "pid": pids[e.device],
+                "tid": threads[e.device][e.thread],
+                "ts": (e.start - origin) * 1e6,
+                "dur": max(0.0, (e.end - e.start) * 1e6),
                 "args": {"device": e.device, "route": e.route_name, "thread": e.thread},
             }
             for e in everything
@@ -297,8 +306,11 @@ def _draw(ax: Any, matplotlib: Any, lanes: list[Lane], marks: list[tuple[float, 
         # time they took, instead of showing whichever op happened to be drawn last.
         spans = sorted(lane.spans, key=lambda sp: sp.start_ms)
         ax.broken_barh(
-            [(sp.start_ms, sp.end_ms - sp.start_ms) for sp in spans], (row - bar_height / 2, bar_height),
-            facecolors=[colours.get(sp.event.name, other) for sp in spans], linewidth=0, zorder=2,
+            [(sp.start_ms, sp.end_ms - sp.start_ms) for sp in spans],
+            (row - bar_height / 2, bar_height),
+            facecolors=[colours.get(sp.event.name, other) for sp in spans],
+            linewidth=0,
+            zorder=2,
         )
     placed = sorted(((t - origin) * 1e3, label) for t, label in marks)
     span = end * 1.01 if end > 0 else 1.0
@@ -306,8 +318,17 @@ def _draw(ax: Any, matplotlib: Any, lanes: list[Lane], marks: list[tuple[float, 
     widths = [(_label_points(label) + 6.0) * span / points for _, label in placed]  # in ms, with a margin
     for (x, label), level in zip(placed, _label_rows([x for x, _ in placed], widths)):
         ax.axvline(x, color="black", linewidth=0.8, linestyle="--", zorder=3)
-        ax.annotate(label, (x, -0.5), xytext=(3, -3 - 12 * level), textcoords="offset points", va="top", ha="left", fontsize="small", zorder=4,
-                    bbox={"boxstyle": "round,pad=0.15", "facecolor": "white", "edgecolor": "none", "alpha": 0.8})
+        ax.annotate(
+            label,
+            (x, -0.5),
+            xytext=(3, -3 - 12 * level),
+            textcoords="offset points",
+            va="top",
+            ha="left",
+            fontsize="small",
+            zorder=4,
+            bbox={"boxstyle": "round,pad=0.15", "facecolor": "white", "edgecolor": "none", "alpha": 0.8},
+        )
     ax.set_yticks(range(len(lanes)))
     ax.set_yticklabels([f"{lane.label}  ({len(lane.spans)} ops)" for lane in lanes])
     ax.set_ylim(len(lanes) - 0.5, -0.5)

@@ -82,8 +82,17 @@ class _State:
         """Route every ``push`` through :meth:`_shared_push` (an array's memory is now shared)."""
         self.push = self._shared_push
 
-    def _shared_push(self, run: Callable[[], Any], reads: Sequence[Any], writes: Sequence[Any], device: Any, name: str, cost: int = 0,
-                     route: Any = None, view: bool = False) -> None:
+    def _shared_push(
+        self,
+        run: Callable[[], Any],
+        reads: Sequence[Any],
+        writes: Sequence[Any],
+        device: Any,
+        name: str,
+        cost: int = 0,
+        route: Any = None,
+        view: bool = False,
+    ) -> None:
         engine = self.engine
         if self.push_inline(cost):
             result = run()  # what the front end's inline path would have done

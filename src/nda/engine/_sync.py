@@ -29,8 +29,17 @@ class SyncEngine(Engine):
     name = "naive"
     idle_limit = UNBOUNDED
 
-    def push(self, run: Callable[[], Any], reads: Sequence[Any], writes: Sequence[Any], device: Any, name: str, cost: int = 0, route: Any = None,
-             view: bool = False) -> None:
+    def push(
+        self,
+        run: Callable[[], Any],
+        reads: Sequence[Any],
+        writes: Sequence[Any],
+        device: Any,
+        name: str,
+        cost: int = 0,
+        route: Any = None,
+        view: bool = False,
+    ) -> None:
         if profiler.active:
             with profiler.span(name, device, route):
                 run_now(run, device)
@@ -60,8 +69,17 @@ class DeferredEngine(Engine):
     def __init__(self) -> None:
         self._queue: list[tuple[Callable[[], Any], str, Any, Any]] = []
 
-    def push(self, run: Callable[[], Any], reads: Sequence[Any], writes: Sequence[Any], device: Any, name: str, cost: int = 0, route: Any = None,
-             view: bool = False) -> None:
+    def push(
+        self,
+        run: Callable[[], Any],
+        reads: Sequence[Any],
+        writes: Sequence[Any],
+        device: Any,
+        name: str,
+        cost: int = 0,
+        route: Any = None,
+        view: bool = False,
+    ) -> None:
         self._queue.append((run, name, device, route))
 
     def wait_for(self, array: Any, for_write: bool = False) -> None:

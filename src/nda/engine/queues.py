@@ -506,9 +506,18 @@ def set_profiled(hook: Callable[[str, Queue, float, float, int, Any], None] | No
     _refresh_mode()
 
 
-def issue(kernel: Callable[..., Any], name: str, device_of: Callable[[Any], Any], mutating: bool,
-          args: tuple[Any, ...], kwargs: dict[str, Any], buffer: Any = None, across: bool = False, buffer_type: Any = None,
-          view: bool = False) -> Any:
+def issue(
+    kernel: Callable[..., Any],
+    name: str,
+    device_of: Callable[[Any], Any],
+    mutating: bool,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    buffer: Any = None,
+    across: bool = False,
+    buffer_type: Any = None,
+    view: bool = False,
+) -> Any:
     """Call a queue backend's ``kernel`` and record what it enqueued (see :func:`issuing`).
 
     ``buffer``: the backend's ``ensure_buffer``, to turn a scalar result (a 0-d result of a
@@ -522,8 +531,19 @@ def issue(kernel: Callable[..., Any], name: str, device_of: Callable[[Any], Any]
     return _record(kernel(*args, **kwargs), name, device_of, mutating, args, kwargs, buffer, across, buffer_type, 0.0, view)
 
 
-def _record(result: Any, name: str, device_of: Callable[[Any], Any], mutating: bool, args: tuple[Any, ...], kwargs: dict[str, Any],
-            buffer: Any, across: bool, buffer_type: Any, start: float, view: bool = False) -> Any:
+def _record(
+    result: Any,
+    name: str,
+    device_of: Callable[[Any], Any],
+    mutating: bool,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    buffer: Any,
+    across: bool,
+    buffer_type: Any,
+    start: float,
+    view: bool = False,
+) -> Any:
     """Record the op whose kernel returned ``result`` (the general path of :func:`issue`).
 
     ``view``: a view op (``x[10:20]``, ``x.T``, ``reshape``). When its result is a view of its
@@ -713,9 +733,11 @@ def issuing(kernel: Callable[..., Any], name: str, backend: Any, mutating: bool 
     buffer_type = getattr(backend, "buffer_type", None)
 
     if mutating or not isinstance(buffer_type, type):
+
         def queued(*args: Any, **kwargs: Any) -> Any:
             return issue(kernel, name, device_of, mutating, args, kwargs, buffer, False, buffer_type)
     else:
+
         def queued(*args: Any, **kwargs: Any) -> Any:
             if _general:
                 return issue(kernel, name, device_of, False, args, kwargs, buffer, False, buffer_type, view)

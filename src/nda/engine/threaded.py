@@ -111,8 +111,6 @@ MAX_PENDING_ELEMENTS = env_int("NDA_MAX_PENDING_ELEMENTS", 1 << 27, minimum=1)
 INLINE_MAX = 1 << 20
 
 
-
-
 def _where(site: Any) -> str:
     """A site as ``file:line``."""
     if isinstance(site, tuple):
@@ -207,8 +205,17 @@ class ThreadedEngine(HoldingEngine, Engine):
                 state.limit = 0
 
     # ------------------------------------------------------------------ issuing
-    def push(self, run: Callable[[], Any], reads: Sequence[Any], writes: Sequence[Any], device: Any, name: str, cost: int = 0, route: Any = None,
-             view: bool = False) -> None:
+    def push(
+        self,
+        run: Callable[[], Any],
+        reads: Sequence[Any],
+        writes: Sequence[Any],
+        device: Any,
+        name: str,
+        cost: int = 0,
+        route: Any = None,
+        view: bool = False,
+    ) -> None:
         if self._inherited:
             self._start_inherited()  # a forked child's first op (see ._child)
         if self._held is not None or self._unsent is not None:
@@ -216,15 +223,27 @@ class ThreadedEngine(HoldingEngine, Engine):
         if device.type in _queues._backends and self._issue_now(run, reads, writes, device, name, cost, route):
             return
         graph = self._graph
-        if graph.poison and cost < self.idle_limit and not graph.pending and self._held is None and not profiler.active and not completes_later(device):
+        if (
+            graph.poison
+            and cost < self.idle_limit
+            and not graph.pending
+            and self._held is None
+            and not profiler.active
+            and not completes_later(device)
+        ):
             # Nothing pending, only failed arrays kept (a notebook's variable, its output history):
             # an op that touches none of them runs here as on an idle engine, without a task (an
             # error raises at the call, as there). The fast paths cannot see failed arrays, so they
             # still come here: a few µs instead of a task's 20-30. (Not on a stream backend: the
             # caller would wait for the device, where a task does not.)
             with self._lock:
-                clean = (not graph.pending and self._held is None and self._unsent is None and graph.poisoned_input(_Probe(reads)) is None
-                         and all(graph.error_of(w, None) is None for w in writes))
+                clean = (
+                    not graph.pending
+                    and self._held is None
+                    and self._unsent is None
+                    and graph.poisoned_input(_Probe(reads)) is None
+                    and all(graph.error_of(w, None) is None for w in writes)
+                )
             if clean:
                 run_now(run, device)
                 return
@@ -309,8 +328,9 @@ class ThreadedEngine(HoldingEngine, Engine):
         """
         with self._lock:
             finished = self._finished
-            while (self._graph.pending >= self.max_pending or (self._pending_elements >= self.max_pending_elements and self._graph.pending)) \
-                    and self._finished == finished:
+            while (
+                self._graph.pending >= self.max_pending or (self._pending_elements >= self.max_pending_elements and self._graph.pending)
+            ) and self._finished == finished:
                 self._help_or_wait(self._oldest_queued())
 
     def _help_or_wait(self, task: Task | None) -> None:

@@ -165,9 +165,11 @@ class HybridFunction:
         """An argument's memory is NumPy's (or another library's) too: this call runs eagerly (said once)."""
         entry.stats["eager"] += 1
         which = next(i for i, a in enumerate(arrays) if _graph.shared(a))
-        note = (f"array argument {which + 1} shares memory with NumPy or another library (nda.asarray of a NumPy array on "
-                "cpu, np.asarray(x), DLPack): a graph cannot order the writes Python may make to that memory between its ops, "
-                "so such calls run eagerly; pass a copy (nda.asarray(a, copy=True)) to run the graph")
+        note = (
+            f"array argument {which + 1} shares memory with NumPy or another library (nda.asarray of a NumPy array on "
+            "cpu, np.asarray(x), DLPack): a graph cannot order the writes Python may make to that memory between its ops, "
+            "so such calls run eagerly; pass a copy (nda.asarray(a, copy=True)) to run the graph"
+        )
         if entry.shared is None:
             entry.shared = note
             name = getattr(self.fn, "__qualname__", self.fn)
@@ -221,8 +223,13 @@ class HybridFunction:
                     del self._cache[next(iter(self._cache))]  # the oldest signature
                     if not self._evicted:
                         self._evicted = True
-                        warnings.warn(HybridizeWarning(f"{getattr(self.fn, '__qualname__', self.fn)}: more than {self.max_signatures} "
-                                                       "signatures; the oldest are forgotten (each new one is traced again)"), stacklevel=3)
+                        warnings.warn(
+                            HybridizeWarning(
+                                f"{getattr(self.fn, '__qualname__', self.fn)}: more than {self.max_signatures} "
+                                "signatures; the oldest are forgotten (each new one is traced again)"
+                            ),
+                            stacklevel=3,
+                        )
         self._keep(entry, graph, result, arrays, "{}:{}".format(*_trace.user_site()))
         return result, entry
 
@@ -250,15 +257,22 @@ class HybridFunction:
                 entry.failure = f"{entry.failure}; traced as it ran, that path cannot be a graph ({reason})"
             if entry.variants and len(entry.variants) + entry.retraced > MAX_GRAPHS:
                 entry.variants = []
-                entry.reason = (f"eager: its calls differed from its graphs {MAX_GRAPHS} times (Python values that change, "
-                                f"or paths a graph cannot hold; the last failed guard: {entry.failure})")
+                entry.reason = (
+                    f"eager: its calls differed from its graphs {MAX_GRAPHS} times (Python values that change, "
+                    f"or paths a graph cannot hold; the last failed guard: {entry.failure})"
+                )
                 warn = entry.reason
         if warn is not None:
-            warnings.warn(HybridizeWarning(f"{name} (called at {caller}) runs eagerly for this signature: "
-                                           f"{warn[len('eager: '):] if warn.startswith('eager: ') else warn}"), stacklevel=4)
+            warnings.warn(
+                HybridizeWarning(
+                    f"{name} (called at {caller}) runs eagerly for this signature: {warn[len('eager: ') :] if warn.startswith('eager: ') else warn}"
+                ),
+                stacklevel=4,
+            )
         elif variant is not None and not variant.executable.groups and any("op by op" in n for n in getattr(variant.executable, "notes", [])):
-            warnings.warn(HybridizeWarning(f"{name} (called at {caller}) runs op by op for this "
-                                           f"signature: {variant.executable.notes[-1]}"), stacklevel=4)  # type: ignore[attr-defined]
+            warnings.warn(
+                HybridizeWarning(f"{name} (called at {caller}) runs op by op for this signature: {variant.executable.notes[-1]}"), stacklevel=4
+            )  # type: ignore[attr-defined]
 
     def _build(self, graph: _graph.Graph, result: Any, arrays: list[NDArray], caller: str) -> tuple[Variant | None, str | None, str]:
         """(the checked graph, None, its check) or (None, why the trace cannot run as a graph, its check)."""
@@ -288,8 +302,9 @@ class HybridFunction:
         graph.release()
         return Variant(executable, check), None, check
 
-    def _check(self, executable: Any, eager: list[Any], arrays: list[NDArray], groups: list[Any],
-               written: list[tuple[NDArray, NDArray, NDArray]]) -> str:
+    def _check(
+        self, executable: Any, eager: list[Any], arrays: list[NDArray], groups: list[Any], written: list[tuple[NDArray, NDArray, NDArray]]
+    ) -> str:
         """Replay ``executable`` from the state before the eager run and compare results and writes with it."""
         from .. import autograd
 
@@ -355,6 +370,7 @@ def hybridize(fn: Callable[..., Any] | None = None, *, partition: bool = True, m
 
 
 # ---------------------------------------------------------------------------- helpers
+
 
 def _signature(args: tuple[Any, ...], kwargs: dict[str, Any], arrays: list[NDArray]) -> Any:
     parts: list[Any] = []
@@ -482,5 +498,3 @@ def _compare(a: list[Any], b: list[Any], exact: bool) -> str:
                 return f"differs: result {i} is off by {diff:.3g} (tolerance {tol:.3g})"
             worst = max(worst, diff / max(scale, float(np.finfo(hx.dtype).tiny)) / eps)
     return "same as eager (bit for bit)" if exact else f"same as eager within {worst:.1f} ulp of the largest result"
-
-

@@ -72,8 +72,10 @@ class Variant:
     def fingerprint(self) -> Any:
         """What makes two traces the same graph (ops, keys, result metadata, outside arrays)."""
         g = self.graph
-        return ([(n.op, n.kind, n.attr, n.key, [g.metas[o] for o in n.outs], n.fresh) for n in g.nodes],
-                [(k, g.metas[s], g.storage[s]) for s, k in enumerate(g.kinds) if k != "node"])
+        return (
+            [(n.op, n.kind, n.attr, n.key, [g.metas[o] for o in n.outs], n.fresh) for n in g.nodes],
+            [(k, g.metas[s], g.storage[s]) for s, k in enumerate(g.kinds) if k != "node"],
+        )
 
 
 def _deref(o: Any) -> Any:
@@ -183,8 +185,9 @@ class Checker(Scope):
             nodes = b.graph.nodes
             if i < len(nodes):
                 node = nodes[i]
-                if ((node.entry is op or (node.op, node.kind, node.attr) == _signature_of(op))
-                        and match_call(node.args_key, node.kwargs_key, args, kwargs, node.dynamic, b.bind)):
+                if (node.entry is op or (node.op, node.kind, node.attr) == _signature_of(op)) and match_call(
+                    node.args_key, node.kwargs_key, args, kwargs, node.dynamic, b.bind
+                ):
                     out = self._results(b, node, None)
                     if out is not None:
                         if node.dynamic:
@@ -380,8 +383,10 @@ def adopt(visible: dict[int, NDArray], values: list[Any], outside: set[int]) -> 
         if real is None:
             continue  # not made: an op before it raised (the exception is on its way to the caller)
         if (real._meta, real._shape) != (ph._meta, ph._shape):
-            raise RuntimeError(f"nda.hybridize: the graph made {real!r:.60} for slot %{slot} where the function holds an array "
-                               f"of shape {ph._shape} {ph._meta.dtype.name}; this is a bug in nda")
+            raise RuntimeError(
+                f"nda.hybridize: the graph made {real!r:.60} for slot %{slot} where the function holds an array "
+                f"of shape {ph._shape} {ph._meta.dtype.name}; this is a bug in nda"
+            )
         base = real._base
         if base is None and id(real) in outside:
             base = real  # the op gave back an array the function has: the placeholder is a view of all of it

@@ -89,8 +89,14 @@ class Executable:
         self.execute(values, unfused)
         return _fill(graph.out_tree, values)
 
-    def execute(self, values: list[Any], unfused: bool = False, overrides: dict[int, dict[str, Any]] | None = None,
-                premade: dict[int, NDArray] | None = None, upto: int | None = None) -> None:
+    def execute(
+        self,
+        values: list[Any],
+        unfused: bool = False,
+        overrides: dict[int, dict[str, Any]] | None = None,
+        premade: dict[int, NDArray] | None = None,
+        upto: int | None = None,
+    ) -> None:
         """Run the plan (or its first ``upto`` nodes op by op) on ``values`` (slot -> array), filling in what it makes.
 
         ``overrides``: per node index, keyword arguments taken from this call (:data:`DYNAMIC`);
@@ -100,8 +106,9 @@ class Executable:
         for fused, unit, kernel, at in steps:
             try:
                 if fused:
-                    outs = at(_run_fused, (unit, kernel, [values[s] for s in unit.inputs],
-                                           [premade.get(s) for s in unit.outputs] if premade else None), {})
+                    outs = at(
+                        _run_fused, (unit, kernel, [values[s] for s in unit.inputs], [premade.get(s) for s in unit.outputs] if premade else None), {}
+                    )
                     for slot, out in zip(unit.outputs, outs):
                         values[slot] = out
                     continue
@@ -175,4 +182,3 @@ def _run_fused(group: Group, kernel: Callable[..., Any], inputs: list[NDArray], 
     else:
         _state.push(run, tuple(inputs), tuple(outs), device, group.name, cost=size, route=kernel)
     return outs
-

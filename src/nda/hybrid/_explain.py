@@ -69,37 +69,49 @@ class Explanation:
         ex = entry.executable
         graph = ex.graph
         others = len(entry.variants) - 1
-        lines.append(f"graph:   {len(self.nodes)} ops recorded, {len(self.groups)} claimed subgraph(s); check on the first call: {entry.check}"
-                     + (f" ({others} other graph(s) for other Python values)" if others else ""))
+        lines.append(
+            f"graph:   {len(self.nodes)} ops recorded, {len(self.groups)} claimed subgraph(s); check on the first call: {entry.check}"
+            + (f" ({others} other graph(s) for other Python values)" if others else "")
+        )
         for unit in ex.order:
             if isinstance(unit, _graph.Group):
                 lines.append(f"fused:   {unit.name} on {unit.device} by {unit.partitioner} ({unit.compiled.name})")
                 lines.append(f"         ops at {', '.join(n.where.rsplit('/', 1)[-1] for n in unit.nodes)}")
                 ins = ", ".join(f"{d.name}{tuple(s)}" for d, s in unit.program.inputs)
-                lines.append(f"         borders: reads {ins or 'nothing'}; writes {len(unit.outputs)} result(s) {unit.program.shape}; "
-                             f"casts to the key dtype inside the kernel")
+                lines.append(
+                    f"         borders: reads {ins or 'nothing'}; writes {len(unit.outputs)} result(s) {unit.program.shape}; "
+                    f"casts to the key dtype inside the kernel"
+                )
                 lines.append(f"         source: {unit.compiled.source}")
             else:
                 where = unit.where.rsplit("/", 1)[-1]
                 lines.append(f"op:      {unit.op} at {where} (op by op)")
         for note in getattr(ex, "notes", []):
             lines.append(f"note:    {note}")
-        lines.append("guards:  the function's Python runs at every call; each op call must be the recorded one, with the same "
-                     "Python values (floats by bit pattern, NumPy arrays by content) and arrays (%n: a slot of the graph), "
-                     "or the call runs eagerly from there, recorded as it runs (a graph for the new values)")
+        lines.append(
+            "guards:  the function's Python runs at every call; each op call must be the recorded one, with the same "
+            "Python values (floats by bit pattern, NumPy arrays by content) and arrays (%n: a slot of the graph), "
+            "or the call runs eagerly from there, recorded as it runs (a graph for the new values)"
+        )
         lines.extend(f"guard:   #{i} {g}" for i, g in enumerate(self.guards))
         for slot, kind in enumerate(graph.kinds):
             if kind in ("external", "storage"):
                 meta, shape = graph.metas[slot]
-                lines.append(f"guard:   %{slot} an array from outside (a global, closure or attribute), read by the function at each call: "
-                             f"{meta.dtype.name}{shape} on {meta.device}, {meta.layout.name}")
+                lines.append(
+                    f"guard:   %{slot} an array from outside (a global, closure or attribute), read by the function at each call: "
+                    f"{meta.dtype.name}{shape} on {meta.device}, {meta.layout.name}"
+                )
         dynamic = [n for n in self.nodes if n.dynamic]
         if dynamic:
-            lines.append(f"note:    taken from each call, not guarded: {', '.join(sorted({d for n in dynamic for d in n.dynamic}))} "
-                         "of the random ops (the generator advances as eagerly)")
+            lines.append(
+                f"note:    taken from each call, not guarded: {', '.join(sorted({d for n in dynamic for d in n.dynamic}))} "
+                "of the random ops (the generator advances as eagerly)"
+            )
         s = self.stats
-        lines.append(f"calls:   {s['graph']} as the graph, {s['op by op']} op by op, {s['guard failures']} with a failed guard (eager), "
-                     f"{s['traces']} traced; {s['graphs']} graph(s) for this signature")
+        lines.append(
+            f"calls:   {s['graph']} as the graph, {s['op by op']} op by op, {s['guard failures']} with a failed guard (eager), "
+            f"{s['traces']} traced; {s['graphs']} graph(s) for this signature"
+        )
         if self.failure:
             lines.append(f"failed:  guard failed at the {self.failure}")
         if entry.shared:

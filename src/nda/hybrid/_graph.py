@@ -47,11 +47,41 @@ DYNAMIC_MARK = "<taken from each call>"
 
 
 class Node:
-    __slots__ = ("index", "op", "kind", "attr", "args", "kwargs", "outs", "multi", "result_type", "site", "info", "reads", "writes",
-                 "key", "dynamic", "fresh", "args_key", "kwargs_key", "entry")
+    __slots__ = (
+        "index",
+        "op",
+        "kind",
+        "attr",
+        "args",
+        "kwargs",
+        "outs",
+        "multi",
+        "result_type",
+        "site",
+        "info",
+        "reads",
+        "writes",
+        "key",
+        "dynamic",
+        "fresh",
+        "args_key",
+        "kwargs_key",
+        "entry",
+    )
 
-    def __init__(self, index: int, op: str, kind: str, attr: str | None, args: Any, kwargs: Any, outs: list[int], multi: bool,
-                 result_type: Any, site: tuple[str, int]) -> None:
+    def __init__(
+        self,
+        index: int,
+        op: str,
+        kind: str,
+        attr: str | None,
+        args: Any,
+        kwargs: Any,
+        outs: list[int],
+        multi: bool,
+        result_type: Any,
+        site: tuple[str, int],
+    ) -> None:
         self.index, self.op, self.kind, self.attr, self.args, self.kwargs = index, op, kind, attr, args, kwargs
         self.outs, self.multi, self.result_type, self.site = outs, multi, result_type, site
         self.info: fusion.NodeInfo | None = None
@@ -153,8 +183,9 @@ class Graph:
         if self.ended is None:
             self.ended = reason
 
-    def record(self, op: str, kind: str, attr: str | None, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any, site: tuple[str, int],
-               entry: Any = None) -> None:
+    def record(
+        self, op: str, kind: str, attr: str | None, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any, site: tuple[str, int], entry: Any = None
+    ) -> None:
         if self.ended is not None:
             return
         decl = DECLARED.get(op)
@@ -236,8 +267,10 @@ class Graph:
             if array is not None and self.storage[slot] not in arguments and shared(array):
                 user = next((n for n in self.nodes if slot in n.outs or slot in n.reads), None)
                 where = f" ({user.op} at {user.where})" if user is not None else ""
-                return (f"an array{where} shares memory with NumPy or another library (nda.asarray of a NumPy array on cpu, "
-                        "DLPack): a graph cannot order the Python writes to that memory between its ops")
+                return (
+                    f"an array{where} shares memory with NumPy or another library (nda.asarray of a NumPy array on cpu, "
+                    "DLPack): a graph cannot order the Python writes to that memory between its ops"
+                )
         return None
 
     def release(self) -> None:
@@ -255,7 +288,6 @@ def shared(array: NDArray) -> bool:
     """Whether ``array``'s memory is held by another library too (``nda.engine.share``): a graph
     cannot order the writes Python makes to it between ops, so no graph takes such an array."""
     return bool(SHARED) and id(array._base if array._base is not None else array) in SHARED
-
 
 
 def _data_dependent(op: str, decl: Any, args: tuple[Any, ...]) -> str | None:
@@ -288,19 +320,39 @@ def _info(node: Node, decl: Any, args: tuple[Any, ...], out: NDArray) -> fusion.
             operands.append(("array", a.array.dtype))
         else:
             operands.append(("scalar", a))
-    return fusion.NodeInfo(node.index, decl.name, decl.family, plan.key.dtype, plan.out_dtype, tuple(plan.out_shape), plan.device, plan.key.layout,
-                           tuple(operands), node.where)
+    return fusion.NodeInfo(
+        node.index,
+        decl.name,
+        decl.family,
+        plan.key.dtype,
+        plan.out_dtype,
+        tuple(plan.out_shape),
+        plan.device,
+        plan.key.layout,
+        tuple(operands),
+        node.where,
+    )
 
 
 # ---------------------------------------------------------------------------- partitioning
+
 
 class Group:
     """A claimed subgraph: its nodes (recorded order), inputs and outputs (slots), compiled kernel."""
 
     __slots__ = ("nodes", "inputs", "outputs", "program", "compiled", "backend", "queued", "device", "partitioner")
 
-    def __init__(self, nodes: list[Node], inputs: list[int], outputs: list[int], program: fusion.Program, compiled: fusion.Compiled,
-                 backend: Any, device: Any, partitioner: str) -> None:
+    def __init__(
+        self,
+        nodes: list[Node],
+        inputs: list[int],
+        outputs: list[int],
+        program: fusion.Program,
+        compiled: fusion.Compiled,
+        backend: Any,
+        device: Any,
+        partitioner: str,
+    ) -> None:
         self.nodes, self.inputs, self.outputs, self.program, self.compiled = nodes, inputs, outputs, program, compiled
         self.backend, self.device, self.partitioner = backend, device, partitioner
         self.queued = backends.handle(device).queued
@@ -403,7 +455,9 @@ def partition(graph: Graph, external_reads: set[int], enabled: bool = True) -> t
             try:
                 compiled = part.compile(made[0])
             except Exception as err:  # noqa: BLE001 - a backend's compiler failing means "not claimed"
-                notes.append(f"{type(part).__name__} could not compile {'+'.join(m.op for m in members)}: {type(err).__name__}: {err}; they run op by op")
+                notes.append(
+                    f"{type(part).__name__} could not compile {'+'.join(m.op for m in members)}: {type(err).__name__}: {err}; they run op by op"
+                )
                 compiled = None
             if compiled is None:
                 continue

@@ -85,7 +85,9 @@ class _Bytes:
         return memoryview(flat) == memoryview(self.data)
 
     def __eq__(self, other: object) -> bool:
-        return other.__class__ is _Bytes and other.dtype == self.dtype and other.shape == self.shape and memoryview(other.data) == memoryview(self.data)  # type: ignore[attr-defined]
+        return (
+            other.__class__ is _Bytes and other.dtype == self.dtype and other.shape == self.shape and memoryview(other.data) == memoryview(self.data)
+        )  # type: ignore[attr-defined]
 
     def __hash__(self) -> int:
         return hash((self.dtype.str, self.shape))
@@ -171,8 +173,13 @@ def match(key: Any, value: Any, bind: Callable[[int, NDArray], bool]) -> bool:
                 return False
         return True
     if cls is slice:
-        return (key.__class__ is tuple and key[0] is slice and match(key[1], value.start, bind) and match(key[2], value.stop, bind)
-                and match(key[3], value.step, bind))
+        return (
+            key.__class__ is tuple
+            and key[0] is slice
+            and match(key[1], value.start, bind)
+            and match(key[2], value.stop, bind)
+            and match(key[3], value.step, bind)
+        )
     return _same_leaf(key, value)
 
 
@@ -182,8 +189,14 @@ def split(key: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
     return tuple(args[1:]), {k[1]: v for k, v in kwargs[1:]}
 
 
-def match_call(args_key: tuple[Any, ...], kwargs_key: dict[str, Any], args: tuple[Any, ...], kwargs: dict[str, Any],
-               dynamic: tuple[str, ...], bind: Callable[[int, NDArray], bool]) -> bool:
+def match_call(
+    args_key: tuple[Any, ...],
+    kwargs_key: dict[str, Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    dynamic: tuple[str, ...],
+    bind: Callable[[int, NDArray], bool],
+) -> bool:
     """:func:`match` for a whole call (keys from :func:`split`); the ``dynamic`` keywords are not compared."""
     if len(args) != len(args_key) or len(kwargs) != len(kwargs_key):
         return False

@@ -39,9 +39,30 @@ import numpy as np
 Runner = Callable[[Callable[[range], None], range], None]
 
 __all__ = [
-    "M0", "M1", "W0", "W1", "ROUNDS", "CHUNK", "philox", "blocks", "Runner", "IMPLEMENTATIONS",
-    "bits", "uniform", "normal", "exponential", "integers", "log01", "cossin_2pi",
-    "LOG_COEFFS", "SIN_COEFFS", "COS_COEFFS", "LN2_HI", "LN2_LO", "SQRT_HALF", "TWO_PI",
+    "M0",
+    "M1",
+    "W0",
+    "W1",
+    "ROUNDS",
+    "CHUNK",
+    "philox",
+    "blocks",
+    "Runner",
+    "IMPLEMENTATIONS",
+    "bits",
+    "uniform",
+    "normal",
+    "exponential",
+    "integers",
+    "log01",
+    "cossin_2pi",
+    "LOG_COEFFS",
+    "SIN_COEFFS",
+    "COS_COEFFS",
+    "LN2_HI",
+    "LN2_LO",
+    "SQRT_HALF",
+    "TWO_PI",
 ]
 
 # Philox4x32 (Salmon, Moraes, Dror, Shaw: "Parallel random numbers: as easy as 1, 2, 3", SC 2011).
@@ -75,6 +96,7 @@ TWO_PI = float.fromhex("0x1.921fb54442d18p+2")  # the float64 nearest 2*pi
 
 
 # --------------------------------------------------------------------------- the generator
+
 
 def philox(key: tuple[int, int], counter: int, start: int, count: int, X: np.ndarray, Y: np.ndarray, P: np.ndarray) -> None:
     """Blocks ``start .. start+count-1`` of a request at ``counter``, into ``X = [x0; x2]``, ``Y = [x1; x3]``.
@@ -113,8 +135,15 @@ def blocks(n: int, per_block: int) -> int:
     return -(-n // per_block)
 
 
-def _generate(shape: tuple[int, ...], dtype: Any, key: tuple[int, int], counter: int, per_block: int,
-              fill: Callable[[np.ndarray, np.ndarray, np.ndarray], None], run: Runner | None = None) -> np.ndarray:
+def _generate(
+    shape: tuple[int, ...],
+    dtype: Any,
+    key: tuple[int, int],
+    counter: int,
+    per_block: int,
+    fill: Callable[[np.ndarray, np.ndarray, np.ndarray], None],
+    run: Runner | None = None,
+) -> np.ndarray:
     """An array of ``shape``: each chunk of blocks is made by :func:`philox`, then ``fill(out_chunk, X, Y)``
     writes its ``per_block * m`` values (as an ``(m, per_block)`` array).
 
@@ -133,7 +162,7 @@ def _generate(shape: tuple[int, ...], dtype: Any, key: tuple[int, int], counter:
         for start in part:
             m = min(CHUNK, total - start)
             philox(key, counter, start, m, X, Y, P)
-            fill(out[start * per_block:(start + m) * per_block].reshape(m, per_block), X[:, :m], Y[:, :m])
+            fill(out[start * per_block : (start + m) * per_block].reshape(m, per_block), X[:, :m], Y[:, :m])
 
     if run is None or len(starts) < 2:
         work(starts)
@@ -149,9 +178,11 @@ def _u53(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
 
 # --------------------------------------------------------------------------- the ops' kernels
 
+
 def _bits(shape: tuple[int, ...], key: tuple[int, int], counter: int, dtype: Any, run: Runner | None = None) -> np.ndarray:
     """Raw words: uint32 values are the words in order; uint64 values ``w[2j] | w[2j+1] << 32``."""
     if dtype.numpy == np.uint32:
+
         def fill(o: np.ndarray, X: np.ndarray, Y: np.ndarray) -> None:
             o[:, 0::2] = X.T
             o[:, 1::2] = Y.T
@@ -164,15 +195,18 @@ def _bits(shape: tuple[int, ...], key: tuple[int, int], counter: int, dtype: Any
     return _generate(shape, np.uint64, key, counter, 2, fill64, run)
 
 
-def _uniform(shape: tuple[int, ...], key: tuple[int, int], counter: int, low: float, span: float, dtype: Any, run: Runner | None = None) -> np.ndarray:
+def _uniform(
+    shape: tuple[int, ...], key: tuple[int, int], counter: int, low: float, span: float, dtype: Any, run: Runner | None = None
+) -> np.ndarray:
     """``low + span * u``, ``u`` in [0, 1) from 53 bits (float64: 2 words a value) or 24 bits (float32: 1 word)."""
     dt = dtype.numpy
     low_, span_ = dt.type(low), dt.type(span)
     plain = low == 0.0 and span == 1.0 and math.copysign(1.0, low) > 0
     if dt == np.float64:
+
         def fill(o: np.ndarray, X: np.ndarray, Y: np.ndarray) -> None:
             t = o.T
-            np.multiply(_u53(X, Y), 2.0 ** -53, out=t)
+            np.multiply(_u53(X, Y), 2.0**-53, out=t)
             if not plain:
                 np.multiply(t, span_, out=t)
                 np.add(t, low_, out=t)
@@ -182,7 +216,7 @@ def _uniform(shape: tuple[int, ...], key: tuple[int, int], counter: int, low: fl
     def fill32(o: np.ndarray, X: np.ndarray, Y: np.ndarray) -> None:
         for half, words in ((o[:, 0::2], X), (o[:, 1::2], Y)):
             t = half.T
-            np.multiply((words >> _U64(8)).astype(np.float32), np.float32(2.0 ** -24), out=t)
+            np.multiply((words >> _U64(8)).astype(np.float32), np.float32(2.0**-24), out=t)
             if not plain:
                 np.multiply(t, span_, out=t)
                 np.add(t, low_, out=t)
@@ -190,23 +224,26 @@ def _uniform(shape: tuple[int, ...], key: tuple[int, int], counter: int, low: fl
     return _generate(shape, dt, key, counter, 4, fill32, run)
 
 
-def _normal(shape: tuple[int, ...], key: tuple[int, int], counter: int, loc: float, scale: float, dtype: Any, run: Runner | None = None) -> np.ndarray:
+def _normal(
+    shape: tuple[int, ...], key: tuple[int, int], counter: int, loc: float, scale: float, dtype: Any, run: Runner | None = None
+) -> np.ndarray:
     """``loc + scale * z``: Box-Muller on pairs of uniforms, in float64 (rounded once to float32 for float32)."""
     dt = dtype.numpy
     loc_, scale_ = dt.type(loc), dt.type(scale)
     if dt == np.float64:
+
         def fill(o: np.ndarray, X: np.ndarray, Y: np.ndarray) -> None:
             # one pair a block: u1 from (x0, x1), t from (x2, x3)
-            u1 = 1.0 - _u53(X[0], Y[0]) * 2.0 ** -53
-            t = _u53(X[1], Y[1]) * 2.0 ** -53
+            u1 = 1.0 - _u53(X[0], Y[0]) * 2.0**-53
+            t = _u53(X[1], Y[1]) * 2.0**-53
             _box_muller(u1, t, o[:, 0], o[:, 1], loc_, scale_)
 
         return _generate(shape, dt, key, counter, 2, fill, run)
 
     def fill32(o: np.ndarray, X: np.ndarray, Y: np.ndarray) -> None:
         # two pairs a block: (x0, x1) and (x2, x3); u1 = (w + 1/2) / 2**32, t = w / 2**32
-        u1 = (X + 0.5) * 2.0 ** -32
-        t = Y * 2.0 ** -32
+        u1 = (X + 0.5) * 2.0**-32
+        t = Y * 2.0**-32
         o3 = o.reshape(o.shape[0], 2, 2)
         _box_muller(u1.T, t.T, o3[:, :, 0], o3[:, :, 1], loc_, scale_)
 
@@ -227,9 +264,10 @@ def _exponential(shape: tuple[int, ...], key: tuple[int, int], counter: int, sca
     dt = dtype.numpy
     scale_ = dt.type(scale)
     if dt == np.float64:
+
         def fill(o: np.ndarray, X: np.ndarray, Y: np.ndarray) -> None:
             t = o.T
-            t[...] = 0.0 - log01(1.0 - _u53(X, Y) * 2.0 ** -53)
+            t[...] = 0.0 - log01(1.0 - _u53(X, Y) * 2.0**-53)
             np.multiply(t, scale_, out=t)
 
         return _generate(shape, dt, key, counter, 2, fill, run)
@@ -237,7 +275,7 @@ def _exponential(shape: tuple[int, ...], key: tuple[int, int], counter: int, sca
     def fill32(o: np.ndarray, X: np.ndarray, Y: np.ndarray) -> None:
         for half, words in ((o[:, 0::2], X), (o[:, 1::2], Y)):
             t = half.T
-            t[...] = 0.0 - log01((words + 0.5) * 2.0 ** -32)
+            t[...] = 0.0 - log01((words + 0.5) * 2.0**-32)
             np.multiply(t, scale_, out=t)
 
     return _generate(shape, dt, key, counter, 4, fill32, run)
@@ -292,6 +330,7 @@ def _mul64(a: np.ndarray, b: int) -> tuple[np.ndarray, np.ndarray]:
 # The catalog's references (and the cpu and sim kernels): the ops' kernel convention. The cpu
 # backend calls the implementations above with a ``run`` of its own (chunks on threads).
 
+
 def bits(shape: tuple[int, ...], key: tuple[int, int], counter: int, dtype: Any, device: Any = None) -> np.ndarray:
     """Raw words: uint32 values are the words in order; uint64 values ``w[2j] | w[2j+1] << 32``."""
     return _bits(shape, key, counter, dtype)
@@ -319,11 +358,15 @@ def integers(shape: tuple[int, ...], key: tuple[int, int], counter: int, low: in
 
 #: The implementations behind each reference, taking ``run`` last (for the cpu backend's kernels).
 IMPLEMENTATIONS: dict[str, Callable[..., np.ndarray]] = {
-    "uniform": _uniform, "normal": _normal, "exponential": _exponential, "integers": _integers,
+    "uniform": _uniform,
+    "normal": _normal,
+    "exponential": _exponential,
+    "integers": _integers,
 }
 
 
 # --------------------------------------------------------------------------- portable log, cos, sin
+
 
 def log01(x: np.ndarray) -> np.ndarray:
     """``log(x)`` for float64 ``x`` in (0, 1], from IEEE operations only (see the module docstring).

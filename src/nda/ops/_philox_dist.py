@@ -52,7 +52,16 @@ import numpy as np
 from ._philox import LN2_HI, LN2_LO, M0, M1, ROUNDS, W0, W1, cossin_2pi, log01
 
 __all__ = [
-    "words", "exp", "log_factorial", "gamma", "beta", "standard_t", "lognormal", "poisson", "binomial", "ELEMENT_CHUNK",
+    "words",
+    "exp",
+    "log_factorial",
+    "gamma",
+    "beta",
+    "standard_t",
+    "lognormal",
+    "poisson",
+    "binomial",
+    "ELEMENT_CHUNK",
     "MAX_ATTEMPTS",
 ]
 
@@ -78,15 +87,14 @@ def words(key: tuple[int, int], counter: int, index: np.ndarray, draw: int) -> t
     lo0, hi0 = base & (_TWO64 - 1), base >> 64
     lo = index + _U64(lo0)  # wraps modulo 2**64
     carry = (lo < index).astype(np.uint64)
-    hi = (carry + _U64((hi0 + draw) % _TWO64))
+    hi = carry + _U64((hi0 + draw) % _TWO64)
     x0, x1 = lo & _U64(_MASK), lo >> _U64(32)
     x2, x3 = hi & _U64(_MASK), hi >> _U64(32)
     k0, k1 = key
     m0, m1, mask, s32 = _U64(M0), _U64(M1), _U64(_MASK), _U64(32)
     for r in range(ROUNDS):
         p0, p1 = x0 * m0, x2 * m1
-        x0, x1, x2, x3 = ((p1 >> s32) ^ x1 ^ _U64((k0 + r * W0) & _MASK), p1 & mask,
-                          (p0 >> s32) ^ x3 ^ _U64((k1 + r * W1) & _MASK), p0 & mask)
+        x0, x1, x2, x3 = ((p1 >> s32) ^ x1 ^ _U64((k0 + r * W0) & _MASK), p1 & mask, (p0 >> s32) ^ x3 ^ _U64((k1 + r * W1) & _MASK), p0 & mask)
     return x0, x1, x2, x3
 
 
@@ -101,8 +109,8 @@ def _uniforms(w: tuple[np.ndarray, ...]) -> tuple[np.ndarray, np.ndarray]:
 
 def _normal(w: tuple[np.ndarray, ...]) -> np.ndarray:
     u, v = _uniforms(w)
-    radius = np.sqrt(-2.0 * log01(1.0 - u * 2.0 ** -53))
-    c, _ = cossin_2pi(v * 2.0 ** -53)
+    radius = np.sqrt(-2.0 * log01(1.0 - u * 2.0**-53))
+    c, _ = cossin_2pi(v * 2.0**-53)
     return radius * c
 
 
@@ -154,8 +162,9 @@ def log_factorial(k: np.ndarray) -> np.ndarray:
 Draw = Callable[[np.ndarray, int], tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]
 
 
-def _run(shape: tuple[int, ...], key: tuple[int, int], counter: int, params: tuple[Any, ...], dtype: Any,
-         sample: Callable[..., np.ndarray]) -> np.ndarray:
+def _run(
+    shape: tuple[int, ...], key: tuple[int, int], counter: int, params: tuple[Any, ...], dtype: Any, sample: Callable[..., np.ndarray]
+) -> np.ndarray:
     """``sample(draw, index, *params)`` over chunks of elements; parameters broadcast to ``shape``."""
     n = math.prod(shape)
     flat = [np.broadcast_to(np.asarray(p, dtype=np.float64), shape).reshape(-1) for p in params]
@@ -195,7 +204,7 @@ def _gamma_log(draw: Draw, index: np.ndarray, alpha: np.ndarray, first: int = 0,
         idx = index[pending]
         z = _normal(draw(idx, first + step * (2 * attempt)))
         u_raw, _ = _uniforms(draw(idx, first + step * (2 * attempt + 1)))
-        u = 1.0 - u_raw * 2.0 ** -53
+        u = 1.0 - u_raw * 2.0**-53
         dp, cp = d[pending], c[pending]
         t = 1.0 + cp * z
         v = t * t * t
@@ -212,7 +221,7 @@ def _gamma_log(draw: Draw, index: np.ndarray, alpha: np.ndarray, first: int = 0,
             raise _exhausted("gamma")
     if boosted.any():
         _, v_raw = _uniforms(draw(index[boosted], first + step * 1))
-        boost = log(1.0 - v_raw * 2.0 ** -53) / alpha[boosted]
+        boost = log(1.0 - v_raw * 2.0**-53) / alpha[boosted]
         result[boosted] = result[boosted] + boost
     return result
 
@@ -265,7 +274,7 @@ def _poisson_sample(draw: Draw, index: np.ndarray, lam: np.ndarray) -> np.ndarra
     if small.size:
         lam_s = lam[small]
         u, _ = _uniforms(draw(index[small], 0))
-        u = u * 2.0 ** -53
+        u = u * 2.0**-53
         p = exp(-lam_s)
         cdf = p.copy()
         k = np.zeros(small.size)
@@ -297,8 +306,8 @@ def _ptrs(draw: Draw, index: np.ndarray, lam: np.ndarray) -> np.ndarray:
         if pending.size == 0:
             break
         u_raw, v_raw = _uniforms(draw(index[pending], attempt))
-        U = u_raw * 2.0 ** -53 - 0.5
-        V = 1.0 - v_raw * 2.0 ** -53
+        U = u_raw * 2.0**-53 - 0.5
+        V = 1.0 - v_raw * 2.0**-53
         us = 0.5 - np.abs(U)
         ok_us = us > 0.0
         safe_us = np.where(ok_us, us, 0.5)
@@ -307,8 +316,7 @@ def _ptrs(draw: Draw, index: np.ndarray, lam: np.ndarray) -> np.ndarray:
         quick = ok_us & (safe_us >= 0.07) & (V <= vr[pending])
         refuse = ~ok_us | (k < 0.0) | ((safe_us < 0.013) & (V > safe_us))
         safe_k = np.where(k < 0.0, 0.0, k)
-        slow = (log(V) + log(invalpha[pending]) - log(ap / (safe_us * safe_us) + bp)
-                <= -lp + safe_k * loglam[pending] - log_factorial(safe_k))
+        slow = log(V) + log(invalpha[pending]) - log(ap / (safe_us * safe_us) + bp) <= -lp + safe_k * loglam[pending] - log_factorial(safe_k)
         accept = quick | (~refuse & slow)
         result[pending[accept]] = k[accept]
         pending = pending[~accept]
@@ -358,7 +366,7 @@ def _binomial_inversion(draw: Draw, index: np.ndarray, n: np.ndarray, p: np.ndar
         if pending.size == 0:
             break
         u_raw, _ = _uniforms(draw(index[pending], attempt))
-        u = u_raw * 2.0 ** -53
+        u = u_raw * 2.0**-53
         r = r0[pending].copy()
         x = np.zeros(pending.size)
         ap, sp, bp = a[pending], s[pending], bound[pending]
@@ -397,8 +405,8 @@ def _btrs(draw: Draw, index: np.ndarray, n: np.ndarray, p: np.ndarray) -> np.nda
         if pending.size == 0:
             break
         u_raw, v_raw = _uniforms(draw(index[pending], attempt))
-        U = u_raw * 2.0 ** -53 - 0.5
-        V = 1.0 - v_raw * 2.0 ** -53
+        U = u_raw * 2.0**-53 - 0.5
+        V = 1.0 - v_raw * 2.0**-53
         us = 0.5 - np.abs(U)
         ok_us = us > 0.0
         safe_us = np.where(ok_us, us, 0.5)

@@ -34,9 +34,22 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 __all__ = [
-    "is_complex", "conj", "holomorphic", "expand_reduced", "scatter_rows", "scatter_flat", "gather_positions", "matrix_t",
-    "csr_rows", "project_to_pattern",
-    "real_only", "eye_like", "diag_matrix", "lower_read", "off_diagonal_inverse", "solve_right",
+    "is_complex",
+    "conj",
+    "holomorphic",
+    "expand_reduced",
+    "scatter_rows",
+    "scatter_flat",
+    "gather_positions",
+    "matrix_t",
+    "csr_rows",
+    "project_to_pattern",
+    "real_only",
+    "eye_like",
+    "diag_matrix",
+    "lower_read",
+    "off_diagonal_inverse",
+    "solve_right",
 ]
 
 
@@ -137,6 +150,7 @@ def project_to_pattern(nd: Any, dense: Any, like: Any) -> Any:
 
 
 # ----------------------------------------------------------------------------- linear algebra
+
 
 def real_only(x: Any, op: str) -> None:
     if is_complex(x):

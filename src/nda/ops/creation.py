@@ -46,6 +46,7 @@ def _creation_plan(op: str, shape: tuple[int, ...], dtype: DType, device: Any, a
 
 # --------------------------------------------------------------------------- asarray
 
+
 def _ref_asarray(host: np.ndarray, device: Device, copy: bool | None = None) -> np.ndarray:
     return np.array(host, copy=True) if copy else host
 
@@ -220,6 +221,7 @@ def cast_host(host: np.ndarray, target: DType, op: str) -> np.ndarray:
 
 # --------------------------------------------------------------------------- filled arrays
 
+
 def _ref_zeros(shape: tuple[int, ...], dtype: DType, device: Device) -> np.ndarray:
     return np.zeros(shape, dtype=dtype.numpy)
 
@@ -284,7 +286,9 @@ def _fill_dtype(fill_value: Any, dtype: DType | None, op: str) -> DType:
 
 
 @declare("full", dtypes="any", reference=_ref_full, family="creation", vjp=_NO_ARRAY_INPUT, host_values=("fill_value",))
-def full(shape: int | tuple[int, ...], fill_value: bool | int | float | complex, *, dtype: DType | None = None, device: Device | str | None = None) -> Plan:
+def full(
+    shape: int | tuple[int, ...], fill_value: bool | int | float | complex, *, dtype: DType | None = None, device: Device | str | None = None
+) -> Plan:
     """An array filled with ``fill_value``; the dtype defaults to the default dtype of the value's kind."""
     dims = check_shape(shape, "full")
     fill_value, dtype = _fill_arg(fill_value, dtype, "full")
@@ -330,6 +334,7 @@ def full_like(x: _ARRAY, /, fill_value: bool | int | float | complex, *, dtype: 
 
 # --------------------------------------------------------------------------- ranges
 
+
 def _ref_arange(start: Any, stop: Any, step: Any, dtype: DType, device: Device) -> np.ndarray:
     return np.arange(start, stop, step, dtype=dtype.numpy)
 
@@ -345,7 +350,9 @@ def _real_scalar(value: Any, name: str, op: str) -> int | float:
 
 
 @declare("arange", dtypes="numeric", reference=_ref_arange, family="creation", vjp=_NO_ARRAY_INPUT, host_values=("start", "stop", "step"))
-def arange(start: int | float, /, stop: int | float | None = None, step: int | float = 1, *, dtype: DType | None = None, device: Device | str | None = None) -> Plan:
+def arange(
+    start: int | float, /, stop: int | float | None = None, step: int | float = 1, *, dtype: DType | None = None, device: Device | str | None = None
+) -> Plan:
     """Evenly spaced values in ``[start, stop)``; ``arange(n)`` counts from 0 to n-1.
 
     The dtype is int64 when every argument is an int and float64 otherwise. A complex
@@ -390,7 +397,16 @@ def _ref_linspace(start: Any, stop: Any, num: int, dtype: DType, device: Device,
 
 
 @declare("linspace", dtypes="floating", reference=_ref_linspace, family="creation", vjp=_NO_ARRAY_INPUT, host_values=("start", "stop", "num"))
-def linspace(start: int | float | complex, stop: int | float | complex, /, num: int, *, dtype: DType | None = None, device: Device | str | None = None, endpoint: bool = True) -> Plan:
+def linspace(
+    start: int | float | complex,
+    stop: int | float | complex,
+    /,
+    num: int,
+    *,
+    dtype: DType | None = None,
+    device: Device | str | None = None,
+    endpoint: bool = True,
+) -> Plan:
     """``num`` evenly spaced samples from ``start`` to ``stop`` (included unless ``endpoint=False``).
 
     ``start``/``stop`` may be NumPy scalars or 0-d arrays (read when called). With an integer
@@ -432,6 +448,7 @@ def eye(n_rows: int, n_cols: int | None = None, /, *, k: int = 0, dtype: DType |
 
 
 # --------------------------------------------------------------------------- astype
+
 
 def _ref_astype(x: np.ndarray, dtype: DType, copy: bool = True) -> np.ndarray:
     return x.astype(dtype.numpy, copy=copy)

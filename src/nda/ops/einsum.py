@@ -88,7 +88,9 @@ def parse(subscripts: str, shapes: Sequence[tuple[int, ...]]) -> Parsed:
         if named > len(shape):
             raise ValueError(f"einsum(): operand {i} has {len(shape)} dimension(s) but its subscripts {terms[i]!r} name {named}")
         if named < len(shape) and not has_ell:
-            raise ValueError(f"einsum(): operand {i} has {len(shape)} dimensions but its subscripts {terms[i]!r} name {named}, and no '...' takes the rest")
+            raise ValueError(
+                f"einsum(): operand {i} has {len(shape)} dimensions but its subscripts {terms[i]!r} name {named}, and no '...' takes the rest"
+            )
         ell_dims.append(len(shape) - named)
     n_ell = max(ell_dims, default=0)
     ell_labels = list(range(len(_LETTERS), len(_LETTERS) + n_ell))  # ints past the letters
@@ -100,7 +102,7 @@ def parse(subscripts: str, shapes: Sequence[tuple[int, ...]]) -> Parsed:
         for ch in letters:
             if ch == ".":
                 k = ell_dims[i]
-                labels += ell_labels[n_ell - k:]
+                labels += ell_labels[n_ell - k :]
                 axis += k
             else:
                 labels.append(_LETTERS.index(ch))
@@ -141,7 +143,9 @@ def _merge(sizes: dict[int, int], label: int, n: int, operand: int, subscripts: 
         sizes[label] = n
     elif n != 1 and n != known:
         name = _LETTERS[label] if label < len(_LETTERS) else "..."
-        raise ValueError(f"einsum(): label {name!r} has size {known} but operand {operand} has size {n} there ({subscripts!r}); sizes must match or be 1")
+        raise ValueError(
+            f"einsum(): label {name!r} has size {known} but operand {operand} has size {n} there ({subscripts!r}); sizes must match or be 1"
+        )
 
 
 def _text(labels: list[int], ell_labels: list[int]) -> str:
@@ -170,6 +174,7 @@ def check_optimize(optimize: Any) -> Any:
 
 
 # --------------------------------------------------------------------------- the op
+
 
 def _ref_einsum(subscripts: str, operands: list[np.ndarray], optimize: Any = False) -> np.ndarray:
     path = list(optimize) if isinstance(optimize, tuple) else optimize

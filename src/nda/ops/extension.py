@@ -56,8 +56,22 @@ from .._dtypes import CATEGORIES
 from .spec import CATALOG, Cast, NoVJP, OpDecl, Plan, broadcast_shapes, check_array, check_dtype_category, constant, not_differentiable, same_device
 
 __all__ = [
-    "OpLibrary", "ExtensionDecl", "EXTENSIONS", "DECLARED", "ExtensionError", "install", "uninstall", "lookup",
-    "Plan", "Cast", "broadcast_shapes", "check_array", "check_dtype_category", "same_device", "constant", "not_differentiable",
+    "OpLibrary",
+    "ExtensionDecl",
+    "EXTENSIONS",
+    "DECLARED",
+    "ExtensionError",
+    "install",
+    "uninstall",
+    "lookup",
+    "Plan",
+    "Cast",
+    "broadcast_shapes",
+    "check_array",
+    "check_dtype_category",
+    "same_device",
+    "constant",
+    "not_differentiable",
 ]
 
 #: Ops of the loaded libraries by qualified name (``"mylib.fma"``).
@@ -133,10 +147,22 @@ class OpLibrary:
         """Declare an op from its planning function (the catalog's ``declare``); returns it unchanged."""
 
         def wrap(plan: Callable[..., Plan]) -> Callable[..., Plan]:
-            self._add(_Spec(name, "generic", dict(
-                plan=plan, dtypes=dtypes, reference=reference, mutates=tuple(mutates), view=view, vjp=vjp,
-                inputs=tuple(inputs) if inputs is not None else None, options=dict(options or {}),
-            )))
+            self._add(
+                _Spec(
+                    name,
+                    "generic",
+                    dict(
+                        plan=plan,
+                        dtypes=dtypes,
+                        reference=reference,
+                        mutates=tuple(mutates),
+                        view=view,
+                        vjp=vjp,
+                        inputs=tuple(inputs) if inputs is not None else None,
+                        options=dict(options or {}),
+                    ),
+                )
+            )
             return plan
 
         return wrap
@@ -176,7 +202,9 @@ class OpLibrary:
         if any(s.name == spec.name for s in self.specs):
             raise ExtensionError(f"op library {self.name!r} declares op {spec.name!r} twice")
         if spec.fields["dtypes"] not in CATEGORIES:
-            raise ExtensionError(f"op library {self.name!r}, op {spec.name!r}: unknown dtype category {spec.fields['dtypes']!r}; known: {', '.join(CATEGORIES)}")
+            raise ExtensionError(
+                f"op library {self.name!r}, op {spec.name!r}: unknown dtype category {spec.fields['dtypes']!r}; known: {', '.join(CATEGORIES)}"
+            )
         self.specs.append(spec)
 
     @property
@@ -188,6 +216,7 @@ class OpLibrary:
 
 
 # ---------------------------------------------------------------------------- installing
+
 
 def _catalog_names() -> dict[str, str]:
     """Names an extension op may not take: each catalog op's name and short name -> the op."""
@@ -205,20 +234,26 @@ def clash(library: OpLibrary, source: str, sources: dict[str, str]) -> str | Non
     """
     name = library.name
     if name in _LIBRARIES:
-        return (f"op library {name!r} from {source} clashes with the library {name!r} already loaded from {sources.get(name, '?')}; "
-                f"uninstall one of them or rename one library")
+        return (
+            f"op library {name!r} from {source} clashes with the library {name!r} already loaded from {sources.get(name, '?')}; "
+            f"uninstall one of them or rename one library"
+        )
     namespaces = {full.partition(".")[0] for full in CATALOG if "." in full}
     if name in namespaces:
         return f"op library {name!r} from {source} clashes with nda's own namespace nda.{name} (the catalog's {name}.* ops); rename the library"
     catalog = _catalog_names()
     for spec in library.specs:
         if spec.name in catalog:
-            return (f"op library {name!r} from {source} declares op {spec.name!r}, which shadows the catalog op {catalog[spec.name]!r} "
-                    f"(nda.{catalog[spec.name]}); rename the extension op")
+            return (
+                f"op library {name!r} from {source} declares op {spec.name!r}, which shadows the catalog op {catalog[spec.name]!r} "
+                f"(nda.{catalog[spec.name]}); rename the extension op"
+            )
         for other in _LIBRARIES.values():
             if spec.name in other.op_names:
-                return (f"op library {name!r} from {source} declares op {spec.name!r}, which the loaded library {other.name!r} "
-                        f"from {sources.get(other.name, '?')} declares too; rename one of the ops")
+                return (
+                    f"op library {name!r} from {source} declares op {spec.name!r}, which the loaded library {other.name!r} "
+                    f"from {sources.get(other.name, '?')} declares too; rename one of the ops"
+                )
     return None
 
 
@@ -233,9 +268,15 @@ def install(library: OpLibrary) -> list[ExtensionDecl]:
             f = spec.fields
             if spec.kind in ("unary", "binary"):
                 decl = ExtensionDecl(
-                    qualified, family=spec.kind, signature=ew.UNARY_SIGNATURE if spec.kind == "unary" else ew.BINARY_SIGNATURE,
-                    dtypes=f["dtypes"], plan=_placeholder, reference=f["reference"], doc=f["doc"] or f"{spec.name} (op library {library.name!r}).",
-                    result=f["result"], vjp=f["vjp"],
+                    qualified,
+                    family=spec.kind,
+                    signature=ew.UNARY_SIGNATURE if spec.kind == "unary" else ew.BINARY_SIGNATURE,
+                    dtypes=f["dtypes"],
+                    plan=_placeholder,
+                    reference=f["reference"],
+                    doc=f["doc"] or f"{spec.name} (op library {library.name!r}).",
+                    result=f["result"],
+                    vjp=f["vjp"],
                 )
                 decl.plan = ew._plan_unary(decl) if spec.kind == "unary" else ew._plan_binary(decl)
                 decl.inputs, decl.options = ("array",) * (1 if spec.kind == "unary" else 2), {}
@@ -244,8 +285,16 @@ def install(library: OpLibrary) -> list[ExtensionDecl]:
                 signature = inspect.signature(plan)
                 _check_inputs(library, spec, signature)
                 decl = ExtensionDecl(
-                    qualified, family="generic", signature=signature, dtypes=f["dtypes"], plan=plan, reference=f["reference"],
-                    doc=inspect.getdoc(plan) or "", mutates=f["mutates"], view=f["view"], vjp=f["vjp"],
+                    qualified,
+                    family="generic",
+                    signature=signature,
+                    dtypes=f["dtypes"],
+                    plan=plan,
+                    reference=f["reference"],
+                    doc=inspect.getdoc(plan) or "",
+                    mutates=f["mutates"],
+                    view=f["view"],
+                    vjp=f["vjp"],
                 )
                 decl.inputs, decl.options = f["inputs"], f["options"]
             decl.library, decl.short = library.name, spec.name
@@ -295,4 +344,6 @@ def _check_inputs(library: OpLibrary, spec: _Spec, signature: inspect.Signature)
         )
     for key in spec.fields["options"]:
         if key not in signature.parameters:
-            raise ExtensionError(f"op library {library.name!r}, op {spec.name!r}: options= names {key!r}, which is not a parameter of {spec.name}{signature}")
+            raise ExtensionError(
+                f"op library {library.name!r}, op {spec.name!r}: options= names {key!r}, which is not a parameter of {spec.name}{signature}"
+            )

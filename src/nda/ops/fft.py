@@ -138,8 +138,13 @@ def _declare_one(name: str, kind: str, out_length: Any, out_kind: str, doc: str)
 
     plan.__doc__ = doc
     plan.__name__ = plan.__qualname__ = name
-    declare(f"fft.{name}", dtypes="real floating" if kind == "real" else "complex floating", reference=_reference(name, out=out_kind), vjp=_VJPS[name],
-            host_values=("n",))(plan)
+    declare(
+        f"fft.{name}",
+        dtypes="real floating" if kind == "real" else "complex floating",
+        reference=_reference(name, out=out_kind),
+        vjp=_VJPS[name],
+        host_values=("n",),
+    )(plan)
 
 
 def _declare_many(name: str, kind: str, out_kind: str, last: Any, doc: str) -> None:
@@ -148,8 +153,13 @@ def _declare_many(name: str, kind: str, out_kind: str, last: Any, doc: str) -> N
 
     plan.__doc__ = doc
     plan.__name__ = plan.__qualname__ = name
-    declare(f"fft.{name}", dtypes="real floating" if kind == "real" else "complex floating", reference=_reference(name, out=out_kind), vjp=_VJPS[name],
-            host_values=("s",))(plan)
+    declare(
+        f"fft.{name}",
+        dtypes="real floating" if kind == "real" else "complex floating",
+        reference=_reference(name, out=out_kind),
+        vjp=_VJPS[name],
+        host_values=("s",),
+    )(plan)
 
 
 # ----------------------------------------------------------------------------- vector-Jacobian products
@@ -168,7 +178,7 @@ def _resize(nd: Any, a: Any, axis: int, length: int) -> Any:
     if have > length:
         return a[(slice(None),) * axis + (slice(0, length),)]
     if have < length:
-        pad = nd.zeros(a.shape[:axis] + (length - have,) + a.shape[axis + 1:], dtype=a.dtype, device=a.device)
+        pad = nd.zeros(a.shape[:axis] + (length - have,) + a.shape[axis + 1 :], dtype=a.dtype, device=a.device)
         return nd.concat([a, pad], axis=axis)
     return a
 
@@ -260,9 +270,16 @@ def _vjp_irfftn(nd: Any, need: Any, g: Any, y: Any, x: Any, /, *, s: Any = None,
 
 
 _VJPS = {
-    "fft": _complex_vjp("ifft"), "ifft": _complex_vjp("fft"), "rfft": _vjp_rfft, "irfft": _vjp_irfft,
-    "hfft": _vjp_hfft, "ihfft": _vjp_ihfft, "fftn": _complex_vjp_n("ifftn"), "ifftn": _complex_vjp_n("fftn"),
-    "rfftn": _vjp_rfftn, "irfftn": _vjp_irfftn,
+    "fft": _complex_vjp("ifft"),
+    "ifft": _complex_vjp("fft"),
+    "rfft": _vjp_rfft,
+    "irfft": _vjp_irfft,
+    "hfft": _vjp_hfft,
+    "ihfft": _vjp_ihfft,
+    "fftn": _complex_vjp_n("ifftn"),
+    "ifftn": _complex_vjp_n("fftn"),
+    "rfftn": _vjp_rfftn,
+    "irfftn": _vjp_irfftn,
 }
 
 

@@ -129,7 +129,7 @@ def _basic_shape(shape: tuple[int, ...], items: list[Any], consumed: int) -> tup
             result.append(1)
         elif item is Ellipsis:
             span = len(shape) - consumed
-            result.extend(shape[dim:dim + span])
+            result.extend(shape[dim : dim + span])
             dim += span
         elif isinstance(item, slice):
             result.append(len(range(*item.indices(shape[dim]))))
@@ -162,13 +162,13 @@ def _mask_shape(x: Any, items: list[Any]) -> tuple[int, ...] | None:
     result: list[int] = []
     for item, span in zip(items, spans):
         if item is mask:
-            if mask.shape != x.shape[dim:dim + span]:
+            if mask.shape != x.shape[dim : dim + span]:
                 return None  # NumPy's rules for a mask that does not match (an error, or an empty mask on an empty array)
             result.append(int(np.count_nonzero(mask._host())))  # the mask's data decides the shape
         elif item is None:
             result.append(1)
         elif item is Ellipsis:
-            result.extend(x.shape[dim:dim + span])
+            result.extend(x.shape[dim : dim + span])
         else:
             result.append(len(range(*item.indices(x.shape[dim]))))
         dim += span
@@ -232,6 +232,7 @@ def _vjp_getitem(nd: Any, need: Any, g: Any, y: Any, x: Any, key: Any, /) -> tup
     flat = scatter_flat(nd, nd.reshape(g, (-1,)), nd.reshape(positions, (-1,)), x.size, unique=unique)
     return (nd.reshape(flat, x.shape),)
 
+
 @declare("getitem", dtypes="any", reference=_ref_getitem, view=True, operators=("__getitem__",), vjp=_vjp_getitem, host_values=("key",))
 def getitem(x: _ARRAY, key: Any, /) -> Plan:
     """``x[key]``: basic indexing returns a view; integer arrays and masks return a copy."""
@@ -252,7 +253,9 @@ def _check_value(x: Any, value: Any, shape: tuple[int, ...]) -> Any:
             raise ValueError(f"x[...] = value: value is on {value.device} but x is on {x.device}; move one with to_device()")
         if value.dtype is not target:
             if not _dtypes.same_kind_castable(value.dtype, target):
-                raise TypeError(f"x[...] = value: cannot store {value.dtype.name} values in a {target.name} array without losing information; cast with astype() first")
+                raise TypeError(
+                    f"x[...] = value: cannot store {value.dtype.name} values in a {target.name} array without losing information; cast with astype() first"
+                )
             value = Cast(value, target)
         vshape = value.shape if isinstance(value, Array) else value.array.shape
         if broadcast_shapes(vshape, shape) != shape:
@@ -269,8 +272,15 @@ def _check_value(x: Any, value: Any, shape: tuple[int, ...]) -> Any:
     return _check_scalar(value, target, "x[...] = value")
 
 
-@declare("setitem", dtypes="any", reference=_ref_setitem, mutates=("x",), operators=("__setitem__",), host_values=("key", "value"),
-         vjp=not_differentiable("an in-place write, not recorded (refused inside record() on arrays of the graph)"))
+@declare(
+    "setitem",
+    dtypes="any",
+    reference=_ref_setitem,
+    mutates=("x",),
+    operators=("__setitem__",),
+    host_values=("key", "value"),
+    vjp=not_differentiable("an in-place write, not recorded (refused inside record() on arrays of the graph)"),
+)
 def setitem(x: _ARRAY, key: Any, value: Any, /) -> Plan:
     """``x[key] = value``: write ``value`` (broadcast to the selection, cast to ``x``'s dtype) into ``x``."""
     x = check_array(x, "setitem")
@@ -319,6 +329,7 @@ def _vjp_take(nd: Any, need: Any, g: Any, y: Any, x: Any, indices: Any, /, *, ax
     rows = scatter_rows(nd, moved, nd.remainder(indices, x.shape[ax]), x.shape[ax], unique=False)
     return (nd.moveaxis(rows, 0, ax) if ax else rows,)
 
+
 @declare("take", dtypes="any", reference=_ref_take, vjp=_vjp_take)
 def take(x: _ARRAY, indices: _ARRAY, /, *, axis: int | None = None) -> Plan:
     """Elements of ``x`` at the integer ``indices`` (1-D) along ``axis``; negative indices count from the end.
@@ -342,16 +353,16 @@ def take(x: _ARRAY, indices: _ARRAY, /, *, axis: int | None = None) -> Plan:
     if x.shape[ax] == 0 and indices.size:
         raise IndexError(f"take(): cannot take {indices.size} elements from an empty axis {ax}")
     same_device("take", [x, indices])
-    out_shape = x.shape[:ax] + indices.shape + x.shape[ax + 1:]
+    out_shape = x.shape[:ax] + indices.shape + x.shape[ax + 1 :]
     plan = Plan.of(x, out_shape=out_shape, args=(x, indices), kwargs={"axis": ax})
     plan.reads = (x, indices)
     return plan
 
 
 def _ref_take_along_axis(x: np.ndarray, indices: np.ndarray, axis: int = -1) -> np.ndarray:
-    shape = np.broadcast_shapes(x.shape[:axis] + x.shape[axis + 1:], indices.shape[:axis] + indices.shape[axis + 1:])
-    xs = np.broadcast_to(x, shape[:axis] + x.shape[axis:axis + 1] + shape[axis:])
-    ids = np.broadcast_to(indices, shape[:axis] + indices.shape[axis:axis + 1] + shape[axis:])
+    shape = np.broadcast_shapes(x.shape[:axis] + x.shape[axis + 1 :], indices.shape[:axis] + indices.shape[axis + 1 :])
+    xs = np.broadcast_to(x, shape[:axis] + x.shape[axis : axis + 1] + shape[axis:])
+    ids = np.broadcast_to(indices, shape[:axis] + indices.shape[axis : axis + 1] + shape[axis:])
     return np.take_along_axis(xs, ids, axis=axis)
 
 
@@ -359,6 +370,7 @@ def _vjp_take_along_axis(nd: Any, need: Any, g: Any, y: Any, x: Any, indices: An
     positions = nd.take_along_axis(gather_positions(nd, x), indices, axis=axis)
     flat = scatter_flat(nd, nd.reshape(g, (-1,)), nd.reshape(positions, (-1,)), x.size, unique=False)
     return (nd.reshape(flat, x.shape),)
+
 
 @declare("take_along_axis", dtypes="any", reference=_ref_take_along_axis, vjp=_vjp_take_along_axis)
 def take_along_axis(x: _ARRAY, indices: _ARRAY, /, *, axis: int = -1) -> Plan:
@@ -375,7 +387,7 @@ def take_along_axis(x: _ARRAY, indices: _ARRAY, /, *, axis: int = -1) -> Plan:
     if x.ndim != indices.ndim or x.ndim == 0:
         raise ValueError(f"take_along_axis(): x and indices must have the same number (>= 1) of dimensions, got shapes {x.shape} and {indices.shape}")
     ax = normalize_axis(axis, x.ndim, "take_along_axis")
-    other = broadcast_shapes(x.shape[:ax] + x.shape[ax + 1:], indices.shape[:ax] + indices.shape[ax + 1:])
+    other = broadcast_shapes(x.shape[:ax] + x.shape[ax + 1 :], indices.shape[:ax] + indices.shape[ax + 1 :])
     if x.shape[ax] == 0 and indices.shape[ax]:
         raise IndexError(f"take_along_axis(): cannot take elements from an empty axis {ax}")
     same_device("take_along_axis", [x, indices])

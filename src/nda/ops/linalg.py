@@ -72,6 +72,7 @@ def _sampled_product(nd: Any, g: Any, b: Any, like: Any) -> Any:
     data = nd.sum(rows * conj(nd, nd.take(b, cols, axis=0)), axis=-1)
     return nd.sparse.csr_array((data, parts["indices"], parts["indptr"]), shape=like.shape, device=like.device)
 
+
 @declare("matmul", dtypes="numeric", reference=_ref_matmul, operators=("__matmul__", "__rmatmul__"), vjp=_vjp_matmul)
 def matmul(x1: _ARRAY, x2: _ARRAY, /) -> Plan:
     """Matrix product ``x1 @ x2``, broadcasting over leading (batch) dimensions.
@@ -122,6 +123,7 @@ def _vjp_tensordot(nd: Any, need: Any, g: Any, y: Any, x1: Any, x2: Any, /, *, a
         g2 = nd.permute_dims(got, tuple(where.index(j) for j in range(x2.ndim)))
     return g1, g2
 
+
 @declare("tensordot", dtypes="numeric", reference=_ref_tensordot, vjp=_vjp_tensordot)
 def tensordot(x1: _ARRAY, x2: _ARRAY, /, *, axes: int | tuple[tuple[int, ...], tuple[int, ...]] = 2) -> Plan:
     """Sum of products over the last ``axes`` axes of ``x1`` and the first of ``x2`` (or over explicit axis lists)."""
@@ -158,6 +160,7 @@ def _vjp_vecdot(nd: Any, need: Any, g: Any, y: Any, x1: Any, x2: Any, /, *, axis
     ge = nd.expand_dims(g, axis=normalize_axis(axis, ndim, "vecdot") - ndim)
     return (conj(nd, ge) * x2 if need[0] else None), (ge * x1 if need[1] else None)
 
+
 @declare("vecdot", dtypes="numeric", reference=_ref_vecdot, vjp=_vjp_vecdot)
 def vecdot(x1: _ARRAY, x2: _ARRAY, /, *, axis: int = -1) -> Plan:
     """Dot product of vectors along ``axis`` (``x1`` is conjugated), broadcasting the other axes."""
@@ -171,7 +174,7 @@ def vecdot(x1: _ARRAY, x2: _ARRAY, /, *, axis: int = -1) -> Plan:
     if n1 != n2:
         raise ValueError(f"vecdot(): axis {axis} has size {n1} in x1 (shape {x1.shape}) but {n2} in x2 (shape {x2.shape})")
     shape = broadcast_shapes(x1.shape, x2.shape)
-    out = shape[:neg] + (shape[neg + 1:] if neg != -1 else ())
+    out = shape[:neg] + (shape[neg + 1 :] if neg != -1 else ())
     return Plan(device, dtype, dtype, out, tuple(args), {"axis": neg}, reads=(x1, x2))
 
 
@@ -185,6 +188,7 @@ _SCALAR_DEFAULTS = (_dtypes.bool, _dtypes.default_int, _dtypes.default_float, _d
 
 def _vjp_where(nd: Any, need: Any, g: Any, y: Any, condition: Any, x1: Any, x2: Any, /) -> tuple[Any, ...]:
     return None, (nd.where(condition, g, 0) if need[1] else None), (nd.where(condition, 0, g) if need[2] else None)
+
 
 @declare("where", dtypes="any", reference=_ref_where, vjp=_vjp_where)
 def where(condition: _ARRAY, x1: _ARRAY | bool | int | float | complex, x2: _ARRAY | bool | int | float | complex, /) -> Plan:
@@ -216,9 +220,7 @@ def where(condition: _ARRAY, x1: _ARRAY | bool | int | float | complex, x2: _ARR
         # Two Python scalars (beyond the standard, as NumPy, PyTorch and CuPy take them; SciPy's
         # nsum calls where(x == 0, log(0.5), 0)): the default dtype of the wider kind.
         dtype = _SCALAR_DEFAULTS[builtins.max(_SCALAR_KINDS.index(x1.__class__), _SCALAR_KINDS.index(x2.__class__))]
-    args = [condition] + [
-        (a if a.dtype is dtype else Cast(a, dtype)) if isinstance(a, Array) else _check_scalar(a, dtype, "where") for a in (x1, x2)
-    ]
+    args = [condition] + [(a if a.dtype is dtype else Cast(a, dtype)) if isinstance(a, Array) else _check_scalar(a, dtype, "where") for a in (x1, x2)]
     shape = broadcast_shapes(*(a.shape for a in arrays))
     return Plan(device, dtype, dtype, shape, tuple(args), reads=arrays)
 
@@ -254,6 +256,7 @@ def _vjp_sort(nd: Any, need: Any, g: Any, y: Any, x: Any, /, *, axis: int = -1, 
     order = nd.argsort(x, axis=axis, descending=descending, stable=stable)
     return (nd.take_along_axis(g, nd.argsort(order, axis=axis), axis=axis),)
 
+
 @declare("sort", dtypes="real numeric", reference=_ref_sort, vjp=_vjp_sort)
 def sort(x: _ARRAY, /, *, axis: int = -1, descending: bool = False, stable: bool = True) -> Plan:
     """A sorted copy of ``x`` along ``axis`` (NaNs last in ascending order)."""
@@ -287,6 +290,7 @@ def _vjp_clip(nd: Any, need: Any, g: Any, y: Any, x: Any, /, min: Any = None, ma
     gmax = nd.where(raised > max, g, 0) if need[2] and max is not None else None
     return gx, gmin, gmax
 
+
 @declare("clip", dtypes="real numeric", reference=_ref_clip, method="clip", vjp=_vjp_clip)
 def clip(x: _ARRAY, /, min: _ARRAY | int | float | None = None, max: _ARRAY | int | float | None = None) -> Plan:  # noqa: A002
     """Limit the values of ``x`` to ``[min, max]`` element-wise; the result has ``x``'s dtype.
@@ -308,7 +312,9 @@ def clip(x: _ARRAY, /, min: _ARRAY | int | float | None = None, max: _ARRAY | in
         elif isinstance(bound, Array):
             check_dtype_category(bound, "real numeric", "clip", name)
             if bound.dtype is not x.dtype and not _dtypes.same_kind_castable(bound.dtype, x.dtype):
-                raise TypeError(f"clip(): {name} has dtype {bound.dtype.name}, which does not fit x's dtype {x.dtype.name} (the result keeps x's dtype)")
+                raise TypeError(
+                    f"clip(): {name} has dtype {bound.dtype.name}, which does not fit x's dtype {x.dtype.name} (the result keeps x's dtype)"
+                )
             arrays.append(bound)
             bounds.append(bound if bound.dtype is x.dtype else Cast(bound, x.dtype))
         elif bound.__class__ in (int, float):

@@ -23,9 +23,32 @@ import numpy as np
 
 from .. import _dtypes
 from .._dtypes import DType
-from .spec import Array, broadcast_shapes, Cast, check_array, check_dtype_category, constant, declare, host_scalar, int_arg, normalize_axes, not_differentiable, Plan, scalar_arg
+from .spec import (
+    Array,
+    broadcast_shapes,
+    Cast,
+    check_array,
+    check_dtype_category,
+    constant,
+    declare,
+    host_scalar,
+    int_arg,
+    normalize_axes,
+    not_differentiable,
+    Plan,
+    scalar_arg,
+)
 from ._vjp import (
-    conj, diag_matrix, expand_reduced, eye_like, is_complex, lower_read, matrix_t, off_diagonal_inverse, real_only, solve_right,
+    conj,
+    diag_matrix,
+    expand_reduced,
+    eye_like,
+    is_complex,
+    lower_read,
+    matrix_t,
+    off_diagonal_inverse,
+    real_only,
+    solve_right,
 )
 from .linalg import _promote_pair
 
@@ -67,6 +90,7 @@ def _asarray(result: Any, dtype: Any) -> np.ndarray:
 
 # ----------------------------------------------------------------------------- single result, same shape
 
+
 def _ref_cholesky(x: np.ndarray, upper: bool = False) -> np.ndarray:
     return np.linalg.cholesky(x, upper=upper)
 
@@ -85,6 +109,7 @@ def _vjp_cholesky(nd: Any, need: Any, g: Any, y: Any, x: Any, /, *, upper: bool 
     grad = lower_read(nd, s)
     return (nd.matrix_transpose(grad) if upper else grad,)
 
+
 @declare("linalg.cholesky", dtypes="floating", reference=_ref_cholesky, vjp=_vjp_cholesky)
 def cholesky(x: _ARRAY, /, *, upper: bool = False) -> Plan:
     """Cholesky factor of each Hermitian positive-definite matrix: lower ``L`` (``x = L @ L^H``), or upper with ``upper=True``."""
@@ -101,6 +126,7 @@ def _ref_inv(x: np.ndarray) -> np.ndarray:
 def _vjp_inv(nd: Any, need: Any, g: Any, y: Any, x: Any, /) -> tuple[Any, ...]:
     yh = matrix_t(nd, y)
     return (-(yh @ g @ yh),)
+
 
 @declare("linalg.inv", dtypes="floating", reference=_ref_inv, vjp=_vjp_inv)
 def inv(x: _ARRAY, /) -> Plan:
@@ -135,6 +161,7 @@ def _vjp_matrix_power(nd: Any, need: Any, g: Any, y: Any, x: Any, n: int, /) -> 
     gi = _power_vjp(nd, g, inverse, -n)
     ih = matrix_t(nd, inverse)
     return (-(ih @ gi @ ih),)
+
 
 @declare("linalg.matrix_power", dtypes="numeric", reference=_ref_matrix_power, vjp=_vjp_matrix_power, host_values=("n",))
 def matrix_power(x: _ARRAY, n: int, /) -> Plan:
@@ -174,6 +201,7 @@ def _vjp_pinv(nd: Any, need: Any, g: Any, y: Any, x: Any, /, *, rtol: Any = None
     right = nd.eye(n, dtype=x.dtype, device=x.device) - p @ x
     return (-(ph @ g @ ph) + left @ gh @ (p @ ph) + (ph @ p) @ gh @ right,)
 
+
 @declare("linalg.pinv", dtypes="floating", reference=_ref_pinv, vjp=_vjp_pinv)
 def pinv(x: _ARRAY, /, *, rtol: float | _ARRAY | None = None) -> Plan:
     """Moore-Penrose pseudo-inverse of each matrix; singular values below ``rtol * largest`` count as zero.
@@ -189,12 +217,14 @@ def pinv(x: _ARRAY, /, *, rtol: float | _ARRAY | None = None) -> Plan:
 
 # ----------------------------------------------------------------------------- reductions of matrices
 
+
 def _ref_det(x: np.ndarray) -> np.ndarray:
     return _asarray(np.linalg.det(x), x.dtype)
 
 
 def _vjp_det(nd: Any, need: Any, g: Any, y: Any, x: Any, /) -> tuple[Any, ...]:
     return ((g * conj(nd, y))[..., None, None] * matrix_t(nd, nd.linalg.inv(x)),)
+
 
 @declare("linalg.det", dtypes="floating", reference=_ref_det, vjp=_vjp_det)
 def det(x: _ARRAY, /) -> Plan:
@@ -217,6 +247,7 @@ def _vjp_slogdet(nd: Any, need: Any, g: Any, y: Any, x: Any, /) -> tuple[Any, ..
         return (None,)
     return (g_log[..., None, None] * matrix_t(nd, nd.linalg.inv(x)),)
 
+
 @declare("linalg.slogdet", dtypes="floating", reference=_ref_slogdet, outputs=("sign", "logabsdet"), vjp=_vjp_slogdet)
 def slogdet(x: _ARRAY, /) -> Plan:
     """Sign (or phase, for complex input) and natural log of the absolute value of each determinant.
@@ -235,6 +266,7 @@ def _ref_trace(x: np.ndarray, offset: int = 0, dtype: DType | None = None) -> np
 def _vjp_trace(nd: Any, need: Any, g: Any, y: Any, x: Any, /, *, offset: int = 0, dtype: Any = None) -> tuple[Any, ...]:
     eye = nd.eye(x.shape[-2], x.shape[-1], k=offset, dtype=g.dtype, device=g.device)
     return (g[..., None, None] * eye,)
+
 
 @declare("linalg.trace", dtypes="numeric", reference=_ref_trace, vjp=_vjp_trace, host_values=("offset",))
 def trace(x: _ARRAY, /, *, offset: int = 0, dtype: DType | None = None) -> Plan:
@@ -261,6 +293,7 @@ def _vjp_diagonal(nd: Any, need: Any, g: Any, y: Any, x: Any, /, *, offset: int 
     if missing:
         g = nd.concat([g, nd.zeros(g.shape[:-1] + (missing,), dtype=g.dtype, device=g.device)], axis=-1)
     return ((g[..., :, None] if offset >= 0 else g[..., None, :]) * eye,)
+
 
 @declare("linalg.diagonal", dtypes="any", reference=_ref_diagonal, vjp=_vjp_diagonal, host_values=("offset",))
 def diagonal(x: _ARRAY, /, *, offset: int = 0) -> Plan:
@@ -322,6 +355,7 @@ def _vjp_matrix_norm(nd: Any, need: Any, g: Any, y: Any, x: Any, /, *, keepdims:
     hit = nd.astype(sums == y, y.dtype)
     return (g * _share(nd, hit, -1 if axis == -2 else -2) * nd.sign(x),)
 
+
 @declare("linalg.matrix_norm", dtypes="floating", reference=_ref_matrix_norm, vjp=_vjp_matrix_norm, host_values=("ord",))
 def matrix_norm(x: _ARRAY, /, *, keepdims: bool = False, ord: int | float | str = "fro") -> Plan:  # noqa: A002
     """Norm of each matrix: ``'fro'`` (default), ``'nuc'``, ``1``, ``-1``, ``2``, ``-2``, ``inf`` or ``-inf``; real dtype."""
@@ -357,6 +391,7 @@ def _vjp_vector_norm(nd: Any, need: Any, g: Any, y: Any, x: Any, /, *, axis: Any
         return (g * nd.sign(x),)
     return (g * nd.sign(x) * (magnitude / y) ** (ord - 1),)
 
+
 @declare("linalg.vector_norm", dtypes="floating", reference=_ref_vector_norm, vjp=_vjp_vector_norm, host_values=("ord",))
 def vector_norm(x: _ARRAY, /, *, axis: int | tuple[int, ...] | None = None, keepdims: bool = False, ord: int | float = 2) -> Plan:  # noqa: A002
     """p-norm over ``axis`` (all axes by default): ``ord`` any real number, ``inf``, ``-inf`` or 0 (count of non-zeros)."""
@@ -372,8 +407,13 @@ def vector_norm(x: _ARRAY, /, *, axis: int | tuple[int, ...] | None = None, keep
     if ord == -math.inf and any(x.shape[a] == 0 for a in axes):  # a minimum over nothing (NumPy's error; inf gives 0)
         raise ValueError(f"vector_norm(ord={ord}) of an empty array (shape {x.shape}) along axis {axis} has no identity; pass a non-empty array")
     kernel_axis = None if len(axes) == x.ndim and not keepdims else axes
-    return Plan.of(x, out_shape=_reduced_shape(x.shape, axes, keepdims), out_dtype=real_dtype(x.dtype), args=(x,),
-                   kwargs={"axis": kernel_axis, "keepdims": keepdims, "ord": ord})
+    return Plan.of(
+        x,
+        out_shape=_reduced_shape(x.shape, axes, keepdims),
+        out_dtype=real_dtype(x.dtype),
+        args=(x,),
+        kwargs={"axis": kernel_axis, "keepdims": keepdims, "ord": ord},
+    )
 
 
 def _ref_svdvals(x: np.ndarray) -> np.ndarray:
@@ -383,6 +423,7 @@ def _ref_svdvals(x: np.ndarray) -> np.ndarray:
 def _vjp_svdvals(nd: Any, need: Any, g: Any, y: Any, x: Any, /) -> tuple[Any, ...]:
     u, _, vh = nd.linalg.svd(x, full_matrices=False)
     return ((u * g[..., None, :]) @ vh,)
+
 
 @declare("linalg.svdvals", dtypes="floating", reference=_ref_svdvals, vjp=_vjp_svdvals)
 def svdvals(x: _ARRAY, /) -> Plan:
@@ -399,6 +440,7 @@ def _vjp_eigvalsh(nd: Any, need: Any, g: Any, y: Any, x: Any, /) -> tuple[Any, .
     real_only(x, "eigvalsh")
     v = nd.linalg.eigh(x).eigenvectors
     return (lower_read(nd, (v * g[..., None, :]) @ nd.matrix_transpose(v)),)
+
 
 @declare("linalg.eigvalsh", dtypes="floating", reference=_ref_eigvalsh, vjp=_vjp_eigvalsh)
 def eigvalsh(x: _ARRAY, /) -> Plan:
@@ -423,6 +465,7 @@ def eigvals(x: _ARRAY, /) -> Plan:
 
 # ----------------------------------------------------------------------------- decompositions
 
+
 def _ref_eigh(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     w, v = np.linalg.eigh(x)
     return w, v
@@ -441,6 +484,7 @@ def _vjp_eigh(nd: Any, need: Any, g: Any, y: Any, x: Any, /) -> tuple[Any, ...]:
     if inner is None:
         return (None,)
     return (lower_read(nd, v @ inner @ nd.matrix_transpose(v)),)
+
 
 @declare("linalg.eigh", dtypes="floating", reference=_ref_eigh, outputs=("eigenvalues", "eigenvectors"), vjp=_vjp_eigh)
 def eigh(x: _ARRAY, /) -> Plan:
@@ -486,12 +530,15 @@ def _vjp_qr(nd: Any, need: Any, g: Any, y: Any, x: Any, /, *, mode: str = "reduc
     rows, cols = x.shape[-2:]
     if rows >= cols:
         if q.shape[-1] != cols:
-            raise ValueError("linalg.qr(mode='complete') of a tall matrix: the extra columns of Q are not unique, so Q has no gradient; use mode='reduced'")
+            raise ValueError(
+                "linalg.qr(mode='complete') of a tall matrix: the extra columns of Q are not unique, so Q has no gradient; use mode='reduced'"
+            )
         return (_qr_square_or_tall(nd, q, r, gq, gr),)
     # wide: A = Q [X | Y] with X square; Y = Q R_Y adds Y gR_Y^T to the cotangent of Q
     gry = gr[..., :, rows:]
     gx = _qr_square_or_tall(nd, q, r[..., :, :rows], gq + x[..., :, rows:] @ nd.matrix_transpose(gry), gr[..., :, :rows])
     return (nd.concat([gx, q @ gry], axis=-1),)
+
 
 @declare("linalg.qr", dtypes="floating", reference=_ref_qr, outputs=("Q", "R"), vjp=_vjp_qr)
 def qr(x: _ARRAY, /, *, mode: str = "reduced") -> Plan:
@@ -527,8 +574,10 @@ def _vjp_svd(nd: Any, need: Any, g: Any, y: Any, x: Any, /, *, full_matrices: bo
     rows, cols = x.shape[-2:]
     k = min(rows, cols)
     if full_matrices and rows != cols and (gu is not None or gvh is not None):
-        raise ValueError("linalg.svd(full_matrices=True) of a non-square matrix: the extra singular vectors are not unique, "
-                         "so U and Vh have no gradient; use full_matrices=False")
+        raise ValueError(
+            "linalg.svd(full_matrices=True) of a non-square matrix: the extra singular vectors are not unique, "
+            "so U and Vh have no gradient; use full_matrices=False"
+        )
     u, vh = u[..., :, :k], vh[..., :k, :]
     v = nd.matrix_transpose(vh)
     inner = nd.zeros(x.shape[:-2] + (k, k), dtype=x.dtype, device=x.device) if gs is None else diag_matrix(nd, gs)
@@ -548,6 +597,7 @@ def _vjp_svd(nd: Any, need: Any, g: Any, y: Any, x: Any, /, *, full_matrices: bo
     core = u @ inner @ vh
     return (core if grad is None else core + grad,)
 
+
 @declare("linalg.svd", dtypes="floating", reference=_ref_svd, outputs=("U", "S", "Vh"), vjp=_vjp_svd)
 def svd(x: _ARRAY, /, *, full_matrices: bool = True) -> Plan:
     """Singular value decomposition ``x = U @ diag(S) @ Vh`` of each matrix (``S`` descending, real dtype)."""
@@ -564,6 +614,7 @@ def svd(x: _ARRAY, /, *, full_matrices: bool = True) -> Plan:
 
 # ----------------------------------------------------------------------------- two arguments
 
+
 def _ref_solve(x1: np.ndarray, x2: np.ndarray) -> np.ndarray:
     if x2.ndim == 1:
         return np.linalg.solve(x1, x2[:, None])[..., 0]
@@ -577,6 +628,7 @@ def _vjp_solve(nd: Any, need: Any, g: Any, y: Any, x1: Any, x2: Any, /) -> tuple
     gb = nd.linalg.solve(matrix_t(nd, x1), gm)
     ga = -(gb @ matrix_t(nd, xm)) if need[0] else None
     return ga, ((gb[..., 0] if vector else gb) if need[1] else None)
+
 
 @declare("linalg.solve", dtypes="floating", reference=_ref_solve, vjp=_vjp_solve)
 def solve(x1: _ARRAY, x2: _ARRAY, /) -> Plan:
@@ -609,6 +661,7 @@ def _vjp_cross(nd: Any, need: Any, g: Any, y: Any, x1: Any, x2: Any, /, *, axis:
     g2 = nd.linalg.cross(g, conj(nd, x1), axis=axis) if need[1] else None
     return g1, g2
 
+
 @declare("linalg.cross", dtypes="numeric", reference=_ref_cross, vjp=_vjp_cross)
 def cross(x1: _ARRAY, x2: _ARRAY, /, *, axis: int = -1) -> Plan:
     """Cross product of 3-element vectors along ``axis`` (the other axes broadcast)."""
@@ -632,6 +685,7 @@ def _ref_outer(x1: np.ndarray, x2: np.ndarray) -> np.ndarray:
 
 def _vjp_outer(nd: Any, need: Any, g: Any, y: Any, x1: Any, x2: Any, /) -> tuple[Any, ...]:
     return (g @ conj(nd, x2) if need[0] else None), (conj(nd, x1) @ g if need[1] else None)
+
 
 @declare("linalg.outer", dtypes="numeric", reference=_ref_outer, vjp=_vjp_outer)
 def outer(x1: _ARRAY, x2: _ARRAY, /) -> Plan:

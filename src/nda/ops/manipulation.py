@@ -17,7 +17,20 @@ import numpy as np
 
 from .. import _dtypes
 from .spec import (
-    Array, broadcast_shapes, Cast, check_array, check_shape, declare, parse_shape, int_arg, Method, normalize_axes, normalize_axis, Plan, prod, same_device,
+    Array,
+    broadcast_shapes,
+    Cast,
+    check_array,
+    check_shape,
+    declare,
+    parse_shape,
+    int_arg,
+    Method,
+    normalize_axes,
+    normalize_axis,
+    Plan,
+    prod,
+    same_device,
 )
 from ._vjp import gather_positions, scatter_flat
 
@@ -32,13 +45,16 @@ def _ref_reshape(x: np.ndarray, shape: tuple[int, ...], copy: bool | None = None
             view = x.view()
             view.shape = shape  # raises when a view is impossible
         except AttributeError:
-            raise ValueError(f"reshape(copy=False): cannot reshape an array of shape {x.shape} with these strides into {shape} without copying") from None
+            raise ValueError(
+                f"reshape(copy=False): cannot reshape an array of shape {x.shape} with these strides into {shape} without copying"
+            ) from None
         return view
     return np.reshape(x, shape)
 
 
 def _vjp_reshape(nd: Any, need: Any, g: Any, y: Any, x: Any, /, shape: Any, *, copy: Any = None) -> tuple[Any, ...]:
     return (nd.reshape(g, x.shape),)
+
 
 _RESHAPE_METHODS = (
     Method("reshape", varargs="shape", doc="This array with a new shape: ``x.reshape(2, 3)`` or ``x.reshape((2, 3))`` (see ``nda.reshape``)."),
@@ -80,12 +96,17 @@ def _vjp_permute_dims(nd: Any, need: Any, g: Any, y: Any, x: Any, /, axes: Any) 
     order = [normalize_axis(a, x.ndim, "permute_dims") for a in axes]
     return (nd.permute_dims(g, tuple(sorted(range(x.ndim), key=lambda i: order[i]))),)
 
+
 def _reversed_axes(x: Any) -> tuple[int, ...]:
     return tuple(range(x.ndim - 1, -1, -1))
 
 
-_TRANSPOSE = Method("transpose", varargs="axes", empty=_reversed_axes,
-                    doc="The axes permuted: reversed without arguments, else ``x.transpose(1, 0)`` or ``x.transpose((1, 0))`` (a view).")
+_TRANSPOSE = Method(
+    "transpose",
+    varargs="axes",
+    empty=_reversed_axes,
+    doc="The axes permuted: reversed without arguments, else ``x.transpose(1, 0)`` or ``x.transpose((1, 0))`` (a view).",
+)
 
 
 @declare("permute_dims", dtypes="any", reference=_ref_permute_dims, view=True, methods=(_TRANSPOSE,), vjp=_vjp_permute_dims)
@@ -123,7 +144,7 @@ def _vjp_concat(nd: Any, need: Any, g: Any, y: Any, arrays: Any, /, *, axis: Any
     pieces, start = [], 0
     if axis is None:
         for a in arrays:
-            pieces.append(nd.reshape(g[start:start + a.size], a.shape))
+            pieces.append(nd.reshape(g[start : start + a.size], a.shape))
             start += a.size
         return (pieces,)
     ax = normalize_axis(axis, arrays[0].ndim, "concat")
@@ -131,6 +152,7 @@ def _vjp_concat(nd: Any, need: Any, g: Any, y: Any, arrays: Any, /, *, axis: Any
         pieces.append(g[(slice(None),) * ax + (slice(start, start + a.shape[ax]),)])
         start += a.shape[ax]
     return (pieces,)
+
 
 @declare("concat", dtypes="any", reference=_ref_concat, vjp=_vjp_concat)
 def concat(arrays: tuple[_ARRAY, ...] | list[_ARRAY], /, *, axis: int | None = 0) -> Plan:
@@ -161,6 +183,7 @@ def _vjp_stack(nd: Any, need: Any, g: Any, y: Any, arrays: Any, /, *, axis: int 
     ax = normalize_axis(axis, arrays[0].ndim + 1, "stack")
     return ([g[(slice(None),) * ax + (i,)] for i in range(len(arrays))],)
 
+
 @declare("stack", dtypes="any", reference=_ref_stack, vjp=_vjp_stack)
 def stack(arrays: tuple[_ARRAY, ...] | list[_ARRAY], /, *, axis: int = 0) -> Plan:
     """Join arrays of one shape along a new ``axis``; dtypes are promoted."""
@@ -183,6 +206,7 @@ def _ref_expand_dims(x: np.ndarray, axis: int = 0) -> np.ndarray:
 def _vjp_same_elements(nd: Any, need: Any, g: Any, y: Any, x: Any, /, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
     """expand_dims, squeeze: the same elements in the same order."""
     return (nd.reshape(g, x.shape),)
+
 
 @declare("expand_dims", dtypes="any", reference=_ref_expand_dims, view=True, vjp=_vjp_same_elements, host_values=("axis",))
 def expand_dims(x: _ARRAY, /, axis: int | tuple[int, ...] = 0) -> Plan:
@@ -229,6 +253,7 @@ def _ref_flip(x: np.ndarray, axis: tuple[int, ...] | None = None) -> np.ndarray:
 def _vjp_flip(nd: Any, need: Any, g: Any, y: Any, x: Any, /, *, axis: Any = None) -> tuple[Any, ...]:
     return (nd.flip(g, axis=axis),)
 
+
 @declare("flip", dtypes="any", reference=_ref_flip, view=True, vjp=_vjp_flip)
 def flip(x: _ARRAY, /, *, axis: int | tuple[int, ...] | None = None) -> Plan:
     """Reverse the order of elements along ``axis`` (all axes by default; a view)."""
@@ -244,6 +269,7 @@ def _ref_roll(x: np.ndarray, shift: int | tuple[int, ...], axis: int | tuple[int
 def _vjp_roll(nd: Any, need: Any, g: Any, y: Any, x: Any, /, shift: Any, *, axis: Any = None) -> tuple[Any, ...]:
     back = tuple(-operator.index(s) for s in shift) if isinstance(shift, tuple) else -operator.index(shift)
     return (nd.roll(g, back, axis=axis),)
+
 
 @declare("roll", dtypes="any", reference=_ref_roll, vjp=_vjp_roll, host_values=("shift",))
 def roll(x: _ARRAY, /, shift: int | tuple[int, ...], *, axis: int | tuple[int, ...] | None = None) -> Plan:
@@ -275,6 +301,7 @@ def _ref_broadcast_to(x: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
 def _vjp_broadcast_to(nd: Any, need: Any, g: Any, y: Any, x: Any, /, shape: Any) -> tuple[Any, ...]:
     return (g,)  # autograd sums the gradient over the broadcast axes
 
+
 @declare("broadcast_to", dtypes="any", reference=_ref_broadcast_to, view=True, vjp=_vjp_broadcast_to)
 def broadcast_to(x: _ARRAY, /, shape: tuple[int, ...]) -> Plan:
     """Broadcast ``x`` to ``shape`` (a read-only view)."""
@@ -296,6 +323,7 @@ def _vjp_tile(nd: Any, need: Any, g: Any, y: Any, x: Any, repetitions: Any, /) -
     reps = (1,) * (n - len(repetitions)) + tuple(repetitions)
     split = nd.reshape(g, tuple(v for pair in zip(reps, sides) for v in pair))
     return (nd.reshape(nd.sum(split, axis=tuple(range(0, 2 * n, 2))), x.shape),)
+
 
 @declare("tile", dtypes="any", reference=_ref_tile, vjp=_vjp_tile)
 def tile(x: _ARRAY, repetitions: int | tuple[int, ...], /) -> Plan:
@@ -326,6 +354,7 @@ def _vjp_repeat(nd: Any, need: Any, g: Any, y: Any, x: Any, repeats: Any, /, *, 
     positions = nd.repeat(gather_positions(nd, x), repeats, axis=axis)
     flat = scatter_flat(nd, nd.reshape(g, (-1,)), nd.reshape(positions, (-1,)), x.size, unique=False)
     return (nd.reshape(flat, x.shape),)
+
 
 @declare("repeat", dtypes="any", reference=_ref_repeat, vjp=_vjp_repeat, host_values=("repeats",))
 def repeat(x: _ARRAY, repeats: int | _ARRAY, /, *, axis: int | None = None) -> Plan:
@@ -369,7 +398,7 @@ def repeat(x: _ARRAY, repeats: int | _ARRAY, /, *, axis: int | None = None) -> P
             raise ValueError(f"repeat(): repeats must be non-negative, got {count}")
         total = count * length
         kernel_repeats = count
-    out_shape = (total,) if kernel_axis is None else x.shape[:kernel_axis] + (total,) + x.shape[kernel_axis + 1:]
+    out_shape = (total,) if kernel_axis is None else x.shape[:kernel_axis] + (total,) + x.shape[kernel_axis + 1 :]
     plan = Plan.of(x, out_shape=out_shape, args=(x, kernel_repeats), kwargs={"axis": kernel_axis})
     plan.reads = tuple(reads)
     plan.values_decide_shape = kernel_repeats is repeats and isinstance(repeats, Array)
@@ -408,6 +437,7 @@ def _vjp_tril(nd: Any, need: Any, g: Any, y: Any, x: Any, /, *, k: int = 0) -> t
 
 def _vjp_triu(nd: Any, need: Any, g: Any, y: Any, x: Any, /, *, k: int = 0) -> tuple[Any, ...]:
     return (nd.triu(g, k=k),)
+
 
 @declare("tril", dtypes="any", reference=_ref_tril, vjp=_vjp_tril, host_values=("k",))
 def tril(x: _ARRAY, /, *, k: int = 0) -> Plan:

@@ -64,9 +64,22 @@ from .spec import Plan, check_shape, constant, declare, dtype_arg
 from .creation import _creation_plan
 
 __all__ = [
-    "consumed", "check_key", "check_counter",
+    "consumed",
+    "check_key",
+    "check_counter",
     # the stream's constants, for backends that implement it (nda_cuda._philox)
-    "M0", "M1", "W0", "W1", "ROUNDS", "LOG_COEFFS", "SIN_COEFFS", "COS_COEFFS", "LN2_HI", "LN2_LO", "SQRT_HALF", "TWO_PI",
+    "M0",
+    "M1",
+    "W0",
+    "W1",
+    "ROUNDS",
+    "LOG_COEFFS",
+    "SIN_COEFFS",
+    "COS_COEFFS",
+    "LN2_HI",
+    "LN2_LO",
+    "SQRT_HALF",
+    "TWO_PI",
     # the stream as one C/CUDA source (nda.ops._philox_source): nda-cuda's kernels, nda._philox_native on the host
     "kernel_source",  # noqa: F822 - the module __getattr__ imports it on first use
 ]
@@ -89,6 +102,7 @@ def __dir__() -> list[str]:
 
 _NO_ARRAY_INPUT = constant("no array input")
 _TWO128 = 1 << 128
+
 
 def consumed(op: str, n: int, dtype: DType, span: int = 0) -> int:
     """Philox blocks a request of ``n`` values of ``op`` (``"uniform"``, ``"normal"``,
@@ -162,9 +176,26 @@ def _in_dtype(value: float, dt: DType, name: str, op: str) -> float:
 
 # --------------------------------------------------------------------------- ops
 
-@declare("random.philox_uniform", dtypes="real floating", reference=_philox.uniform, family="creation", vjp=_NO_ARRAY_INPUT, host_values=("counter", "low", "high"))
-def philox_uniform(shape: int | tuple[int, ...], /, *, key: tuple[int, int], counter: int = 0, low: float = 0.0, high: float = 1.0,
-                   dtype: DType | None = None, device: Device | str | None = None) -> Plan:
+
+@declare(
+    "random.philox_uniform",
+    dtypes="real floating",
+    reference=_philox.uniform,
+    family="creation",
+    vjp=_NO_ARRAY_INPUT,
+    host_values=("counter", "low", "high"),
+)
+def philox_uniform(
+    shape: int | tuple[int, ...],
+    /,
+    *,
+    key: tuple[int, int],
+    counter: int = 0,
+    low: float = 0.0,
+    high: float = 1.0,
+    dtype: DType | None = None,
+    device: Device | str | None = None,
+) -> Plan:
     """Uniform floats in ``[low, high)`` from the Philox stream at ``(key, counter)`` (stateless).
 
     ``nda.random.Generator.uniform`` calls this with its key and counter; the stream is stated
@@ -182,9 +213,25 @@ def philox_uniform(shape: int | tuple[int, ...], /, *, key: tuple[int, int], cou
     return _creation_plan(op, dims, dt, device, (dims, k, c, lo, float(span)), {"dtype": dt})
 
 
-@declare("random.philox_normal", dtypes="real floating", reference=_philox.normal, family="creation", vjp=_NO_ARRAY_INPUT, host_values=("counter", "loc", "scale"))
-def philox_normal(shape: int | tuple[int, ...], /, *, key: tuple[int, int], counter: int = 0, loc: float = 0.0, scale: float = 1.0,
-                  dtype: DType | None = None, device: Device | str | None = None) -> Plan:
+@declare(
+    "random.philox_normal",
+    dtypes="real floating",
+    reference=_philox.normal,
+    family="creation",
+    vjp=_NO_ARRAY_INPUT,
+    host_values=("counter", "loc", "scale"),
+)
+def philox_normal(
+    shape: int | tuple[int, ...],
+    /,
+    *,
+    key: tuple[int, int],
+    counter: int = 0,
+    loc: float = 0.0,
+    scale: float = 1.0,
+    dtype: DType | None = None,
+    device: Device | str | None = None,
+) -> Plan:
     """Normal floats ``loc + scale * z`` from the Philox stream at ``(key, counter)`` (stateless; Box-Muller).
 
     It consumes ``ceil(n / 2)`` blocks for float64 and ``ceil(n / 4)`` for float32.
@@ -198,9 +245,24 @@ def philox_normal(shape: int | tuple[int, ...], /, *, key: tuple[int, int], coun
     return _creation_plan(op, dims, dt, device, (dims, k, c, mu, sigma), {"dtype": dt})
 
 
-@declare("random.philox_exponential", dtypes="real floating", reference=_philox.exponential, family="creation", vjp=_NO_ARRAY_INPUT, host_values=("counter", "scale"))
-def philox_exponential(shape: int | tuple[int, ...], /, *, key: tuple[int, int], counter: int = 0, scale: float = 1.0,
-                       dtype: DType | None = None, device: Device | str | None = None) -> Plan:
+@declare(
+    "random.philox_exponential",
+    dtypes="real floating",
+    reference=_philox.exponential,
+    family="creation",
+    vjp=_NO_ARRAY_INPUT,
+    host_values=("counter", "scale"),
+)
+def philox_exponential(
+    shape: int | tuple[int, ...],
+    /,
+    *,
+    key: tuple[int, int],
+    counter: int = 0,
+    scale: float = 1.0,
+    dtype: DType | None = None,
+    device: Device | str | None = None,
+) -> Plan:
     """Exponential floats ``scale * E`` from the Philox stream at ``(key, counter)`` (stateless; ``E = -log(u)``)."""
     op = "random.philox_exponential"
     dims, k, c, dt = check_shape(shape, op), check_key(key, op), check_counter(counter, op), _float_dtype(dtype, op)
@@ -210,9 +272,25 @@ def philox_exponential(shape: int | tuple[int, ...], /, *, key: tuple[int, int],
     return _creation_plan(op, dims, dt, device, (dims, k, c, beta), {"dtype": dt})
 
 
-@declare("random.philox_integers", dtypes="integer", reference=_philox.integers, family="creation", vjp=constant("integer result"), host_values=("counter", "low", "high"))
-def philox_integers(shape: int | tuple[int, ...], /, *, key: tuple[int, int], counter: int = 0, low: int, high: int,
-                    dtype: DType | None = None, device: Device | str | None = None) -> Plan:
+@declare(
+    "random.philox_integers",
+    dtypes="integer",
+    reference=_philox.integers,
+    family="creation",
+    vjp=constant("integer result"),
+    host_values=("counter", "low", "high"),
+)
+def philox_integers(
+    shape: int | tuple[int, ...],
+    /,
+    *,
+    key: tuple[int, int],
+    counter: int = 0,
+    low: int,
+    high: int,
+    dtype: DType | None = None,
+    device: Device | str | None = None,
+) -> Plan:
     """Integers in ``[low, high)`` from the Philox stream at ``(key, counter)`` (stateless; no modulo bias).
 
     It consumes ``ceil(n / 2)`` blocks when ``high - low <= 2**32`` and ``n`` blocks otherwise.

@@ -96,8 +96,17 @@ _HOSTS = ("counter",)
 
 
 @declare("random.philox_gamma", dtypes="real floating", reference=_philox_dist.gamma, family="creation", vjp=_SAMPLE, host_values=_HOSTS)
-def philox_gamma(shape: int | tuple[int, ...], /, *, key: tuple[int, int], counter: int = 0, alpha: Any, scale: Any = 1.0,
-                 dtype: DType | None = None, device: Device | str | None = None) -> Plan:
+def philox_gamma(
+    shape: int | tuple[int, ...],
+    /,
+    *,
+    key: tuple[int, int],
+    counter: int = 0,
+    alpha: Any,
+    scale: Any = 1.0,
+    dtype: DType | None = None,
+    device: Device | str | None = None,
+) -> Plan:
     """Gamma variates ``scale * G``, ``G ~ gamma(alpha)``, from the Philox stream at ``(key, counter)`` (stateless).
 
     Marsaglia and Tsang's method, each element on its own blocks (``nda.ops._philox_dist``).
@@ -108,27 +117,51 @@ def philox_gamma(shape: int | tuple[int, ...], /, *, key: tuple[int, int], count
 
 
 @declare("random.philox_beta", dtypes="real floating", reference=_philox_dist.beta, family="creation", vjp=_SAMPLE, host_values=_HOSTS)
-def philox_beta(shape: int | tuple[int, ...], /, *, key: tuple[int, int], counter: int = 0, a: Any, b: Any,
-                dtype: DType | None = None, device: Device | str | None = None) -> Plan:
+def philox_beta(
+    shape: int | tuple[int, ...],
+    /,
+    *,
+    key: tuple[int, int],
+    counter: int = 0,
+    a: Any,
+    b: Any,
+    dtype: DType | None = None,
+    device: Device | str | None = None,
+) -> Plan:
     """Beta(a, b) variates from the Philox stream at ``(key, counter)``: two gamma variates, in log space."""
     op = "random.philox_beta"
     params = [_param(a, "a", op, _positive), _param(b, "b", op, _positive)]
     return _plan(op, shape, key, counter, params, _float(dtype, op), device)
 
 
-@declare("random.philox_standard_t", dtypes="real floating", reference=_philox_dist.standard_t, family="creation", vjp=_SAMPLE,
-         host_values=_HOSTS)
-def philox_standard_t(shape: int | tuple[int, ...], /, *, key: tuple[int, int], counter: int = 0, df: Any,
-                      dtype: DType | None = None, device: Device | str | None = None) -> Plan:
+@declare("random.philox_standard_t", dtypes="real floating", reference=_philox_dist.standard_t, family="creation", vjp=_SAMPLE, host_values=_HOSTS)
+def philox_standard_t(
+    shape: int | tuple[int, ...],
+    /,
+    *,
+    key: tuple[int, int],
+    counter: int = 0,
+    df: Any,
+    dtype: DType | None = None,
+    device: Device | str | None = None,
+) -> Plan:
     """Student's t variates with ``df`` degrees of freedom from the Philox stream at ``(key, counter)``."""
     op = "random.philox_standard_t"
     return _plan(op, shape, key, counter, [_param(df, "df", op, _positive)], _float(dtype, op), device)
 
 
-@declare("random.philox_lognormal", dtypes="real floating", reference=_philox_dist.lognormal, family="creation", vjp=_SAMPLE,
-         host_values=_HOSTS)
-def philox_lognormal(shape: int | tuple[int, ...], /, *, key: tuple[int, int], counter: int = 0, mean: Any = 0.0, sigma: Any = 1.0,
-                     dtype: DType | None = None, device: Device | str | None = None) -> Plan:
+@declare("random.philox_lognormal", dtypes="real floating", reference=_philox_dist.lognormal, family="creation", vjp=_SAMPLE, host_values=_HOSTS)
+def philox_lognormal(
+    shape: int | tuple[int, ...],
+    /,
+    *,
+    key: tuple[int, int],
+    counter: int = 0,
+    mean: Any = 0.0,
+    sigma: Any = 1.0,
+    dtype: DType | None = None,
+    device: Device | str | None = None,
+) -> Plan:
     """Log-normal variates ``exp(mean + sigma * z)`` from the Philox stream at ``(key, counter)`` (one block a value)."""
     op = "random.philox_lognormal"
     params = [_param(mean, "mean", op, _finite), _param(sigma, "sigma", op, _non_negative)]
@@ -142,8 +175,16 @@ def _lam(x: float) -> str:
 
 
 @declare("random.philox_poisson", dtypes="integer", reference=_philox_dist.poisson, family="creation", vjp=_SAMPLE, host_values=_HOSTS)
-def philox_poisson(shape: int | tuple[int, ...], /, *, key: tuple[int, int], counter: int = 0, lam: Any = 1.0,
-                   dtype: DType | None = None, device: Device | str | None = None) -> Plan:
+def philox_poisson(
+    shape: int | tuple[int, ...],
+    /,
+    *,
+    key: tuple[int, int],
+    counter: int = 0,
+    lam: Any = 1.0,
+    dtype: DType | None = None,
+    device: Device | str | None = None,
+) -> Plan:
     """Poisson counts (int64 unless ``dtype`` says another integer dtype) with mean ``lam`` from the Philox
     stream at ``(key, counter)``; a count the dtype cannot hold is an OverflowError when the result is read."""
     op = "random.philox_poisson"
@@ -160,7 +201,7 @@ def _trials(x: float) -> str:
         return "must be non-negative"
     if x != np.floor(x):
         return "must be an integer"
-    return "is too large for exact float64 counts (at most 2**53)" if x > 2.0 ** 53 else ""
+    return "is too large for exact float64 counts (at most 2**53)" if x > 2.0**53 else ""
 
 
 def _probability(x: float) -> str:
@@ -168,8 +209,17 @@ def _probability(x: float) -> str:
 
 
 @declare("random.philox_binomial", dtypes="integer", reference=_philox_dist.binomial, family="creation", vjp=_SAMPLE, host_values=_HOSTS)
-def philox_binomial(shape: int | tuple[int, ...], /, *, key: tuple[int, int], counter: int = 0, n: Any, p: Any,
-                    dtype: DType | None = None, device: Device | str | None = None) -> Plan:
+def philox_binomial(
+    shape: int | tuple[int, ...],
+    /,
+    *,
+    key: tuple[int, int],
+    counter: int = 0,
+    n: Any,
+    p: Any,
+    dtype: DType | None = None,
+    device: Device | str | None = None,
+) -> Plan:
     """Binomial counts (int64 unless ``dtype`` says another integer dtype) of ``n`` trials with success
     probability ``p`` from the Philox stream at ``(key, counter)``."""
     op = "random.philox_binomial"

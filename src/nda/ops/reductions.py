@@ -88,7 +88,7 @@ def _vjp_prod(nd: Any, need: Any, g: Any, y: Any, x: Any, /, *, axis: Any = None
     rest = tuple(i for i in range(x.ndim) if i not in axes)
     order = rest + axes
     moved = nd.permute_dims(x, order)
-    lead = moved.shape[:len(rest)]
+    lead = moved.shape[: len(rest)]
     flat = nd.reshape(moved, lead + (-1,))
     left = nd.cumulative_prod(flat, axis=-1, include_initial=True)[..., :-1]
     right = nd.flip(nd.cumulative_prod(nd.flip(flat, axis=-1), axis=-1, include_initial=True)[..., :-1], axis=-1)
@@ -120,8 +120,13 @@ def _plan_float_reduction(op: str, x: Any, axis: Any, keepdims: Any, category: s
     keepdims = _check_keepdims(keepdims, op)
     arg = x if key is x.dtype else Cast(x, key)
     return Plan(
-        x.device, key, key, _reduced_shape(x.shape, axes, keepdims), (arg,),
-        {"axis": _kernel_axis(axes, x.ndim), "keepdims": keepdims, **extra}, reads=(x,),
+        x.device,
+        key,
+        key,
+        _reduced_shape(x.shape, axes, keepdims),
+        (arg,),
+        {"axis": _kernel_axis(axes, x.ndim), "keepdims": keepdims, **extra},
+        reads=(x,),
     )
 
 
@@ -149,16 +154,18 @@ def _vjp_mean(nd: Any, need: Any, g: Any, y: Any, x: Any, /, *, axis: Any = None
     return (expand_reduced(nd, g / builtins.max(_count(x.shape, axes), 1), x.shape, axes, keepdims),)
 
 
-def _vjp_var(nd: Any, need: Any, g: Any, y: Any, x: Any, /, *, axis: Any = None, correction: Any = 0.0, keepdims: bool = False,
-             ddof: Any = None) -> tuple[Any, ...]:
+def _vjp_var(
+    nd: Any, need: Any, g: Any, y: Any, x: Any, /, *, axis: Any = None, correction: Any = 0.0, keepdims: bool = False, ddof: Any = None
+) -> tuple[Any, ...]:
     correction = correction if ddof is None else ddof
     axes = normalize_axes(axis, x.ndim, "var")
     centred = x - nd.mean(x, axis=axes, keepdims=True)
     return (expand_reduced(nd, g * (2.0 / (_count(x.shape, axes) - correction)), x.shape, axes, keepdims) * centred,)
 
 
-def _vjp_std(nd: Any, need: Any, g: Any, y: Any, x: Any, /, *, axis: Any = None, correction: Any = 0.0, keepdims: bool = False,
-             ddof: Any = None) -> tuple[Any, ...]:
+def _vjp_std(
+    nd: Any, need: Any, g: Any, y: Any, x: Any, /, *, axis: Any = None, correction: Any = 0.0, keepdims: bool = False, ddof: Any = None
+) -> tuple[Any, ...]:
     correction = correction if ddof is None else ddof
     axes = normalize_axes(axis, x.ndim, "std")
     centred = x - nd.mean(x, axis=axes, keepdims=True)
@@ -186,8 +193,9 @@ def _check_correction(correction: Any, op: str, ddof: Any = None) -> float:
 
 
 @declare("std", dtypes="real floating", reference=_ref_std, method="std", vjp=_vjp_std, host_values=("correction", "ddof"))
-def std(x: _ARRAY, /, *, axis: int | tuple[int, ...] | None = None, correction: int | float = 0.0, keepdims: bool = False,
-        ddof: int | float | None = None) -> Plan:
+def std(
+    x: _ARRAY, /, *, axis: int | tuple[int, ...] | None = None, correction: int | float = 0.0, keepdims: bool = False, ddof: int | float | None = None
+) -> Plan:
     """Standard deviation over ``axis`` with ``correction`` degrees of freedom removed (1 for the sample std).
 
     ``ddof`` is NumPy's name for ``correction`` (an nda extra; pass one of them).
@@ -196,8 +204,9 @@ def std(x: _ARRAY, /, *, axis: int | tuple[int, ...] | None = None, correction: 
 
 
 @declare("var", dtypes="real floating", reference=_ref_var, method="var", vjp=_vjp_var, host_values=("correction", "ddof"))
-def var(x: _ARRAY, /, *, axis: int | tuple[int, ...] | None = None, correction: int | float = 0.0, keepdims: bool = False,
-        ddof: int | float | None = None) -> Plan:
+def var(
+    x: _ARRAY, /, *, axis: int | tuple[int, ...] | None = None, correction: int | float = 0.0, keepdims: bool = False, ddof: int | float | None = None
+) -> Plan:
     """Variance over ``axis`` with ``correction`` degrees of freedom removed (1 for the sample variance).
 
     ``ddof`` is NumPy's name for ``correction`` (an nda extra; pass one of them).
@@ -212,8 +221,13 @@ def _plan_extremum(op: str, x: Any, axis: Any, keepdims: Any, out_dtype: DType |
     keepdims = _check_keepdims(keepdims, op)
     if builtins.any(x.shape[a] == 0 for a in axes):
         raise ValueError(f"{op}() of an empty array (shape {x.shape}) along axis {axis} has no identity; pass a non-empty array")
-    return Plan.of(x, out_shape=_reduced_shape(x.shape, axes, keepdims), out_dtype=out_dtype, args=(x,),
-                   kwargs={"axis": _kernel_axis(axes, x.ndim), "keepdims": keepdims})
+    return Plan.of(
+        x,
+        out_shape=_reduced_shape(x.shape, axes, keepdims),
+        out_dtype=out_dtype,
+        args=(x,),
+        kwargs={"axis": _kernel_axis(axes, x.ndim), "keepdims": keepdims},
+    )
 
 
 def _ref_min(x: np.ndarray, axis: Any = None, keepdims: bool = False) -> np.ndarray:
@@ -285,8 +299,13 @@ def _plan_logical(op: str, x: Any, axis: Any, keepdims: Any) -> Plan:
     x = check_array(x, op)
     axes = normalize_axes(axis, x.ndim, op)
     keepdims = _check_keepdims(keepdims, op)
-    return Plan.of(x, out_shape=_reduced_shape(x.shape, axes, keepdims), out_dtype=_dtypes.bool, args=(x,),
-                   kwargs={"axis": _kernel_axis(axes, x.ndim), "keepdims": keepdims})
+    return Plan.of(
+        x,
+        out_shape=_reduced_shape(x.shape, axes, keepdims),
+        out_dtype=_dtypes.bool,
+        args=(x,),
+        kwargs={"axis": _kernel_axis(axes, x.ndim), "keepdims": keepdims},
+    )
 
 
 def _ref_all(x: np.ndarray, axis: Any = None, keepdims: bool = False) -> np.ndarray:
@@ -301,7 +320,9 @@ def _no_out(op: str, out: Any) -> None:
     """NumPy's ``out=None``, which NumPy's ``np.any(obj)`` passes on to ``obj.any(axis=None, out=None)``
     (xarray then calls ``xp.any(data, out=None)``: its ``polyfit``); an array there is refused."""
     if out is not None:
-        raise TypeError(f"{op}(): out= must be None (nda's {op} returns a new array; np.{op}(x, out=y) of nda arrays stores into y), got {type(out).__name__}")
+        raise TypeError(
+            f"{op}(): out= must be None (nda's {op} returns a new array; np.{op}(x, out=y) of nda arrays stores into y), got {type(out).__name__}"
+        )
 
 
 @declare("all", dtypes="any", reference=_ref_all, method="all", vjp=_BOOL_RESULT)
@@ -351,8 +372,9 @@ def _plan_cumulative(op: str, x: Any, axis: Any, dtype: Any, include_initial: An
     out_dtype = _sum_dtype(x.dtype, dtype_arg(dtype, op), op)
     shape = list(x.shape)
     shape[axis] += int(include_initial)
-    return Plan.of(x, out_shape=tuple(shape), out_dtype=out_dtype, args=(x,),
-                   kwargs={"axis": axis, "dtype": out_dtype, "include_initial": include_initial})
+    return Plan.of(
+        x, out_shape=tuple(shape), out_dtype=out_dtype, args=(x,), kwargs={"axis": axis, "dtype": out_dtype, "include_initial": include_initial}
+    )
 
 
 def _scan_axis(x: Any, axis: Any) -> int:
@@ -367,12 +389,16 @@ def _drop_initial(a: Any, axis: int) -> Any:
     return a[(slice(None),) * axis + (slice(1, None),)]
 
 
-def _vjp_cumulative_sum(nd: Any, need: Any, g: Any, y: Any, x: Any, /, *, axis: Any = None, dtype: Any = None, include_initial: bool = False) -> tuple[Any, ...]:
+def _vjp_cumulative_sum(
+    nd: Any, need: Any, g: Any, y: Any, x: Any, /, *, axis: Any = None, dtype: Any = None, include_initial: bool = False
+) -> tuple[Any, ...]:
     ax = _scan_axis(x, axis)
     return (_reverse_cumsum(nd, _drop_initial(g, ax) if include_initial else g, ax),)
 
 
-def _vjp_cumulative_prod(nd: Any, need: Any, g: Any, y: Any, x: Any, /, *, axis: Any = None, dtype: Any = None, include_initial: bool = False) -> tuple[Any, ...]:
+def _vjp_cumulative_prod(
+    nd: Any, need: Any, g: Any, y: Any, x: Any, /, *, axis: Any = None, dtype: Any = None, include_initial: bool = False
+) -> tuple[Any, ...]:
     """Zero-safe: before the first zero of a slice, ``sum_{i>=j} g_i y_i / x_j``; at the first
     zero, the same sum with that zero replaced by one; after it, zero."""
     ax = _scan_axis(x, axis)

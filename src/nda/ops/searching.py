@@ -25,6 +25,7 @@ _ARRAY = "NDArray"
 
 # ----------------------------------------------------------------------------- nonzero
 
+
 def _ref_nonzero(x: np.ndarray) -> tuple[np.ndarray, ...]:
     return tuple(i.astype(np.int64, copy=False) for i in np.nonzero(x))
 
@@ -43,6 +44,7 @@ def nonzero(x: _ARRAY, /) -> Plan:
 
 # ----------------------------------------------------------------------------- count_nonzero
 
+
 def _ref_count_nonzero(x: np.ndarray, axis: tuple[int, ...] | None = None, keepdims: bool = False) -> np.ndarray:
     return np.asarray(np.count_nonzero(x, axis=axis, keepdims=keepdims), dtype=np.int64)
 
@@ -56,10 +58,13 @@ def count_nonzero(x: _ARRAY, /, *, axis: int | tuple[int, ...] | None = None, ke
     axes = normalize_axes(axis, x.ndim, "count_nonzero")
     keepdims = _check_keepdims(keepdims, "count_nonzero")
     kernel_axis = None if len(axes) == x.ndim else axes
-    return Plan.of(x, out_shape=_reduced_shape(x.shape, axes, keepdims), out_dtype=_dtypes.int64, args=(x,), kwargs={"axis": kernel_axis, "keepdims": keepdims})
+    return Plan.of(
+        x, out_shape=_reduced_shape(x.shape, axes, keepdims), out_dtype=_dtypes.int64, args=(x,), kwargs={"axis": kernel_axis, "keepdims": keepdims}
+    )
 
 
 # ----------------------------------------------------------------------------- searchsorted
+
 
 def _ref_searchsorted(x1: np.ndarray, x2: Any, sorter: np.ndarray | None = None, side: str = "left") -> np.ndarray:
     return np.asarray(np.searchsorted(x1, x2, side=side, sorter=sorter), dtype=np.int64)
@@ -108,6 +113,7 @@ def searchsorted(x1: _ARRAY, x2: _ARRAY | int | float, /, *, side: str = "left",
 
 
 # ----------------------------------------------------------------------------- unique_*
+
 
 def _ref_unique_values(x: np.ndarray) -> np.ndarray:
     # Sorted, like the other unique_* functions: NumPy >= 2.3's unique_values may return its
@@ -159,13 +165,21 @@ def unique_inverse(x: _ARRAY, /) -> Plan:
     return _unique_plan("unique_inverse", x, 2)
 
 
-@declare("unique_all", dtypes="any", reference=_ref_unique_all, outputs=("values", "indices", "inverse_indices", "counts"), data_dependent=True, vjp=_UNIQUE)
+@declare(
+    "unique_all",
+    dtypes="any",
+    reference=_ref_unique_all,
+    outputs=("values", "indices", "inverse_indices", "counts"),
+    data_dependent=True,
+    vjp=_UNIQUE,
+)
 def unique_all(x: _ARRAY, /) -> Plan:
     """Distinct values, the first index of each in flattened ``x``, the inverse indices (shape of ``x``) and counts."""
     return _unique_plan("unique_all", x, 4)
 
 
 # ----------------------------------------------------------------------------- isin
+
 
 def _ref_isin(x1: Any, x2: Any, invert: bool = False) -> np.ndarray:
     return np.asarray(np.isin(x1, x2, invert=invert))
@@ -197,8 +211,6 @@ def isin(x1: _ARRAY | int | float, x2: _ARRAY | int | float, /, *, invert: bool 
     else:
         other = x2 if arrays[0] is x1 else x1
         dtype = _dtypes.promote_scalar(arrays[0].dtype, other.__class__)
-    args = tuple(
-        (a if a.dtype is dtype else Cast(a, dtype)) if isinstance(a, Array) else _check_scalar(a, dtype, "isin") for a in (x1, x2)
-    )
+    args = tuple((a if a.dtype is dtype else Cast(a, dtype)) if isinstance(a, Array) else _check_scalar(a, dtype, "isin") for a in (x1, x2))
     shape = x1.shape if isinstance(x1, Array) else ()
     return Plan(device, dtype, _dtypes.bool, shape, args, {"invert": invert}, reads=arrays)

@@ -75,9 +75,26 @@ from .._dtypes import CATEGORIES, DType
 # ``check_dtype_category``) is the ``nda.ops`` package's; op libraries get it from
 # :mod:`nda.ops.extension`.
 __all__ = [
-    "OpDecl", "Plan", "Cast", "Method", "NoVJP", "CATALOG", "Array", "upcalls", "declared",
-    "broadcast_shapes", "normalize_axis", "normalize_axes", "int_arg", "host_scalar", "dtype_arg", "parse_shape", "check_shape", "check_array",
-    "check_size", "SURELY_FITS",
+    "OpDecl",
+    "Plan",
+    "Cast",
+    "Method",
+    "NoVJP",
+    "CATALOG",
+    "Array",
+    "upcalls",
+    "declared",
+    "broadcast_shapes",
+    "normalize_axis",
+    "normalize_axes",
+    "int_arg",
+    "host_scalar",
+    "dtype_arg",
+    "parse_shape",
+    "check_shape",
+    "check_array",
+    "check_size",
+    "SURELY_FITS",
 ]
 
 _META = ArrayMeta._registry
@@ -85,7 +102,6 @@ _new = object.__new__
 
 #: Every declared op by name (element-wise, reductions, manipulation, creation, …).
 CATALOG: dict[str, OpDecl] = {}
-
 
 
 class Array:
@@ -127,6 +143,7 @@ upcalls = Upcalls()
 #: Called with every :class:`OpDecl` as it is declared (dispatch registers one: each op
 #: gets its table; ops declared before dispatch loaded get theirs when it loads).
 declared: list[Callable[[Any], None]] = []
+
 
 class Cast:
     """Marks an argument that must be cast to ``dtype`` on its device before the kernel runs."""
@@ -188,7 +205,7 @@ class Plan:
         """The casts the call needs, for people (``nda.dispatch.explain`` shows them)."""
         found = []
         for i, a in enumerate(self.args):
-            for item in (a if isinstance(a, (list, tuple)) else (a,)):
+            for item in a if isinstance(a, (list, tuple)) else (a,):
                 if item.__class__ is Cast:
                     found.append(f"{item.array.dtype.name} -> {item.dtype.name} (argument {i})")
         return found
@@ -266,8 +283,15 @@ class Method:
 
     __slots__ = ("name", "varargs", "fixed", "empty", "doc")
 
-    def __init__(self, name: str, *, varargs: str | None = None, fixed: dict[str, Any] | None = None,
-                 empty: Callable[[Any], Any] | None = None, doc: str | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        *,
+        varargs: str | None = None,
+        fixed: dict[str, Any] | None = None,
+        empty: Callable[[Any], Any] | None = None,
+        doc: str | None = None,
+    ) -> None:
         self.name = name
         self.varargs = varargs
         self.fixed = dict(fixed or {})
@@ -282,9 +306,24 @@ class OpDecl:
     """The declaration of one op: the single source its public function is generated from."""
 
     __slots__ = (
-        "name", "family", "signature", "dtypes", "plan", "reference", "mutates",
-        "method", "methods", "operators", "doc", "view", "result", "ufunc_name", "outputs", "data_dependent",
-        "vjp", "host_values",
+        "name",
+        "family",
+        "signature",
+        "dtypes",
+        "plan",
+        "reference",
+        "mutates",
+        "method",
+        "methods",
+        "operators",
+        "doc",
+        "view",
+        "result",
+        "ufunc_name",
+        "outputs",
+        "data_dependent",
+        "vjp",
+        "host_values",
     )
     #: What an interceptor is told an op call is (nda._intercept.EntryPoint has other kinds).
     kind = "op"
@@ -408,6 +447,7 @@ def declare(
 
 # --------------------------------------------------------------------------- helpers
 
+
 def check_array(x: Any, op: str, argname: str = "x") -> Array:
     if not isinstance(x, Array):
         raise TypeError(f"{op}() expects an nda array for {argname!r}, got {type(x).__name__}; convert with nda.asarray()")
@@ -425,8 +465,7 @@ def same_device(op: str, arrays: Sequence[Array]) -> Device:
     for a in arrays[1:]:
         if a._meta.device is not device:
             raise ValueError(
-                f"{op}() got arrays on different devices ({device} and {a._meta.device}); "
-                f"move them to one device first with x.to_device(...)"
+                f"{op}() got arrays on different devices ({device} and {a._meta.device}); move them to one device first with x.to_device(...)"
             )
     return device
 

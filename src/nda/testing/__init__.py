@@ -30,7 +30,6 @@ def __dir__() -> list[str]:
     return sorted(set(__all__) | {n for n in globals() if n.startswith("__") and n.endswith("__")})
 
 
-
 def __getattr__(name: str) -> Any:
     if name in ("strategies", "conformance"):
         return importlib.import_module(f"{__name__}.{name}")

@@ -97,7 +97,9 @@ def _within(a: np.ndarray, d: np.ndarray, rtol: float, atol: float) -> np.ndarra
     return np.abs(scaled_diff) <= np.ldexp(atol, -exponent) + rtol * np.abs(scaled_d)
 
 
-def mismatches(actual: np.ndarray, desired: np.ndarray, *, rtol: float, atol: float, equal_nan: bool = True, signed_zeros: bool = True) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+def mismatches(
+    actual: np.ndarray, desired: np.ndarray, *, rtol: float, atol: float, equal_nan: bool = True, signed_zeros: bool = True
+) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """A bool array (True where ``actual`` and ``desired`` disagree) and the reason masks."""
     kind = np.result_type(actual.dtype, desired.dtype).kind
     if kind not in "fc":

@@ -39,18 +39,44 @@ __all__ = ["session", "ConformanceSession"]
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("nda", "nda conformance kit (pytest --pyargs nda.testing.conformance --nda-device=TYPE)")
-    group.addoption("--nda-device", metavar="TYPE[:INDEX]", default=None, help="the device type (or device) whose kernels the conformance tests check, e.g. sim")
-    group.addoption("--nda-reference", metavar="reference|DEVICE", default="reference", help="compare with the catalog's NumPy reference functions (default) or with another device, e.g. cpu")
-    group.addoption("--nda-profile", choices=("quick", "deep", "ordering"), default=None,
-                    help="nda-quick (default: 8 cases per cell, derandomized), nda-deep (200 random cases per cell, then the ordering "
-                         "profile) or ordering (programs of dependent ops over two devices and cpu against sequential execution on cpu)")
+    group.addoption(
+        "--nda-device", metavar="TYPE[:INDEX]", default=None, help="the device type (or device) whose kernels the conformance tests check, e.g. sim"
+    )
+    group.addoption(
+        "--nda-reference",
+        metavar="reference|DEVICE",
+        default="reference",
+        help="compare with the catalog's NumPy reference functions (default) or with another device, e.g. cpu",
+    )
+    group.addoption(
+        "--nda-profile",
+        choices=("quick", "deep", "ordering"),
+        default=None,
+        help="nda-quick (default: 8 cases per cell, derandomized), nda-deep (200 random cases per cell, then the ordering "
+        "profile) or ordering (programs of dependent ops over two devices and cpu against sequential execution on cpu)",
+    )
     group.addoption("--nda-ops", metavar="OP,OP", default=None, help="test only these ops")
     group.addoption("--nda-dtypes", metavar="DTYPE,DTYPE", default=None, help="test only these dtypes")
-    group.addoption("--nda-load", metavar="MODULE[:ATTR]", action="append", default=[], help="load a backend that is not installed before testing (nda.backends.load); repeatable")
+    group.addoption(
+        "--nda-load",
+        metavar="MODULE[:ATTR]",
+        action="append",
+        default=[],
+        help="load a backend that is not installed before testing (nda.backends.load); repeatable",
+    )
     group.addoption("--nda-report", metavar="PATH", default=None, help="write the JSON report to PATH ('-' prints it to the terminal)")
-    group.addoption("--nda-gradients", action="store_true", default=False, help="check the device's gradients (nda.autograd) against finite differences (or --nda-reference) instead of its kernels")
-    group.addoption("--nda-jobs", metavar="N|auto", default="auto",
-                    help="worker processes the selected cells are split among, by op (default auto: one per core, one per 100 native cells at most; NDA_KIT_JOBS sets it)")
+    group.addoption(
+        "--nda-gradients",
+        action="store_true",
+        default=False,
+        help="check the device's gradients (nda.autograd) against finite differences (or --nda-reference) instead of its kernels",
+    )
+    group.addoption(
+        "--nda-jobs",
+        metavar="N|auto",
+        default="auto",
+        help="worker processes the selected cells are split among, by op (default auto: one per core, one per 100 native cells at most; NDA_KIT_JOBS sets it)",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -67,7 +93,9 @@ class ConformanceSession:
         device = config.getoption("nda_device")
         if not device:
             installed = ", ".join(sorted(r["name"] for r in nda.backends.status())) or "none"
-            raise pytest.UsageError(f"the nda conformance tests need --nda-device=TYPE (installed backends: {installed}); e.g. pytest --pyargs nda.testing.conformance --nda-device=cpu")
+            raise pytest.UsageError(
+                f"the nda conformance tests need --nda-device=TYPE (installed backends: {installed}); e.g. pytest --pyargs nda.testing.conformance --nda-device=cpu"
+            )
         profile = config.getoption("nda_profile")
         if profile is None:
             chosen = config.getoption("hypothesis_profile", None)
@@ -132,8 +160,9 @@ class ConformanceSession:
             self.precomputed = {}
             if jobs > 1 and len(selected) > 1:
                 runner = self.runner
-                report = run_parallel(runner.device, selected, reference=runner.reference, profile=runner.profile, jobs=jobs,
-                                      environment=environment(runner))
+                report = run_parallel(
+                    runner.device, selected, reference=runner.reference, profile=runner.profile, jobs=jobs, environment=environment(runner)
+                )
                 self.precomputed = {r.id: r for r in report.results}
                 self.jobs_used = report.environment.get("jobs")
         return self.precomputed.pop(cell.id, None)
@@ -160,8 +189,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     """Record which cells the collected (selected) tests run: those are the ones workers compute."""
     found = config.stash.get(_SESSION, None)
     if found is not None:
-        found.selected = [item.callspec.params["nda_cell"] for item in items
-                          if hasattr(item, "callspec") and "nda_cell" in item.callspec.params]
+        found.selected = [item.callspec.params["nda_cell"] for item in items if hasattr(item, "callspec") and "nda_cell" in item.callspec.params]
 
 
 def _split(value: str | None) -> list[str] | None:

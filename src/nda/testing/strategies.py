@@ -34,14 +34,25 @@ from nda._devices import as_device
 from nda._dtypes import ALL_DTYPES, CATEGORIES, DType, as_dtype
 
 __all__ = [
-    "edge_values", "elements", "scalars", "host_arrays", "arrays", "dtypes", "devices", "shapes",
-    "broadcastable_shapes", "mutually_broadcastable_shapes", "index_expressions", "available_devices",
+    "edge_values",
+    "elements",
+    "scalars",
+    "host_arrays",
+    "arrays",
+    "dtypes",
+    "devices",
+    "shapes",
+    "broadcastable_shapes",
+    "mutually_broadcastable_shapes",
+    "index_expressions",
+    "available_devices",
 ]
 
 _Strategy = st.SearchStrategy
 
 
 # ----------------------------------------------------------------------------- values
+
 
 def edge_values(dtype: DType | str) -> list[Any]:
     """The values of ``dtype`` that break kernels most often, as Python scalars.
@@ -115,16 +126,26 @@ def broadcastable_shapes(shape: Sequence[int], *, min_dims: int = 0) -> _Strateg
 @st.composite
 def _to_shape(draw: Any, shape: tuple[int, ...], min_dims: int) -> tuple[int, ...]:
     ndim = draw(st.integers(min(min_dims, len(shape)), len(shape)))
-    tail = shape[len(shape) - ndim:]
+    tail = shape[len(shape) - ndim :]
     return tuple(1 if draw(st.booleans()) else n for n in tail)
 
 
-def mutually_broadcastable_shapes(num_shapes: int, *, base_shape: Sequence[int] = (), min_dims: int = 0, max_dims: int = 3, min_side: int = 1, max_side: int = 4) -> _Strategy[Any]:
+def mutually_broadcastable_shapes(
+    num_shapes: int, *, base_shape: Sequence[int] = (), min_dims: int = 0, max_dims: int = 3, min_side: int = 1, max_side: int = 4
+) -> _Strategy[Any]:
     """``num_shapes`` shapes that broadcast together; draws ``(input_shapes, result_shape)``."""
-    return hnp.mutually_broadcastable_shapes(num_shapes=num_shapes, base_shape=tuple(base_shape), min_dims=min_dims, max_dims=max_dims, min_side=min_side, max_side=max_side)
+    return hnp.mutually_broadcastable_shapes(
+        num_shapes=num_shapes, base_shape=tuple(base_shape), min_dims=min_dims, max_dims=max_dims, min_side=min_side, max_side=max_side
+    )
 
 
-def host_arrays(dtype: DType | str | _Strategy[Any], shape: int | Sequence[int] | _Strategy[Any] | None = None, *, elements: _Strategy[Any] | None = None, edges: bool = True) -> _Strategy[np.ndarray]:
+def host_arrays(
+    dtype: DType | str | _Strategy[Any],
+    shape: int | Sequence[int] | _Strategy[Any] | None = None,
+    *,
+    elements: _Strategy[Any] | None = None,
+    edges: bool = True,
+) -> _Strategy[np.ndarray]:
     """NumPy arrays of an nda dtype, with edge values drawn on purpose (see :func:`elements`)."""
     return _host_arrays(dtype, shape, elements, edges)
 
@@ -162,6 +183,7 @@ def draw_host_array(draw: Any, dtype: DType | str, shape: Sequence[int], *, edge
 
 # ----------------------------------------------------------------------------- devices and dtypes
 
+
 def available_devices(device_type: str | None = None) -> list[nda.Device]:
     """The devices of every installed backend that loads (or of ``device_type``), cpu first."""
     if device_type is not None:
@@ -193,7 +215,9 @@ def _kind_dtypes(kind: Any) -> set[DType]:
     try:
         return {d for d in ALL_DTYPES if nda.isdtype(d, kind)}
     except ValueError:
-        raise ValueError(f"unknown dtype kind {kind!r}; use an Array API kind ('integral', 'real floating', 'numeric', …) or a catalog category ({', '.join(CATEGORIES)})") from None
+        raise ValueError(
+            f"unknown dtype kind {kind!r}; use an Array API kind ('integral', 'real floating', 'numeric', …) or a catalog category ({', '.join(CATEGORIES)})"
+        ) from None
 
 
 def dtypes(device: nda.Device | str | None = None, kind: Any = None) -> _Strategy[DType]:
@@ -211,6 +235,7 @@ def dtypes(device: nda.Device | str | None = None, kind: Any = None) -> _Strateg
 
 
 # ----------------------------------------------------------------------------- nda arrays
+
 
 def arrays(
     dtype: DType | str | _Strategy[Any] | None = None,
@@ -246,6 +271,7 @@ def _arrays(draw: Any, dtype: Any, shape: Any, device: Any, layout: Any, elems: 
 
 
 # ----------------------------------------------------------------------------- index expressions
+
 
 def index_expressions(
     shape: Sequence[int],

@@ -124,11 +124,16 @@ class CudaBackend:
         for i in range(count):
             props = runtime.getDeviceProperties(i)
             name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
-            infos.append(DeviceInfo(
-                Device("cuda", i), name, int(props["totalGlobalMem"]),
-                compute_capability=f"{props['major']}.{props['minor']}",
-                multiprocessors=int(props["multiProcessorCount"]), stream="cuda",
-            ))
+            infos.append(
+                DeviceInfo(
+                    Device("cuda", i),
+                    name,
+                    int(props["totalGlobalMem"]),
+                    compute_capability=f"{props['major']}.{props['minor']}",
+                    multiprocessors=int(props["multiProcessorCount"]),
+                    stream="cuda",
+                )
+            )
         return infos  # [] when CUDA sees no GPU: nda reports "no device found"
 
     def _ensure_streams(self) -> list[Any]:
@@ -214,8 +219,15 @@ class CudaBackend:
         from ._shared import wrap_kernel
 
         ndarray = self._cupy.ndarray
-        kernel = wrap_kernel(fn, source, self._streams, self._shared, lambda args, kwargs: _device_index(args, kwargs, ndarray),
-                             self._cupy.cuda.memory.OutOfMemoryError, self._out_of_memory)
+        kernel = wrap_kernel(
+            fn,
+            source,
+            self._streams,
+            self._shared,
+            lambda args, kwargs: _device_index(args, kwargs, ndarray),
+            self._cupy.cuda.memory.OutOfMemoryError,
+            self._out_of_memory,
+        )
         kernel.__module__ = __name__
         return kernel
 

@@ -40,8 +40,23 @@ from typing import Iterable
 import numpy as np
 
 __all__ = [
-    "DTYPES", "CTYPE", "STORAGE", "PREAMBLE", "UNARY", "BINARY", "IEEE32", "Program", "Pattern", "op_program",
-    "where_program", "cast_program", "cast_function", "op_function", "kernel_source", "module_source", "serves",
+    "DTYPES",
+    "CTYPE",
+    "STORAGE",
+    "PREAMBLE",
+    "UNARY",
+    "BINARY",
+    "IEEE32",
+    "Program",
+    "Pattern",
+    "op_program",
+    "where_program",
+    "cast_program",
+    "cast_function",
+    "op_function",
+    "kernel_source",
+    "module_source",
+    "serves",
 ]
 
 #: dtypes the generator serves (NumPy names).
@@ -168,7 +183,7 @@ UNARY: dict[str, dict[str, str]] = {
         "f": "return ($T)1 / a;",
         # NumPy's complex reciprocal (Smith's algorithm), step by step in float32.
         "c": "if (fabsf(a.im) <= fabsf(a.re)) { float t = a.im / a.re; float d = a.re + a.im * t; return nda_c64_of(1.0f / d, -t / d); }\n"
-             "  float t = a.re / a.im; float d = a.re * t + a.im; return nda_c64_of(t / d, -1.0f / d);",
+        "  float t = a.re / a.im; float d = a.re * t + a.im; return nda_c64_of(t / d, -1.0f / d);",
     },
     "sign": {"i": "return ($T)((a > 0) - (a < 0));", "f": "return a > 0 ? ($T)1 : (a < 0 ? ($T)-1 : (a == 0 ? ($T)0 : a));"},
     "signbit": {"f": "return nda_signbit(a);"},
@@ -194,13 +209,13 @@ BINARY: dict[str, dict[str, str]] = {
         "f": "return a / b;",
         # NumPy's complex division (Smith's algorithm, NumPy's rule for a zero divisor), in float32.
         "c": "float ar = fabsf(b.re), ai = fabsf(b.im);\n"
-             "  if (ar >= ai) {\n"
-             "    if (ar == 0 && ai == 0) return nda_c64_of(a.re / ar, a.im / ar);\n"
-             "    float rat = b.im / b.re; float scl = 1.0f / (b.re + b.im * rat);\n"
-             "    return nda_c64_of((a.re + a.im * rat) * scl, (a.im - a.re * rat) * scl);\n"
-             "  }\n"
-             "  float rat = b.re / b.im; float scl = 1.0f / (b.im + b.re * rat);\n"
-             "  return nda_c64_of((a.re * rat + a.im) * scl, (a.im * rat - a.re) * scl);",
+        "  if (ar >= ai) {\n"
+        "    if (ar == 0 && ai == 0) return nda_c64_of(a.re / ar, a.im / ar);\n"
+        "    float rat = b.im / b.re; float scl = 1.0f / (b.re + b.im * rat);\n"
+        "    return nda_c64_of((a.re + a.im * rat) * scl, (a.im - a.re * rat) * scl);\n"
+        "  }\n"
+        "  float rat = b.re / b.im; float scl = 1.0f / (b.im + b.re * rat);\n"
+        "  return nda_c64_of((a.re * rat + a.im) * scl, (a.im * rat - a.re) * scl);",
     },
     "atan2": {"f": "return atan2$F(a, b);"},
     "copysign": {"f": "return copysign$F(a, b);"},
@@ -236,10 +251,10 @@ BINARY: dict[str, dict[str, str]] = {
     # NumPy: x // 0 and x % 0 are 0 for integers; MIN // -1 wraps to MIN.
     "floor_divide": {
         "i": "if (b == 0) return 0;\n  if (b == -1) return ($T)(($U)0 - ($U)a);\n"
-             "  $T q = a / b;\n  if (a % b != 0 && ((a < 0) != (b < 0))) q -= 1;\n  return q;",
+        "  $T q = a / b;\n  if (a % b != 0 && ((a < 0) != (b < 0))) q -= 1;\n  return q;",
         # NumPy's npy_floor_divide, and nda's rule for exactly one infinite operand (x1 / x2).
         "f": "if (b == 0) return a / b;\n"
-             "  if (nda_isinf(a) != nda_isinf(b) && !nda_isnan(a) && !nda_isnan(b)) return a / b;\n  " + _DIVMOD + "  return fl;",
+        "  if (nda_isinf(a) != nda_isinf(b) && !nda_isnan(a) && !nda_isnan(b)) return a / b;\n  " + _DIVMOD + "  return fl;",
     },
     "remainder": {
         "i": "if (b == 0 || b == -1) return 0;\n  $T r = a % b;\n  if (r != 0 && ((r < 0) != (b < 0))) r += b;\n  return r;",
@@ -248,10 +263,10 @@ BINARY: dict[str, dict[str, str]] = {
     "logaddexp": {
         # NumPy's npy_logaddexp.
         "f": "if (a == b) return a + ($T)0.693147180559945309417232121458176568;\n"
-             "  $T t = a - b;\n"
-             "  if (t > 0) return a + log1p$F(exp$F(-t));\n"
-             "  if (t <= 0) return b + log1p$F(exp$F(t));\n"
-             "  return t;",
+        "  $T t = a - b;\n"
+        "  if (t > 0) return a + log1p$F(exp$F(-t));\n"
+        "  if (t <= 0) return b + log1p$F(exp$F(t));\n"
+        "  return t;",
     },
 }
 
@@ -279,8 +294,13 @@ def serves(op: str, dtype: str) -> bool:
 
 
 def _fill(body: str, dtype: str, out: str) -> str:
-    return (body.replace("$T", CTYPE[dtype]).replace("$U", _UNSIGNED.get(dtype, CTYPE[dtype]))
-            .replace("$F", _SUFFIX.get(dtype, "")).replace("$H", "32" if dtype == "float32" else "64").replace("$O", CTYPE[out]))
+    return (
+        body.replace("$T", CTYPE[dtype])
+        .replace("$U", _UNSIGNED.get(dtype, CTYPE[dtype]))
+        .replace("$F", _SUFFIX.get(dtype, ""))
+        .replace("$H", "32" if dtype == "float32" else "64")
+        .replace("$O", CTYPE[out])
+    )
 
 
 def op_function(op: str, dtype: str) -> tuple[str, str]:
@@ -323,6 +343,7 @@ def cast_function(src: str, dst: str) -> tuple[str, str]:
 
 # --------------------------------------------------------------------------- programs
 
+
 class Program:
     """A per-element computation: operands ``v0..`` (arrays or scalars, with dtypes), C code
     assigning the results ``r0..``, and the helper functions the code calls.
@@ -332,8 +353,15 @@ class Program:
 
     __slots__ = ("name", "operands", "outputs", "code", "helpers", "flag", "_digest", "scalars", "has_scalars", "contiguous", "out_numpy", "vec")
 
-    def __init__(self, name: str, operands: tuple[tuple[str, bool], ...], outputs: tuple[str, ...], code: str,
-                 helpers: tuple[tuple[str, str], ...] = (), flag: bool = False) -> None:
+    def __init__(
+        self,
+        name: str,
+        operands: tuple[tuple[str, bool], ...],
+        outputs: tuple[str, ...],
+        code: str,
+        helpers: tuple[tuple[str, str], ...] = (),
+        flag: bool = False,
+    ) -> None:
         for dtype, _ in operands:
             if dtype not in CTYPE:
                 raise ValueError(f"the generator does not serve dtype {dtype}")
@@ -388,6 +416,7 @@ def cast_program(src: str, dst: str) -> Program:
 
 
 # --------------------------------------------------------------------------- kernels
+
 
 class Pattern:
     """How a kernel reaches its operands: ``modes[i]`` in ``c``/``s``/``b``/``k`` per operand

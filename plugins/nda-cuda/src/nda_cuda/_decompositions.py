@@ -131,5 +131,4 @@ def matrix_rank(xp: Any) -> Kernel:
 
 def factories() -> dict[str, Callable[[Any], Kernel]]:
     """op -> factory(xp) of its kernel, for :data:`nda_cuda._kernels.OVERRIDES`."""
-    return {"linalg.eig": eig, "linalg.eigh": eigh, "linalg.qr": qr, "linalg.svd": svd, "linalg.slogdet": slogdet,
-            "linalg.matrix_rank": matrix_rank}
+    return {"linalg.eig": eig, "linalg.eigh": eigh, "linalg.qr": qr, "linalg.svd": svd, "linalg.slogdet": slogdet, "linalg.matrix_rank": matrix_rank}

@@ -73,8 +73,9 @@ class Settings:
 
     __slots__ = ("enabled", "ftz", "skip", "unroll", "threads", "blocks_per_sm")
 
-    def __init__(self, enabled: bool = True, ftz: bool = FTZ, skip: Iterable[str] = (), unroll: int = 2, threads: int = 256,
-                 blocks_per_sm: int = 8) -> None:
+    def __init__(
+        self, enabled: bool = True, ftz: bool = FTZ, skip: Iterable[str] = (), unroll: int = 2, threads: int = 256, blocks_per_sm: int = 8
+    ) -> None:
         self.enabled = enabled
         self.ftz = ftz
         self.skip = frozenset(skip)
@@ -238,8 +239,11 @@ class Generator:
 
     def _wrap_binary(self, op: str, dtypes: dict[Any, str], fallback: Callable[..., Any]) -> Callable[..., Any]:
         ndarray = self.xp.ndarray
-        programs = {(np_dtype, flags): cg.op_program(op, name, flags) for np_dtype, name in dtypes.items()
-                    for flags in ((False, False), (False, True), (True, False))}
+        programs = {
+            (np_dtype, flags): cg.op_program(op, name, flags)
+            for np_dtype, name in dtypes.items()
+            for flags in ((False, False), (False, True), (True, False))
+        }
         run = self.run
         if op == "pow":
             return self._wrap_pow(programs, dtypes, fallback)
@@ -279,8 +283,11 @@ class Generator:
         an exponent broadcast along some dimensions only goes to CuPy's kernel (NumPy's result
         then depends on its iteration order)."""
         ndarray = self.xp.ndarray
-        uniform = {(np_dtype, flags): cg.op_program("pow_uniform" if np_dtype.kind == "f" else "pow", name, flags)
-                   for np_dtype, name in dtypes.items() for flags in ((False, False), (False, True))}
+        uniform = {
+            (np_dtype, flags): cg.op_program("pow_uniform" if np_dtype.kind == "f" else "pow", name, flags)
+            for np_dtype, name in dtypes.items()
+            for flags in ((False, False), (False, True))
+        }
         xp = self.xp
         plain = self.run
 
@@ -324,8 +331,11 @@ class Generator:
     def _wrap_where(self, dtypes: dict[Any, str], fallback: Callable[..., Any]) -> Callable[..., Any]:
         ndarray = self.xp.ndarray
         boolean = np.dtype(bool)
-        programs = {(np_dtype, flags): cg.where_program(name, (False, *flags)) for np_dtype, name in dtypes.items()
-                    for flags in ((False, False), (False, True), (True, False))}
+        programs = {
+            (np_dtype, flags): cg.where_program(name, (False, *flags))
+            for np_dtype, name in dtypes.items()
+            for flags in ((False, False), (False, True), (True, False))
+        }
         run = self.run
 
         def where(condition: Any, x1: Any, x2: Any) -> Any:
@@ -565,8 +575,9 @@ class Generator:
             fn = self._kernels.get(key)
         return fn
 
-    def precompile(self, requests: list[tuple[cg.Program, cg.Pattern]], device: int | None = None, *, chunk: int = 0, workers: int = 1,
-                   processes: int = 0) -> int:
+    def precompile(
+        self, requests: list[tuple[cg.Program, cg.Pattern]], device: int | None = None, *, chunk: int = 0, workers: int = 1, processes: int = 0
+    ) -> int:
         """Compile ``requests`` (in modules of ``chunk`` kernels, ``workers`` threads at once) into the
         caches; returns how many failed. A failed kernel is remembered: its calls take the CuPy kernel.
         ``processes`` > 0 (NVRTC through CuPy): the modules are first compiled into the disk cache
@@ -582,7 +593,7 @@ class Generator:
         if not todo:
             return 0
         size = chunk or len(todo)
-        groups = [todo[i:i + size] for i in range(0, len(todo), size)]
+        groups = [todo[i : i + size] for i in range(0, len(todo), size)]
         if processes > 0 and hasattr(self.compiler, "options"):
             import multiprocessing
 
@@ -591,8 +602,9 @@ class Generator:
                 with ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("spawn")) as pool:
                     list(pool.map(_compile_into_cache, sources, [self.compiler.options] * len(sources), [device] * len(sources)))
             except Exception as err:  # noqa: BLE001 - no worker processes here: compiled below, in this one
-                warnings.warn(f"nda-cuda: compiling in {processes} processes failed ({type(err).__name__}: {err}); compiling here",
-                              RuntimeWarning, stacklevel=2)
+                warnings.warn(
+                    f"nda-cuda: compiling in {processes} processes failed ({type(err).__name__}: {err}); compiling here", RuntimeWarning, stacklevel=2
+                )
 
         def build(group: list[Any]) -> int:
             kernels = [(p, pat, name) for _, p, pat, name in group]
@@ -606,8 +618,12 @@ class Generator:
                     self._kernels[key] = None
                     if program.name not in self._failed:
                         self._failed.add(program.name)
-                        warnings.warn(f"nda-cuda: the generated kernel for {program} {pattern} did not compile; CuPy's kernel runs it "
-                                      f"({type(err).__name__}: {str(err)[:2000]})", RuntimeWarning, stacklevel=2)
+                        warnings.warn(
+                            f"nda-cuda: the generated kernel for {program} {pattern} did not compile; CuPy's kernel runs it "
+                            f"({type(err).__name__}: {str(err)[:2000]})",
+                            RuntimeWarning,
+                            stacklevel=2,
+                        )
                 return 1
             with self._lock:
                 for key, _, _, name in group:
@@ -636,8 +652,9 @@ class Generator:
                 v[i] = "b"
                 broadcast.append(v)
             broadcast.append(["b" if m == "c" else m for m in base])
-        return ([cg.Pattern(tuple(v), self._vec(program, (), tuple(v)), self.settings.unroll, False) for v in contiguous]
-                + [cg.Pattern(tuple(v), 1, 1, False, 2) for v in broadcast])
+        return [cg.Pattern(tuple(v), self._vec(program, (), tuple(v)), self.settings.unroll, False) for v in contiguous] + [
+            cg.Pattern(tuple(v), 1, 1, False, 2) for v in broadcast
+        ]
 
 
 def _scalar(value: Any, dtype: str) -> Any:

@@ -73,6 +73,7 @@ class KernelSpec:
 
 # --------------------------------------------------------------------------- lookup
 
+
 def _resolve(namespace: Any, path: str) -> Any:
     obj = namespace
     for part in path.split("."):
@@ -100,7 +101,7 @@ def candidates(decl: Any, xp: Any, namespace: Any) -> list[tuple[str, Any]]:
         found += [(".".join([*public, ref_name]), s) for s in (xp, *std)]
     elif ref_name.startswith("_ref_"):
         prefix = decl.name.rpartition(".")[0]
-        base = ref_name[len("_ref_"):]
+        base = ref_name[len("_ref_") :]
         found += [(f"{prefix}.{base}" if prefix else base, s) for s in std]
     found += [(decl.name, s) for s in std]
     unique: list[tuple[str, Any]] = []
@@ -111,6 +112,7 @@ def candidates(decl: Any, xp: Any, namespace: Any) -> list[tuple[str, Any]]:
 
 
 # --------------------------------------------------------------------------- the adapter
+
 
 def adapt(decl: Any, target: Callable[..., Any], xp: ModuleType) -> Callable[..., Any] | None:
     """A kernel calling ``target`` with ``decl``'s kernel convention, or None if it cannot take it."""
@@ -215,6 +217,7 @@ def _translate(value: Any) -> Any:
 # Each factory takes the array module and returns a kernel in nda's convention, written
 # only with functions NumPy and CuPy share (so the NumPy build tests them too).
 
+
 def _index_bounds(xp: ModuleType, x: Any, key: Any) -> Callable[[], BaseException | None] | None:
     """The bounds check of an integer-array index ``x[key]``, computed on the device (:func:`_bounds`)."""
     return _bounds(xp, _index_arrays(x, key))
@@ -231,7 +234,9 @@ def _wrapped_key(x: Any, key: Any) -> Any:
 def _index_arrays(x: Any, key: Any) -> list[tuple[Any, int, int]]:
     """``(index array, axis size, axis)`` for each integer array in the index ``key`` of ``x``."""
     parts = key if key.__class__ is tuple else (key,)
-    consuming = sum(0 if p is None or p is Ellipsis else (p.ndim if getattr(p, "dtype", None) is not None and p.dtype.kind == "b" else 1) for p in parts)
+    consuming = sum(
+        0 if p is None or p is Ellipsis else (p.ndim if getattr(p, "dtype", None) is not None and p.dtype.kind == "b" else 1) for p in parts
+    )
     axis = 0
     indexed: list[tuple[Any, int, int]] = []
     for part in parts:
@@ -486,7 +491,10 @@ HOST_FALLBACK: dict[str, str] = {}
 
 # --------------------------------------------------------------------------- the table
 
-def build(xp: ModuleType, namespace: Any = None, catalog: dict[str, Any] | None = None, generator: Any = None) -> tuple[list[KernelSpec], dict[str, str]]:
+
+def build(
+    xp: ModuleType, namespace: Any = None, catalog: dict[str, Any] | None = None, generator: Any = None
+) -> tuple[list[KernelSpec], dict[str, str]]:
     """Kernels for the catalog over array module ``xp`` (and its Array-API ``namespace``).
 
     Returns the kernels and, for every op without one, why (those run through nda's host
@@ -498,8 +506,12 @@ def build(xp: ModuleType, namespace: Any = None, catalog: dict[str, Any] | None 
     kernels, missing = _build(xp, namespace, catalog)
     if generator is not None:
         catalog = CATALOG if catalog is None else catalog
-        kernels = [KernelSpec(k.op, generator.wrap(k.op, catalog[k.op].family, k.fn), k.source)
-                   if catalog[k.op].family in ("unary", "binary") or k.op in ("where", "astype") else k for k in kernels]
+        kernels = [
+            KernelSpec(k.op, generator.wrap(k.op, catalog[k.op].family, k.fn), k.source)
+            if catalog[k.op].family in ("unary", "binary") or k.op in ("where", "astype")
+            else k
+            for k in kernels
+        ]
     return kernels, missing
 
 

@@ -45,6 +45,7 @@ OPTIONS = ("--fmad=false",)
 _THREADS = 256
 _MAX_GRID = 65535
 
+
 def source() -> str:
     """The CUDA source of every kernel: nda's one Philox source (``nda.ops.random.kernel_source``)."""
     return ref.kernel_source()
@@ -103,7 +104,9 @@ class PhiloxKernels:
             self._launch(f"nda_integers_{dtype.name}", -(-n // 2), key, counter, low_bits, np.uint64(span), out, np.uint64(n))
         else:
             full = span == 1 << 64
-            self._launch(f"nda_integers_wide_{dtype.name}", n, key, counter, low_bits, np.uint64(0 if full else span), np.int32(full), out, np.uint64(n))
+            self._launch(
+                f"nda_integers_wide_{dtype.name}", n, key, counter, low_bits, np.uint64(0 if full else span), np.int32(full), out, np.uint64(n)
+            )
         return out
 
 

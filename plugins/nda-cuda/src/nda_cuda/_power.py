@@ -29,8 +29,16 @@ __all__ = ["power"]
 Kernel = Callable[..., Any]
 
 
-def power(xp: Any, integer_pow: Kernel, complex_parts: Callable[..., Any], pair: Callable[..., Any],
-          exp: Kernel, log: Kernel, divide: Kernel, rounding: Callable[..., Any]) -> Kernel:
+def power(
+    xp: Any,
+    integer_pow: Kernel,
+    complex_parts: Callable[..., Any],
+    pair: Callable[..., Any],
+    exp: Kernel,
+    log: Kernel,
+    divide: Kernel,
+    rounding: Callable[..., Any],
+) -> Kernel:
     """``pow`` with NumPy's results (see the module docstring); integer operands go to ``integer_pow``.
 
     ``complex_parts(xp, real, imag, dtype)`` builds a complex array from its parts; ``pair`` makes

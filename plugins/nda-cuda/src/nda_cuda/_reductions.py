@@ -82,6 +82,7 @@ def adapt(decl: Any, target: Callable[..., Any], xp: Any) -> Callable[..., Any] 
         return result
 
     if takes_dtype:
+
         def kernel(x: Any, axis: Any = None, keepdims: bool = False, dtype: Any = None) -> Any:
             if axis.__class__ is tuple:
                 n = len(axis)
@@ -94,6 +95,7 @@ def adapt(decl: Any, target: Callable[..., Any], xp: Any) -> Callable[..., Any] 
                 return finish(target(x), None, x)
             return finish(target(x, axis=axis, dtype=dtype, keepdims=keepdims), axis, x)
     else:
+
         def kernel(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
             if axis.__class__ is tuple:
                 n = len(axis)

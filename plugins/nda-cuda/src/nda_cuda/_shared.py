@@ -129,8 +129,15 @@ class SharedMemory:
             ds.make_wait(ptrs)
 
 
-def wrap_kernel(fn: Callable[..., Any], source: str, streams: list[Any], shared: SharedMemory, device_index: Callable[..., int],
-                oom: type[BaseException], out_of_memory: Callable[[int, BaseException], BaseException]) -> Callable[..., Any]:
+def wrap_kernel(
+    fn: Callable[..., Any],
+    source: str,
+    streams: list[Any],
+    shared: SharedMemory,
+    device_index: Callable[..., int],
+    oom: type[BaseException],
+    out_of_memory: Callable[[int, BaseException], BaseException],
+) -> Callable[..., Any]:
     """``fn`` run with its buffers' device current and that device's stream as CuPy's current stream; an op
     on a shared buffer ordered with the other library's streams (:meth:`SharedMemory.run`).
 

@@ -287,8 +287,14 @@ class CsrLayer:
         return found
 
 
-def register(register_kernel: Any, layer: CsrLayer, *, to_host: Callable[[Any], Any], from_host: Callable[[Any, Any], Any],
-             wrap: Callable[[Callable[..., Any], str], Callable[..., Any]]) -> dict[str, str]:
+def register(
+    register_kernel: Any,
+    layer: CsrLayer,
+    *,
+    to_host: Callable[[Any], Any],
+    from_host: Callable[[Any, Any], Any],
+    wrap: Callable[[Callable[..., Any], str], Callable[..., Any]],
+) -> dict[str, str]:
     """Register the csr layout of ``layer`` through nda's plugin API; returns op -> kernel source.
 
     ``wrap(fn, source)`` puts a kernel or converter on its device and stream (the backend's

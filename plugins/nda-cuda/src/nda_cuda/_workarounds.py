@@ -70,8 +70,28 @@ from typing import Any, Callable
 import numpy as np
 
 __all__ = [
-    "import_dlpack", "to_device", "full", "keep_zero_sign", "hypot", "absolute", "log", "log10", "log2", "log1p", "divide",
-    "reciprocal", "sign", "exp", "expm1", "power", "flushed_complex64", "floor_divide", "remainder", "arange", "linspace", "isin",
+    "import_dlpack",
+    "to_device",
+    "full",
+    "keep_zero_sign",
+    "hypot",
+    "absolute",
+    "log",
+    "log10",
+    "log2",
+    "log1p",
+    "divide",
+    "reciprocal",
+    "sign",
+    "exp",
+    "expm1",
+    "power",
+    "flushed_complex64",
+    "floor_divide",
+    "remainder",
+    "arange",
+    "linspace",
+    "isin",
 ]
 
 Kernel = Callable[..., Any]
@@ -81,6 +101,7 @@ _LN2 = math.log(2.0)
 
 
 # --------------------------------------------------------------------------- transfers
+
 
 def to_device(xp: Any, host: Any) -> Any:
     """``host`` (a NumPy array or scalar) as a new array of ``xp``, bits unchanged.
@@ -170,6 +191,7 @@ def _complex(xp: Any, real: Any, imag: Any, dtype: Any) -> Any:
 
 
 # --------------------------------------------------------------------------- overflow of |z|
+
 
 def _magnitude(xp: Any, a: Any, b: Any) -> Any:
     """``hypot(a, b)`` as ``t * sqrt(1 + (s/t)**2)``: no overflow unless the result overflows."""
@@ -469,6 +491,7 @@ def flushed_complex64(xp: Any, kernel: Kernel) -> Kernel:
 
 # --------------------------------------------------------------------------- floor division
 
+
 def _divmod(xp: Any, a: Any, b: Any) -> tuple[Any, Any]:
     """NumPy's float ``divmod`` (``npy_divmod``) element by element: (floor quotient, remainder)."""
     mod = xp.fmod(a, b)
@@ -517,6 +540,7 @@ def remainder(xp: Any) -> Kernel:
 
 
 # --------------------------------------------------------------------------- creation, sets, linalg
+
 
 def arange(xp: Any) -> Kernel:
     """CuPy 14.2 converts ``step`` to the dtype first: ``arange(1, 0, -1, dtype=uint8)`` raises OverflowError."""

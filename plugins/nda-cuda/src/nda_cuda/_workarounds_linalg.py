@@ -70,8 +70,24 @@ from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["WRAPPERS", "positive_strides", "solve", "cholesky", "vector_norm", "first_nan", "nans_last", "flush", "flushed_input",
-           "flushed_spectral_norm", "reshape_without_copy", "pinv", "eigvals", "conditioned", "conditioned_eigvalsh", "scalar_of_x1s_dtype"]
+__all__ = [
+    "WRAPPERS",
+    "positive_strides",
+    "solve",
+    "cholesky",
+    "vector_norm",
+    "first_nan",
+    "nans_last",
+    "flush",
+    "flushed_input",
+    "flushed_spectral_norm",
+    "reshape_without_copy",
+    "pinv",
+    "eigvals",
+    "conditioned",
+    "conditioned_eigvalsh",
+    "scalar_of_x1s_dtype",
+]
 
 Kernel = Callable[..., Any]
 
@@ -143,7 +159,11 @@ def vector_norm(xp: Any, kernel: Kernel) -> Kernel:
         if x.size == 0 and ord == math.inf:
             axes = tuple(range(x.ndim)) if axis is None else tuple(a % x.ndim for a in (axis if isinstance(axis, tuple) else (axis,)))
             if any(x.shape[a] == 0 for a in axes):
-                shape = tuple(1 if i in axes else n for i, n in enumerate(x.shape)) if keepdims else tuple(n for i, n in enumerate(x.shape) if i not in axes)
+                shape = (
+                    tuple(1 if i in axes else n for i, n in enumerate(x.shape))
+                    if keepdims
+                    else tuple(n for i, n in enumerate(x.shape) if i not in axes)
+                )
                 return xp.zeros(shape, dtype=x.real.dtype if x.dtype.kind == "c" else x.dtype)
         return kernel(x, axis=axis, keepdims=keepdims, ord=ord)
 
@@ -314,8 +334,9 @@ def reshape_without_copy(xp: Any, kernel: Kernel) -> Kernel:
         except AttributeError:
             if kwargs.get("copy", True) is not False:
                 raise
-            raise ValueError(f"reshape(copy=False): cannot reshape an array of shape {tuple(x.shape)} with these strides into "
-                             f"{tuple(shape)} without copying") from None
+            raise ValueError(
+                f"reshape(copy=False): cannot reshape an array of shape {tuple(x.shape)} with these strides into {tuple(shape)} without copying"
+            ) from None
 
     return reshape
 

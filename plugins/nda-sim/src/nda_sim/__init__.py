@@ -62,19 +62,88 @@ MAX_DEVICES = 64
 
 _PREALLOCATED = {"zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like"}
 _OTHER_NATIVE = {
-    "sum", "prod", "mean", "max", "min", "arange", "asarray", "astype", "reshape", "permute_dims",
-    "expand_dims", "squeeze", "flip", "broadcast_to", "getitem", "setitem", "matmul", "vecdot", "einsum", "where",
+    "sum",
+    "prod",
+    "mean",
+    "max",
+    "min",
+    "arange",
+    "asarray",
+    "astype",
+    "reshape",
+    "permute_dims",
+    "expand_dims",
+    "squeeze",
+    "flip",
+    "broadcast_to",
+    "getitem",
+    "setitem",
+    "matmul",
+    "vecdot",
+    "einsum",
+    "where",
     # nda.random: the Philox stream, computed on the device (its values do not depend on the device)
-    "random.philox_uniform", "random.philox_normal", "random.philox_exponential", "random.philox_integers",
+    "random.philox_uniform",
+    "random.philox_normal",
+    "random.philox_exponential",
+    "random.philox_integers",
     # what a notebook session does every day (issue 37: standardise, PCA, k-means warned ~10 times)
-    "eye", "linspace", "std", "var", "argmin", "argmax", "all", "any", "count_nonzero", "cumulative_sum", "cumulative_prod",
-    "concat", "stack", "tile", "repeat", "roll", "tril", "triu", "clip", "take", "take_along_axis", "sort", "argsort", "searchsorted",
-    "tensordot", "linalg.cholesky", "linalg.cross", "linalg.det", "linalg.diagonal", "linalg.eigh", "linalg.eigvalsh", "linalg.inv",
-    "linalg.matrix_norm", "linalg.matrix_power", "linalg.outer", "linalg.qr", "linalg.slogdet", "linalg.solve", "linalg.svd",
-    "linalg.svdvals", "linalg.trace", "linalg.vector_norm",
-    "fft.fft", "fft.ifft", "fft.rfft", "fft.irfft", "fft.fftn", "fft.ifftn", "fft.rfftn", "fft.irfftn",
-    "random.philox_gamma", "random.philox_beta", "random.philox_standard_t", "random.philox_lognormal",
-    "random.philox_poisson", "random.philox_binomial",
+    "eye",
+    "linspace",
+    "std",
+    "var",
+    "argmin",
+    "argmax",
+    "all",
+    "any",
+    "count_nonzero",
+    "cumulative_sum",
+    "cumulative_prod",
+    "concat",
+    "stack",
+    "tile",
+    "repeat",
+    "roll",
+    "tril",
+    "triu",
+    "clip",
+    "take",
+    "take_along_axis",
+    "sort",
+    "argsort",
+    "searchsorted",
+    "tensordot",
+    "linalg.cholesky",
+    "linalg.cross",
+    "linalg.det",
+    "linalg.diagonal",
+    "linalg.eigh",
+    "linalg.eigvalsh",
+    "linalg.inv",
+    "linalg.matrix_norm",
+    "linalg.matrix_power",
+    "linalg.outer",
+    "linalg.qr",
+    "linalg.slogdet",
+    "linalg.solve",
+    "linalg.svd",
+    "linalg.svdvals",
+    "linalg.trace",
+    "linalg.vector_norm",
+    "fft.fft",
+    "fft.ifft",
+    "fft.rfft",
+    "fft.irfft",
+    "fft.fftn",
+    "fft.ifftn",
+    "fft.rfftn",
+    "fft.irfftn",
+    "random.philox_gamma",
+    "random.philox_beta",
+    "random.philox_standard_t",
+    "random.philox_lognormal",
+    "random.philox_poisson",
+    "random.philox_binomial",
 }
 #: The ops with a native sim kernel; everything else runs through nda's host fallback: the ops whose
 #: result's shape depends on the data (nonzero, unique_*: they read their input on the host anyway),
@@ -155,8 +224,10 @@ class SimBackend:
                     return
                 if waited >= NOTICE_AFTER and not noticed:
                     left = sum(max(0, s.issued - s.completed) for s in self._streams.values())
-                    _say(f"nda-sim: exit waits for {left} work item(s) queued on the simulated devices ({waited:.0f} s so far, at most "
-                         f"{QUIESCE_TIMEOUT:.0f} s; NDA_QUIESCE_TIMEOUT sets the bound)")
+                    _say(
+                        f"nda-sim: exit waits for {left} work item(s) queued on the simulated devices ({waited:.0f} s so far, at most "
+                        f"{QUIESCE_TIMEOUT:.0f} s; NDA_QUIESCE_TIMEOUT sets the bound)"
+                    )
                     noticed = True
 
     #: After os.fork, the child's streams run on what the parent had queued (backend contract).
@@ -168,7 +239,8 @@ class SimBackend:
         (the fork stopped waiting for it) fails."""
         error = RuntimeError(
             "this array was still being computed on the simulated device when the process forked: its work was running "
-            "then, and os.fork() stopped waiting for it after NDA_QUIESCE_TIMEOUT seconds; its value exists only in the parent process")
+            "then, and os.fork() stopped waiting for it after NDA_QUIESCE_TIMEOUT seconds; its value exists only in the parent process"
+        )
         for alloc in self._allocators.values():
             alloc.after_fork()
         for stream in self._streams.values():

@@ -193,8 +193,9 @@ class Stream:
             self._queue.put(work)
         return position
 
-    def submit(self, body: Callable[[], None], out: SimBuffer | None = None, target: SimBuffer | None = None,
-               more: tuple[SimBuffer, ...] = ()) -> Outcome:
+    def submit(
+        self, body: Callable[[], None], out: SimBuffer | None = None, target: SimBuffer | None = None, more: tuple[SimBuffer, ...] = ()
+    ) -> Outcome:
         """Module-level :func:`submit` (which see), in one frame with :meth:`enqueue`: every sim op takes it."""
         outcome = Outcome()
         outcome.error = None
@@ -440,8 +441,9 @@ def check_host_read(buf: SimBuffer) -> None:
             )
 
 
-def submit(stream: Stream, body: Callable[[], None], out: SimBuffer | None = None, target: SimBuffer | None = None,
-           more: tuple[SimBuffer, ...] = ()) -> Outcome:
+def submit(
+    stream: Stream, body: Callable[[], None], out: SimBuffer | None = None, target: SimBuffer | None = None, more: tuple[SimBuffer, ...] = ()
+) -> Outcome:
     """Enqueue ``body`` on ``stream``; its error goes to ``out`` (or poisons ``target``) and the outcome.
 
     The error is kept on the buffer (reading it, or anything computed from it, fails the

@@ -51,4 +51,6 @@ class SimPartitioner(fusion.ElementwisePartitioner):
 
             return Deferred(outs, submit(stream, work, outs[0], more=outs[1:]))
 
-        return fusion.Compiled(kernel, "chunked numpy on the sim stream", " -> ".join(program.ops) + " (nda-sim's reference kernels, chunk by chunk)", exact=True)
+        return fusion.Compiled(
+            kernel, "chunked numpy on the sim stream", " -> ".join(program.ops) + " (nda-sim's reference kernels, chunk by chunk)", exact=True
+        )

@@ -26,14 +26,16 @@ from nda.ops.extension import Cast, OpLibrary, Plan, broadcast_shapes, check_arr
 
 __all__ = ["library", "gelu_reference", "multiply_add_reference"]
 
-library = OpLibrary("sim", api_version="1.4", nda_version="0.1", version="0.1.0",
-                    doc="nda-sim's op library: multiply_add and gelu (the example of extension ops).")
+library = OpLibrary(
+    "sim", api_version="1.4", nda_version="0.1", version="0.1.0", doc="nda-sim's op library: multiply_add and gelu (the example of extension ops)."
+)
 
 _C = math.sqrt(2.0 / math.pi)
 _K = 0.044715
 
 
 # ----------------------------------------------------------------------------- multiply_add
+
 
 def multiply_add_reference(x1: np.ndarray, x2: np.ndarray, x3: np.ndarray) -> np.ndarray:
     """The NumPy reference, in the kernel convention (inputs already of the key dtype)."""
@@ -59,6 +61,7 @@ def multiply_add(x1: Any, x2: Any, x3: Any, /) -> Plan:
 
 # ----------------------------------------------------------------------------- gelu
 
+
 def gelu_reference(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """GELU's tanh approximation in ``x``'s dtype (Python constants are weak: float32 stays float32)."""
     inner = np.tanh(_C * (x + _K * (x * x * x)))
@@ -74,11 +77,18 @@ def _vjp_gelu(nd: Any, need: Any, g: Any, y: Any, x: Any, /) -> tuple[Any, ...]:
     return (g * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * _C * (1.0 + 3.0 * _K * (x * x))),)
 
 
-library.elementwise("gelu", arity=1, dtypes="real floating", reference=gelu_reference, vjp=_vjp_gelu,
-                    doc="GELU (tanh approximation): ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))``.")
+library.elementwise(
+    "gelu",
+    arity=1,
+    dtypes="real floating",
+    reference=gelu_reference,
+    vjp=_vjp_gelu,
+    doc="GELU (tanh approximation): ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))``.",
+)
 
 
 # ----------------------------------------------------------------------------- kernels
+
 
 @library.kernels
 def register(register_kernel: Any) -> None:

@@ -22,27 +22,42 @@ from ._kit import run
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m nda.testing.conformance", description="Compare a device's kernels with the reference, per (op, dtype, layout).")
+    parser = argparse.ArgumentParser(
+        prog="python -m nda.testing.conformance", description="Compare a device's kernels with the reference, per (op, dtype, layout)."
+    )
     parser.add_argument("device", nargs="?", help="device type or device, e.g. sim or sim:1")
     parser.add_argument("--reference", default="reference", help="'reference' (the catalog's NumPy functions, default) or a device such as cpu")
-    parser.add_argument("--profile", choices=("quick", "deep", "ordering"), default="quick",
-                        help="quick (default), deep (more cases, and the ordering profile), or ordering (programs of dependent ops "
-                             "over two devices and cpu, against sequential execution on cpu)")
-    parser.add_argument("--guide", action="store_true",
-                        help="print the backend guide (Markdown) that ships with nda; where it and its example backend are goes to stderr")
+    parser.add_argument(
+        "--profile",
+        choices=("quick", "deep", "ordering"),
+        default="quick",
+        help="quick (default), deep (more cases, and the ordering profile), or ordering (programs of dependent ops "
+        "over two devices and cpu, against sequential execution on cpu)",
+    )
+    parser.add_argument(
+        "--guide",
+        action="store_true",
+        help="print the backend guide (Markdown) that ships with nda; where it and its example backend are goes to stderr",
+    )
     parser.add_argument("--ops", help="comma-separated ops to test (default: all)")
     parser.add_argument("--dtypes", help="comma-separated dtypes to test (default: all)")
     parser.add_argument("--load", action="append", default=[], metavar="MODULE[:ATTR]", help="load a backend at run time first (repeatable)")
     parser.add_argument("--json", metavar="PATH", help="write the JSON report to PATH ('-': stdout)")
     parser.add_argument("--quiet", action="store_true", help="no progress dots")
     parser.add_argument("--gradients", action="store_true", help="check the device's gradients (nda.autograd) instead of its kernels")
-    parser.add_argument("--jobs", default="auto", metavar="N|auto",
-                        help="worker processes, cells split by op (default auto: one per core, one per 100 native cells at most; NDA_KIT_JOBS sets it)")
-    parser.add_argument("--isolate", action="store_true",
-                        help="one op per worker process, --jobs at a time: a crash or a corrupted device fails that op's cells only")
+    parser.add_argument(
+        "--jobs",
+        default="auto",
+        metavar="N|auto",
+        help="worker processes, cells split by op (default auto: one per core, one per 100 native cells at most; NDA_KIT_JOBS sets it)",
+    )
+    parser.add_argument(
+        "--isolate", action="store_true", help="one op per worker process, --jobs at a time: a crash or a corrupted device fails that op's cells only"
+    )
     parser.add_argument("--worker-timeout", type=float, metavar="S", help="with --isolate: kill a worker after S seconds and fail its op's cells")
-    parser.add_argument("--deadline", type=float, metavar="S",
-                        help="with worker processes: end the run after S seconds, reporting unfinished ops as not covered")
+    parser.add_argument(
+        "--deadline", type=float, metavar="S", help="with worker processes: end the run after S seconds, reporting unfinished ops as not covered"
+    )
     args = parser.parse_args(argv)
     if args.guide:
         from ._guide import guide_path, example_path
@@ -72,8 +87,19 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         jobs = None if args.jobs == "auto" else int(args.jobs)
-        report = run(args.device, reference=args.reference, ops=split(args.ops), dtypes=split(args.dtypes), profile=args.profile, progress=progress,
-                     gradients=args.gradients, jobs=jobs, isolate=args.isolate, worker_timeout=args.worker_timeout, deadline=args.deadline)
+        report = run(
+            args.device,
+            reference=args.reference,
+            ops=split(args.ops),
+            dtypes=split(args.dtypes),
+            profile=args.profile,
+            progress=progress,
+            gradients=args.gradients,
+            jobs=jobs,
+            isolate=args.isolate,
+            worker_timeout=args.worker_timeout,
+            deadline=args.deadline,
+        )
     except (ValueError, TypeError, nda.BackendError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

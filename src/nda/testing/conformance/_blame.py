@@ -34,18 +34,26 @@ from .._compare import assert_allclose
 
 __all__ = ["diagnose", "IN_ORDER", "IN_PROGRAM", "FRONT_END"]
 
-IN_ORDER = ("\nnote: wrong when run in order: the device's kernel, called directly with the arguments nda planned once its "
-            "inputs were finished, gives a wrong result too: the bug is in the backend's kernel")
-IN_PROGRAM = ("\nnote: right alone, wrong in the program: the device's kernel called directly, and the public call with every "
-              "input finished before it was issued, both give the reference's result; only the call issued behind pending work "
-              "differs. An ordering bug: in the backend's queue contract (markers, from_host, copies, a kernel that reads an "
-              "input before the work producing it has run) or in nda's engine; --profile ordering runs programs that tell "
-              "which")
-RACE = ("\nnote: the result depends on timing: the same call gave the reference's result on some replays and not on others "
-        "(an ordering bug: --profile ordering tells whose)")
-FRONT_END = ("\nnote: the device's kernel, called directly with the arguments nda planned, gives the reference's result, and "
-             "the public call is wrong even with every input finished before it is issued: the difference comes from nda's "
-             "front end (planning, casts, dispatch): an nda bug, not the backend's")
+IN_ORDER = (
+    "\nnote: wrong when run in order: the device's kernel, called directly with the arguments nda planned once its "
+    "inputs were finished, gives a wrong result too: the bug is in the backend's kernel"
+)
+IN_PROGRAM = (
+    "\nnote: right alone, wrong in the program: the device's kernel called directly, and the public call with every "
+    "input finished before it was issued, both give the reference's result; only the call issued behind pending work "
+    "differs. An ordering bug: in the backend's queue contract (markers, from_host, copies, a kernel that reads an "
+    "input before the work producing it has run) or in nda's engine; --profile ordering runs programs that tell "
+    "which"
+)
+RACE = (
+    "\nnote: the result depends on timing: the same call gave the reference's result on some replays and not on others "
+    "(an ordering bug: --profile ordering tells whose)"
+)
+FRONT_END = (
+    "\nnote: the device's kernel, called directly with the arguments nda planned, gives the reference's result, and "
+    "the public call is wrong even with every input finished before it is issued: the difference comes from nda's "
+    "front end (planning, casts, dispatch): an nda bug, not the backend's"
+)
 
 
 def diagnose(runner: Any, case: Any, cell: Any) -> str:

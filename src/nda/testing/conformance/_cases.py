@@ -34,8 +34,7 @@ from nda.ops import DECLARED as CATALOG  # the catalog and the ops of loaded op 
 
 from .. import strategies as nst
 
-__all__ = ["Arr", "Raw", "Case", "DEVICE", "ACCUMULATING", "COMPLEX_PRODUCTS", "sweep", "degenerate_sweep", "sub_cases", "fmt",
-           "signed_zeros"]
+__all__ = ["Arr", "Raw", "Case", "DEVICE", "ACCUMULATING", "COMPLEX_PRODUCTS", "sweep", "degenerate_sweep", "sub_cases", "fmt", "signed_zeros"]
 
 
 class _Device:
@@ -110,7 +109,16 @@ class Case:
 
     __slots__ = ("op", "args", "kwargs", "check_values", "signed_zeros", "origin")
 
-    def __init__(self, op: str, args: tuple[Any, ...], kwargs: dict[str, Any] | None = None, *, check_values: bool = True, signed_zeros: bool = False, origin: str = "hypothesis") -> None:
+    def __init__(
+        self,
+        op: str,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any] | None = None,
+        *,
+        check_values: bool = True,
+        signed_zeros: bool = False,
+        origin: str = "hypothesis",
+    ) -> None:
         self.op = op
         self.args = args
         self.kwargs = kwargs or {}
@@ -119,7 +127,14 @@ class Case:
         self.origin = origin
 
     def replace(self, args: tuple[Any, ...], kwargs: dict[str, Any] | None = None) -> Case:
-        return Case(self.op, args, self.kwargs if kwargs is None else kwargs, check_values=self.check_values, signed_zeros=self.signed_zeros, origin=self.origin)
+        return Case(
+            self.op,
+            args,
+            self.kwargs if kwargs is None else kwargs,
+            check_values=self.check_values,
+            signed_zeros=self.signed_zeros,
+            origin=self.origin,
+        )
 
     def arrays(self) -> list[Arr]:
         found: list[Arr] = []
@@ -159,6 +174,7 @@ def _repr_arg(value: Any) -> str:
 
 
 # ----------------------------------------------------------------------------- input repair
+
 
 def _signed(dt: np.dtype) -> bool:
     return dt.kind == "i"
@@ -394,15 +410,28 @@ def degenerate_sweep(op: str, dtype: DType) -> list[Case]:
         for m in mats:
             a, b = (r1(m) if r1 else m), (r2(m) if r2 else m)
             zero = np.zeros_like(m)
-            found += [Case(op, (Arr(a), Arr(zero if r2 is None else b)), origin="degenerate sweep"),
-                      Case(op, (Arr(zero if r1 is None else a), Arr(b)), origin="degenerate sweep"),
-                      Case(op, (Arr(a), scalar), origin="degenerate sweep"), Case(op, (scalar, Arr(b)), origin="degenerate sweep")]
+            found += [
+                Case(op, (Arr(a), Arr(zero if r2 is None else b)), origin="degenerate sweep"),
+                Case(op, (Arr(zero if r1 is None else a), Arr(b)), origin="degenerate sweep"),
+                Case(op, (Arr(a), scalar), origin="degenerate sweep"),
+                Case(op, (scalar, Arr(b)), origin="degenerate sweep"),
+            ]
     elif op == "sum":
-        found = [Case(op, (Arr(m),), {k: v for k, v in (("axis", axis), ("keepdims", keep)) if v is not None and v is not False}, origin="degenerate sweep")
-                 for m in mats for axis in (None, 0, 1) for keep in (False, True)]
+        found = [
+            Case(
+                op, (Arr(m),), {k: v for k, v in (("axis", axis), ("keepdims", keep)) if v is not None and v is not False}, origin="degenerate sweep"
+            )
+            for m in mats
+            for axis in (None, 0, 1)
+            for keep in (False, True)
+        ]
     elif op == "matmul":
-        found = [Case(op, (Arr(a), Arr(b.T.copy() if a.shape[1] != b.shape[0] else b)), origin="degenerate sweep")
-                 for a in mats for b in mats if a.shape[1] in b.shape]
+        found = [
+            Case(op, (Arr(a), Arr(b.T.copy() if a.shape[1] != b.shape[0] else b)), origin="degenerate sweep")
+            for a in mats
+            for b in mats
+            if a.shape[1] in b.shape
+        ]
     elif op == "permute_dims":
         found = [Case(op, (Arr(m), axes), origin="degenerate sweep") for m in mats for axes in ((1, 0), (0, 1))]
     elif op == "astype":

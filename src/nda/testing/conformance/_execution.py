@@ -82,8 +82,14 @@ def describe_step(program: Program, i: int) -> str:
     return f"step {i + 1}, `{_render(program.steps[i], program.dtype)}`"
 
 
-def execute(program: Program, devices: dict[str, Device] | None, *, stall: Callable[[Device, str], None] | None = None,
-            delaying: Callable[[tuple[Device, ...], str], Any] | None = None, sync_after: Callable[[int], bool] | None = None) -> Execution:
+def execute(
+    program: Program,
+    devices: dict[str, Device] | None,
+    *,
+    stall: Callable[[Device, str], None] | None = None,
+    delaying: Callable[[tuple[Device, ...], str], Any] | None = None,
+    sync_after: Callable[[int], bool] | None = None,
+) -> Execution:
     """Run ``program`` on ``devices`` (slot -> device), or on the reference when ``devices`` is None.
 
     ``stall(device)`` runs the program's stall steps and ``delaying(devices)`` (a context
@@ -135,8 +141,15 @@ def _read(i: int, var: int, x: Any) -> Observation:
     return Observation(i, var, value=np.array(value, copy=True), dtype=x.dtype.name, device=str(x.device))
 
 
-def _step(program: Program, i: int, s: Step, env: dict[int, Any], devices: dict[str, Device] | None, run: Execution,
-          stall: Callable[[Device, str], None] | None) -> None:
+def _step(
+    program: Program,
+    i: int,
+    s: Step,
+    env: dict[int, Any],
+    devices: dict[str, Device] | None,
+    run: Execution,
+    stall: Callable[[Device, str], None] | None,
+) -> None:
     if s.kind == "stall":
         if devices is not None and stall is not None and s.slot in devices:
             stall(devices[s.slot], s.op)
@@ -205,6 +218,7 @@ def _apply(program: Program, s: Step, env: dict[int, Any], devices: dict[str, De
 
 # ----------------------------------------------------------------------------- comparing two runs
 
+
 def _text(obs: Observation) -> str:
     if obs.error is not None:
         text = f"{type(obs.error).__name__}: {str(obs.error).splitlines()[0] if str(obs.error) else ''}"
@@ -234,16 +248,28 @@ def compare(program: Program, got: Execution, expected: Execution) -> list[tuple
         if v in must_raise:
             kind, step = must_raise.pop(v)
             if dev.error is None or not isinstance(dev.error, kind):
-                problems.append((i, v, f"{where}: {device} gives {_text(dev)}; the write of {describe_step(program, step)} failed on cpu "
-                                    f"({kind.__name__}), so this read must raise {kind.__name__} (an out-of-bounds index raises at the "
-                                    "call or at the sync point, and never leaves a value behind)"))
+                problems.append(
+                    (
+                        i,
+                        v,
+                        f"{where}: {device} gives {_text(dev)}; the write of {describe_step(program, step)} failed on cpu "
+                        f"({kind.__name__}), so this read must raise {kind.__name__} (an out-of-bounds index raises at the "
+                        "call or at the sync point, and never leaves a value behind)",
+                    )
+                )
             return
         if is_tainted(v):
             return
         if ref.error is not None:
             if dev.error is None:
-                problems.append((i, v, f"{where}: {device} returned {_text(dev)}, but sequential execution on cpu raised {_text(ref)} "
-                                    f"(nda raises it at the sync point, never returns a value)"))
+                problems.append(
+                    (
+                        i,
+                        v,
+                        f"{where}: {device} returned {_text(dev)}, but sequential execution on cpu raised {_text(ref)} "
+                        f"(nda raises it at the sync point, never returns a value)",
+                    )
+                )
             elif not isinstance(dev.error, type(ref.error)):
                 problems.append((i, v, f"{where}: {device} raised {_text(dev)}, but sequential execution on cpu raised {_text(ref)}"))
             return

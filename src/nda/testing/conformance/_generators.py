@@ -26,7 +26,17 @@ from nda.ops import DECLARED as CATALOG  # the catalog and the ops of loaded op 
 
 from .. import strategies as nst
 from ._cases import (
-    DEVICE, Arr, Case, Raw, accumulation_repair, binary_repairs, cast_safe, cast_targets, compose, signed_zeros, unary_repair,
+    DEVICE,
+    Arr,
+    Case,
+    Raw,
+    accumulation_repair,
+    binary_repairs,
+    cast_safe,
+    cast_targets,
+    compose,
+    signed_zeros,
+    unary_repair,
 )
 
 __all__ = ["strategy", "for_layout", "GENERATED_OPS"]
@@ -163,6 +173,7 @@ def _sorting(draw: Any, op: str, dtype: DType) -> Case:
 
 # ----------------------------------------------------------------------------- manipulation
 
+
 @_composite
 def _reshape(draw: Any, op: str, dtype: DType) -> Case:
     shape = draw(_SHAPES)
@@ -242,6 +253,7 @@ def _broadcast_to(draw: Any, op: str, dtype: DType) -> Case:
 
 
 # ----------------------------------------------------------------------------- products, selection, casts
+
 
 @_composite
 def _matmul(draw: Any, op: str, dtype: DType) -> Case:
@@ -325,6 +337,7 @@ def _setitem(draw: Any, op: str, dtype: DType) -> Case:
 
 # ----------------------------------------------------------------------------- creation
 
+
 @_composite
 def _filled(draw: Any, op: str, dtype: DType) -> Case:
     shape = draw(nst.shapes())
@@ -385,13 +398,27 @@ for _names, _builder in [
     (("sum", "prod", "mean", "std", "var", "min", "max", "argmin", "argmax", "all", "any"), _reduction),
     (("cumulative_sum",), _cumulative_sum),
     (("sort", "argsort"), _sorting),
-    (("reshape",), _reshape), (("permute_dims",), _permute_dims), (("concat", "stack"), _joining),
-    (("expand_dims",), _expand_dims), (("squeeze",), _squeeze), (("flip",), _flip), (("roll",), _roll),
-    (("broadcast_to",), _broadcast_to), (("matmul",), _matmul), (("tensordot",), _tensordot),
-    (("vecdot",), _vecdot), (("where",), _where), (("astype",), _astype), (("getitem",), _getitem),
-    (("setitem",), _setitem), (("zeros", "ones", "empty", "full"), _filled),
-    (("zeros_like", "ones_like", "empty_like", "full_like"), _like), (("asarray",), _asarray),
-    (("arange",), _arange), (("linspace",), _linspace), (("eye",), _eye),
+    (("reshape",), _reshape),
+    (("permute_dims",), _permute_dims),
+    (("concat", "stack"), _joining),
+    (("expand_dims",), _expand_dims),
+    (("squeeze",), _squeeze),
+    (("flip",), _flip),
+    (("roll",), _roll),
+    (("broadcast_to",), _broadcast_to),
+    (("matmul",), _matmul),
+    (("tensordot",), _tensordot),
+    (("vecdot",), _vecdot),
+    (("where",), _where),
+    (("astype",), _astype),
+    (("getitem",), _getitem),
+    (("setitem",), _setitem),
+    (("zeros", "ones", "empty", "full"), _filled),
+    (("zeros_like", "ones_like", "empty_like", "full_like"), _like),
+    (("asarray",), _asarray),
+    (("arange",), _arange),
+    (("linspace",), _linspace),
+    (("eye",), _eye),
 ]:
     for _name in _names:
         _GENERIC[_name] = _builder
@@ -449,5 +476,3 @@ def _declared_inputs(draw: Any, op: str, dtype: DType, inputs: tuple[str, ...], 
     args = tuple(draw(_arr(dtype, next(shapes))) if kind == "array" else draw(_scalar(dtype)) for kind in inputs)
     kwargs = {name: draw(st.sampled_from(list(values))) for name, values in options.items()}
     return Case(op, args, kwargs, signed_zeros=True)
-
-

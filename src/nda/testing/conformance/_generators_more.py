@@ -60,9 +60,16 @@ _DISTRIBUTIONS: dict[str, dict[str, list[float]]] = {
 }
 
 _EINSUM = [
-    ("ij,jk->ik", ((2, 3), (3, 4))), ("ij,jk", ((0, 3), (3, 2))), ("ii->i", ((3, 3),)), ("ij->ji", ((2, 3),)),
-    ("...ij,...jk", ((2, 2, 3), (1, 3, 2))), ("i,i", ((4,), (4,))), ("ij,jk,kl->il", ((2, 3), (3, 1), (1, 2))),
-    ("", ((),)), ("ij,ij->", ((2, 3), (2, 1))), ("bij->b", ((2, 3, 3),)),
+    ("ij,jk->ik", ((2, 3), (3, 4))),
+    ("ij,jk", ((0, 3), (3, 2))),
+    ("ii->i", ((3, 3),)),
+    ("ij->ji", ((2, 3),)),
+    ("...ij,...jk", ((2, 2, 3), (1, 3, 2))),
+    ("i,i", ((4,), (4,))),
+    ("ij,jk,kl->il", ((2, 3), (3, 1), (1, 2))),
+    ("", ((),)),
+    ("ij,ij->", ((2, 3), (2, 1))),
+    ("bij->b", ((2, 3, 3),)),
 ]
 
 
@@ -82,7 +89,11 @@ def _small(a: np.ndarray) -> np.ndarray:
         return a % 4
     if a.dtype.kind in "fc":
         with np.errstate(invalid="ignore"):
-            return np.where(np.isfinite(a), np.clip(a.real, -8, 8), 1.0).astype(a.dtype) if a.dtype.kind == "f" else np.where(np.isfinite(a), a, 1.0).astype(a.dtype)
+            return (
+                np.where(np.isfinite(a), np.clip(a.real, -8, 8), 1.0).astype(a.dtype)
+                if a.dtype.kind == "f"
+                else np.where(np.isfinite(a), a, 1.0).astype(a.dtype)
+            )
     return a
 
 

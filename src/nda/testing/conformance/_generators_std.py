@@ -34,6 +34,7 @@ def _finite(a: np.ndarray) -> np.ndarray:
 
 # ----------------------------------------------------------------------------- selection, search, sets
 
+
 @_composite
 def _clip(draw: Any, op: str, dtype: DType) -> Case:
     shapes = draw(nst.mutually_broadcastable_shapes(3, min_side=0)).input_shapes
@@ -130,6 +131,7 @@ def _triangle(draw: Any, op: str, dtype: DType) -> Case:
 
 
 # ----------------------------------------------------------------------------- linalg
+
 
 def _well_conditioned(a: np.ndarray) -> np.ndarray:
     """Finite values, then the identity times (n * largest + 1) added: diagonally dominant."""
@@ -231,13 +233,15 @@ def _outer(draw: Any, op: str, dtype: DType) -> Case:
 
 # ----------------------------------------------------------------------------- fft
 
+
 @_composite
 def _fft_one(draw: Any, op: str, dtype: DType) -> Case:
     shape = draw(nst.shapes(min_dims=1, min_side=1, max_side=5))
     ndim = len(shape)
     axis = draw(st.integers(-ndim, ndim - 1))
-    kwargs = _kw(axis=axis if axis != -1 else None, n=draw(st.one_of(st.none(), st.integers(2, 6))),
-                 norm=draw(st.sampled_from([None, "ortho", "forward"])))
+    kwargs = _kw(
+        axis=axis if axis != -1 else None, n=draw(st.one_of(st.none(), st.integers(2, 6))), norm=draw(st.sampled_from([None, "ortho", "forward"]))
+    )
     if op in ("fft.irfft", "fft.hfft") and kwargs.get("n") is None and shape[axis] < 2:
         kwargs["n"] = 2  # the default 2 * (m - 1) points would be none
     return Case(op, (draw(_arr(dtype, shape, _finite)),), kwargs, signed_zeros=False)
@@ -263,14 +267,30 @@ def _fft_many(draw: Any, op: str, dtype: DType) -> Case:
 
 STANDARD: dict[str, Any] = {}
 for _names, _builder in [
-    (("cumulative_prod",), _cumulative_sum), (("count_nonzero",), _reduction), (("clip",), _clip),
+    (("cumulative_prod",), _cumulative_sum),
+    (("count_nonzero",), _reduction),
+    (("clip",), _clip),
     (("nonzero", "unique_values", "unique_counts", "unique_inverse", "unique_all"), _one_array),
-    (("searchsorted",), _searchsorted), (("isin",), _isin), (("take",), _take), (("take_along_axis",), _take_along_axis),
-    (("tile",), _tile), (("repeat",), _repeat), (("tril", "triu"), _triangle),
-    (("linalg.cholesky", "linalg.inv", "linalg.det", "linalg.slogdet", "linalg.eigh", "linalg.eigvalsh", "linalg.eig", "linalg.eigvals"), _linalg_square),
+    (("searchsorted",), _searchsorted),
+    (("isin",), _isin),
+    (("take",), _take),
+    (("take_along_axis",), _take_along_axis),
+    (("tile",), _tile),
+    (("repeat",), _repeat),
+    (("tril", "triu"), _triangle),
+    (
+        ("linalg.cholesky", "linalg.inv", "linalg.det", "linalg.slogdet", "linalg.eigh", "linalg.eigvalsh", "linalg.eig", "linalg.eigvals"),
+        _linalg_square,
+    ),
     (("linalg.matrix_power",), _matrix_power),
-    (("linalg.pinv", "linalg.matrix_rank", "linalg.svdvals", "linalg.svd", "linalg.qr", "linalg.matrix_norm", "linalg.trace", "linalg.diagonal"), _linalg_any),
-    (("linalg.vector_norm",), _vector_norm), (("linalg.solve",), _solve), (("linalg.cross",), _cross), (("linalg.outer",), _outer),
+    (
+        ("linalg.pinv", "linalg.matrix_rank", "linalg.svdvals", "linalg.svd", "linalg.qr", "linalg.matrix_norm", "linalg.trace", "linalg.diagonal"),
+        _linalg_any,
+    ),
+    (("linalg.vector_norm",), _vector_norm),
+    (("linalg.solve",), _solve),
+    (("linalg.cross",), _cross),
+    (("linalg.outer",), _outer),
     (("fft.fft", "fft.ifft", "fft.rfft", "fft.irfft", "fft.hfft", "fft.ihfft"), _fft_one),
     (("fft.fftn", "fft.ifftn", "fft.rfftn", "fft.irfftn"), _fft_many),
 ]:

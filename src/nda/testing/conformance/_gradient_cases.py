@@ -71,11 +71,14 @@ def _case(*names: str) -> Callable[[_Builder], _Builder]:
 
 # ----------------------------------------------------------------------------- values
 
+
 def _shape(draw: Any, min_dims: int = 0, max_dims: int = 3, min_side: int = 1, max_side: int = 3) -> tuple[int, ...]:
     return tuple(draw(st.lists(st.integers(min_side, max_side), min_size=min_dims, max_size=max_dims)))
 
 
-def _uniform(rng: np.random.Generator, shape: tuple[int, ...], lo: float, hi: float, cplx: bool = False, im: tuple[float, float] = (-1.0, 1.0)) -> np.ndarray:
+def _uniform(
+    rng: np.random.Generator, shape: tuple[int, ...], lo: float, hi: float, cplx: bool = False, im: tuple[float, float] = (-1.0, 1.0)
+) -> np.ndarray:
     x = rng.uniform(lo, hi, shape)
     return x + 1j * rng.uniform(im[0], im[1], shape) if cplx else x
 
@@ -97,7 +100,7 @@ def _distinct(rng: np.random.Generator, shape: tuple[int, ...], gap: float = 0.2
 def _broadcastable(draw: Any, shape: tuple[int, ...]) -> tuple[int, ...]:
     """A shape that broadcasts with ``shape``: a suffix of it with some sides set to 1."""
     keep = draw(st.integers(0, len(shape)))
-    suffix = shape[len(shape) - keep:]
+    suffix = shape[len(shape) - keep :]
     return tuple(1 if draw(st.booleans()) else n for n in suffix)
 
 
@@ -230,6 +233,7 @@ for _name in _BINARY:
 
 # ----------------------------------------------------------------------------- reductions and scans
 
+
 def _reduction_for(name: str) -> _Builder:
     def build(draw: Any, rng: np.random.Generator, cplx: bool) -> GradCase:
         shape = _shape(draw)
@@ -287,6 +291,7 @@ for _name in ("cumulative_sum", "cumulative_prod"):
 
 # ----------------------------------------------------------------------------- manipulation
 
+
 @_case("reshape")
 def _reshape(draw: Any, rng: np.random.Generator, cplx: bool) -> GradCase:
     shape = _shape(draw)
@@ -311,12 +316,18 @@ def _join_for(name: str) -> _Builder:
         if name == "concat":
             axis = draw(st.sampled_from([None, *range(-len(shape), len(shape))]))
             ax = 0 if axis is None else axis % len(shape)
-            shapes = [shape[:ax] + (draw(st.integers(1, 3)),) + shape[ax + 1:] for _ in range(count)] if axis is not None else [_shape(draw) for _ in range(count)]
+            shapes = (
+                [shape[:ax] + (draw(st.integers(1, 3)),) + shape[ax + 1 :] for _ in range(count)]
+                if axis is not None
+                else [_shape(draw) for _ in range(count)]
+            )
         else:
             axis = draw(st.integers(-len(shape) - 1, len(shape)))
             shapes = [shape] * count
         xs = [_uniform(rng, sh, -2, 2, cplx) for sh in shapes]
-        return GradCase(name, lambda xp, *arrays: getattr(xp, name)(list(arrays), axis=axis), xs, tuple(range(count)), f"{name}([{count} arrays], axis={axis})")
+        return GradCase(
+            name, lambda xp, *arrays: getattr(xp, name)(list(arrays), axis=axis), xs, tuple(range(count)), f"{name}([{count} arrays], axis={axis})"
+        )
 
     return build
 
@@ -398,6 +409,7 @@ _BUILDERS["triu"] = _triangle_for("triu")
 
 # ----------------------------------------------------------------------------- indexing, selection
 
+
 def _basic_key(draw: Any, shape: tuple[int, ...]) -> tuple[Any, ...]:
     key: list[Any] = []
     for n in shape:
@@ -457,7 +469,9 @@ def _take_along(draw: Any, rng: np.random.Generator, cplx: bool) -> GradCase:
     ishape = list(shape)
     ishape[axis] = draw(st.integers(1, 4))
     index = rng.integers(0, shape[axis], ishape)
-    return GradCase("take_along_axis", lambda xp, a, i: xp.take_along_axis(a, i, axis=axis), [x, index], (0,), f"take_along_axis(x, indices, axis={axis})")
+    return GradCase(
+        "take_along_axis", lambda xp, a, i: xp.take_along_axis(a, i, axis=axis), [x, index], (0,), f"take_along_axis(x, indices, axis={axis})"
+    )
 
 
 @_case("where")
@@ -511,8 +525,19 @@ from . import _gradient_cases_linalg  # noqa: E402,F401  (products, linalg and f
 # ----------------------------------------------------------------------------- the table
 
 _COMPLEX_LINALG = (
-    "linalg.inv", "linalg.det", "linalg.slogdet", "linalg.solve", "linalg.matrix_power", "linalg.trace", "linalg.diagonal",
-    "linalg.outer", "linalg.cross", "linalg.vector_norm", "linalg.matrix_norm", "linalg.svdvals", "linalg.pinv",
+    "linalg.inv",
+    "linalg.det",
+    "linalg.slogdet",
+    "linalg.solve",
+    "linalg.matrix_power",
+    "linalg.trace",
+    "linalg.diagonal",
+    "linalg.outer",
+    "linalg.cross",
+    "linalg.vector_norm",
+    "linalg.matrix_norm",
+    "linalg.svdvals",
+    "linalg.pinv",
 )
 
 

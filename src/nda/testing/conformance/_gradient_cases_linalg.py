@@ -17,12 +17,25 @@ import numpy as np
 from hypothesis import strategies as st
 
 from ._gradient_cases import (
-    _BUILDERS, GradCase, _away, _axis_arg, _broadcastable, _Builder, _case, _distinct, _kw, _shape, _spread, _uniform,
-    _well_conditioned, _with_spectrum,
+    _BUILDERS,
+    GradCase,
+    _away,
+    _axis_arg,
+    _broadcastable,
+    _Builder,
+    _case,
+    _distinct,
+    _kw,
+    _shape,
+    _spread,
+    _uniform,
+    _well_conditioned,
+    _with_spectrum,
 )
 
 
 # ----------------------------------------------------------------------------- products and linalg
+
 
 def _batch(draw: Any) -> tuple[int, ...]:
     return draw(st.sampled_from([(), (), (2,)]))
@@ -33,8 +46,12 @@ def _matmul(draw: Any, rng: np.random.Generator, cplx: bool) -> GradCase:
     m, k, n = (draw(st.integers(1, 3)) for _ in range(3))
     form = draw(st.sampled_from(["2d", "batched", "vector left", "vector right", "vectors", "broadcast"]))
     shapes = {
-        "2d": ((m, k), (k, n)), "batched": ((2, m, k), (2, k, n)), "vector left": ((k,), (k, n)),
-        "vector right": ((m, k), (k,)), "vectors": ((k,), (k,)), "broadcast": ((2, m, k), (k, n)),
+        "2d": ((m, k), (k, n)),
+        "batched": ((2, m, k), (2, k, n)),
+        "vector left": ((k,), (k, n)),
+        "vector right": ((m, k), (k,)),
+        "vectors": ((k,), (k,)),
+        "broadcast": ((2, m, k), (k, n)),
     }[form]
     a, b = (_uniform(rng, sh, -2, 2, cplx) for sh in shapes)
     return GradCase("matmul", lambda xp, x, y: x @ y, [a, b], (0, 1), f"x1 @ x2 ({form})")
@@ -45,7 +62,7 @@ def _tensordot(draw: Any, rng: np.random.Generator, cplx: bool) -> GradCase:
     if draw(st.booleans()):
         s1 = _shape(draw, 1, 3)
         k = draw(st.integers(0, len(s1)))
-        s2 = s1[len(s1) - k:] + _shape(draw, 0, 2)
+        s2 = s1[len(s1) - k :] + _shape(draw, 0, 2)
         axes: Any = k
     else:
         s1, s2 = (2, 3, 2), (2, 3)
@@ -60,15 +77,22 @@ def _vecdot(draw: Any, rng: np.random.Generator, cplx: bool) -> GradCase:
     s2 = _broadcastable(draw, shape) or shape[-1:]
     axis = -1 if len(s2) < 2 or draw(st.booleans()) else -len(s2)
     if shape[axis] != s2[axis]:
-        s2 = s2[:len(s2) + axis] + (shape[axis],) + (s2[len(s2) + axis + 1:] if axis != -1 else ())
+        s2 = s2[: len(s2) + axis] + (shape[axis],) + (s2[len(s2) + axis + 1 :] if axis != -1 else ())
     a, b = _uniform(rng, shape, -2, 2, cplx), _uniform(rng, s2, -2, 2, cplx)
     return GradCase("vecdot", lambda xp, x, y: xp.vecdot(x, y, axis=axis), [a, b], (0, 1), f"vecdot(x1, x2, axis={axis})")
 
 
 _EINSUM_FORMS = [
-    ("ij,jk->ik", ((2, 3), (3, 2))), ("ii->", ((3, 3),)), ("ii->i", ((3, 3),)), ("ij->", ((2, 3),)),
-    ("...ij,...jk", ((2, 2, 3), (1, 3, 2))), ("ij,jk,kl->il", ((2, 3), (3, 2), (2, 2))), ("ij,ij->i", ((2, 3), (2, 1))),
-    ("iij->ji", ((2, 2, 3),)), ("i,j->ij", ((3,), (2,))), ("bij,bjk->bik", ((2, 2, 3), (2, 3, 2))),
+    ("ij,jk->ik", ((2, 3), (3, 2))),
+    ("ii->", ((3, 3),)),
+    ("ii->i", ((3, 3),)),
+    ("ij->", ((2, 3),)),
+    ("...ij,...jk", ((2, 2, 3), (1, 3, 2))),
+    ("ij,jk,kl->il", ((2, 3), (3, 2), (2, 2))),
+    ("ij,ij->i", ((2, 3), (2, 1))),
+    ("iij->ji", ((2, 2, 3),)),
+    ("i,j->ij", ((3,), (2,))),
+    ("bij,bjk->bik", ((2, 2, 3), (2, 3, 2))),
 ]
 
 
@@ -77,8 +101,14 @@ def _einsum(draw: Any, rng: np.random.Generator, cplx: bool) -> GradCase:
     spec, shapes = draw(st.sampled_from(_EINSUM_FORMS))
     optimize = draw(st.sampled_from([False, "greedy"]))
     values = [_uniform(rng, sh, -2, 2, cplx) for sh in shapes]
-    return GradCase("einsum", lambda xp, *ops: xp.einsum(spec, *ops, optimize=optimize), values, tuple(range(len(values))),
-                    f"einsum({spec!r}, optimize={optimize!r})", torch=False)
+    return GradCase(
+        "einsum",
+        lambda xp, *ops: xp.einsum(spec, *ops, optimize=optimize),
+        values,
+        tuple(range(len(values))),
+        f"einsum({spec!r}, optimize={optimize!r})",
+        torch=False,
+    )
 
 
 def _outer(draw: Any, rng: np.random.Generator, cplx: bool) -> GradCase:
@@ -167,7 +197,13 @@ def _matrix_norm(draw: Any, rng: np.random.Generator, cplx: bool) -> GradCase:
         a = a + np.sign(a) * 0.2
         if cplx:
             a = a * np.exp(1j * rng.uniform(-math.pi, math.pi, a.shape))
-    return GradCase("linalg.matrix_norm", lambda xp, x: xp.linalg.matrix_norm(x, ord=order, keepdims=keepdims), [a], (0,), f"linalg.matrix_norm(x, ord={order!r}, keepdims={keepdims})")
+    return GradCase(
+        "linalg.matrix_norm",
+        lambda xp, x: xp.linalg.matrix_norm(x, ord=order, keepdims=keepdims),
+        [a],
+        (0,),
+        f"linalg.matrix_norm(x, ord={order!r}, keepdims={keepdims})",
+    )
 
 
 @_case("linalg.vector_norm")
@@ -182,7 +218,13 @@ def _vector_norm(draw: Any, rng: np.random.Generator, cplx: bool) -> GradCase:
     if order in (math.inf, -math.inf):
         a = np.sign(a) * (np.abs(a) + 0.2)
         a = np.where(a == 0, 0.3, a)
-    return GradCase("linalg.vector_norm", lambda xp, x: xp.linalg.vector_norm(x, axis=axis, keepdims=keepdims, ord=order), [a], (0,), f"linalg.vector_norm(x, axis={axis}, keepdims={keepdims}, ord={order})")
+    return GradCase(
+        "linalg.vector_norm",
+        lambda xp, x: xp.linalg.vector_norm(x, axis=axis, keepdims=keepdims, ord=order),
+        [a],
+        (0,),
+        f"linalg.vector_norm(x, axis={axis}, keepdims={keepdims}, ord={order})",
+    )
 
 
 def _svd_for(name: str) -> _Builder:
@@ -285,5 +327,3 @@ def _fft_for(name: str) -> _Builder:
 
 for _name in _ONE_AXIS + _MANY_AXES:
     _BUILDERS[_name] = _fft_for(_name)
-
-

@@ -60,6 +60,7 @@ class _Skip(Exception):
 
 # ----------------------------------------------------------------------------- evaluating a case
 
+
 def _input_dtype(host: np.ndarray, dtype: DType) -> Any:
     if host.dtype.kind == "c":
         return dtype if dtype.category == "complex floating" else as_dtype("complex64" if dtype.name == "float32" else "complex128")
@@ -76,9 +77,7 @@ def _results(out: Any) -> list[Any]:
 def _weights(case: GradCase, results: Sequence[np.ndarray]) -> list[np.ndarray]:
     if case.weights is None:
         rng = np.random.default_rng(sum(r.size for r in results) + 7 * len(results))
-        case.weights = [
-            np.asarray(rng.uniform(-1, 1, r.shape) + (1j * rng.uniform(-1, 1, r.shape) if np.iscomplexobj(r) else 0)) for r in results
-        ]
+        case.weights = [np.asarray(rng.uniform(-1, 1, r.shape) + (1j * rng.uniform(-1, 1, r.shape) if np.iscomplexobj(r) else 0)) for r in results]
     return case.weights
 
 
@@ -145,14 +144,27 @@ def torch_gradients(case: GradCase) -> list[np.ndarray]:
 
     tensors = []
     for i, host in enumerate(case.inputs):
-        t = torch.from_numpy(np.array(host, dtype=np.complex128 if host.dtype.kind == "c" else np.float64 if host.dtype.kind == "f" else np.int64 if host.dtype.kind in "iu" else host.dtype))
+        t = torch.from_numpy(
+            np.array(
+                host,
+                dtype=np.complex128
+                if host.dtype.kind == "c"
+                else np.float64
+                if host.dtype.kind == "f"
+                else np.int64
+                if host.dtype.kind in "iu"
+                else host.dtype,
+            )
+        )
         if i in case.wrt:
             t.requires_grad_(True)
         tensors.append(t)
     out = case.fn(xpt, *tensors)
     results = [r for r in (list(out) if isinstance(out, tuple) else [out]) if r.dtype.is_floating_point or r.dtype.is_complex]
     weights = _weights(case, [r.detach().resolve_conj().numpy() for r in results])
-    loss = sum((torch.real(torch.conj(torch.from_numpy(w)) * r) if r.dtype.is_complex else torch.from_numpy(w) * r).sum() for w, r in zip(weights, results))
+    loss = sum(
+        (torch.real(torch.conj(torch.from_numpy(w)) * r) if r.dtype.is_complex else torch.from_numpy(w) * r).sum() for w, r in zip(weights, results)
+    )
     if isinstance(loss, torch.Tensor) and loss.requires_grad:  # torch returns a constant for some empty reductions
         loss.backward()
     return [tensors[i].grad.resolve_conj().numpy() if tensors[i].grad is not None else np.zeros(case.inputs[i].shape) for i in case.wrt]
@@ -189,6 +201,7 @@ def check(case: GradCase, device: Device | str, dtype: DType | str = "float64", 
 
 
 # ----------------------------------------------------------------------------- the kit's gradient mode
+
 
 class GradCell:
     """One (differentiable op, dtype) of a device type, for the gradient mode."""
@@ -296,8 +309,15 @@ class GradientRunner:
                 raise
             except BaseException as err:  # noqa: BLE001 - any failure of the device is a result
                 text = str(err) if isinstance(err, GradientMismatch) else f"{type(err).__name__}: {err}"
-                return CellResult(**base, status="failed", examples=state["examples"], example=_describe(state["failed"]), error=text[:2000],
-                                  found_by="hypothesis", case=state["failed"])
+                return CellResult(
+                    **base,
+                    status="failed",
+                    examples=state["examples"],
+                    example=_describe(state["failed"]),
+                    error=text[:2000],
+                    found_by="hypothesis",
+                    case=state["failed"],
+                )
         return CellResult(**base, status="passed", examples=state["examples"])
 
     def run(self, selected: list[GradCell], progress: Callable[[CellResult], None] | None = None) -> Report:

@@ -203,7 +203,11 @@ class Runner:
         base = dict(op=cell.op, dtype=cell.dtype.name, layout=cell.layout.name)
         decl = CATALOG[cell.op]
         if cell.route == "undeclared":
-            return CellResult(**base, status="failed", error=f"a kernel is registered for {cell.dtype.name}, but {cell.op!r} is declared for {decl.dtypes} dtypes only")
+            return CellResult(
+                **base,
+                status="failed",
+                error=f"a kernel is registered for {cell.dtype.name}, but {cell.op!r} is declared for {decl.dtypes} dtypes only",
+            )
         if cell.route == "fallback":
             return CellResult(**base, status="fallback", reason="no native kernel; nda runs it on cpu through the host fallback")
         if cell.route == "missing":
@@ -245,7 +249,9 @@ class Runner:
                 if flaky:
                     error = "the failure did not reproduce when replayed (flaky: a race, or state kept between calls): " + error
                 error += self._diagnose(case, cell) if case is not None and not flaky else ""
-                return CellResult(**base, status="failed", examples=state["examples"], example=repr(case), error=error, found_by="hypothesis", case=case)
+                return CellResult(
+                    **base, status="failed", examples=state["examples"], example=repr(case), error=error, found_by="hypothesis", case=case
+                )
             for case in _cases.sweep(cell.op, cell.dtype):
                 failure = self._try(case, cell)
                 if failure is None:
@@ -258,14 +264,18 @@ class Runner:
                         minimal, error = smaller, found
                         break
                 error += self._diagnose(minimal, cell)
-                return CellResult(**base, status="failed", examples=state["examples"], example=repr(minimal), error=error, found_by="edge sweep", case=minimal)
+                return CellResult(
+                    **base, status="failed", examples=state["examples"], example=repr(minimal), error=error, found_by="edge sweep", case=minimal
+                )
             for case in _cases.degenerate_sweep(cell.op, cell.dtype) if cell.layout is not strided else ():
                 failure = self._try(case, cell)
                 if failure is None:
                     state["examples"] += 1
                     continue
                 failure += self._diagnose(case, cell)
-                return CellResult(**base, status="failed", examples=state["examples"], example=repr(case), error=failure, found_by="degenerate sweep", case=case)
+                return CellResult(
+                    **base, status="failed", examples=state["examples"], example=repr(case), error=failure, found_by="degenerate sweep", case=case
+                )
         return CellResult(**base, status="passed", examples=state["examples"])
 
     def _try(self, case: Case, cell: Cell) -> str | None:
@@ -353,7 +363,9 @@ class Runner:
     def _tolerance(self, case: Case, dtype: np.dtype, expected: np.ndarray | None = None) -> tuple[float, float]:
         return tolerance(case, dtype, expected)
 
-    def _materialize(self, case: Case, device: Device, cell: Cell) -> tuple[list[Any], dict[str, Any], list[tuple[Any, np.ndarray, str]], dict[int, np.ndarray]]:
+    def _materialize(
+        self, case: Case, device: Device, cell: Cell
+    ) -> tuple[list[Any], dict[str, Any], list[tuple[Any, np.ndarray, str]], dict[int, np.ndarray]]:
         made: dict[int, Any] = {}
         inputs: list[tuple[Any, np.ndarray, str]] = []
         hosts: dict[int, np.ndarray] = {}
@@ -512,11 +524,16 @@ def environment(runner: Runner) -> dict[str, Any]:
     record = next((r for r in nda.backends.status() if runner.device.type in (r["device_types"] or [r["name"]])), {})
     s = runner.settings
     return {
-        "nda": nda.__version__, "numpy": np.__version__, "hypothesis": hypothesis.__version__,
-        "python": platform.python_version(), "engine": nda.engine.current().name,
+        "nda": nda.__version__,
+        "numpy": np.__version__,
+        "hypothesis": hypothesis.__version__,
+        "python": platform.python_version(),
+        "engine": nda.engine.current().name,
         "backend": {k: record.get(k) for k in ("name", "source", "state", "api_version")},
-        "max_examples": s.max_examples, "derandomize": s.derandomize,
-        "flushes_subnormals": sorted(getattr(runner, "flushed", ())), "jobs": 1,
+        "max_examples": s.max_examples,
+        "derandomize": s.derandomize,
+        "flushes_subnormals": sorted(getattr(runner, "flushed", ())),
+        "jobs": 1,
     }
 
 
@@ -566,8 +583,19 @@ def run(
         return _ordering.run(device, settings=settings, dtypes=dtypes, families=families, progress=progress, stall=stall)
     values = None
     if ops is None or ops:
-        values = _run_values(device, reference=reference, ops=ops, dtypes=dtypes, profile=profile, settings=settings, progress=progress,
-                             jobs=jobs, isolate=isolate, worker_timeout=worker_timeout, deadline=deadline)
+        values = _run_values(
+            device,
+            reference=reference,
+            ops=ops,
+            dtypes=dtypes,
+            profile=profile,
+            settings=settings,
+            progress=progress,
+            jobs=jobs,
+            isolate=isolate,
+            worker_timeout=worker_timeout,
+            deadline=deadline,
+        )
     if families == [] or (families is None and profile != "deep"):
         assert values is not None
         return values
@@ -578,18 +606,38 @@ def run(
     return Report(values.device, values.reference, profile, values.results + ordering.results, environment, values.seconds + ordering.seconds)
 
 
-def _run_values(device: Device | str, *, reference: str, ops: Iterable[str] | None, dtypes: Iterable[Any] | None, profile: str, settings: Any,
-                progress: Callable[[CellResult], None] | None, jobs: int | None, isolate: bool, worker_timeout: float | None,
-                deadline: float | None) -> Report:
+def _run_values(
+    device: Device | str,
+    *,
+    reference: str,
+    ops: Iterable[str] | None,
+    dtypes: Iterable[Any] | None,
+    profile: str,
+    settings: Any,
+    progress: Callable[[CellResult], None] | None,
+    jobs: int | None,
+    isolate: bool,
+    worker_timeout: float | None,
+    deadline: float | None,
+) -> Report:
     runner = Runner(device, reference, profile=profile, settings=settings)
     selected = cells(runner.device, ops=ops, dtypes=dtypes)
     from ._parallel import default_jobs, run_parallel
 
     workers = (default_jobs() if isolate else auto_jobs(selected)) if jobs is None else jobs
     if (workers > 1 or isolate) and settings is None:
-        return run_parallel(runner.device, selected, reference=runner.reference, profile=profile, jobs=workers,
-                            environment=environment(runner), progress=progress, isolate=isolate, worker_timeout=worker_timeout,
-                            deadline=deadline)
+        return run_parallel(
+            runner.device,
+            selected,
+            reference=runner.reference,
+            profile=profile,
+            jobs=workers,
+            environment=environment(runner),
+            progress=progress,
+            isolate=isolate,
+            worker_timeout=worker_timeout,
+            deadline=deadline,
+        )
     return runner.run(selected, progress)
 
 

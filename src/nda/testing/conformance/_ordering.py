@@ -58,8 +58,27 @@ __all__ = ["OrderingCell", "OrderingRunner", "ordering_cells", "run", "split_ops
 
 CPU = Device("cpu", 0)
 #: The ops programs use (each where the device serves it, natively or through the host fallback).
-ORDERING_OPS = ("add", "subtract", "multiply", "maximum", "minimum", "negative", "abs", "square", "exp", "sin", "sum", "max", "min",
-                "matmul", "getitem", "setitem", "reshape", "permute_dims", "flip")
+ORDERING_OPS = (
+    "add",
+    "subtract",
+    "multiply",
+    "maximum",
+    "minimum",
+    "negative",
+    "abs",
+    "square",
+    "exp",
+    "sin",
+    "sum",
+    "max",
+    "min",
+    "matmul",
+    "getitem",
+    "setitem",
+    "reshape",
+    "permute_dims",
+    "flip",
+)
 #: Programs per family: (quick, deep).
 PROGRAMS = {"quick": 24, "deep": 150}
 #: Seconds the minimiser may spend on one failing program.
@@ -94,7 +113,7 @@ _ORDERING_LAYOUT = _Layout()
 
 
 def _served(device_type: str, op: str, dtype: Any) -> str | None:
-    """"native", "fallback" or None for (op, dtype) on the device type."""
+    """ "native", "fallback" or None for (op, dtype) on the device type."""
     if nda.dispatch.kernels(op, KernelKey(device_type, dtype, strided)):
         return "native"
     if nda.backends.handle(Device(device_type, 0)).fallback_to_host and nda.dispatch.kernels(op, KernelKey("cpu", dtype, strided)):
@@ -140,8 +159,16 @@ def threaded_engine() -> Iterator[None]:
 class OrderingRunner:
     """Runs ordering cells of one device type (see the module docstring)."""
 
-    def __init__(self, device: Device | str, reference: str = "cpu", *, profile: str = "quick", settings: Any = None,
-                 stall: Callable[[Device, float], None] | None = None, seconds: float = STALL_SECONDS) -> None:
+    def __init__(
+        self,
+        device: Device | str,
+        reference: str = "cpu",
+        *,
+        profile: str = "quick",
+        settings: Any = None,
+        stall: Callable[[Device, float], None] | None = None,
+        seconds: float = STALL_SECONDS,
+    ) -> None:
         """``reference`` is accepted for the plugin's sake and ignored: the reference of a program is
         always its sequential execution on cpu. ``profile`` ``"quick"``/``"ordering"`` runs
         :data:`PROGRAMS` ``["quick"]`` derandomized programs per family, ``"deep"`` ``["deep"]`` random
@@ -179,13 +206,18 @@ class OrderingRunner:
         return Capabilities(tuple(sorted(slots)), dtype.name, ops, stall_slots, host_views)
 
     # ------------------------------------------------------------------ one program
-    def check(self, program: Program, slots: dict[str, Device] | None = None, pressure: Pressure | None = None,
-              sync_after: Callable[[int], bool] | None = None, stalls: bool = True) -> list[tuple[int, int | None, str]]:
+    def check(
+        self,
+        program: Program,
+        slots: dict[str, Device] | None = None,
+        pressure: Pressure | None = None,
+        sync_after: Callable[[int], bool] | None = None,
+        stalls: bool = True,
+    ) -> list[tuple[int, int | None, str]]:
         """The differences between ``program`` on the devices and sequentially on cpu."""
         slots = slots or self.slots
         pressure = pressure or self.pressure
-        got = execute(program, slots, stall=pressure.stall if stalls else None, delaying=pressure.delaying if stalls else None,
-                      sync_after=sync_after)
+        got = execute(program, slots, stall=pressure.stall if stalls else None, delaying=pressure.delaying if stalls else None, sync_after=sync_after)
         return compare(program, got, execute(program, None))
 
     def run_cell(self, cell: OrderingCell) -> CellResult:
@@ -199,8 +231,12 @@ class OrderingRunner:
         base = dict(op=cell.op, dtype=cell.dtype.name, layout="ordering")
         caps = self.capabilities(cell.dtype)
         if not caps.has("add", "multiply"):
-            return CellResult(**base, status="not covered", reason=f"{self.device.type} serves neither add nor multiply for {cell.dtype.name} "
-                                                                     "(natively or through the host fallback): programs need them")
+            return CellResult(
+                **base,
+                status="not covered",
+                reason=f"{self.device.type} serves neither add nor multiply for {cell.dtype.name} "
+                "(natively or through the host fallback): programs need them",
+            )
         state: dict[str, Any] = {"examples": 0, "failed": None, "flaky": None}
 
         def ordering_program(program: Program) -> None:
@@ -234,13 +270,20 @@ class OrderingRunner:
             minimal = program
             problems = next((found for found in (self.check(program) for _ in range(3)) if found), [])
         if not problems:
-            return CellResult(**base, status="failed", examples=examples, example="\n" + program.render(), found_by="ordering program",
-                              error="this program failed once and did not fail again when replayed: a race the kit could not "
-                                    "reproduce (no other program failed; run the profile again, or --profile deep)")
+            return CellResult(
+                **base,
+                status="failed",
+                examples=examples,
+                example="\n" + program.render(),
+                found_by="ordering program",
+                error="this program failed once and did not fail again when replayed: a race the kit could not "
+                "reproduce (no other program failed; run the profile again, or --profile deep)",
+            )
         notes = {i: "differs" for i, _, _ in problems if i < len(minimal.steps)}
         error = "\n".join(text for _, _, text in problems[:6]) + "\n" + self.blame(minimal)
-        return CellResult(**base, status="failed", examples=examples, example="\n" + minimal.render(notes), error=error,
-                          found_by="ordering program", case=minimal)
+        return CellResult(
+            **base, status="failed", examples=examples, example="\n" + minimal.render(notes), error=error, found_by="ordering program", case=minimal
+        )
 
     # ------------------------------------------------------------------ minimising
     def minimise(self, program: Program) -> Program:
@@ -287,11 +330,15 @@ class OrderingRunner:
         witness = self._witness()
         if in_order:
             where, steps = self._first_wrong(program)
-            text = ("whose bug: wrong when run in order. With no stalls and a waitall after every step, the device still differs "
-                    f"from cpu{where}: the backend's kernel (or copy) computes a wrong value even with nothing pending")
+            text = (
+                "whose bug: wrong when run in order. With no stalls and a waitall after every step, the device still differs "
+                f"from cpu{where}: the backend's kernel (or copy) computes a wrong value even with nothing pending"
+            )
             if any("raise" in t and "IndexError" in t for _, _, t in in_order):
-                text += ("; an index out of bounds must raise IndexError at the sync point: check index arrays on the device "
-                         "and report it with nda.engine.Deferred(value, check) (the backend guide, section 7)")
+                text += (
+                    "; an index out of bounds must raise IndexError at the sync point: check index arrays on the device "
+                    "and report it with nda.engine.Deferred(value, check) (the backend guide, section 7)"
+                )
             if any(program.steps[i].kind == "item" for i in steps):
                 text += "; x[i] of a 1-d array is a 0-d copy (as in NumPy, on cpu and sim), not a view: a later write to x must not change it"
             return text + self._witness_text(program, witness, in_order=True)
@@ -302,9 +349,11 @@ class OrderingRunner:
             return all(not seen & {(k, v) for k, v, _ in self.check(program, sync_after=lambda j: j == i)} for _ in range(2))
 
         hides = [i for i in range(len(program.steps) - 1) if first and hidden(i)]
-        text = ("whose bug: right alone, wrong in the program. Replayed in order (no stalls, a waitall after every step) the "
-                "program gives cpu's results: an ordering bug, an op that ran before work it depends on, or a write that "
-                "overtook work queued before it")
+        text = (
+            "whose bug: right alone, wrong in the program. Replayed in order (no stalls, a waitall after every step) the "
+            "program gives cpu's results: an ordering bug, an op that ran before work it depends on, or a write that "
+            "overtook work queued before it"
+        )
         if hides:
             i = hides[-1]
             text += f"; a waitall after {describe_step(program, i)} alone hides it, so the race is with {describe_step(program, i + 1)}"
@@ -329,7 +378,9 @@ class OrderingRunner:
         at, var, _ = found[0]
         before = origin[min(at, len(origin) - 1)]
         made = next((i for i, s in enumerate(program.steps) if var is not None and s.out == var), None)
-        text = f" at the first read of v{var} after {describe_step(program, before)}" if var is not None else f" after {describe_step(program, before)}"
+        text = (
+            f" at the first read of v{var} after {describe_step(program, before)}" if var is not None else f" after {describe_step(program, before)}"
+        )
         if made is not None and made != before:
             text += f" (v{var} was made by {describe_step(program, made)})"
         return text, [i for i in (before, made) if i is not None]
@@ -340,16 +391,22 @@ class OrderingRunner:
         dtype = as_dtype(program.dtype)
         rules = []
         if s.kind == "to_device":
-            rules.append("copy_to_device must make the target's queue wait for a marker of the source's queue before copying, "
-                         "and the source's queue wait for the copy's marker after it")
+            rules.append(
+                "copy_to_device must make the target's queue wait for a marker of the source's queue before copying, "
+                "and the source's queue wait for the copy's marker after it"
+            )
         if s.kind in ("setitem", "iop") or any(p.kind == "view" for p in program.steps):
             host_views = [op for op in ("reshape", "permute_dims", "flip") if _served(device_type, op, dtype) == "fallback"]
             if s.kind in ("setitem", "iop") and (_served(device_type, "setitem", dtype) == "fallback" or host_views):
-                rules.append("from_host(host, device, out=buf) must enqueue its write after the work already queued on buf "
-                             "(nda writes host views and host-fallback results back this way while readers may be pending)")
+                rules.append(
+                    "from_host(host, device, out=buf) must enqueue its write after the work already queued on buf "
+                    "(nda writes host views and host-fallback results back this way while readers may be pending)"
+                )
         if s.kind in ("unary", "binary", "matmul", "reduce", "gather", "item", "view"):
-            rules.append(f"the kernel of {s.op or s.kind} must read its inputs on the queue that produced them, in order "
-                         "(a side queue must first wait for a marker of the main one; a host read at the call must wait)")
+            rules.append(
+                f"the kernel of {s.op or s.kind} must read its inputs on the queue that produced them, in order "
+                "(a side queue must first wait for a marker of the main one; a host read at the call must wait)"
+            )
         if s.kind == "item":
             rules.append("x[i] of a 1-d array is a 0-d copy, not a view (as in NumPy and on cpu)")
         return "" if not rules else " (the contract rules involved: " + "; ".join(rules) + ")"
@@ -383,16 +440,19 @@ class OrderingRunner:
 
     def _witness_text(self, program: Program, witness: dict[str, Device] | None, in_order: bool) -> str:
         if witness is None:
-            return (". No other backend with queues is loaded to tell nda's engine from the backend (nda-sim is the usual "
-                    "witness: pip install nda-sim)")
+            return (
+                ". No other backend with queues is loaded to tell nda's engine from the backend (nda-sim is the usual witness: pip install nda-sim)"
+            )
         name = witness["A"].type
         if self._witness_pressure is None:
             self._witness_pressure = Pressure(self.pressure.seconds)
         moved = replace(program, devices={k: str(v) for k, v in witness.items()})
         wrong = any(self.check(moved, slots=witness, pressure=self._witness_pressure) for _ in range(3))
         if wrong:
-            return (f". The same program fails on {name} too (a backend with queues that nda's own tests check): "
-                    "most likely nda's bug (its front end or engine), not the backend's; please report it to nda")
+            return (
+                f". The same program fails on {name} too (a backend with queues that nda's own tests check): "
+                "most likely nda's bug (its front end or engine), not the backend's; please report it to nda"
+            )
         party = "the backend's kernel" if in_order else "the backend's, not nda's engine"
         return f". The same program gives cpu's results on {name} (another backend with queues): {party}"
 
@@ -409,9 +469,16 @@ def split_ops(ops: Iterable[str] | None) -> tuple[list[str] | None, list[str] | 
     return families, others
 
 
-def run(device: Device | str, *, profile: str = "quick", settings: Any = None, dtypes: Iterable[Any] | None = None,
-        families: Iterable[str] | None = None, progress: Callable[[CellResult], None] | None = None,
-        stall: Callable[[Device, float], None] | None = None) -> Report:
+def run(
+    device: Device | str,
+    *,
+    profile: str = "quick",
+    settings: Any = None,
+    dtypes: Iterable[Any] | None = None,
+    families: Iterable[str] | None = None,
+    progress: Callable[[CellResult], None] | None = None,
+    stall: Callable[[Device, float], None] | None = None,
+) -> Report:
     """The ordering profile on ``device`` (its type's devices 0 and 1, and cpu); see the module docstring."""
     from ._kit import environment, run_cells
 
@@ -425,7 +492,8 @@ def run(device: Device | str, *, profile: str = "quick", settings: Any = None, d
 
 def runner_environment(runner: OrderingRunner) -> dict[str, Any]:
     """What the report says about the ordering run: the slots and how the kit stalls each device."""
-    return {"slots": {k: str(v) for k, v in runner.slots.items()},
-            "stall": {str(d): runner.pressure.describe(d) for s, d in runner.slots.items() if s != "C"},
-            "programs_per_family": runner.settings.max_examples}
-
+    return {
+        "slots": {k: str(v) for k, v in runner.slots.items()},
+        "stall": {str(d): runner.pressure.describe(d) for s, d in runner.slots.items() if s != "C"},
+        "programs_per_family": runner.settings.max_examples,
+    }

@@ -99,8 +99,23 @@ def run_parallel(
     results: list[CellResult] = []
 
     def command(ops: list[str], path: str) -> list[str]:
-        line = [sys.executable, "-m", "nda.testing.conformance", str(device), "--reference", reference, "--profile", profile,
-                "--ops", ",".join(ops), "--json", path, "--quiet", "--jobs", "1"]
+        line = [
+            sys.executable,
+            "-m",
+            "nda.testing.conformance",
+            str(device),
+            "--reference",
+            reference,
+            "--profile",
+            profile,
+            "--ops",
+            ",".join(ops),
+            "--json",
+            path,
+            "--quiet",
+            "--jobs",
+            "1",
+        ]
         if dtype_arg:
             line += ["--dtypes", dtype_arg]
         for spec in runtime_loads():
@@ -116,17 +131,28 @@ def run_parallel(
         if code in (0, 1) and os.path.exists(path):
             with open(path, encoding="utf-8") as fh:
                 data = json.load(fh)
-            found = [CellResult(**{k: v for k, v in row.items() if k in CellResult.__dataclass_fields__})
-                     for row in data["results"] if (row["op"], row["dtype"], row["layout"]) in wanted]
+            found = [
+                CellResult(**{k: v for k, v in row.items() if k in CellResult.__dataclass_fields__})
+                for row in data["results"]
+                if (row["op"], row["dtype"], row["layout"]) in wanted
+            ]
         elif isolate:
             why = f"ran past {worker_timeout:g} s and was killed" if code is None else f"exited with {code}"
             error = f"the worker process of op {ops[0]!r} {why} (its cells could not be reported); its last output:\n{output[-_LOG_TAIL:]}"
-            found = [CellResult(op=c.op, dtype=c.dtype.name, layout=c.layout.name, status="failed", error=error)
-                     for c in cells if c.op in ops and c.route == "native"]
-            found += [CellResult(op=c.op, dtype=c.dtype.name, layout=c.layout.name, status=_STATUS[c.route], reason=_REASON[c.route])
-                      for c in cells if c.op in ops and c.route != "native"]
+            found = [
+                CellResult(op=c.op, dtype=c.dtype.name, layout=c.layout.name, status="failed", error=error)
+                for c in cells
+                if c.op in ops and c.route == "native"
+            ]
+            found += [
+                CellResult(op=c.op, dtype=c.dtype.name, layout=c.layout.name, status=_STATUS[c.route], reason=_REASON[c.route])
+                for c in cells
+                if c.op in ops and c.route != "native"
+            ]
         else:
-            raise RuntimeError(f"a conformance worker (ops {', '.join(ops[:5])}{' ...' if len(ops) > 5 else ''}) exited with {code}:\n{output[-_LOG_TAIL:]}")
+            raise RuntimeError(
+                f"a conformance worker (ops {', '.join(ops[:5])}{' ...' if len(ops) > 5 else ''}) exited with {code}:\n{output[-_LOG_TAIL:]}"
+            )
         for result in found:
             results.append(result)
             if progress is not None:
@@ -178,13 +204,22 @@ def run_parallel(
                 log.close()
     order = {(c.op, c.dtype.name, c.layout.name): i for i, c in enumerate(cells)}
     results.sort(key=lambda r: order.get((r.op, r.dtype, r.layout), len(order)))
-    return Report(str(device), reference, profile, results, {**environment, "jobs": len(parts) if not isolate else min(jobs, len(parts)),
-                                                             "isolate": isolate}, time.perf_counter() - start)
+    return Report(
+        str(device),
+        reference,
+        profile,
+        results,
+        {**environment, "jobs": len(parts) if not isolate else min(jobs, len(parts)), "isolate": isolate},
+        time.perf_counter() - start,
+    )
 
 
 _STATUS = {"fallback": "fallback", "missing": "not covered", "undeclared": "failed"}
-_REASON = {"fallback": "no native kernel; nda runs it on cpu through the host fallback", "missing": "no kernel and no host fallback",
-           "undeclared": "a kernel is registered for a dtype the op does not declare"}
+_REASON = {
+    "fallback": "no native kernel; nda runs it on cpu through the host fallback",
+    "missing": "no kernel and no host fallback",
+    "undeclared": "a kernel is registered for a dtype the op does not declare",
+}
 
 
 def _largest_first(cells: Iterable[Any]) -> list[str]:

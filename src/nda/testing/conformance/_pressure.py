@@ -50,8 +50,7 @@ __all__ = ["Pressure", "STALL_SECONDS", "DISPATCH_NAME"]
 STALL_SECONDS = 0.008
 #: The dispatch backend name of the wrappers that delay every op of a slow device.
 DISPATCH_NAME = "nda-kit-pressure"
-_BALLAST = (("matmul", "float32"), ("matmul", "float64"), ("multiply", "float32"), ("add", "float32"),
-            ("multiply", "float64"), ("add", "float64"))
+_BALLAST = (("matmul", "float32"), ("matmul", "float64"), ("multiply", "float32"), ("add", "float32"), ("multiply", "float64"), ("add", "float64"))
 _MATMUL_SIDES = (64, 128, 256, 512, 1024, 2048, 4096)
 _VECTOR_SIZES = tuple(1 << k for k in range(14, 25))
 
@@ -69,8 +68,10 @@ class _Ballast:
         return sum(p[3] for p in self.parts)
 
     def describe(self) -> str:
-        return ", then ".join(f"{op} of a {'x'.join(map(str, s.shape))} {s.dtype.name} array x{r}" for op, s, r, _, _ in self.parts) \
+        return (
+            ", then ".join(f"{op} of a {'x'.join(map(str, s.shape))} {s.dtype.name} array x{r}" for op, s, r, _, _ in self.parts)
             + f": about {self.seconds * 1e3:.1f} ms"
+        )
 
     def kinds(self) -> tuple[str, ...]:
         """``"matmul"`` and/or ``"elementwise"``: the parts a stall may use alone."""
@@ -138,11 +139,11 @@ class Pressure:
         for device in devices:
             if self.hook is not None:
                 hook, seconds = self.hook, self.seconds
-                raw[device] = (lambda d=device: hook(d, seconds))
+                raw[device] = lambda d=device: hook(d, seconds)
             else:
                 found = self.ballast(device)
                 if found is not None:
-                    raw[device] = (lambda b=found: b.enqueue_raw(kind))
+                    raw[device] = lambda b=found: b.enqueue_raw(kind)
         if not raw:
             yield
             return
@@ -227,9 +228,19 @@ def _wrap_kernels(device_types: set[str], raw: dict[Device, Callable[[], None]])
             for entry in reversed(listed):  # registered in this order, they keep the originals' order
                 if entry.route != "native" or entry.backend == DISPATCH_NAME:
                     continue
-                entries += dispatch.prepare(op, key.device_type, [key.dtype], _delayed(entry.fn, raw, handle), layout=key.layout,
-                                            priority=entry.priority + 1_000_000, supports=entry.supports, backend=DISPATCH_NAME,
-                                            signatures=entry.signatures, out_layout=entry.out_layout, queued=entry.kind is dispatch.QUEUED)
+                entries += dispatch.prepare(
+                    op,
+                    key.device_type,
+                    [key.dtype],
+                    _delayed(entry.fn, raw, handle),
+                    layout=key.layout,
+                    priority=entry.priority + 1_000_000,
+                    supports=entry.supports,
+                    backend=DISPATCH_NAME,
+                    signatures=entry.signatures,
+                    out_layout=entry.out_layout,
+                    queued=entry.kind is dispatch.QUEUED,
+                )
     dispatch.publish(entries)
 
 

@@ -325,8 +325,7 @@ def _step(draw: Any, m: _Model, kind: str, family: str, given: int | None = None
         x = m.pick(draw, lambda v: True)
         return None if x is None else Step("read", None, (x,))
     if kind == "stall":
-        return Step("stall", slot=draw(st.sampled_from(caps.stall_slots)), op=draw(st.sampled_from(_STALLS))) \
-            if caps.stall_slots else None
+        return Step("stall", slot=draw(st.sampled_from(caps.stall_slots)), op=draw(st.sampled_from(_STALLS))) if caps.stall_slots else None
     return None
 
 
@@ -349,6 +348,7 @@ class _Builder:
 
     def value_var(self, ndim: int | None = None, fresh: bool = False) -> int:
         """A float variable (of ``ndim`` dimensions): the newest one, any one, or a new one."""
+
         def ok(v: Any) -> bool:
             return v.kind == "f" and (ndim is None or len(v.shape) == ndim)
 
@@ -398,7 +398,7 @@ class _Builder:
             return self.add(Step("matmul", self.m.new(v.shape, "f", v.slot), (x, x))).out  # type: ignore[return-value]
         if kind == "reduce":
             axis = draw(st.sampled_from([None, *range(len(v.shape))]))
-            shape = () if axis is None else v.shape[:axis] + v.shape[axis + 1:]
+            shape = () if axis is None else v.shape[:axis] + v.shape[axis + 1 :]
             op = draw(st.sampled_from([o for o in _REDUCE if o in caps.ops]))
             return self.add(Step("reduce", self.m.new(shape, "f", v.slot), (x,), op=op, key=axis)).out  # type: ignore[return-value]
         unary = [o for o in _UNARY if o in caps.ops]

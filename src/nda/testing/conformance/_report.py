@@ -32,8 +32,19 @@ __all__ = ["CellResult", "Report", "STATUSES"]
 STATUSES = ("passed", "failed", "fallback", "not covered")
 _SYMBOL = {"passed": "ok", "failed": "FAIL", "fallback": "host", "not covered": "--"}
 _SHORT = {
-    "bool": "bool", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64", "uint8": "u8", "uint16": "u16",
-    "uint32": "u32", "uint64": "u64", "float32": "f32", "float64": "f64", "complex64": "c64", "complex128": "c128",
+    "bool": "bool",
+    "int8": "i8",
+    "int16": "i16",
+    "int32": "i32",
+    "int64": "i64",
+    "uint8": "u8",
+    "uint16": "u16",
+    "uint32": "u32",
+    "uint64": "u64",
+    "float32": "f32",
+    "float64": "f64",
+    "complex64": "c64",
+    "complex128": "c128",
 }
 
 
@@ -79,7 +90,9 @@ class CellResult:
 class Report:
     """All cell results of one run, with what was compared and how."""
 
-    def __init__(self, device: str, reference: str, profile: str, results: list[CellResult], environment: dict[str, Any] | None = None, seconds: float = 0.0) -> None:
+    def __init__(
+        self, device: str, reference: str, profile: str, results: list[CellResult], environment: dict[str, Any] | None = None, seconds: float = 0.0
+    ) -> None:
         self.device = device
         self.reference = reference
         self.profile = profile
@@ -144,7 +157,9 @@ class Report:
         for label, by_dtype in rows.items():
             lines.append(f"{label:<{width}} " + "".join(f"{by_dtype.get(n, ''):>5}" for n in names))
         lines.append("")
-        lines.append("ok: passed  FAIL: failed  host: runs through the host fallback (not tested)  --: not covered  blank: dtype not declared by the op")
+        lines.append(
+            "ok: passed  FAIL: failed  host: runs through the host fallback (not tested)  --: not covered  blank: dtype not declared by the op"
+        )
         lines.extend(self._subnormal_legend())
         if failures and self.failures:
             lines.append("")
