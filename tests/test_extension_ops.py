@@ -219,12 +219,16 @@ def test_library_kernels_for_undeclared_ops_are_refused(tmp_path, monkeypatch):
 
 
 def test_backends_still_refuse_kernels_for_ops_nobody_declared():
+    from nda.backends import BackendHandle
     from nda.backends._activation import _registrar
+
+    def handle(name):
+        return BackendHandle(name, None, ("cpu",), to_host=np.asarray, from_host=np.array)
 
     staged: list = []
     with pytest.raises(nda.BackendValidationError, match="registers a kernel for unknown op 'fused_frobnicate'"):
-        _registrar("somebackend", ("cpu",), None, staged)("fused_frobnicate", ["float64"], np.sin)
-    _registrar("somebackend2", ("cpu",), None, staged)("sim.gelu", ["float64"], lambda x: x)  # a declared extension op is accepted
+        _registrar(handle("somebackend"), staged)("fused_frobnicate", ["float64"], np.sin)
+    _registrar(handle("somebackend2"), staged)("sim.gelu", ["float64"], lambda x: x)  # a declared extension op is accepted
     assert [e.op for e in staged] == ["sim.gelu"]  # staged, not published: nothing reached dispatch
 
 

@@ -78,11 +78,28 @@ def returns_within(seconds: float, fn):
 
 
 class CounterBackend:
-    """Markers are counts the test advances: ``done`` is how far the 'device' has got (in ops)."""
+    """Markers are counts the test advances: ``done`` is how far the 'device' has got (in ops).
+    The queues see it through its handle, resolved as activation resolves a backend's."""
+
+    in_order_queues = True
 
     def __init__(self) -> None:
         self.issued = 0
         self.done = 0
+
+    def handle(self):
+        from nda.backends._handle import resolve
+
+        return resolve("counter", self, ("cpu",))
+
+    def to_host(self, buf):
+        raise AssertionError("the bookkeeping tests copy nothing")
+
+    def from_host(self, host, device, out=None):
+        raise AssertionError("the bookkeeping tests copy nothing")
+
+    def device_of(self, buf):
+        return nda.Device("cpu", 0)
 
     def record_marker(self, device):
         return self.issued
@@ -130,7 +147,7 @@ def marked(queue):
 
 def test_queue_state_retires_in_order_and_keeps_exact_versions():
     backend = CounterBackend()
-    q = _queues.Queue(nda.Device("cpu", 0), backend)
+    q = _queues.Queue(nda.Device("cpu", 0), backend.handle())
     a, b = Buf(), Buf()
     ea = entry(q, backend, "make_a", [a])
     m1 = marked(q)  # covers make_a
@@ -154,7 +171,7 @@ def test_one_marker_covers_everything_enqueued_before_it():
     """Ops take numbers, not markers: a wait records one marker, which covers every op before it,
     and a later wait for an op it covers records none."""
     backend = CounterBackend()
-    q = _queues.Queue(nda.Device("cpu", 0), backend)
+    q = _queues.Queue(nda.Device("cpu", 0), backend.handle())
     bufs = [Buf() for _ in range(10)]
     numbers = [plain(q, backend, [b]) for b in bufs]
     assert q.markers == 0 and q.in_flight() == 10
@@ -172,7 +189,7 @@ def test_one_marker_covers_everything_enqueued_before_it():
 
 def test_a_failed_check_poisons_what_the_op_wrote_and_what_read_it():
     backend = CounterBackend()
-    q = _queues.Queue(nda.Device("cpu", 0), backend)
+    q = _queues.Queue(nda.Device("cpu", 0), backend.handle())
     x, y, z, other = Buf(), Buf(), Buf(), Buf()
     failing = entry(q, backend, "getitem", [x], check=lambda: IndexError("index 9 is out of bounds"))
     assert q.checked == 1
@@ -192,7 +209,7 @@ def test_a_failed_check_poisons_what_the_op_wrote_and_what_read_it():
 
 def test_failure_records_hold_no_buffer():
     backend = CounterBackend()
-    q = _queues.Queue(nda.Device("cpu", 0), backend)
+    q = _queues.Queue(nda.Device("cpu", 0), backend.handle())
     x = Buf()
     ref = weakref.ref(x)
     entry(q, backend, "getitem", [x], check=lambda: IndexError("bad"))

@@ -39,6 +39,7 @@ from typing import Any, Callable, Iterable
 
 
 from . import _forksafe
+from ._handles import HANDLES as _HANDLES
 from ._devices import KernelKey, Layout, as_layout, strided
 from ._dtypes import DType, as_dtype
 from ._config import config as _config
@@ -89,7 +90,6 @@ __all__ = [
     "table",
     "explain",
     "kernels",
-    "declare_subnormal_flush",
     "subnormal_flush",
 ]
 
@@ -386,8 +386,6 @@ def unregister_backend(backend: str) -> None:
     with _lock:
         _remove_backend(backend)
     invalidate()
-    for device_type in [d for d, (name, _) in _FLUSHING.items() if name == backend]:
-        del _FLUSHING[device_type]
 
 
 def _remove_backend(backend: str) -> None:
@@ -400,33 +398,29 @@ def _remove_backend(backend: str) -> None:
                 del tbl.kernels[key]
 
 
-#: device type -> (backend, dtypes whose subnormals its kernels flush): the backends' declarations.
-_FLUSHING: dict[str, tuple[str, frozenset[DType]]] = {}
-
-
-def declare_subnormal_flush(device_type: str, dtypes: Iterable[Any], backend: str) -> None:
-    """Record that ``backend``'s kernels on ``device_type`` flush subnormals of ``dtypes`` (its
-    ``flushes_subnormals``; called by nda.backends when the backend registers)."""
-    _FLUSHING[device_type] = (backend, frozenset(as_dtype(d) for d in dtypes))
+_NO_FLUSH: frozenset[DType] = frozenset()
 
 
 def subnormal_flush(device_type: str) -> frozenset[DType]:
-    """The dtypes whose subnormals the kernels of ``device_type`` flush to zero (empty: they keep them)."""
-    found = _FLUSHING.get(device_type)
-    return found[1] if found else frozenset()
+    """The dtypes whose subnormals the kernels of ``device_type`` flush to zero (empty: they keep them).
+
+    The declaration is the backend's ``flushes_subnormals``, resolved into its handle when it
+    activated (``flushed_dtypes``): read from the published handles (:mod:`nda._handles`), so a
+    backend withdrawn takes its declaration with it."""
+    found = _HANDLES.get(device_type)
+    return _NO_FLUSH if found is None else found.flushed_dtypes
 
 
 def _flush_note(key: KernelKey, route: Route, out_dtype: DType) -> str | None:
     """explain()'s line about flushed subnormals, when the route runs the declaring backend's kernels."""
-    found = _FLUSHING.get(key.device_type)
+    found = _HANDLES.get(key.device_type)
     on_host = (HOST_FALLBACK, HOST_VIEW)
-    if not found or route.kind in on_host or (route.inner is not None and route.inner.kind in on_host):
+    if found is None or not found.flushed_dtypes or route.kind in on_host or (route.inner is not None and route.inner.kind in on_host):
         return None
-    backend, dtypes = found
-    hit = sorted({d.name for d in (key.dtype, out_dtype) if d in dtypes})
+    hit = sorted({d.name for d in (key.dtype, out_dtype) if d in found.flushed_dtypes})
     if not hit:
         return None
-    return f"backend {backend!r} flushes {' and '.join(hit)} subnormal inputs and results to zero (declared: flushes_subnormals)"
+    return f"backend {found.name!r} flushes {' and '.join(hit)} subnormal inputs and results to zero (declared: flushes_subnormals)"
 
 
 def kernels(op_name: str, key: KernelKey | None = None) -> list[KernelEntry]:

@@ -16,9 +16,12 @@ working. States: ``installed`` (found, not loaded yet), ``loaded``, ``failed``,
 ``unavailable`` (loaded but no usable device) and ``excluded``.
 
 Activation (:mod:`._activation`) happens under one lock and publishes a backend only once
-it is complete; what the backend can do is resolved then into its handle
-(:func:`handle`, :class:`~._handle.BackendHandle`), which the data-movement functions here
-read instead of asking the backend object.
+it is complete; what the backend can do is resolved then into its handle (:func:`handle`,
+:class:`nda._handles.BackendHandle`, resolved by :mod:`._handle`), the one view of the
+backend: the data-movement functions here, the engine's device queues and hooks and
+dispatch read it, never the backend object. The handles are published in
+:data:`nda._handles.HANDLES` (the bottom layer), where the engine and dispatch read them by
+import.
 
 Layer: backends (README, "Architecture").
 """
@@ -29,7 +32,6 @@ from typing import Any
 
 from .. import dispatch
 from .._devices import Device
-from .. import engine as _engine
 from ..engine import queues as _queues
 from ..engine import host_read as _host_read
 from ..engine import state as _engine_state
@@ -55,7 +57,7 @@ from ._activation import (  # noqa: F401  (re-exported: op libraries and tests u
     layout_hooks,
 )
 from ._checks import KernelResultError
-from ._handle import BackendHandle
+from .._handles import BackendHandle
 from .contract import API_VERSION, DeviceInfo
 
 __all__ = [
@@ -409,8 +411,5 @@ dispatch.upper.serves = serves
 dispatch.upper.explain_missing = explain_missing
 dispatch.upper.backend_for = lambda device_type: handle(Device(device_type, 0))
 dispatch.upper.host_fallback = _fallback.host_fallback
-# The engine sits below this layer too: it asks which backend serves a device for the
-# completion and synchronize hooks of backends without queues (API 1.1/1.2).
-_engine.upper.backend_for = handle
 
 from . import _libraries  # noqa: E402  (op libraries: extension ops, backend API 1.4)

@@ -4,9 +4,13 @@ A backend becomes usable in one step that no other thread can observe half done,
 ``xla_bridge`` initialises its backends: under :data:`LOCK`, the entry point is imported,
 the backend's version, optional declarations and devices are validated, and every kernel
 it registers is validated and *staged*; only when all of that succeeded are the kernels
-published into dispatch's tables (one batch), its :class:`~._handle.BackendHandle` built
-and its device types made visible (``_by_device_type``, written last: the unlocked fast
-path ``device_type in _by_device_type`` then sees a complete backend). A backend that fails
+published into dispatch's tables (one batch), its handle (:class:`nda._handles.BackendHandle`,
+resolved by :func:`._handle.resolve` once the backend is validated, before its kernels
+register: the queues' wrappers take it) published into :data:`nda._handles.HANDLES`, and its
+device types made visible (``_by_device_type``, written last: the unlocked fast path
+``device_type in _by_device_type`` then sees a complete backend). The handle is the one view
+of the backend: this module, the engine (queues, completion and synchronize hooks) and
+dispatch (the subnormal-flush declaration) read it, never the object. A backend that fails
 is isolated: nothing of it reached dispatch, so no other backend's kernels are touched.
 Two threads that first use a device together wait for one activation.
 
@@ -26,7 +30,9 @@ from .._dtypes import CATEGORIES, DType, as_dtype
 from ..engine import queues as _queues
 from ..engine import forget_device_hooks as _forget_device_hooks
 from ..engine import host_read as _host_read
-from ._handle import BackendHandle
+from .. import _handles as _published
+from .._handles import BackendHandle
+from ._handle import resolve as _resolve
 from .contract import API_VERSION, QUEUE_MEMBERS, DeviceInfo, check_kernel_signature
 from . import _libraries
 
@@ -93,7 +99,7 @@ class _Record:
 
 _records: dict[str, _Record] | None = None
 _by_device_type: dict[str, Any] = {}
-_handles: dict[str, BackendHandle] = {}
+_handles: dict[str, BackendHandle] = _published.HANDLES  # device type -> handle, published (nda._handles)
 _devices: dict[Device, DeviceInfo] = {}
 
 
@@ -172,6 +178,11 @@ def _validate_version(name: str, backend: Any) -> str:
                 f"backend {name!r} declares in_order_queues but lacks {', '.join(m + '()' for m in missing)}; "
                 f"a backend with in-order queues provides {', '.join(m + '()' for m in QUEUE_MEMBERS)} (see nda.backends.contract)"
             )
+        if not callable(getattr(backend, "device_of", None)):
+            raise BackendValidationError(
+                f"backend {name!r} declares in_order_queues but lacks device_of(buf); the engine finds the queue of each op's "
+                f"result with it: provide device_of(buf) -> Device (see nda.backends.contract)"
+            )
     return version
 
 
@@ -247,10 +258,10 @@ def _no_layouts(*args: Any, **kwargs: Any) -> Any:
 layout_hooks = _LayoutHooks()
 
 
-def _registrar(name: str, device_types: tuple[str, ...], backend: Any, staged: list[Any]) -> Callable[..., None]:
+def _registrar(handle: BackendHandle, staged: list[Any]) -> Callable[..., None]:
     """The ``register_kernel`` a backend's ``register()`` receives: each kernel is validated at
     once and staged in ``staged`` (published into dispatch only when the whole backend is valid)."""
-    queued = _queued(backend)
+    name, device_types, queued = handle.name, handle.device_types, handle.queued
 
     def register_kernel(
         op: str,
@@ -278,7 +289,7 @@ def _registrar(name: str, device_types: tuple[str, ...], backend: Any, staged: l
                 f"backend {name!r} registers a kernel for device type {dev!r}, which it does not declare in device_types {device_types}"
             )
         if queued:  # its kernels only enqueue work: the engine records what each one enqueued
-            fn = _queues.issuing(fn, op, backend, mutating=bool(decl.mutates), view=bool(decl.view))
+            fn = _queues.issuing(fn, op, handle, mutating=bool(decl.mutates), view=bool(decl.view))
         try:
             staged.extend(
                 dispatch.prepare(
@@ -311,7 +322,7 @@ def _registrar(name: str, device_types: tuple[str, ...], backend: Any, staged: l
     def converter(src: str, dst: str, fn: Callable[[Any], Any], *, device_type: str | None = None) -> None:
         """Register ``fn(buf) -> buf`` converting ``src`` buffers to ``dst`` buffers on this device type."""
         if queued:
-            fn = _queues.issuing(fn, f"to_layout({src} -> {dst})", backend)
+            fn = _queues.issuing(fn, f"to_layout({src} -> {dst})", handle)
         try:
             layout_hooks.register_converter(device_of(device_type, f"a {src} -> {dst} converter"), src, dst, fn, backend=name)
         except (TypeError, ValueError) as err:
@@ -328,8 +339,8 @@ def _registrar(name: str, device_types: tuple[str, ...], backend: Any, staged: l
         """How this device type's ``layout`` buffers move to and from cpu buffers of that layout
         (``dtypes``: the ones it can hold in that layout, when not all)."""
         if queued:  # reads after the version read, errors attributed; uploads recorded like ops
-            to_host = _attributed(to_host, backend.device_of)
-            from_host = _queues.issuing(from_host, f"to_device ({layout})", backend)
+            to_host = _attributed(to_host, handle.device_of)  # type: ignore[arg-type]  # validated: a queued backend has device_of
+            from_host = _queues.issuing(from_host, f"to_device ({layout})", handle)
         try:
             layout_hooks.register_storage(
                 device_of(device_type, f"{layout} storage"), layout, to_host=to_host, from_host=from_host, dtypes=dtypes, backend=name
@@ -387,18 +398,17 @@ def _activate(rec: _Record, spec: str) -> Any:
             rec.device_types = device_types
             rec.fail("unavailable", "no device found")
             raise BackendError(f"backend {rec.name!r} is unavailable: no device found")
-        if _queued(backend):
+        # What nda knows of the backend, read off the object once (the only reads: everything
+        # after this, the engine's queues and dispatch included, reads the handle).
+        handle = _resolve(rec.name, backend, device_types, rec.dlpack_device_types, rec.flushes_subnormals)
+        if handle.queued:
             for dev in device_types:
-                _queues.register_backend(dev, backend)
+                _queues.register_backend(dev, handle)
         staged: list[Any] = []
-        backend.register(_registrar(rec.name, device_types, backend, staged))
-        handle = BackendHandle(rec.name, backend, device_types, rec.dlpack_device_types, rec.flushes_subnormals)
+        backend.register(_registrar(handle, staged))
         dispatch.publish(staged)  # the whole backend is valid: its kernels become visible at once
         published = True
-        for dev in device_types:
-            _handles[dev] = handle
-            if rec.flushes_subnormals:
-                dispatch.declare_subnormal_flush(dev, rec.flushes_subnormals, backend=rec.name)
+        _published.publish(handle)  # its flush declaration, hooks and members with it
         for info in infos:
             _devices[info.device] = info
         rec.state, rec.reason, rec.backend, rec.device_types, rec.devices = "loaded", "", backend, device_types, infos
@@ -406,7 +416,7 @@ def _activate(rec: _Record, spec: str) -> Any:
             _by_device_type[dev] = backend  # last: the unlocked check in ensure_device_type sees a complete backend
         _forget_device_hooks()  # the engine's cached completion/synchronize hooks (None for a device asked before)
         for dev in device_types:  # kernels of op libraries that waited for this device type
-            _libraries.apply_pending(dev, backend)
+            _libraries.apply_pending(dev, handle)
     except BackendError as err:
         _unregister(rec.name, backend, published)
         if rec.state not in ("unavailable",):
@@ -426,8 +436,7 @@ def _unregister(name: str, backend: Any, published: bool) -> None:
     """Undo what a backend that failed did: only its own registrations (never another backend's)."""
     for dev in [d for d, b in _by_device_type.items() if b is backend]:
         del _by_device_type[dev]
-    for dev in [d for d, h in _handles.items() if h.backend is backend]:
-        del _handles[dev]
+    _published.withdraw(backend)  # its handle, and with it its flush declaration and hooks
     _forget_device_hooks()
     for device in [d for d in _devices if d.type not in _by_device_type]:
         del _devices[device]
@@ -435,7 +444,7 @@ def _unregister(name: str, backend: Any, published: bool) -> None:
         dispatch.unregister_backend(name)
     layout_hooks.unregister_backend(name)
     for dev, queued in _queues.queue_backends().items():
-        if _by_device_type.get(dev) is not queued:  # registered by the backend that just failed
+        if queued.backend is backend or _handles.get(dev) is not queued:  # registered by the backend taken out
             _queues.unregister_device_type(dev)
 
 

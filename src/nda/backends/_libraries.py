@@ -28,6 +28,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from .. import dispatch
+from .._handles import BackendHandle
 from ..engine import queues as _queues
 from ..ops import extension as _ext
 from .contract import API_VERSION
@@ -318,24 +319,23 @@ def _registrar(library: Any) -> Callable[..., None]:
             out_layout=out_layout,
             mutating=bool(decl.mutates),
         )
-        from . import _by_device_type
+        from . import _by_device_type, _handles
 
-        backend = _by_device_type.get(device_type)
-        if backend is None:
+        if device_type not in _by_device_type:
             _pending.setdefault(device_type, []).append((name, item))
         else:
-            _apply(name, item, backend)
+            _apply(name, item, _handles[device_type])
 
     return register_kernel
 
 
-def _apply(library: str, item: dict[str, Any], backend: Any) -> None:
-    from . import BackendValidationError, _queued
+def _apply(library: str, item: dict[str, Any], handle: BackendHandle) -> None:
+    from . import BackendValidationError
 
     fn = item["fn"]
-    queued = bool(_queued(backend))
+    queued = handle.queued
     if queued:  # the device's queue records what the kernel enqueued, as for the backend's own kernels
-        fn = _queues.issuing(fn, item["op"], backend, mutating=item["mutating"])
+        fn = _queues.issuing(fn, item["op"], handle, mutating=item["mutating"])
     try:
         dispatch.publish(
             dispatch.prepare(
@@ -356,7 +356,7 @@ def _apply(library: str, item: dict[str, Any], backend: Any) -> None:
         raise BackendValidationError(f"op library {library!r}, op {item['op']!r}: {err}") from None
 
 
-def apply_pending(device_type: str, backend: Any) -> None:
-    """Register the library kernels that waited for ``device_type``'s backend (it just loaded)."""
+def apply_pending(device_type: str, handle: BackendHandle) -> None:
+    """Register the library kernels that waited for ``device_type``'s backend (it just loaded; ``handle``: its handle)."""
     for library, item in _pending.pop(device_type, []):
-        _apply(library, item, backend)
+        _apply(library, item, handle)

@@ -82,7 +82,6 @@ from ._completion import Completion
 from ._completion import device_completion as device_completion
 from ._completion import device_sync as device_sync
 from ._completion import forget_device_hooks as forget_device_hooks
-from ._completion import upper as upper
 from ._entries import Deferred, KernelTraceback
 from ._lifecycle import QUIESCE_TIMEOUT, register_at_fork
 from ._profile import Profiler, profiler
@@ -115,7 +114,8 @@ __all__ = [
     "Profiler",
 ]
 # The ``x as x`` imports above are re-exported for nda's other layers, outside ``__all__``: the
-# backends layer registers itself in ``upper``; the front end, autograd and hybridize read
-# ``SHARED``; backends and arrays call the sync-point functions.
+# backends layer forgets the cached device hooks when it publishes or withdraws a backend's
+# handle (the engine reads published handles from ``nda._handles``); the front end, autograd
+# and hybridize read ``SHARED``; backends and arrays call the sync-point functions.
 
 _select.initial_engine()  # NDA_ENGINE's engine (the threaded one by default)

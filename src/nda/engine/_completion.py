@@ -8,9 +8,11 @@ or returns None and the device's backend gives one (``record_completion``) throu
 :mod:`._state`, wait for it right at the call (:func:`run_now`); the threaded engine ends the
 task when it is signalled.
 
-The engine is a leaf layer that knows no backend: ``nda.backends`` registers how to find a
-device's backend handle in :data:`upper` when it is imported. The hooks found are cached per
-device (one dict lookup on the path of an op).
+The engine knows no backend object: it reads the handles the backends layer publishes when a
+backend activates (:data:`nda._handles.HANDLES`, device type -> handle, in the bottom layer:
+read by import, no callable registered from above). The hooks found are cached per device
+(one dict lookup on the path of an op); the backends layer calls :func:`forget_device_hooks`
+whenever it publishes or withdraws a handle.
 
 Layer: engine (README, "Architecture").
 """
@@ -20,9 +22,10 @@ from __future__ import annotations
 import time
 from typing import Any, Callable
 
+from .._handles import HANDLES as _HANDLES
 from . import _fperrors
 
-__all__ = ["Completion", "device_completion", "device_sync", "run_now", "upper"]
+__all__ = ["Completion", "device_completion", "device_sync", "run_now", "forget_device_hooks"]
 
 
 class Completion:
@@ -58,22 +61,6 @@ class Completion:
             self._callbacks.append(callback)
 
 
-class _Upper:
-    """What the engine asks of the backends layer above it, registered by that layer at import."""
-
-    __slots__ = ("backend_for",)
-
-    def __init__(self) -> None:
-        self.backend_for: Callable[[Any], Any] = _no_backend
-
-
-def _no_backend(device: Any) -> Any:
-    raise LookupError(f"no backend serves {device}")
-
-
-#: Filled in by ``nda.backends`` when it is imported.
-upper = _Upper()
-
 _NO_HOOK = object()
 _completion_hooks: dict[Any, Any] = {}
 
@@ -81,11 +68,8 @@ _completion_hooks: dict[Any, Any] = {}
 def _completion_hook(device: Any) -> Any:
     hook = _completion_hooks.get(device, _NO_HOOK)
     if hook is _NO_HOOK:
-        try:
-            hook = upper.backend_for(device).record_completion  # the backend's handle: None when it has none
-        except Exception:  # noqa: BLE001 - no backend, no asynchronous completion
-            hook = None
-        _completion_hooks[device] = hook
+        handle = _HANDLES.get(device.type)  # no backend published (yet): no asynchronous completion
+        hook = _completion_hooks[device] = None if handle is None else handle.record_completion
     return hook
 
 
@@ -115,11 +99,8 @@ def device_sync(device: Any) -> None:
     """
     hook = _sync_hooks.get(device, _NO_HOOK)
     if hook is _NO_HOOK:
-        try:
-            hook = upper.backend_for(device).synchronize
-        except Exception:  # noqa: BLE001
-            hook = None
-        _sync_hooks[device] = hook
+        handle = _HANDLES.get(device.type)
+        hook = _sync_hooks[device] = None if handle is None else handle.synchronize
     if hook is not None:
         hook(device)
 

@@ -21,6 +21,11 @@ A backend declares this (``in_order_queues = True``, backend API 1.3) and provid
     a host copy of ``buf`` enqueued on the queue itself, after everything enqueued before
     (a copy on the CUDA stream): a read of the newest version on a queue needs no marker.
 
+The engine never reads these off the backend object: the backends layer resolves them, once,
+into the backend's handle (:class:`nda._handles.BackendHandle`, optional members ``None``)
+when it activates, and passes that handle here (:func:`register_backend`, :func:`issuing`);
+a :class:`Queue` copies what it calls from the handle when it is made.
+
 **Positions, not markers, per op.** Every op enqueued on a queue takes the next *number* of
 that queue (``next()`` of an ``itertools.count``: atomic, after its work is enqueued), and
 the queue remembers, per buffer, the number of its latest write (``versions``). No marker is
@@ -85,6 +90,7 @@ import numpy as np
 
 from .. import _forksafe
 from .._config import env_int
+from .._handles import BackendHandle
 from ._entries import Deferred, Entry, annotate, local, user_site
 from ._entries import _PACKAGE_DIR, _internal_codes
 
@@ -128,17 +134,17 @@ class Queue:
     and :meth:`drain` block.
     """
 
-    def __init__(self, device: Any, backend: Any) -> None:
+    def __init__(self, device: Any, handle: BackendHandle) -> None:
         self.device = device
-        self.backend = backend
-        self.record_marker = backend.record_marker
-        self.synchronize_marker = backend.synchronize_marker
-        self.marker_reached = backend.marker_reached
-        self.wait_marker = backend.wait_marker
-        self.record_timed_marker = getattr(backend, "record_timed_marker", None)
-        self.marker_time = getattr(backend, "marker_time", None)
-        self.to_host = getattr(backend, "to_host", None)
-        self.to_host_in_order = getattr(backend, "to_host_in_order", None)
+        self.handle = handle  # the backend's one view (nda._handles): its members, resolved when it activated
+        self.record_marker = handle.record_marker
+        self.synchronize_marker = handle.synchronize_marker
+        self.marker_reached = handle.marker_reached
+        self.wait_marker = handle.wait_marker
+        self.record_timed_marker = handle.record_timed_marker
+        self.marker_time = handle.marker_time
+        self.to_host = handle.to_host
+        self.to_host_in_order = handle.to_host_in_order
         self.numbers = itertools.count(1)
         self.done = 1
         self.versions: dict[int, int] = {}
@@ -148,7 +154,7 @@ class Queue:
         self.failed: dict[int, tuple[Any, BaseException]] = {}
         self.checked = 0
         # The buffer owning a view buffer's memory (``buffer_owner``), for buffers of the backend's type.
-        owner, buffer_type = getattr(backend, "buffer_owner", None), getattr(backend, "buffer_type", None)
+        owner, buffer_type = handle.buffer_owner, handle.declared_buffer_type
         self.owner: Callable[[Any], Any] | None = owner if owner is not None and buffer_type is not None else None
         self.buffer_type = buffer_type
         self.markers = 0
@@ -394,14 +400,17 @@ def total_markers() -> int:
 
 _queues: dict[Any, Queue] = {}
 _queue_get = _queues.get
-_backends: dict[str, Any] = {}  # device type -> backend with in-order queues
-_owner_of: dict[str, Any] = {}  # device type -> buffer_owner or None
+_backends: dict[str, BackendHandle] = {}  # device type -> the handle of its backend with in-order queues
+_owner_of: dict[str, Any] = {}  # device type -> the handle's buffer_owner or None
 
 
-def register_backend(device_type: str, backend: Any) -> None:
-    """Called by the backends layer when a backend with in-order queues loads."""
-    _backends[device_type] = backend
-    _owner_of[device_type] = getattr(backend, "buffer_owner", None)
+def register_backend(device_type: str, handle: BackendHandle) -> None:
+    """Called by the backends layer (under its activation lock) when a backend with in-order
+    queues activates: ``handle`` carries every member the queues use, resolved then."""
+    if not handle.queued or handle.record_marker is None:
+        raise ValueError(f"backend {handle.name!r} has no in-order queues (its handle says so): it registers no queue for {device_type!r}")
+    _backends[device_type] = handle
+    _owner_of[device_type] = handle.buffer_owner
 
 
 def unregister_device_type(device_type: str) -> None:
@@ -415,8 +424,8 @@ def is_queue_device_type(device_type: str) -> bool:
     return device_type in _backends
 
 
-def queue_backends() -> dict[str, Any]:
-    """A copy of the registry: device type -> the backend that registered its in-order queues."""
+def queue_backends() -> dict[str, BackendHandle]:
+    """A copy of the registry: device type -> the handle of the backend that registered its in-order queues."""
     return dict(_backends)
 
 
@@ -424,10 +433,10 @@ def queue_of_device(device: Any) -> Queue | None:
     """The queue of ``device`` if its backend declared in-order queues, else None."""
     queue = _queues.get(device)
     if queue is None:
-        backend = _backends.get(device.type)
-        if backend is None:
+        handle = _backends.get(device.type)
+        if handle is None:
             return None
-        queue = _queues.setdefault(device, Queue(device, backend))
+        queue = _queues.setdefault(device, Queue(device, handle))
     return queue
 
 
@@ -452,7 +461,7 @@ def reset_after_fork(message: str) -> None:
     global _failures
     error = RuntimeError(message)
     for queue in _queues.values():
-        if getattr(queue.backend, "continues_after_fork", False):
+        if queue.handle.continues_after_fork:
             continue
         for entry in queue.log:
             entry.retired = True
@@ -721,16 +730,21 @@ class _Inherited:
         return self.error
 
 
-def issuing(kernel: Callable[..., Any], name: str, backend: Any, mutating: bool = False, view: bool = False) -> Callable[..., Any]:
+def issuing(kernel: Callable[..., Any], name: str, handle: BackendHandle, mutating: bool = False, view: bool = False) -> Callable[..., Any]:
     """``kernel`` of a backend with in-order queues, recording each call on the device's queue.
 
-    The wrapper takes the fast path of the module docstring when it can and :func:`issue`
-    otherwise; either way the op is enqueued at once and never waits for its producers.
-    ``view``: the op may return a view of its first argument (see :func:`_record`).
+    ``handle``: the backend's handle (its ``device_of``, ``ensure_buffer`` and buffer type,
+    resolved when it activated). The wrapper takes the fast path of the module docstring when
+    it can and :func:`issue` otherwise; either way the op is enqueued at once and never waits
+    for its producers. ``view``: the op may return a view of its first argument (see :func:`_record`).
     """
-    device_of = backend.device_of
-    buffer = getattr(backend, "ensure_buffer", None)
-    buffer_type = getattr(backend, "buffer_type", None)
+    device_of = handle.device_of
+    if device_of is None:
+        raise ValueError(
+            f"backend {handle.name!r} declares in_order_queues but has no device_of(buf); the queues need it (see nda.backends.contract)"
+        )
+    buffer = handle.ensure_buffer
+    buffer_type = handle.declared_buffer_type
 
     if mutating or not isinstance(buffer_type, type):
 

@@ -147,7 +147,7 @@ def _note(err: BaseException, unit: Any, caller: str) -> None:
 def _fused_kernel(group: Group) -> Callable[..., Any]:
     fn = group.compiled.fn
     if group.queued:  # recorded on the device's queue like any kernel (marker, op, the user's line)
-        fn = _queues.issuing(fn, group.name, group.backend)
+        fn = _queues.issuing(fn, group.name, group.handle)
     fn.__qualname__ = f"{group.name} ({group.compiled.name})"  # type: ignore[union-attr]
     return fn
 

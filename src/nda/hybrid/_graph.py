@@ -338,9 +338,10 @@ def _info(node: Node, decl: Any, args: tuple[Any, ...], out: NDArray) -> fusion.
 
 
 class Group:
-    """A claimed subgraph: its nodes (recorded order), inputs and outputs (slots), compiled kernel."""
+    """A claimed subgraph: its nodes (recorded order), inputs and outputs (slots), compiled kernel,
+    and the handle of the backend that claimed it (``nda.backends.handle``: its queues' members)."""
 
-    __slots__ = ("nodes", "inputs", "outputs", "program", "compiled", "backend", "queued", "device", "partitioner")
+    __slots__ = ("nodes", "inputs", "outputs", "program", "compiled", "handle", "queued", "device", "partitioner")
 
     def __init__(
         self,
@@ -349,13 +350,13 @@ class Group:
         outputs: list[int],
         program: fusion.Program,
         compiled: fusion.Compiled,
-        backend: Any,
+        handle: backends.BackendHandle,
         device: Any,
         partitioner: str,
     ) -> None:
         self.nodes, self.inputs, self.outputs, self.program, self.compiled = nodes, inputs, outputs, program, compiled
-        self.backend, self.device, self.partitioner = backend, device, partitioner
-        self.queued = backends.handle(device).queued
+        self.handle, self.device, self.partitioner = handle, device, partitioner
+        self.queued = handle.queued
 
     @property
     def name(self) -> str:
@@ -461,8 +462,7 @@ def partition(graph: Graph, external_reads: set[int], enabled: bool = True) -> t
                 compiled = None
             if compiled is None:
                 continue
-            backend = backends.for_device(info.device)
-            g = Group(members, made[1], made[2], made[0], compiled, backend, info.device, type(part).__name__)
+            g = Group(members, made[1], made[2], made[0], compiled, backends.handle(info.device), info.device, type(part).__name__)
             for m in members:
                 assigned[m.index] = len(groups)
             groups.append(g)
