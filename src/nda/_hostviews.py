@@ -123,7 +123,7 @@ def attach(name: str, plan: Any, out: Any) -> Callable[..., Any]:
         family[id(out)] = rec
     weakref.finalize(out, _forget, id(out), id(base))
     device = plan.device
-    backend = backends.for_device(device)
+    backend = backends.handle(device)  # its handle: device_of and buffer_type, resolved when it activated
 
     def create(*args: Any, **kwargs: Any) -> Any:
         parent = VIEWS.get(id(rec.input))
@@ -149,7 +149,7 @@ def writing(name: str, kernel: Callable[..., Any], target: Any, base: Any) -> Ca
     """
     rec = VIEWS.get(id(target))
     device = target._meta.device
-    backend = backends.for_device(device)
+    backend = backends.handle(device)  # its handle: device_of and buffer_type, resolved when it activated
     dtype = target._meta.dtype
 
     def write(*args: Any, **kwargs: Any) -> Any:

@@ -47,7 +47,6 @@ from ._activation import (  # noqa: F401  (re-exported: op libraries and tests u
     _discover,
     _handles,
     _import_object,
-    _queued,
     _Record,
     _traceback,
     activate,

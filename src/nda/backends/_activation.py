@@ -186,11 +186,6 @@ def _validate_version(name: str, backend: Any) -> str:
     return version
 
 
-def _queued(backend: Any) -> bool:
-    """Whether ``backend`` declared in-order device queues (backend API 1.3)."""
-    return bool(getattr(backend, "in_order_queues", False))
-
-
 def _validate_optional(rec: _Record, backend: Any, device_types: tuple[str, ...]) -> None:
     """Check the optional declarations (``flushes_subnormals``, DLPack import) and record them on ``rec``."""
     name = rec.name
@@ -401,14 +396,12 @@ def _activate(rec: _Record, spec: str) -> Any:
         # What nda knows of the backend, read off the object once (the only reads: everything
         # after this, the engine's queues and dispatch included, reads the handle).
         handle = _resolve(rec.name, backend, device_types, rec.dlpack_device_types, rec.flushes_subnormals)
-        if handle.queued:
-            for dev in device_types:
-                _queues.register_backend(dev, handle)
         staged: list[Any] = []
         backend.register(_registrar(handle, staged))
         dispatch.publish(staged)  # the whole backend is valid: its kernels become visible at once
         published = True
         _published.publish(handle)  # its flush declaration, hooks and members with it
+        _register_queues(handle)
         for info in infos:
             _devices[info.device] = info
         rec.state, rec.reason, rec.backend, rec.device_types, rec.devices = "loaded", "", backend, device_types, infos
@@ -444,8 +437,20 @@ def _unregister(name: str, backend: Any, published: bool) -> None:
         dispatch.unregister_backend(name)
     layout_hooks.unregister_backend(name)
     for dev, queued in _queues.queue_backends().items():
-        if queued.backend is backend or _handles.get(dev) is not queued:  # registered by the backend taken out
+        if queued.backend is backend:  # registered by the backend taken out
             _queues.unregister_device_type(dev)
+
+
+def _register_queues(handle: BackendHandle) -> None:
+    """The engine's device queues follow the handle just published: its device types get queues
+    when it declares them, and lose those of a backend that served them before (whose queues
+    would otherwise order this backend's work by the other's markers)."""
+    registered = _queues.queue_backends()
+    for dev in handle.device_types:
+        if dev in registered and registered[dev] is not handle:
+            _queues.unregister_device_type(dev)
+        if handle.queued:
+            _queues.register_backend(dev, handle)
 
 
 def _attributed(read: Callable[[Any], Any], device_of: Callable[[Any], Device]) -> Callable[[Any], Any]:
