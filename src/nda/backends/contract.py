@@ -4,7 +4,9 @@ nda accepts a backend whose ``api_version`` has the same major number and a mino
 no higher than its own; a minor version only adds optional members (1.1: memory, executor,
 completion, DLPack; 1.2: layouts; 1.3: in-order device queues; 1.4: op libraries and
 subgraph partitioners). A backend built for a newer
-minor version is refused with a message saying to upgrade nda. The members (see the backend
+minor version is refused with a message saying to upgrade nda. nda reads a backend's members
+once, when it activates (into its handle, ``nda.backends.handle(device)``); a member set or
+replaced on the object afterwards is not seen. The members (see the backend
 guide, "Writing a backend", which ships with nda: ``python -m nda.testing.conformance --guide``
 prints it and says where it and its complete minimal backend are installed):
 

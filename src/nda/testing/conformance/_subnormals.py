@@ -35,7 +35,7 @@ def declared(*devices: Any) -> frozenset[str]:
     names: set[str] = set()
     for device in devices:
         if device is not None:
-            names.update(getattr(nda.backends.for_device(device), "flushes_subnormals", ()) or ())
+            names.update(nda.backends.handle(device).flushes_subnormals)  # declared, read when the backend activated
     return frozenset(names)
 
 
