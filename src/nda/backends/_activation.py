@@ -6,7 +6,8 @@ the backend's version, optional declarations and devices are validated, and ever
 it registers is validated and *staged*; only when all of that succeeded are the kernels
 published into dispatch's tables (one batch), its handle (:class:`nda._handles.BackendHandle`,
 resolved by :func:`._handle.resolve` once the backend is validated, before its kernels
-register: the queues' wrappers take it) published into :data:`nda._handles.HANDLES`, and its
+register: the queues' wrappers take it) published into :data:`nda._handles.HANDLES` with its
+device queues registered (:func:`_register_queues`), and its
 device types made visible (``_by_device_type``, written last: the unlocked fast path
 ``device_type in _by_device_type`` then sees a complete backend). The handle is the one view
 of the backend: this module, the engine (queues, completion and synchronize hooks) and
