@@ -17,7 +17,7 @@ import numpy as np
 
 from . import _dtypes, _namespace, backends, layouts, ops
 from . import engine as _engine
-from ._array import NDArray, new_array, up
+from ._array import NDArray, new_array
 from ._execute import NOT_INTERCEPTED, TO_DEVICE, TO_LAYOUT, inline, intercepted
 from ._devices import ArrayMeta, Device, as_device, as_layout, strided
 from .engine import state as _state
@@ -419,15 +419,3 @@ def waitall() -> None:
 
 __all__ = sorted(set(_generated) | {"asarray", "astype", "linspace", "to_device", "copyto", "copy", "from_dlpack", "waitall"})
 del ops
-
-# NDArray's methods that are not op methods reach these functions through nda._array.up.
-up.asarray = asarray
-up.permute_dims = _generated["permute_dims"]
-up.to_device = to_device
-up.to_layout = _to_layout
-up.astype = astype
-up.copy = copy
-up.copyto = _copy_into
-up.round = round_decimals
-up.divmod = divmod_
-up.from_pickle = _from_pickle

@@ -37,7 +37,7 @@ import numpy as np
 
 from . import _intercept
 from . import backends as _backends
-from ._array import HOST_READS, NDArray, up
+from ._array import HOST_READS, NDArray
 from ._devices import ArrayMeta
 from ._devices import strided as _STRIDED
 from ._execute import native as _native
@@ -397,7 +397,7 @@ def make_getitem(generic: Callable[..., NDArray]) -> Callable[..., NDArray]:
         def rows(x: NDArray) -> Any:  # 0-d rows need the backend's ensure_buffer (a kernel may return a scalar)
             return native_rows(x, None if len(x._shape) > 1 else _backends.handle(x._meta.device).ensure_buffer)
 
-    up.rows = rows
+    generic.__nda_rows__ = rows  # type: ignore[attr-defined]  # iter(x): nda._namespace attaches it as NDArray.__iter__
     return operator
 
 
