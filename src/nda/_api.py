@@ -119,7 +119,16 @@ def linspace(start: Any, stop: Any, /, num: int, *, dtype: Any = None, device: A
 
 
 _copy_signature(asarray, _catalog_asarray)
-_spec.upcalls.asarray = asarray  # the catalog's planners turn list/NumPy indices into arrays with it
+
+
+class _ForCatalog:
+    """What the catalog's planners need from the layers above (``nda.ops.spec.Provider``)."""
+
+    validate_device = staticmethod(backends.validate_device)  # creation ops check the device they are asked for
+    asarray = staticmethod(asarray)  # list/NumPy indices become arrays on the indexed array's device
+
+
+_spec.install(_ForCatalog())
 _copy_signature(astype, _catalog_astype)
 _copy_signature(linspace, _catalog_linspace)
 

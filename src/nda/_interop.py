@@ -451,5 +451,11 @@ def _dask_among(values: Any) -> str | None:
     return "redo" if _dask.adopt() else None
 
 
-_execute.hooks.foreign_operand = _foreign_operand
+class _ForExecute:
+    """What the invocation point asks of this layer (``nda._execute.Provider``): an operator's foreign operand."""
+
+    foreign_operand = staticmethod(_foreign_operand)
+
+
+_execute.install(_ForExecute())
 _dask.adopt()  # a Dask imported before nda learns about nda arrays now

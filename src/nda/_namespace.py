@@ -206,8 +206,7 @@ def _operator(fn: Callable[..., Any], decl: OpDecl, name: str) -> Callable[..., 
 
         def reflected(self: NDArray, other: Any) -> Any:
             """``other @ self`` for an ``other`` that declined (a Dask array that did not know nda yet)."""
-            hook = _execute.hooks.foreign_operand
-            return NotImplemented if hook is None else hook(other, forward, self)
+            return _execute.foreign_operand(other, forward, self)
 
         return reflected
     return fn._nda_operator  # type: ignore[attr-defined,no-any-return]  # make_generic's two-array fast path in its own frame

@@ -48,7 +48,7 @@ from ._execute import (
     _META,
     EntryCache,
     _local,
-    hooks,
+    foreign_operand,
     base_of,
     execute,
     execute_multi,
@@ -280,8 +280,7 @@ def make_generic(decl: OpDecl) -> Callable[..., Any]:
         """``x @ y``: the arrays-only fast path of ``fn`` in the operator's own frame; another
         operand type gets NotImplemented (or a foreign operand's answer), so Python asks it."""
         if other.__class__ is not NDArray:  # a NumPy or Dask array answers through its reflected operator
-            hook = hooks.foreign_operand
-            return NotImplemented if hook is None else hook(other, reflected_name, self)
+            return foreign_operand(other, reflected_name, self)
         entry = fast.get((self._meta, self._shape, other._meta, other._shape, self is other))
         if entry is not None and entry[3] < _state.limit and (not _ACTIVE[0] or not _local.stack.pushed):
             kernel, meta, shape, work, size, is_view = entry
