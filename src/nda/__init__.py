@@ -14,7 +14,7 @@ import importlib as _importlib
 import math as _math
 import sys as _sys
 
-from . import _array, backends, dispatch, engine, layouts, ops, sparse
+from . import _api, _namespace, backends, dispatch, engine, layouts, ops, sparse
 from ._config import config
 from .engine import profiler
 from ._api import *  # noqa: F403
@@ -52,7 +52,32 @@ from ._dtypes import (
 from .backends import BackendError, BackendValidationError
 from .dispatch import DeviceUnavailableError, DispatchError, FallbackError, FallbackWarning
 
-_array.up.namespace = _sys.modules[__name__]  # NDArray.__array_namespace__ (nothing inside nda imports nda)
+
+class _ArrayAPI:
+    """What NDArray's methods that are not ops call (``nda._namespace.ArrayAPI``): the layers
+    above NDArray, given to ``nda._namespace`` once, now that they are all imported."""
+
+    namespace = _sys.modules[__name__]  # x.__array_namespace__() (nothing inside nda imports nda)
+    asarray = staticmethod(_api.asarray)
+    to_device = staticmethod(_api.to_device)
+    to_layout = staticmethod(_api._to_layout)
+    astype = staticmethod(_api.astype)
+    copy = staticmethod(_api.copy)
+    copyto = staticmethod(_api._copy_into)
+    round = staticmethod(_api.round_decimals)
+    divmod = staticmethod(_api.divmod_)
+    from_pickle = staticmethod(_api._from_pickle)
+    sparse_reduce = staticmethod(sparse._reduce)
+    array_ufunc = staticmethod(_interop.array_ufunc)
+    array_function = staticmethod(_interop.array_function)
+    attach_grad = staticmethod(autograd._attach_grad)
+    grad = staticmethod(autograd._grad)
+    detach = staticmethod(autograd._detach)
+    backward = staticmethod(autograd._ndarray_backward)
+
+
+_namespace.complete_ndarray(_ArrayAPI())
+del _ArrayAPI
 
 __version__ = "0.1.0"
 __array_api_version__ = "2025.12"

@@ -17,7 +17,7 @@ import numpy as np
 
 from . import _dtypes, _namespace, backends, layouts, ops
 from . import engine as _engine
-from ._array import NDArray, new_array, up
+from ._array import NDArray, new_array
 from ._execute import NOT_INTERCEPTED, TO_DEVICE, TO_LAYOUT, inline, intercepted
 from ._devices import ArrayMeta, Device, as_device, as_layout, strided
 from .engine import state as _state
@@ -119,7 +119,16 @@ def linspace(start: Any, stop: Any, /, num: int, *, dtype: Any = None, device: A
 
 
 _copy_signature(asarray, _catalog_asarray)
-_spec.upcalls.asarray = asarray  # the catalog's planners turn list/NumPy indices into arrays with it
+
+
+class _ForCatalog:
+    """What the catalog's planners need from the layers above (``nda.ops.spec.Provider``)."""
+
+    validate_device = staticmethod(backends.validate_device)  # creation ops check the device they are asked for
+    asarray = staticmethod(asarray)  # list/NumPy indices become arrays on the indexed array's device
+
+
+_spec.install(_ForCatalog())
 _copy_signature(astype, _catalog_astype)
 _copy_signature(linspace, _catalog_linspace)
 
@@ -419,15 +428,3 @@ def waitall() -> None:
 
 __all__ = sorted(set(_generated) | {"asarray", "astype", "linspace", "to_device", "copyto", "copy", "from_dlpack", "waitall"})
 del ops
-
-# NDArray's methods that are not op methods reach these functions through nda._array.up.
-up.asarray = asarray
-up.permute_dims = _generated["permute_dims"]
-up.to_device = to_device
-up.to_layout = _to_layout
-up.astype = astype
-up.copy = copy
-up.copyto = _copy_into
-up.round = round_decimals
-up.divmod = divmod_
-up.from_pickle = _from_pickle

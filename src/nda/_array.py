@@ -16,14 +16,18 @@ densify them (explicit conversions), ``np.asarray`` refuses (a library calling i
 densify a huge sparse matrix behind the user's back), and ``repr`` shows the stored
 components.
 
-NDArray is defined here, once. Its operators and methods that *are* ops (``+``, ``x[i]``,
-``.sum()``, ``.reshape()``…) are attached by ``nda._namespace`` in one loop over the op
-catalog's fields, so they exist exactly once and no module rebinds them afterwards. The
-other methods that need a higher layer (``astype``, ``to_device``, NumPy's protocols,
-``attach_grad``…) are written here and call that layer through :data:`up`, which the layer
-fills when it is imported (a lower layer never imports a higher one). NumPy's methods that
-are NumPy-named functions (``x.cumsum()``, ``x.sort()``, ``x.flat``, ``x.nbytes``) come from
-the base class :class:`nda._arraymethods.NumPyMethods`.
+NDArray is defined here, once, with what needs no higher layer. Everything else is attached
+by ``nda._namespace`` when nda is imported, and nothing rebinds it afterwards: in one loop
+over the op catalog, the operators and methods that *are* ops (``+``, ``x[i]``,
+``.sum()``, ``.reshape()``…), with ``x.T``, ``x.mT`` and iteration (made of those ops);
+then, once the layers above have been imported, the methods that call them (``astype``,
+``to_device``, ``copy``, pickling, NumPy's protocols, ``attach_grad``…), through one typed
+registration (:class:`nda._namespace.ArrayAPI`, given by the ``nda`` package). This
+module never calls a higher layer: a lower layer never imports a higher one, and no
+slot here is filled from above. NumPy's methods that are NumPy-named functions
+(``x.cumsum()``, ``x.sort()``, ``x.flat``, ``x.nbytes``) come from the base class
+:class:`nda._arraymethods.NumPyMethods`. The typed stubs (``_array.pyi``) list the
+class as it is once nda is imported.
 
 Layer: arrays and front end, array handle (README, "Architecture").
 """
@@ -32,7 +36,7 @@ from __future__ import annotations
 
 from math import prod
 from time import perf_counter
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -44,54 +48,8 @@ from .ops.spec import Array
 from .engine import queued_pending
 from .engine import state as _engine_state
 
-__all__ = ["NDArray", "up", "HOST_READS", "new_array"]
+__all__ = ["NDArray", "HOST_READS", "new_array"]
 
-
-def _unset(name: str) -> Any:
-    def missing(*args: Any, **kwargs: Any) -> Any:
-        raise RuntimeError(f"NDArray.{name} needs the nda namespace: import nda (not nda._array alone)")
-
-    return missing
-
-
-class _Up:
-    """What NDArray's methods need from the layers above it, registered by them at import.
-
-    ``nda._api`` registers the public functions (``permute_dims``, ``to_device``, ``astype``…),
-    ``nda._planned`` the iteration over rows (``rows``, beside ``x[i]``'s fast path),
-    ``nda._interop`` NumPy's protocols, ``nda.autograd`` the gradient methods, ``nda.sparse``
-    the pickling of sparse arrays; the ``nda`` package registers itself as ``namespace``.
-    """
-
-    __slots__ = (
-        "namespace",
-        "asarray",
-        "permute_dims",
-        "to_device",
-        "to_layout",
-        "astype",
-        "copy",
-        "copyto",
-        "round",
-        "divmod",
-        "rows",
-        "from_pickle",
-        "sparse_reduce",
-        "array_ufunc",
-        "array_function",
-        "attach_grad",
-        "grad",
-        "detach",
-        "backward",
-    )
-
-    def __init__(self) -> None:
-        for name in self.__slots__:
-            setattr(self, name, _unset(name))
-
-
-#: Filled in by the layers above (see :class:`_Up`).
-up = _Up()
 
 #: ``[n]``: host reads of arrays so far (any thread). A generated function compares it before
 #: and after planning: a plan during which a value was read is not memoised (nda._planned).
@@ -111,8 +69,8 @@ class NDArray(Array, NumPyMethods):
     __array_priority__ = 1000
     # NumPy's ufuncs and functions on an NDArray (``np.sin(x)``, ``np.sum(x)``,
     # ``numpy_array + x``) never pull the data to the host: ``__array_ufunc__`` and
-    # ``__array_function__`` are attached by ``nda._interop``, which runs nda's own
-    # functions or refuses with a TypeError naming what to call instead.
+    # ``__array_function__`` (attached by ``nda._namespace``) call ``nda._interop``, which
+    # runs nda's own functions or refuses with a TypeError naming what to call instead.
     __hash__ = None  # type: ignore[assignment]  # mutable, and == is element-wise
 
     _buf: Any
@@ -155,19 +113,6 @@ class NDArray(Array, NumPyMethods):
         """Number of elements."""
         return self._size
 
-    @property
-    def T(self) -> NDArray:
-        """The transpose: axes reversed (for a 2-D array, the matrix transpose)."""
-        return up.permute_dims(self, tuple(range(self.ndim - 1, -1, -1)))  # type: ignore[no-any-return]
-
-    @property
-    def mT(self) -> NDArray:
-        """Transpose of the last two axes (a stack of matrices transposed)."""
-        if self.ndim < 2:
-            raise ValueError(f"mT needs an array of at least 2 dimensions, got shape {self._shape}")
-        axes = tuple(range(self.ndim - 2)) + (self.ndim - 1, self.ndim - 2)
-        return up.permute_dims(self, axes)  # type: ignore[no-any-return]
-
     # ------------------------------------------------------------------ sync points
     def wait_to_read(self) -> NDArray:
         """Block until every pending write to this array has finished; raise its error if it failed."""
@@ -196,13 +141,6 @@ class NDArray(Array, NumPyMethods):
         if self._meta.layout.name != "strided":
             return layouts.dense_host(self)  # type: ignore[no-any-return]
         return backends.to_host(self)  # a sync point: waits for the writes, raises their error
-
-    def to_layout(self, layout: Layout | str, /) -> NDArray:
-        """This array stored in ``layout`` (``"strided"``, ``"csr"``, ``"row_sparse"``, …); ``self`` if it already is.
-
-        Converting to strided is the explicit way to densify a sparse array.
-        """
-        return up.to_layout(self, layout)  # type: ignore[no-any-return]
 
     # ------------------------------------------------------------------ conversions
     def asnumpy(self) -> np.ndarray:
@@ -283,13 +221,6 @@ class NDArray(Array, NumPyMethods):
             raise TypeError("len() of a 0-d array")
         return self._shape[0]
 
-    def __iter__(self) -> Iterator[NDArray]:
-        # Not a generator: iter() of a 0-d array must raise at once, as NumPy's does
-        # (np.iterable, matplotlib's hist and set_ylim decide on it).
-        if not self._shape:
-            raise TypeError("iteration over a 0-d array")
-        return up.rows(self)  # type: ignore[no-any-return]  # x[0], x[1]... made as next() asks (nda._planned)
-
     def __dlpack__(self, *, stream: Any = None, max_version: Any = None, dl_device: Any = None, copy: bool | None = None) -> Any:
         if self._meta.layout.name != "strided":
             raise BufferError(f"DLPack exports strided arrays only; this array is {self._meta.layout.name} (use x.to_layout('strided'))")
@@ -299,69 +230,6 @@ class NDArray(Array, NumPyMethods):
 
     def __dlpack_device__(self) -> tuple[int, int]:
         return _hostcopy.dlpack_device(self)
-
-    # ------------------------------------------------------------------ devices, dtypes, copies
-    def to_device(self, device: Device | str, /, *, stream: Any = None) -> NDArray:
-        """This array on ``device`` (``self`` when it is already there)."""
-        return up.to_device(self, device, stream=stream)  # type: ignore[no-any-return]
-
-    def astype(self, dtype: Any, /, *, copy: bool = True, device: Any = None) -> NDArray:
-        """This array cast to ``dtype`` (``self`` when ``copy=False`` and nothing changes); see ``nda.astype``."""
-        return up.astype(self, dtype, copy=copy, device=device)  # type: ignore[no-any-return]
-
-    def copy(self) -> NDArray:
-        """A copy of this array on the same device."""
-        return up.copy(self)  # type: ignore[no-any-return]
-
-    def round(self, decimals: int = 0) -> NDArray:
-        """NumPy's ``ndarray.round``: to ``decimals`` places (negative: tens, hundreds…), halves to even.
-
-        ``x * 10**decimals`` rounded and divided back, as NumPy computes it (integers in float64,
-        then cast back; complex part by part); ``decimals=0`` is ``nda.round``."""
-        return up.round(self, decimals)  # type: ignore[no-any-return]
-
-    def __round__(self, ndigits: int | None = None) -> NDArray:
-        return up.round(self, 0 if ndigits is None else ndigits)  # type: ignore[no-any-return]
-
-    def __divmod__(self, other: Any) -> tuple[NDArray, NDArray]:
-        return up.divmod(self, other)  # type: ignore[no-any-return]
-
-    def __rdivmod__(self, other: Any) -> tuple[NDArray, NDArray]:
-        return up.divmod(other, self)  # type: ignore[no-any-return]
-
-    def copyto(self, other: NDArray, /) -> NDArray:
-        """Copy this array's data into the existing array ``other`` (any device, same shape); returns ``other``."""
-        return up.copyto(self, other)  # type: ignore[no-any-return]
-
-    def __array_namespace__(self, *, api_version: str | None = None) -> Any:
-        if api_version is not None and api_version not in ("2022.12", "2023.12", "2024.12", "2025.12"):
-            raise ValueError(f"unsupported Array API version {api_version!r}; nda implements 2025.12 (and accepts 2022.12, 2023.12, 2024.12)")
-        return up.namespace
-
-    # ------------------------------------------------------------------ NumPy's protocols (nda._interop)
-    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
-        return up.array_ufunc(self, ufunc, method, *inputs, **kwargs)
-
-    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
-        return up.array_function(self, func, types, args, kwargs)
-
-    # ------------------------------------------------------------------ gradients (nda.autograd)
-    def attach_grad(self, grad_req: str = "write") -> None:
-        """Give this array a gradient buffer ``self.grad`` that ``backward()`` fills (see ``nda.autograd``)."""
-        up.attach_grad(self, grad_req)
-
-    @property
-    def grad(self) -> NDArray | None:
-        """The gradient buffer given by ``attach_grad()`` (None for an array without one)."""
-        return up.grad(self)  # type: ignore[no-any-return]
-
-    def detach(self) -> NDArray:
-        """The same data without gradient history: a view (strided) or a copy (sparse arrays have no views)."""
-        return up.detach(self)  # type: ignore[no-any-return]
-
-    def backward(self, head_grad: NDArray | None = None, retain_graph: bool = False) -> None:
-        """Compute the gradients of this array with respect to the leaves (``attach_grad``); see ``nda.autograd.backward``."""
-        up.backward(self, head_grad, retain_graph)
 
     # ------------------------------------------------------------------ display
     def __repr__(self) -> str:
@@ -433,17 +301,6 @@ class NDArray(Array, NumPyMethods):
                 f"format its elements (x.tolist(), or x[i].item()) or use str(x)"
             )
         return format(self.item(), spec)
-
-    def __reduce__(self) -> Any:
-        if self._meta.layout.name != "strided":
-            return up.sparse_reduce(self)
-        return (up.from_pickle, (self.asnumpy(), str(self._meta.device)))
-
-    def __copy__(self) -> NDArray:
-        return up.copy(self)  # type: ignore[no-any-return]
-
-    def __deepcopy__(self, memo: Any) -> NDArray:
-        return self.__copy__()
 
 
 def _is_pending(array: NDArray) -> bool:

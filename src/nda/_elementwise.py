@@ -32,7 +32,7 @@ from ._array import NDArray
 from ._devices import ArrayMeta
 from ._devices import strided as _STRIDED
 from ._dtypes import python_scalar
-from ._execute import NOT_INTERCEPTED, EntryCache, hooks, inline, intercepted, native, native_operator, run_elementwise, zero_d_buffer
+from ._execute import NOT_INTERCEPTED, EntryCache, foreign_operand, inline, intercepted, native, native_operator, run_elementwise, zero_d_buffer
 from .dispatch import generation as _generation
 from .dispatch import remember, resolve, resolve_plan
 from .engine import state as _state
@@ -282,8 +282,7 @@ def make_binary(decl: OpDecl) -> tuple[Callable[..., NDArray], Callable[..., Any
                     raise TypeError(
                         f"{symbol} compares nda arrays with nda arrays and Python scalars, got a {type(x2).__name__}; convert it with nda.asarray()"
                     )
-                hook = hooks.foreign_operand
-                return NotImplemented if hook is None else hook(x2, reflected_name, x1)
+                return foreign_operand(x2, reflected_name, x1)
             return slow(x1, x2)
 
         return binary
@@ -297,8 +296,7 @@ def make_binary(decl: OpDecl) -> tuple[Callable[..., NDArray], Callable[..., Any
             return fn(other, self)
         if isinstance(other, _NP_SCALAR):
             return fn(python_scalar(other), self)
-        hook = hooks.foreign_operand
-        return NotImplemented if hook is None else hook(other, forward_name, self)
+        return foreign_operand(other, forward_name, self)
 
     return fn, forward, reflected
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import importlib
 from math import prod
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 from . import _hostviews, _intercept
 from ._config import env_flag
@@ -47,7 +47,9 @@ from .ops.spec import SURELY_FITS, Cast, Plan, check_size
 __all__ = [
     "EntryCache",
     "NOT_INTERCEPTED",
-    "hooks",
+    "Provider",
+    "install",
+    "foreign_operand",
     "intercepted",
     "native",
     "native_operator",
@@ -87,18 +89,41 @@ class EntryCache(dict):  # type: ignore[type-arg]
         _dispatch.dependents.append(self.clear)
 
 
-class _Hooks:
-    """What an operator does with an operand it does not know, registered by ``nda._interop``:
-    ``foreign_operand(other, other's operator method name, array)`` returns the result or
-    NotImplemented (a Dask array that did not know nda arrays yet takes the operation back)."""
+class Provider(Protocol):
+    """What the invocation point asks of the layers above: the one registration into this layer.
 
-    __slots__ = ("foreign_operand",)
+    ``foreign_operand(other, method, array)``: an operator met an operand it does not know
+    (``method``: ``other``'s operator method name, to hand the operation back); the result,
+    or NotImplemented (a Dask array that did not know nda arrays yet takes the operation
+    back). NumPy's protocols (``nda._interop``) implement it (mypy checks it) and install it
+    once, at import, with :func:`install`; until then every such operand is NotImplemented.
+    """
 
-    def __init__(self) -> None:
-        self.foreign_operand: Callable[[Any, str, NDArray], Any] | None = None
+    def foreign_operand(self, other: Any, method: str, array: NDArray, /) -> Any: ...
 
 
-hooks = _Hooks()
+class _Alone:
+    """The :class:`Provider` before ``nda._interop`` is imported: nothing adopts a foreign operand."""
+
+    def foreign_operand(self, other: Any, method: str, array: NDArray, /) -> Any:
+        return NotImplemented
+
+
+_upper: Provider = _Alone()
+
+
+def install(provider: Provider) -> None:
+    """Install what the invocation point asks of the layers above (see :class:`Provider`); once, at import of ``nda._interop``."""
+    global _upper
+    if not isinstance(_upper, _Alone):
+        raise RuntimeError("nda._execute.install: a provider is installed already (nda._interop installs it once, at import)")
+    _upper = provider
+
+
+def foreign_operand(other: Any, method: str, array: NDArray) -> Any:
+    """An operator's operand it does not know: the installed :class:`Provider`'s answer (NotImplemented by default)."""
+    return _upper.foreign_operand(other, method, array)
+
 
 #: Returned by :func:`intercepted` when the calling thread has no interceptor: run the op.
 NOT_INTERCEPTED: Any = object()

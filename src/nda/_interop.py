@@ -70,7 +70,7 @@ import numpy as np
 from . import _api, _dtypes, _execute, _interop_args, _numpyapi
 from . import dask as _dask
 from . import linalg as _linalg
-from ._array import NDArray, up
+from ._array import NDArray
 from ._interop_args import (
     _Call,
     _Fallback,
@@ -451,7 +451,11 @@ def _dask_among(values: Any) -> str | None:
     return "redo" if _dask.adopt() else None
 
 
-up.array_ufunc = array_ufunc  # NDArray.__array_ufunc__ and __array_function__ call these
-up.array_function = array_function
-_execute.hooks.foreign_operand = _foreign_operand
+class _ForExecute:
+    """What the invocation point asks of this layer (``nda._execute.Provider``): an operator's foreign operand."""
+
+    foreign_operand = staticmethod(_foreign_operand)
+
+
+_execute.install(_ForExecute())
 _dask.adopt()  # a Dask imported before nda learns about nda arrays now

@@ -37,7 +37,7 @@ import numpy as np
 
 from . import _intercept
 from . import backends as _backends
-from ._array import HOST_READS, NDArray, up
+from ._array import HOST_READS, NDArray
 from ._devices import ArrayMeta
 from ._devices import strided as _STRIDED
 from ._execute import native as _native
@@ -48,7 +48,7 @@ from ._execute import (
     _META,
     EntryCache,
     _local,
-    hooks,
+    foreign_operand,
     base_of,
     execute,
     execute_multi,
@@ -280,8 +280,7 @@ def make_generic(decl: OpDecl) -> Callable[..., Any]:
         """``x @ y``: the arrays-only fast path of ``fn`` in the operator's own frame; another
         operand type gets NotImplemented (or a foreign operand's answer), so Python asks it."""
         if other.__class__ is not NDArray:  # a NumPy or Dask array answers through its reflected operator
-            hook = hooks.foreign_operand
-            return NotImplemented if hook is None else hook(other, reflected_name, self)
+            return foreign_operand(other, reflected_name, self)
         entry = fast.get((self._meta, self._shape, other._meta, other._shape, self is other))
         if entry is not None and entry[3] < _state.limit and (not _ACTIVE[0] or not _local.stack.pushed):
             kernel, meta, shape, work, size, is_view = entry
@@ -397,7 +396,7 @@ def make_getitem(generic: Callable[..., NDArray]) -> Callable[..., NDArray]:
         def rows(x: NDArray) -> Any:  # 0-d rows need the backend's ensure_buffer (a kernel may return a scalar)
             return native_rows(x, None if len(x._shape) > 1 else _backends.handle(x._meta.device).ensure_buffer)
 
-    up.rows = rows
+    generic.__nda_rows__ = rows  # type: ignore[attr-defined]  # iter(x): nda._namespace attaches it as NDArray.__iter__
     return operator
 
 

@@ -35,7 +35,7 @@ Layer: dispatch (README, "Architecture").
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Protocol
 
 
 from . import _forksafe
@@ -91,6 +91,8 @@ __all__ = [
     "explain",
     "kernels",
     "subnormal_flush",
+    "Provider",
+    "install",
 ]
 
 
@@ -98,48 +100,74 @@ class DeviceUnavailableError(ValueError):
     """No loaded backend serves the requested device type (unknown, excluded or failed to load)."""
 
 
-class _Upper:
-    """What dispatch asks of the layers above it, registered by them when they are imported.
+class Provider(Protocol):
+    """What dispatch asks of the layers above it: the one registration into this layer.
 
-    Dispatch sits below the backends and the layouts, so it never imports them: the
-    backends layer registers how to load a device type's backend, what to say when none
-    serves it, and the host fallback; the layouts layer registers the route of a call with
-    non-strided operands. Until they do (``nda.dispatch`` used on its own), there are no
-    backends and no layouts to ask.
+    Dispatch sits below the backends and the layouts, so it never imports them. The
+    layouts layer, the lowest that sees both, implements this protocol (mypy checks it) and
+    installs it once, at import, with :func:`install`:
+
+    * ``ensure_device_type(device_type)``: load the backend of a device type not loaded yet
+      (a plugin, on first use); ``serves(device_type)``: whether a loaded backend serves it;
+      ``explain_missing(device_type)``: why none does (a sentence, or ``""``);
+    * ``host_fallback(table, key)``: the host fallback's entry for a strided key with no
+      kernel (``None`` where the backend did not opt in, or cpu has no kernel either), and
+      ``falls_back_to_host(device_type)``: whether that backend opted in (for coverage);
+    * ``layout_route(op_name, plan)``, ``explain_layout(op_name, plan)`` and
+      ``layout_coverage(op_name, device_type, dtype, layout, status)``: the route, the
+      explanation and the coverage status of a call with non-strided operands.
+
+    Until it is installed (``nda.dispatch`` used on its own) there are no backends and no
+    layouts to ask (:class:`_Alone`).
     """
 
-    __slots__ = (
-        "ensure_device_type",
-        "serves",
-        "explain_missing",
-        "backend_for",
-        "host_fallback",
-        "layout_route",
-        "explain_layout",
-        "layout_coverage",
-    )
-
-    def __init__(self) -> None:
-        self.ensure_device_type: Callable[[str], bool] = lambda device_type: False
-        self.serves: Callable[[str], bool] = lambda device_type: False
-        self.explain_missing: Callable[[str], str] = lambda device_type: ""
-        self.backend_for: Callable[[str], Any] = _no_backends
-        self.host_fallback: Callable[[OpTable, KernelKey], KernelEntry | None] = lambda tbl, key: None
-        self.layout_route: Callable[[str, Any], Route] = _no_layouts
-        self.explain_layout: Callable[[str, Any], Explanation] = _no_layouts
-        self.layout_coverage: Callable[[str, str, DType, Layout, str], str] = lambda op, dt, dtype, layout, status: status
+    def ensure_device_type(self, device_type: str, /) -> bool: ...
+    def serves(self, device_type: str, /) -> bool: ...
+    def explain_missing(self, device_type: str, /) -> str: ...
+    def falls_back_to_host(self, device_type: str, /) -> bool: ...
+    def host_fallback(self, table: OpTable, key: KernelKey, /) -> KernelEntry | None: ...
+    def layout_route(self, op_name: str, plan: Any, /) -> Route: ...
+    def explain_layout(self, op_name: str, plan: Any, /) -> Explanation: ...
+    def layout_coverage(self, op_name: str, device_type: str, dtype: DType, layout: Layout, status: str, /) -> str: ...
 
 
-def _no_backends(*args: Any) -> Any:
-    raise DeviceUnavailableError("no backends are loaded (import nda, not nda.dispatch alone)")
+class _Alone:
+    """The :class:`Provider` of dispatch used on its own: no backends, no layouts."""
+
+    def ensure_device_type(self, device_type: str, /) -> bool:
+        return False
+
+    def serves(self, device_type: str, /) -> bool:
+        return False
+
+    def explain_missing(self, device_type: str, /) -> str:
+        return ""
+
+    def falls_back_to_host(self, device_type: str, /) -> bool:
+        raise DeviceUnavailableError("no backends are loaded (import nda, not nda.dispatch alone)")
+
+    def host_fallback(self, table: OpTable, key: KernelKey, /) -> KernelEntry | None:
+        return None
+
+    def layout_route(self, op_name: str, plan: Any, /) -> Route:
+        raise DispatchError("non-strided layouts need nda.layouts (import nda, not nda.dispatch alone)")
+
+    def explain_layout(self, op_name: str, plan: Any, /) -> Explanation:
+        raise DispatchError("non-strided layouts need nda.layouts (import nda, not nda.dispatch alone)")
+
+    def layout_coverage(self, op_name: str, device_type: str, dtype: DType, layout: Layout, status: str, /) -> str:
+        return status
 
 
-def _no_layouts(*args: Any) -> Any:
-    raise DispatchError("non-strided layouts need nda.layouts (import nda, not nda.dispatch alone)")
+_upper: Provider = _Alone()
 
 
-#: Filled in by ``nda.backends`` and ``nda.layouts`` when they are imported.
-upper = _Upper()
+def install(provider: Provider) -> None:
+    """Install what dispatch asks of the layers above it (see :class:`Provider`); once, at import of ``nda.layouts``."""
+    global _upper
+    if not isinstance(_upper, _Alone):
+        raise RuntimeError("nda.dispatch.install: a provider is installed already (nda.layouts installs it once, at import)")
+    _upper = provider
 
 
 class KernelEntry:
@@ -461,7 +489,7 @@ def _missing(tbl: OpTable, key: KernelKey) -> DispatchError:
         have = ", ".join(repr(k) for k in existing[:24]) + (" …" if len(existing) > 24 else "")
     else:
         have = "none"
-    hint = upper.explain_missing(key.device_type)
+    hint = _upper.explain_missing(key.device_type)
     return DispatchError(f"no kernel for op {tbl.op_name!r} at key {key}; registered keys: {have}.{hint}")
 
 
@@ -472,14 +500,14 @@ def lookup(op_name: str, key: KernelKey) -> list[KernelEntry]:
     if not entries:
         # Read again whatever ensure_device_type says: False also means that another thread
         # finished activating the backend while this one waited for the activation lock.
-        upper.ensure_device_type(key.device_type)
+        _upper.ensure_device_type(key.device_type)
         entries = tbl.kernels.get(key)
     if not entries:
-        if not upper.serves(key.device_type):
-            raise DeviceUnavailableError(f"{tbl.op_name}: device type {key.device_type!r} is not available.{upper.explain_missing(key.device_type)}")
+        if not _upper.serves(key.device_type):
+            raise DeviceUnavailableError(f"{tbl.op_name}: device type {key.device_type!r} is not available.{_upper.explain_missing(key.device_type)}")
         # A non-strided key never takes the host fallback: its operands would have to leave the
         # device in their own layout. The layout fallback (nda.layouts) converts them first.
-        fallback = upper.host_fallback(tbl, key) if key.layout is strided else None
+        fallback = _upper.host_fallback(tbl, key) if key.layout is strided else None
         if fallback is None:
             raise _missing(tbl, key)
         entries = [fallback]
@@ -535,7 +563,7 @@ def _declined_fallback(tbl: OpTable, key: KernelKey, entries: list[KernelEntry])
     """
     if key.layout is not strided or entries[-1].supports is None:
         return None, ""  # the last kernel accepts every call
-    fallback = upper.host_fallback(tbl, key)
+    fallback = _upper.host_fallback(tbl, key)
     if fallback is None:
         return None, ""
     if fallback.kind is HOST_VIEW:
@@ -557,7 +585,7 @@ def resolve_plan(op_name: str, plan: Any) -> Route:
                 break
         else:
             return resolve(op_name, plan.key)
-    return upper.layout_route(op_name, plan)
+    return _upper.layout_route(op_name, plan)
 
 
 class Coverage:
@@ -604,10 +632,9 @@ def coverage(device: Any, layout: Layout | str = strided) -> Coverage:
     from ._devices import Device
 
     device_type = device.type if isinstance(device, Device) else str(device).split(":")[0]
-    upper.ensure_device_type(device_type)
-    upper.ensure_device_type("cpu")  # "fallback" means "cpu has a kernel for it"
-    backend = upper.backend_for(device_type)
-    opts_in = backend.fallback_to_host  # the backend's handle: resolved when it activated
+    _upper.ensure_device_type(device_type)
+    _upper.ensure_device_type("cpu")  # "fallback" means "cpu has a kernel for it"
+    opts_in = _upper.falls_back_to_host(device_type)  # the backend's handle: resolved when it activated
     lay = as_layout(layout)
     rows: dict[str, dict[str, str]] = {}
     for name, decl in sorted(_DECLARED.items()):  # the catalog, and the ops of loaded op libraries
@@ -622,7 +649,7 @@ def coverage(device: Any, layout: Layout | str = strided) -> Coverage:
             else:
                 status = "missing"
             if lay is not strided:
-                status = upper.layout_coverage(name, device_type, dt, lay, status)
+                status = _upper.layout_coverage(name, device_type, dt, lay, status)
             by_dtype[dt.name] = status
         rows[name] = by_dtype
     return Coverage(device_type, rows, lay)
@@ -719,7 +746,7 @@ def explain(op: str | Callable[..., Any], *args: Any, **kwargs: Any) -> Explanat
         raise ValueError(f"unknown op {name!r}; see nda.ops.CATALOG (and nda.ops.EXTENSIONS for op libraries) for the declared ops")
     plan = decl.plan(*args, **kwargs)
     if plan.key.layout is not strided:
-        return upper.explain_layout(decl.name, plan)
+        return _upper.explain_layout(decl.name, plan)
     entries = lookup(decl.name, plan.key)
     route = route_of(decl.name, plan.key, entries)  # what resolve() answers, without announcing or caching it
     return Explanation(decl.name, plan.key, entries[0], plan.casts, plan.out_dtype, plan.out_shape, plan.device, entries, route=route)

@@ -39,6 +39,7 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable
 
 from . import backends, dispatch
+from .backends._fallback import host_fallback
 from ._devices import Device, KernelKey, Layout, as_layout, strided
 from .ops.spec import Array, Cast
 
@@ -627,13 +628,35 @@ def explain_layout(op: str, plan: Any) -> Any:
     return Explanation(op, plan.key, entry, plan.casts, plan.out_dtype, plan.out_shape, plan.device, candidates, conversions, strided, route=found)
 
 
-# Dispatch sits below this layer and asks it, through hooks registered here, for the route of
-# a call with non-strided operands, for how explain and coverage describe one.
-dispatch.upper.layout_route = route
-dispatch.upper.explain_layout = explain_layout
-dispatch.upper.layout_coverage = coverage_status
-# ... and the backends layer, below this one too, registers a backend's layouts through these.
-backends.layout_hooks.register_converter = register_converter
-backends.layout_hooks.register_storage = register_storage
-backends.layout_hooks.register_layout = register_layout
-backends.layout_hooks.unregister_backend = unregister_backend
+class _ForDispatch:
+    """What dispatch asks of the layers above it (:class:`nda.dispatch.Provider`): loading a
+    device type's backend, why none serves one and the host fallback (the backends layer's),
+    and the route of a call with non-strided operands and how explain and coverage describe
+    one (this layer's). This layer is the lowest that sees both, so it installs it, once."""
+
+    ensure_device_type = staticmethod(backends.ensure_device_type)
+    serves = staticmethod(backends.serves)
+    explain_missing = staticmethod(backends.explain_missing)
+    host_fallback = staticmethod(host_fallback)
+    layout_route = staticmethod(route)
+    explain_layout = staticmethod(explain_layout)
+    layout_coverage = staticmethod(coverage_status)
+
+    @staticmethod
+    def falls_back_to_host(device_type: str, /) -> bool:
+        return backends.handle(Device(device_type, 0)).fallback_to_host  # the backend's handle: resolved when it activated
+
+
+dispatch.install(_ForDispatch())
+
+
+class _ForBackends:
+    """How the backends layer, below this one too, registers a backend's layouts (:class:`nda.backends._activation.Layouts`)."""
+
+    register_converter = staticmethod(register_converter)
+    register_storage = staticmethod(register_storage)
+    register_layout = staticmethod(register_layout)
+    unregister_backend = staticmethod(unregister_backend)
+
+
+backends.install_layouts(_ForBackends())

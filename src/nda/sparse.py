@@ -28,7 +28,6 @@ import numpy as np
 
 from . import _dtypes
 from ._array import NDArray, new_array
-from ._array import up as _array_up
 from ._devices import ArrayMeta, Device, as_device
 from .layouts import csr, info, row_sparse
 from .ops.spec import check_shape, dtype_arg
@@ -238,6 +237,3 @@ def load_npz(file: Any, /, *, device: Device | str | None = None) -> NDArray:
     csr_m = matrix.tocsr()
     csr_m.sum_duplicates()
     return csr_array((csr_m.data, csr_m.indices, csr_m.indptr), shape=csr_m.shape, device=device)
-
-
-_array_up.sparse_reduce = _reduce  # NDArray.__reduce__ of a sparse array

@@ -57,7 +57,6 @@ from ..ops import DECLARED
 from ..ops.spec import NoVJP
 from . import _backward
 from ._graph import ENTRIES, FLAGS, AutogradError, Entry
-from .._array import up as _array_up
 from ._record import fast, scope_enter, scope_exit
 
 __all__ = ["record", "pause", "is_recording", "backward", "grad", "AutogradError", "differentiable_ops"]
@@ -212,10 +211,3 @@ def _detach(self: NDArray) -> NDArray:
 def _ndarray_backward(self: NDArray, head_grad: NDArray | None = None, retain_graph: bool = False) -> None:
     """Compute the gradients of this array with respect to the leaves (``attach_grad``); see ``nda.autograd.backward``."""
     _backward.run([self], None if head_grad is None else [head_grad], None, retain_graph, False, "backward()")
-
-
-# NDArray.attach_grad, .grad, .detach and .backward (defined in nda._array) call these.
-_array_up.attach_grad = _attach_grad
-_array_up.grad = _grad
-_array_up.detach = _detach
-_array_up.backward = _ndarray_backward

@@ -35,8 +35,7 @@ from .._devices import Device
 from ..engine import queues as _queues
 from ..engine import host_read as _host_read
 from ..engine import state as _engine_state
-from ..ops import spec as _spec
-from . import _checks, _fallback
+from . import _checks
 from ._activation import (  # noqa: F401  (re-exported: op libraries and tests use them)
     GROUP,
     LOCK,
@@ -53,7 +52,7 @@ from ._activation import (  # noqa: F401  (re-exported: op libraries and tests u
     checked_registration,
     ensure_device_type,
     handle,
-    layout_hooks,
+    install_layouts,
 )
 from ._checks import KernelResultError
 from .._handles import BackendHandle
@@ -400,15 +399,8 @@ def read_buffer(device: Device, buf: Any) -> Any:
     return found.to_host(buf)
 
 
-_spec.upcalls.validate_device = validate_device  # creation ops check the device they are asked for
-
-
-# Dispatch sits below this layer and asks it, through hooks registered here, to load a
-# device type's backend, to say why none serves one, and for the host fallback.
-dispatch.upper.ensure_device_type = ensure_device_type
-dispatch.upper.serves = serves
-dispatch.upper.explain_missing = explain_missing
-dispatch.upper.backend_for = lambda device_type: handle(Device(device_type, 0))
-dispatch.upper.host_fallback = _fallback.host_fallback
+# Dispatch sits below this layer and asks it to load a device type's backend, to say why
+# none serves one, and for the host fallback: nda.layouts installs that (nda.dispatch.Provider).
+# The engine reads the handles this layer publishes (nda._handles), never this layer itself.
 
 from . import _libraries  # noqa: E402  (op libraries: extension ops, backend API 1.4)

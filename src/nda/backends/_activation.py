@@ -23,7 +23,7 @@ from __future__ import annotations
 import importlib
 import os
 import threading
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Protocol
 
 from .. import _forksafe, dispatch
 from .._devices import Device, as_layout
@@ -37,7 +37,17 @@ from ._handle import resolve as _resolve
 from .contract import API_VERSION, QUEUE_MEMBERS, DeviceInfo, check_kernel_signature
 from . import _libraries
 
-__all__ = ["BackendError", "BackendValidationError", "LOCK", "activate", "ensure_device_type", "handle", "checked_registration", "layout_hooks"]
+__all__ = [
+    "BackendError",
+    "BackendValidationError",
+    "LOCK",
+    "activate",
+    "ensure_device_type",
+    "handle",
+    "checked_registration",
+    "Layouts",
+    "install_layouts",
+]
 
 #: Held while a backend (or an op library) activates; reentrant: a backend's registration
 #: may need another device type (cpu) activated first. Fork-safe (:mod:`nda._forksafe`): an
@@ -234,24 +244,89 @@ def checked_registration(who: str, op: str, decl: Any, dtypes: Any, layout: str,
     return dtype_list
 
 
-class _LayoutHooks:
-    """How a backend's layouts reach ``nda.layouts``, a layer above this one: the layouts layer
-    registers these when it is imported (always before a backend loads: ``import nda`` imports it)."""
+class Layouts(Protocol):
+    """How a backend's layouts reach ``nda.layouts``, a layer above this one: the one
+    registration into this layer. The layouts layer implements it (mypy checks it) and
+    installs it once, when it is imported (always before a backend loads: ``import nda``
+    imports it), with :func:`install_layouts`. The members are ``nda.layouts``' functions
+    of the same names.
+    """
 
-    __slots__ = ("register_converter", "register_storage", "register_layout", "unregister_backend")
+    def register_converter(self, device_type: str, src: Any, dst: Any, fn: Callable[[Any], Any], /, *, backend: str = ...) -> None: ...
+    def register_storage(
+        self,
+        device_type: str,
+        layout: Any,
+        /,
+        *,
+        to_host: Callable[[Any], Any],
+        from_host: Callable[..., Any],
+        dtypes: Iterable[Any] | None = ...,
+        backend: str = ...,
+    ) -> None: ...
+    def register_layout(
+        self,
+        name: str,
+        /,
+        *,
+        min_ndim: int = ...,
+        max_ndim: int | None = ...,
+        components: Iterable[str] = ...,
+        description: str = ...,
+        host_components: Callable[[Any], dict[str, Any]] | None = ...,
+    ) -> Any: ...
+    def unregister_backend(self, backend: str, /) -> None: ...
 
-    def __init__(self) -> None:
-        self.register_converter: Callable[..., None] = _no_layouts
-        self.register_storage: Callable[..., None] = _no_layouts
-        self.register_layout: Callable[..., Any] = _no_layouts
-        self.unregister_backend: Callable[[str], None] = lambda name: None
+
+class _NoLayouts:
+    """The :class:`Layouts` before ``nda.layouts`` is imported: a backend cannot register layouts."""
+
+    def register_converter(self, device_type: str, src: Any, dst: Any, fn: Callable[[Any], Any], /, *, backend: str = "<runtime>") -> None:
+        _no_layouts()
+
+    def register_storage(
+        self,
+        device_type: str,
+        layout: Any,
+        /,
+        *,
+        to_host: Callable[[Any], Any],
+        from_host: Callable[..., Any],
+        dtypes: Iterable[Any] | None = None,
+        backend: str = "<runtime>",
+    ) -> None:
+        _no_layouts()
+
+    def register_layout(
+        self,
+        name: str,
+        /,
+        *,
+        min_ndim: int = 0,
+        max_ndim: int | None = None,
+        components: Iterable[str] = (),
+        description: str = "",
+        host_components: Callable[[Any], dict[str, Any]] | None = None,
+    ) -> Any:
+        _no_layouts()
+
+    def unregister_backend(self, backend: str, /) -> None:
+        return None
 
 
-def _no_layouts(*args: Any, **kwargs: Any) -> Any:
+def _no_layouts() -> None:
     raise BackendValidationError("layouts are registered through nda.layouts, which is not imported (import nda)")
 
 
-layout_hooks = _LayoutHooks()
+_layouts: Layouts = _NoLayouts()
+
+
+def install_layouts(provider: Layouts) -> None:
+    """Install how a backend's layouts reach ``nda.layouts`` (see :class:`Layouts`); once, at its import."""
+    global _layouts
+    if not isinstance(_layouts, _NoLayouts):
+        raise RuntimeError("nda.backends.install_layouts: a provider is installed already (nda.layouts installs it once, at import)")
+    _layouts = provider
 
 
 def _registrar(handle: BackendHandle, staged: list[Any]) -> Callable[..., None]:
@@ -320,7 +395,7 @@ def _registrar(handle: BackendHandle, staged: list[Any]) -> Callable[..., None]:
         if queued:
             fn = _queues.issuing(fn, f"to_layout({src} -> {dst})", handle)
         try:
-            layout_hooks.register_converter(device_of(device_type, f"a {src} -> {dst} converter"), src, dst, fn, backend=name)
+            _layouts.register_converter(device_of(device_type, f"a {src} -> {dst} converter"), src, dst, fn, backend=name)
         except (TypeError, ValueError) as err:
             raise BackendValidationError(f"backend {name!r}, converter {src} -> {dst}: {err}") from None
 
@@ -338,7 +413,7 @@ def _registrar(handle: BackendHandle, staged: list[Any]) -> Callable[..., None]:
             to_host = _attributed(to_host, handle.device_of)  # type: ignore[arg-type]  # validated: a queued backend has device_of
             from_host = _queues.issuing(from_host, f"to_device ({layout})", handle)
         try:
-            layout_hooks.register_storage(
+            _layouts.register_storage(
                 device_of(device_type, f"{layout} storage"), layout, to_host=to_host, from_host=from_host, dtypes=dtypes, backend=name
             )
         except (TypeError, ValueError) as err:
@@ -347,7 +422,7 @@ def _registrar(handle: BackendHandle, staged: list[Any]) -> Callable[..., None]:
     def layout(layout_name: str, **options: Any) -> Any:
         """Declare a layout of the backend's own (see nda.layouts.register_layout)."""
         try:
-            return layout_hooks.register_layout(layout_name, **options)
+            return _layouts.register_layout(layout_name, **options)
         except (TypeError, ValueError) as err:
             raise BackendValidationError(f"backend {name!r}, layout {layout_name!r}: {err}") from None
 
@@ -436,7 +511,7 @@ def _unregister(name: str, backend: Any, published: bool) -> None:
         del _devices[device]
     if published:
         dispatch.unregister_backend(name)
-    layout_hooks.unregister_backend(name)
+    _layouts.unregister_backend(name)
     for dev, queued in _queues.queue_backends().items():
         if queued.backend is backend:  # registered by the backend taken out
             _queues.unregister_device_type(dev)

@@ -1,6 +1,6 @@
 """The host fallback: an op a backend has no kernel for runs on cpu, with copies in and out.
 
-Part of the backends layer: dispatch asks for it (``dispatch.upper.host_fallback``) when a
+Part of the backends layer: dispatch asks for it (``nda.dispatch.Provider.host_fallback``) when a
 key has no kernel and the device's backend opted in (``fallback_to_host = True``). The
 inputs are read through :func:`nda.backends.read_buffer` (after the work that wrote them,
 errors attributed to the op that failed), the result goes back with ``from_host``, and the

@@ -21,7 +21,8 @@ import numpy as np
 from .. import _dtypes
 from .._devices import Device, as_device
 from .._dtypes import DType
-from .spec import Array, check_array, check_shape, constant, declare, dtype_arg, host_scalar, int_arg, Plan, upcalls
+from . import spec
+from .spec import Array, check_array, check_shape, constant, declare, dtype_arg, host_scalar, int_arg, Plan
 
 _ARRAY = "NDArray"
 
@@ -33,7 +34,7 @@ _VALUES_IGNORED = constant("the result does not depend on the values of x")
 def _device(device: Any, op: str) -> Device:
     try:
         dev = as_device(device)
-        upcalls.validate_device(dev)
+        spec.upper.validate_device(dev)
     except (TypeError, ValueError) as err:
         raise type(err)(f"{op}(): {err}") from None
     return dev

@@ -24,7 +24,8 @@ import numpy as np
 
 from .. import _dtypes
 from .._devices import strided
-from .spec import Array, broadcast_shapes, Cast, check_array, declare, normalize_axis, not_differentiable, Plan, same_device, scalar_arg, upcalls
+from . import spec
+from .spec import Array, broadcast_shapes, Cast, check_array, declare, normalize_axis, not_differentiable, Plan, same_device, scalar_arg
 from ._vjp import gather_positions, scatter_flat, scatter_rows
 
 _ARRAY = "NDArray"
@@ -62,11 +63,11 @@ def _normalize_key(x: Any, key: Any, op: str) -> tuple[tuple[Any, ...], tuple[in
         elif isinstance(item, (list, Array, np.ndarray, bool, np.bool_)):
             if isinstance(item, (bool, np.bool_)):
                 # NumPy's rule: a bool scalar is a 0-d mask (a new axis of length 1 or 0).
-                item = upcalls.asarray(bool(item), device=x.device)
+                item = spec.upper.asarray(bool(item), device=x.device)
             elif not isinstance(item, Array):
                 # An empty list is an empty integer index, as in NumPy (not a float64 array);
                 # a NumPy index array joins x's device.
-                item = upcalls.asarray(item, device=x.device, dtype=_dtypes.int64 if isinstance(item, list) and not item else None)
+                item = spec.upper.asarray(item, device=x.device, dtype=_dtypes.int64 if isinstance(item, list) and not item else None)
             arr = item
             if arr.device is not x.device:
                 raise ValueError(f"{op}: index array is on {arr.device} but the array is on {x.device}; move one with to_device()")

@@ -57,7 +57,7 @@ import operator
 import sys
 from collections.abc import Mapping
 from collections.abc import Set as AbstractSet
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
 
@@ -69,8 +69,8 @@ from .._dtypes import CATEGORIES, DType
 # What nda's other layers use: the declaration types the front end, dispatch, layouts,
 # autograd and hybridize read (``OpDecl``, ``Plan``, ``Cast``, ``Method``, ``NoVJP``, the
 # catalog, ``Array``), the argument checks the hand-written functions share with the
-# planners, the size bound, and the two registries the layers above fill at import
-# (``upcalls``, ``declared``). What only the catalog's own modules use to declare ops
+# planners, the size bound, and the two ways the layers above reach it, each installed at
+# import (``install``, a typed :class:`Provider`, and ``declared``). What only the catalog's own modules use to declare ops
 # (``declare``, ``constant``, ``not_differentiable``, ``same_device``, ``scalar_arg``,
 # ``check_dtype_category``) is the ``nda.ops`` package's; op libraries get it from
 # :mod:`nda.ops.extension`.
@@ -82,7 +82,9 @@ __all__ = [
     "NoVJP",
     "CATALOG",
     "Array",
-    "upcalls",
+    "Provider",
+    "install",
+    "upper",
     "declared",
     "broadcast_shapes",
     "normalize_axis",
@@ -115,30 +117,44 @@ class Array:
     __slots__ = ()
 
 
-def _unset(name: str, layer: str) -> Callable[..., Any]:
-    def missing(*args: Any, **kwargs: Any) -> Any:
-        raise RuntimeError(f"nda's {layer} did not register {name}() with the op catalog (import nda, not nda.ops alone)")
+class Provider(Protocol):
+    """What the catalog's planners need from the layers above: the one registration into this layer.
 
-    return missing
-
-
-class Upcalls:
-    """What the catalog's planners need from higher layers, registered by those layers at import.
-
-    ``validate_device(device)`` (the backends layer: a device a creation op names must
-    exist) and ``asarray(obj, device=, dtype=)`` (the front end: an index given as a list or
-    a NumPy array becomes an array on the indexed array's device).
+    ``validate_device(device)`` (a device a creation op names must exist: the backends
+    layer's check, which loads a plugin on first use) and ``asarray(obj, device=, dtype=)``
+    (an index given as a list, a NumPy array or a bool becomes an array on the indexed
+    array's device). The front end (``nda._api``), the lowest layer that has both,
+    implements this protocol (mypy checks it) and installs it once, at import, with
+    :func:`install`. Until then (``nda.ops`` used on its own) the planners that need it
+    raise a RuntimeError saying so.
     """
 
-    __slots__ = ("validate_device", "asarray")
-
-    def __init__(self) -> None:
-        self.validate_device: Callable[[Device], None] = _unset("validate_device", "backends layer")
-        self.asarray: Callable[..., Any] = _unset("asarray", "front end")
+    def validate_device(self, device: Device, /) -> None: ...
+    def asarray(self, obj: Any, /, *, dtype: Any = None, device: Any = None, copy: bool | None = None) -> Any: ...
 
 
-#: Filled in by ``nda.backends`` and ``nda._api`` when they are imported.
-upcalls = Upcalls()
+class _Alone:
+    """The :class:`Provider` of the catalog used on its own."""
+
+    def validate_device(self, device: Device, /) -> None:
+        raise RuntimeError("nda's backends layer is not there to check devices for the op catalog (import nda, not nda.ops alone)")
+
+    def asarray(self, obj: Any, /, *, dtype: Any = None, device: Any = None, copy: bool | None = None) -> Any:
+        raise RuntimeError("nda's front end is not there to make index arrays for the op catalog (import nda, not nda.ops alone)")
+
+
+#: The installed :class:`Provider`: the planners read it as ``spec.upper`` when they call it
+#: (never ``from .spec import upper``, which would keep the one of ``nda.ops`` alone).
+upper: Provider = _Alone()
+
+
+def install(provider: Provider) -> None:
+    """Install what the catalog's planners need from the layers above (see :class:`Provider`); once, at import of ``nda._api``."""
+    global upper
+    if not isinstance(upper, _Alone):
+        raise RuntimeError("nda.ops.spec.install: a provider is installed already (nda._api installs it once, at import)")
+    upper = provider
+
 
 #: Called with every :class:`OpDecl` as it is declared (dispatch registers one: each op
 #: gets its table; ops declared before dispatch loaded get theirs when it loads).
