@@ -43,17 +43,17 @@ from ._devices import strided as _STRIDED
 from ._execute import native as _native
 from ._signatures import result_name
 from ._execute import (
-    NOT_INTERCEPTED,
     _ACTIVE,
     _META,
     EntryCache,
+    Site,
     _local,
     hooks,
     base_of,
     execute,
     execute_multi,
     execute_mutation,
-    intercepted,
+    invoke,
     notify_write,
     work_size,
     zero_d_buffer,
@@ -164,15 +164,15 @@ def make_generic(decl: OpDecl) -> Callable[..., Any]:
     if decl.mutates:
 
         def mutating(*args: Any, **kwargs: Any) -> Any:
-            found = intercepted(decl, args, kwargs, mutating)
-            if found is not NOT_INTERCEPTED:
-                return found
+            return invoke(site, args, kwargs)
+
+        def mutate(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
             if _WRITES and args:
                 notify_write(args[0], args[-1] if len(args) > 1 else None, f"{name}()" if name != "setitem" else "x[...] = value")
             plan = plan_fn(*args, **kwargs)
             execute_mutation(name, plan, args[0])
-            return None
 
+        site = Site(decl, mutating, mutate)
         return mutating
 
     memo = EntryCache()
@@ -224,9 +224,10 @@ def make_generic(decl: OpDecl) -> Callable[..., Any]:
                 out._size = size
                 out._base = base_of(args[0]) if is_view else None  # a view op's plan may copy (flatten, reshape(copy=True))
                 return out
-        found = intercepted(decl, args, kwargs, fn)
-        if found is not NOT_INTERCEPTED:
-            return found
+        return invoke(site, args, kwargs, key, fast_key)
+
+    def body(args: tuple[Any, ...], kwargs: dict[str, Any], key: Any, fast_key: Any) -> NDArray:
+        """A miss, or a call that does not run inline (after the interceptors: ``invoke``)."""
         reads = HOST_READS[0]
         seen = _generation[0]
         plan = plan_fn(*args, **kwargs)
@@ -274,6 +275,7 @@ def make_generic(decl: OpDecl) -> Callable[..., Any]:
         if fast_key is not None and len(steps) == n and all(st[0] == 0 and args[st[1]] is args[i] for i, st in enumerate(steps)):
             remember(fast, fast_key, (partial(kernel, **plan.kwargs) if plan.kwargs else kernel, meta, plan.out_shape, work, size, is_view), seen)
 
+    site = Site(decl, fn, body)
     reflected_name = "__r" + decl.operators[0][2:] if decl.operators else ""
 
     def operator(self: NDArray, other: Any) -> Any:
@@ -316,15 +318,16 @@ def make_multi(decl: OpDecl) -> Callable[..., Any]:
     result_type = namedtuple(result_name(name), outputs) if named else None  # type: ignore[misc]
 
     def fn(*args: Any, **kwargs: Any) -> Any:
-        found = intercepted(decl, args, kwargs, fn)
-        if found is not NOT_INTERCEPTED:
-            return found
+        return invoke(site, args, kwargs)
+
+    def body(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         plan = plan_fn(*args, **kwargs)
         arrays = execute_multi(name, plan, outputs is not None, decl.data_dependent)
         if outputs is None:
             return arrays[0]
         return result_type(*arrays) if result_type is not None else tuple(arrays)
 
+    site = Site(decl, fn, body)
     if result_type is not None:
         result_type.__module__ = "nda"
         fn.result_type = result_type  # type: ignore[attr-defined]
