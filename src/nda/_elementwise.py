@@ -32,7 +32,7 @@ from ._array import NDArray
 from ._devices import ArrayMeta
 from ._devices import strided as _STRIDED
 from ._dtypes import python_scalar
-from ._execute import EntryCache, Site, Task, hooks, invoke, native, native_operator, run_elementwise, submit, zero_d_buffer
+from ._execute import EntryCache, Site, Task, hooks, invoke, native, native_operator, run_elementwise, submit, touches_failed, zero_d_buffer
 from .dispatch import generation as _generation
 from .dispatch import remember, resolve, resolve_plan
 from .engine import state as _state
@@ -121,7 +121,7 @@ def make_unary(decl: OpDecl) -> Callable[..., NDArray]:
             kernel, meta = cache[x._meta]
         except (KeyError, AttributeError):
             return slow(x)
-        if x._size < _state.limit and (not _ACTIVE[0] or not _local.stack.pushed):
+        if x._size < _state.limit and (not _ACTIVE[0] or not _local.stack.pushed) and (not _state.failed or not touches_failed((x,))):
             out = _new(NDArray)
             out._buf = kernel(x._buf) if x._shape else zero_d_buffer(kernel(x._buf), meta)
             out._meta = meta
@@ -195,7 +195,7 @@ def make_binary(decl: OpDecl) -> tuple[Callable[..., NDArray], Callable[..., Any
                     else:
                         shape = broadcast_shapes(shape, x2._shape)
                         size = prod(shape)
-                    if size < _state.limit and (not _ACTIVE[0] or not _local.stack.pushed):
+                    if size < _state.limit and (not _ACTIVE[0] or not _local.stack.pushed) and (not _state.failed or not touches_failed((x1, x2))):
                         kernel, meta = entry
                         out = _new(NDArray)
                         buf = kernel(x1._buf, x2._buf)
@@ -211,7 +211,12 @@ def make_binary(decl: OpDecl) -> tuple[Callable[..., NDArray], Callable[..., Any
                 if x1.__class__ is NDArray:
                     entry = cache_get((x1._meta, c2))
                     size = x1._size
-                    if entry is not None and size < _state.limit and (not _ACTIVE[0] or not _local.stack.pushed):
+                    if (
+                        entry is not None
+                        and size < _state.limit
+                        and (not _ACTIVE[0] or not _local.stack.pushed)
+                        and (not _state.failed or not touches_failed((x1,)))
+                    ):
                         kernel, meta = entry
                         shape = x1._shape
                         out = _new(NDArray)
@@ -228,7 +233,12 @@ def make_binary(decl: OpDecl) -> tuple[Callable[..., NDArray], Callable[..., Any
             elif c2 is NDArray and x1.__class__ is float:  # ``2.0 * x`` (reflected): inlined too
                 entry = cache_get((float, x2._meta))
                 size = x2._size
-                if entry is not None and size < _state.limit and (not _ACTIVE[0] or not _local.stack.pushed):
+                if (
+                    entry is not None
+                    and size < _state.limit
+                    and (not _ACTIVE[0] or not _local.stack.pushed)
+                    and (not _state.failed or not touches_failed((x2,)))
+                ):
                     kernel, meta = entry
                     shape = x2._shape
                     out = _new(NDArray)
@@ -293,7 +303,14 @@ def make_inplace(decl: OpDecl, attr: str) -> Callable[..., Any]:
             other = python_scalar(other)
         key = (self._meta, other._meta if other.__class__ is NDArray else other.__class__)
         entry = cache.get(key)
-        if entry is not None and entry[1] and self._size < _state.limit and not _WRITES and (not _ACTIVE[0] or not _local.stack.pushed):
+        if (
+            entry is not None
+            and entry[1]
+            and self._size < _state.limit
+            and not _WRITES
+            and (not _ACTIVE[0] or not _local.stack.pushed)
+            and (not _state.failed or not touches_failed((self, other)))
+        ):
             if other.__class__ is NDArray:
                 if other._shape == self._shape or broadcast_shapes(self._shape, other._shape) == self._shape:
                     buf = self._buf

@@ -70,6 +70,7 @@ __all__ = [
     "work_size",
     "zero_d_buffer",
     "notify_write",
+    "touches_failed",
     "TO_DEVICE",
     "TO_LAYOUT",
     "inplace_entry",
@@ -122,6 +123,18 @@ def inplace_entry(decl: Any, attr: str) -> _intercept.EntryPoint:
     return found
 
 
+def touches_failed(arrays: tuple[Any, ...] | list[Any]) -> bool:
+    """Whether one of ``arrays`` (other values are skipped), or the base it views, is among the
+    failed arrays the engine keeps (``engine.state.failed``, ``id`` -> entry). The fast paths
+    ask only while that is not empty; a stale id (a collected failed array whose id was reused)
+    only sends a call to the slow path, where the engine decides exactly."""
+    failed = _state.failed
+    for a in arrays:
+        if a.__class__ is NDArray and (id(a) in failed or (a._base is not None and id(a._base) in failed)):
+            return True
+    return False
+
+
 def notify_write(target: Any, value: Any, what: str) -> None:
     """Tell the write hooks (autograd's checks) of a write into ``target``."""
     for hook in tuple(_WRITES):
@@ -137,7 +150,10 @@ def _load_native() -> Any:
     except ImportError:  # not compiled (no C compiler at install): the Python fast paths
         return None
     slots = vars(NDArray)
-    _native.configure(NDArray, slots["_buf"], slots["_meta"], slots["_shape"], slots["_size"], slots["_base"], _state, vars(type(_state))["limit"])
+    state_slots = vars(type(_state))
+    _native.configure(
+        NDArray, slots["_buf"], slots["_meta"], slots["_shape"], slots["_size"], slots["_base"], _state, state_slots["limit"], state_slots["failed"]
+    )
     _native.configure_interception(_ACTIVE, _local)  # the calling thread's interceptors: their own flag
     return _native
 
@@ -298,14 +314,22 @@ def _fill(task: Task, result: Any) -> None:
         out._buf = result if out._shape else zero_d_buffer(result, out._meta)
 
 
+def _writes(task: Task) -> tuple[Any, ...]:
+    writes = task.writes
+    if writes is None:
+        return (task.target,) if task.target is not None else task.outs
+    return writes
+
+
 def submit(task: Task) -> None:
     """Run ``task`` here, or hand it to the engine: the one place where a call becomes work.
 
     Inline when ``task.cost < engine.state.limit`` (the engine is idle and the work is small:
-    its NumPy warnings name the user's line, ``engine._fperrors``); else one engine task,
+    its NumPy warnings name the user's line, ``engine._fperrors``) and it touches no failed
+    array the engine keeps (a write into one must clear or keep its failure there); else one engine task,
     ordered after what it reads and writes, which waits for a :class:`Completion` its kernel
     returns (asynchronous device work) and fills the outputs then."""
-    if task.cost < _state.limit and task.inline:
+    if task.cost < _state.limit and task.inline and (not _state.failed or not (touches_failed(task.reads) or touches_failed(_writes(task)))):
         token = _fp_guard()
         try:
             result = _call(task, task.args)
@@ -326,10 +350,9 @@ def submit(task: Task) -> None:
         _fill(task, result)
         return None
 
-    writes = task.writes
-    if writes is None:
-        writes = (task.target,) if task.target is not None else task.outs
-    _state.push(run, reads, writes, task.device, task.name, cost=task.cost, route=task.kernel if task.route is None else task.route, view=task.view)
+    _state.push(
+        run, reads, _writes(task), task.device, task.name, cost=task.cost, route=task.kernel if task.route is None else task.route, view=task.view
+    )
 
 
 # ---------------------------------------------------------------------------- planned calls

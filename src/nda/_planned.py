@@ -55,6 +55,7 @@ from ._execute import (
     execute_mutation,
     invoke,
     notify_write,
+    touches_failed,
     work_size,
     zero_d_buffer,
 )
@@ -194,7 +195,12 @@ def make_generic(decl: OpDecl) -> Callable[..., Any]:
                 fast_key = None
             if fast_key is not None:
                 entry = fast.get(fast_key)
-                if entry is not None and entry[3] < _state.limit and (not _ACTIVE[0] or not _local.stack.pushed):
+                if (
+                    entry is not None
+                    and entry[3] < _state.limit
+                    and (not _ACTIVE[0] or not _local.stack.pushed)
+                    and (not _state.failed or not touches_failed(args))
+                ):
                     kernel, meta, shape, work, size, is_view = entry
                     result = kernel(x1._buf) if n == 1 else kernel(x1._buf, x2._buf)
                     out = _new(NDArray)
@@ -213,6 +219,8 @@ def make_generic(decl: OpDecl) -> Callable[..., Any]:
                 entry = None
             elif not entry[5] < _state.limit:  # the engine is busy
                 entry = None  # planned again, and ordered by the engine
+            elif _state.failed and touches_failed(args):  # a failed array kept: the engine decides
+                entry = None
             if entry is not None:
                 kernel, meta, shape, steps, kernel_kwargs, work, size, is_view = entry
                 kernel_args = [args[s[1]]._buf if s[0] == 0 else s[1] if s[0] == 2 else s[2](args[s[1]]._buf, s[3], copy=False) for s in steps]
@@ -285,7 +293,12 @@ def make_generic(decl: OpDecl) -> Callable[..., Any]:
             hook = hooks.foreign_operand
             return NotImplemented if hook is None else hook(other, reflected_name, self)
         entry = fast.get((self._meta, self._shape, other._meta, other._shape, self is other))
-        if entry is not None and entry[3] < _state.limit and (not _ACTIVE[0] or not _local.stack.pushed):
+        if (
+            entry is not None
+            and entry[3] < _state.limit
+            and (not _ACTIVE[0] or not _local.stack.pushed)
+            and (not _state.failed or not touches_failed((self, other)))
+        ):
             kernel, meta, shape, work, size, is_view = entry
             result = kernel(self._buf, other._buf)
             out = _new(NDArray)
@@ -346,7 +359,11 @@ def make_getitem(generic: Callable[..., NDArray]) -> Callable[..., NDArray]:
     def __getitem__(self: NDArray, key: Any) -> NDArray:
         kc = key.__class__
         if (
-            (kc is slice or kc is int) and 0 < _state.limit and self._shape and (not _ACTIVE[0] or not _local.stack.pushed)
+            (kc is slice or kc is int)
+            and 0 < _state.limit
+            and self._shape
+            and (not _ACTIVE[0] or not _local.stack.pushed)
+            and (not _state.failed or not touches_failed((self,)))
         ):  # a view: O(1), inline when idle
             kernel = kernels.get(self._meta)
             if kernel is None:
@@ -430,7 +447,7 @@ class _Rows:
             raise StopIteration
         self.i = i + 1
         x = self.x
-        if 0 < _state.limit and (not _ACTIVE[0] or not _local.stack.pushed):
+        if 0 < _state.limit and (not _ACTIVE[0] or not _local.stack.pushed) and (not _state.failed or not touches_failed((x,))):
             kernel = self.kernels.get(x._meta)
             if kernel is not None:
                 out = _new(NDArray)
