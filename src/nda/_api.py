@@ -18,7 +18,7 @@ import numpy as np
 from . import _dtypes, _namespace, backends, layouts, ops
 from . import engine as _engine
 from ._array import NDArray, new_array
-from ._execute import NOT_INTERCEPTED, TO_DEVICE, TO_LAYOUT, inline, intercepted
+from ._execute import TO_DEVICE, TO_LAYOUT, Site, Task, invoke, submit
 from ._devices import ArrayMeta, Device, as_device, as_layout, strided
 from .engine import state as _state
 from .ops import spec as _spec
@@ -140,29 +140,32 @@ def to_device(x: NDArray, device: Device | str, /, *, stream: Any = None) -> NDA
     when one backend serves both devices and offers it, else through host memory) and
     through the engine, so it is ordered like any op: after pending writes to ``x``.
     """
-    found = intercepted(TO_DEVICE, (x, device), {} if stream is None else {"stream": stream}, to_device)
-    if found is not NOT_INTERCEPTED:
-        return found  # type: ignore[no-any-return]
+    return invoke(_TO_DEVICE, (x, device), {} if stream is None else {"stream": stream})  # type: ignore[no-any-return]
+
+
+def _copy_to_device(args: tuple[Any, ...], kwargs: dict[str, Any]) -> NDArray:
+    x, device = args
     target = as_device(device)
     if target is x.device:
         return x
-    if stream is not None:
+    if kwargs.get("stream") is not None:
         raise ValueError("to_device(): stream= is not supported; nda orders copies with its engine")
     backends.validate_device(target)
     if x._meta.layout.name != "strided":
         return _layout_to_device(x, target)  # stays in its layout
     direct = backends.copies_directly(x.device, target)
     out = new_array(None, ArrayMeta(target, x.dtype, x.layout), x.shape)
+    source = x.device
 
-    def run() -> None:
-        out._buf = backends.copy_buffer(x.device, x._buf, target, like=x)
+    def copy(buf: Any) -> Any:
+        return backends.copy_buffer(source, buf, target, like=x)
 
-    if inline(x._size):
-        run()
-    else:
-        route = f"{x.device} -> {target} ({'direct' if direct else 'through host memory'})"
-        _state.push(run, (x,), (out,), target, "to_device", cost=x._size, route=route)
+    route = f"{source} -> {target} ({'direct' if direct else 'through host memory'})"
+    submit(Task("to_device", copy, (x,), {}, (out,), (x,), target, x._size, route=route))
     return out
+
+
+_TO_DEVICE = Site(TO_DEVICE, to_device, _copy_to_device)
 
 
 def _to_layout(x: Any, layout: Any, /) -> Any:
@@ -174,9 +177,11 @@ def _to_layout(x: Any, layout: Any, /) -> Any:
     """
     if not isinstance(x, NDArray):
         raise TypeError(f"to_layout() expects an nda array, got {type(x).__name__}")
-    found = intercepted(TO_LAYOUT, (x, layout), {}, _to_layout)
-    if found is not NOT_INTERCEPTED:
-        return found
+    return invoke(_TO_LAYOUT, (x, layout), {})
+
+
+def _convert_layout(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    x, layout = args
     lay = as_layout(layout)
     if lay is x._meta.layout:
         return x
@@ -185,18 +190,17 @@ def _to_layout(x: Any, layout: Any, /) -> Any:
     chain = layouts.conversion_route(x._meta.device.type, x._meta.layout, lay)
     out = new_array(None, ArrayMeta(x._meta.device, x._meta.dtype, lay), x._shape)
 
-    def run() -> None:
-        buf = x._buf
+    def convert(buf: Any) -> Any:
         for conv in chain:
             buf = conv.fn(buf)
-        out._buf = buf
+        return buf
 
-    if inline(x._size):
-        run()
-    else:
-        path = " -> ".join([chain[0].src.name] + [c.dst.name for c in chain])
-        _state.push(run, (x,), (out,), x._meta.device, f"to_layout({lay.name})", cost=x._size, route=path)
+    path = " -> ".join([chain[0].src.name] + [c.dst.name for c in chain])
+    submit(Task(f"to_layout({lay.name})", convert, (x,), {}, (out,), (x,), x._meta.device, x._size, route=path))
     return out
+
+
+_TO_LAYOUT = Site(TO_LAYOUT, _to_layout, _convert_layout)
 
 
 def _layout_to_device(x: Any, target: Device) -> Any:
@@ -207,13 +211,11 @@ def _layout_to_device(x: Any, target: Device) -> Any:
     layouts.check_holds(target.type, layout, x._meta.dtype, f"to_device({target})")
     out = new_array(None, ArrayMeta(target, x._meta.dtype, layout), x._shape)
 
-    def run() -> None:
-        out._buf = dst.from_host(src.to_host(x._buf), target)
+    def copy(buf: Any) -> Any:
+        return dst.from_host(src.to_host(buf), target)
 
-    if inline(x._size):
-        run()
-    else:
-        _state.push(run, (x,), (out,), target, "to_device", cost=x._size, route=f"{x._meta.device} -> {target} ({layout.name}, through host memory)")
+    route = f"{x._meta.device} -> {target} ({layout.name}, through host memory)"
+    submit(Task("to_device", copy, (x,), {}, (out,), (x,), target, x._size, route=route))
     return out
 
 

@@ -9,7 +9,7 @@ a shape comparison, the comparison ``size < engine.state.limit`` and the kernel 
 caches are cleared whenever dispatch's tables or settings change (``dispatch.dependents``),
 so an entry never outlives the resolution it was made from. A miss, or a call that does not
 run inline, goes to the slow path, which first asks the invocation point for the calling
-thread's interceptors (:func:`nda._execute.intercepted`), then plans (validation,
+thread's interceptors (:func:`nda._execute.invoke`), then plans (validation,
 promotion, casts, errors) and fills the cache.
 
 Element-wise plans read no argument's value, so metadata is all an entry depends on.
@@ -32,13 +32,10 @@ from ._array import NDArray
 from ._devices import ArrayMeta
 from ._devices import strided as _STRIDED
 from ._dtypes import python_scalar
-from ._execute import NOT_INTERCEPTED, EntryCache, foreign_operand, inline, intercepted, native, native_operator, run_elementwise, zero_d_buffer
+from ._execute import EntryCache, Site, Task, foreign_operand, invoke, native, native_operator, run_elementwise, submit, touches_failed, zero_d_buffer
 from .dispatch import generation as _generation
 from .dispatch import remember, resolve, resolve_plan
 from .engine import state as _state
-from .engine._fperrors import guard as _fp_guard
-from .engine._fperrors import unguard as _fp_unguard
-from .engine.queues import local as _writing
 from .ops.spec import Cast, OpDecl, Plan, broadcast_shapes
 
 __all__ = ["make_unary", "make_binary", "make_inplace", "native", "native_operator"]
@@ -49,6 +46,7 @@ _ACTIVE = _intercept.ACTIVE
 _WRITES = _intercept.WRITES
 _local = _intercept._local  # the calling thread's interceptors: stack (its own flag, never the engine's limit)
 _HOST_FAMILIES = _hostviews.FAMILIES
+_NO_KWARGS: dict[str, Any] = {}  # never written: the slow paths pass it to invoke() as the call's keywords
 
 
 # ---------------------------------------------------------------------------- entries
@@ -104,26 +102,26 @@ def make_unary(decl: OpDecl) -> Callable[..., NDArray]:
     name = decl.name
     plan_fn = decl.plan
 
-    def slow(x: Any) -> NDArray:
-        found = intercepted(decl, (x,), {}, fn)
-        if found is not NOT_INTERCEPTED:
-            return found  # type: ignore[no-any-return]
+    def body(args: tuple[Any, ...], kwargs: dict[str, Any]) -> NDArray:
+        """A miss, or a call that does not run inline (after the interceptors: ``invoke``)."""
+        x = args[0]
         entry = cache.get(x._meta) if x.__class__ is NDArray else None
         if entry is None:
             seen = _generation[0]
             plan = plan_fn(x)  # validates: raises the TypeError of a wrong argument
             entry = remember(cache, x._meta, _entry_from_plan(decl, plan), seen)
         kernel, meta = entry
-        if inline(x._size):
-            return _inline1(kernel, x, meta)
         return run_elementwise(name, kernel, (x,), meta, x._shape)
+
+    def slow(x: Any) -> NDArray:
+        return invoke(site, (x,), _NO_KWARGS)  # type: ignore[no-any-return]
 
     def fn(x: Any, /) -> NDArray:
         try:
             kernel, meta = cache[x._meta]
         except (KeyError, AttributeError):
             return slow(x)
-        if x._size < _state.limit and (not _ACTIVE[0] or not _local.stack.pushed):
+        if x._size < _state.limit and (not _ACTIVE[0] or not _local.stack.pushed) and (not _state.failed or not touches_failed((x,))):
             out = _new(NDArray)
             out._buf = kernel(x._buf) if x._shape else zero_d_buffer(kernel(x._buf), meta)
             out._meta = meta
@@ -133,23 +131,9 @@ def make_unary(decl: OpDecl) -> Callable[..., NDArray]:
             return out
         return slow(x)
 
+    site = Site(decl, fn, body)
     fn._nda_cache = cache  # type: ignore[attr-defined]  # the operator's C fast path reads it too (native_operator)
     return fn
-
-
-def _inline1(kernel: Callable[..., Any], x: NDArray, meta: ArrayMeta) -> NDArray:
-    out = _new(NDArray)
-    token = _fp_guard()  # a slow path: NumPy's warnings name the user's line (engine._fperrors)
-    try:
-        buf = kernel(x._buf)
-    finally:
-        _fp_unguard(token)
-    out._buf = buf if x._shape else zero_d_buffer(buf, meta)
-    out._meta = meta
-    out._shape = x._shape
-    out._size = x._size
-    out._base = None
-    return out
 
 
 # ---------------------------------------------------------------------------- binary
@@ -164,11 +148,9 @@ def make_binary(decl: OpDecl) -> tuple[Callable[..., NDArray], Callable[..., Any
     forward_name = decl.operators[0] if decl.operators else ""
     reflected_name = decl.operators[1] if len(decl.operators) > 1 and not decl.operators[1].startswith("__i") else ""
 
-    def slow(x1: Any, x2: Any) -> NDArray:
-        """Cache misses, and calls that do not run inline: interceptors, planning, the engine."""
-        found = intercepted(decl, (x1, x2), {}, fn)
-        if found is not NOT_INTERCEPTED:
-            return found  # type: ignore[no-any-return]
+    def body(args: tuple[Any, ...], kwargs: dict[str, Any]) -> NDArray:
+        """Cache misses, and calls that do not run inline (after the interceptors: ``invoke``)."""
+        x1, x2 = args
         k1 = x1._meta if x1.__class__ is NDArray else x1.__class__
         k2 = x2._meta if x2.__class__ is NDArray else x2.__class__
         entry = cache_get((k1, k2))
@@ -188,21 +170,10 @@ def make_binary(decl: OpDecl) -> tuple[Callable[..., NDArray], Callable[..., Any
         else:
             shape = x1._shape if x1._shape == x2._shape else broadcast_shapes(x1._shape, x2._shape)
         kernel, meta = entry
-        size = prod(shape)
-        if inline(size):
-            token = _fp_guard()  # a slow path: NumPy's warnings name the user's line (engine._fperrors)
-            try:
-                buf = kernel(x1._buf if x1.__class__ is NDArray else x1, x2._buf if x2.__class__ is NDArray else x2)
-            finally:
-                _fp_unguard(token)
-            out = _new(NDArray)
-            out._buf = buf if shape else zero_d_buffer(buf, meta)
-            out._meta = meta
-            out._shape = shape
-            out._size = size
-            out._base = None
-            return out
         return run_elementwise(name, kernel, (x1, x2), meta, shape)
+
+    def slow(x1: Any, x2: Any) -> NDArray:
+        return invoke(site, (x1, x2), _NO_KWARGS)  # type: ignore[no-any-return]
 
     compares = name in ("equal", "not_equal")
     symbol = "==" if name == "equal" else "!="
@@ -224,7 +195,7 @@ def make_binary(decl: OpDecl) -> tuple[Callable[..., NDArray], Callable[..., Any
                     else:
                         shape = broadcast_shapes(shape, x2._shape)
                         size = prod(shape)
-                    if size < _state.limit and (not _ACTIVE[0] or not _local.stack.pushed):
+                    if size < _state.limit and (not _ACTIVE[0] or not _local.stack.pushed) and (not _state.failed or not touches_failed((x1, x2))):
                         kernel, meta = entry
                         out = _new(NDArray)
                         buf = kernel(x1._buf, x2._buf)
@@ -240,7 +211,12 @@ def make_binary(decl: OpDecl) -> tuple[Callable[..., NDArray], Callable[..., Any
                 if x1.__class__ is NDArray:
                     entry = cache_get((x1._meta, c2))
                     size = x1._size
-                    if entry is not None and size < _state.limit and (not _ACTIVE[0] or not _local.stack.pushed):
+                    if (
+                        entry is not None
+                        and size < _state.limit
+                        and (not _ACTIVE[0] or not _local.stack.pushed)
+                        and (not _state.failed or not touches_failed((x1,)))
+                    ):
                         kernel, meta = entry
                         shape = x1._shape
                         out = _new(NDArray)
@@ -257,7 +233,12 @@ def make_binary(decl: OpDecl) -> tuple[Callable[..., NDArray], Callable[..., Any
             elif c2 is NDArray and x1.__class__ is float:  # ``2.0 * x`` (reflected): inlined too
                 entry = cache_get((float, x2._meta))
                 size = x2._size
-                if entry is not None and size < _state.limit and (not _ACTIVE[0] or not _local.stack.pushed):
+                if (
+                    entry is not None
+                    and size < _state.limit
+                    and (not _ACTIVE[0] or not _local.stack.pushed)
+                    and (not _state.failed or not touches_failed((x2,)))
+                ):
                     kernel, meta = entry
                     shape = x2._shape
                     out = _new(NDArray)
@@ -289,6 +270,7 @@ def make_binary(decl: OpDecl) -> tuple[Callable[..., NDArray], Callable[..., Any
 
     fn = build(False)
     forward = build(True)
+    site = Site(decl, fn, body)
     fn._nda_cache = forward._nda_cache = cache  # type: ignore[attr-defined]
 
     def reflected(self: NDArray, other: Any) -> Any:
@@ -310,6 +292,7 @@ def make_inplace(decl: OpDecl, attr: str) -> Callable[..., Any]:
     name = decl.name
     entry_point = _execute.inplace_entry(decl, attr)
     what = f"x {_OPERATOR_SYMBOL.get(name, name)}= y"
+    label = name + " (in-place)"
 
     def inplace(self: NDArray, other: Any) -> Any:
         if other.__class__ is not NDArray and other.__class__ not in _SCALARS:
@@ -318,7 +301,14 @@ def make_inplace(decl: OpDecl, attr: str) -> Callable[..., Any]:
             other = python_scalar(other)
         key = (self._meta, other._meta if other.__class__ is NDArray else other.__class__)
         entry = cache.get(key)
-        if entry is not None and entry[1] and self._size < _state.limit and not _WRITES and (not _ACTIVE[0] or not _local.stack.pushed):
+        if (
+            entry is not None
+            and entry[1]
+            and self._size < _state.limit
+            and not _WRITES
+            and (not _ACTIVE[0] or not _local.stack.pushed)
+            and (not _state.failed or not touches_failed((self, other)))
+        ):
             if other.__class__ is NDArray:
                 if other._shape == self._shape or broadcast_shapes(self._shape, other._shape) == self._shape:
                     buf = self._buf
@@ -331,9 +321,11 @@ def make_inplace(decl: OpDecl, attr: str) -> Callable[..., Any]:
         return slow(self, other, key, entry)
 
     def slow(self: NDArray, other: Any, key: Any, entry: Any) -> Any:
-        found = intercepted(entry_point, (self, other), {}, inplace)
-        if found is not NOT_INTERCEPTED:
-            return found
+        return invoke(site, (self, other), _NO_KWARGS, key, entry)
+
+    def body(args: tuple[Any, ...], kwargs: dict[str, Any], key: Any, entry: Any) -> Any:
+        """A miss, a write with hooks, or a call that does not run inline (after the interceptors: ``invoke``)."""
+        self, other = args
         if _WRITES:
             _execute.notify_write(self, other, what)
         if entry is None:
@@ -346,34 +338,21 @@ def make_inplace(decl: OpDecl, attr: str) -> Callable[..., Any]:
         elif other.__class__ is int and not _int_fits(other, self._meta):
             decl.plan(self, other)  # raises the OverflowError with its message
         kernel, direct = entry
-        size = self._size
-        if direct and inline(size):
-            buf = self._buf
-            kernel(buf, other._buf if other.__class__ is NDArray else other, buf)
-            return self
-        store = _store_kernel(self)
-        target = self
+        if direct:  # into the target's memory: no temporary (a large one costs its page faults)
 
-        def run() -> None:
-            operand = other._buf if other.__class__ is NDArray else other
-            outer = _writing.base
-            _writing.base = _execute.base_of(target)._buf  # see nda._execute.execute_mutation
-            try:
-                if direct:  # into the target's memory, as inline: no temporary (a large one costs its page faults)
-                    buf = target._buf
-                    kernel(buf, operand, buf)
-                else:
-                    store(target._buf, kernel(target._buf, operand))
-            finally:
-                _writing.base = outer
-
-        if inline(size):
-            run()
+            def apply(buf: Any, operand: Any) -> None:
+                kernel(buf, operand, buf)
         else:
-            reads = (self, other) if other.__class__ is NDArray else (self,)
-            _state.push(run, reads, (_execute.base_of(self),), self._meta.device, name + " (in-place)", cost=size, route=kernel)
+            store = _store_kernel(self)
+
+            def apply(buf: Any, operand: Any) -> None:
+                store(buf, kernel(buf, operand))
+
+        reads = (self, other) if other.__class__ is NDArray else (self,)
+        submit(Task(label, apply, (self, other), _NO_KWARGS, (), reads, self._meta.device, self._size, route=kernel, target=_execute.base_of(self)))
         return self
 
+    site = Site(entry_point, inplace, body)
     return inplace
 
 

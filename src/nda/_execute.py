@@ -1,23 +1,30 @@
-"""Execution: the invocation point's lower half, where a planned call becomes work.
+"""Execution: the invocation point, where a call becomes work.
 
-The generated functions (:mod:`nda._elementwise`, :mod:`nda._planned`) keep their fast
-paths to themselves; everything else about running an op lives here, once:
+Every generated function, operator and method is a hit of its own fast cache (those stay
+in :mod:`nda._elementwise` and :mod:`nda._planned`: one lookup and the kernel) or goes
+through here, once:
 
-* :func:`intercepted`: the invocation point's check for the calling thread's interceptors
-  (:mod:`nda._intercept`). Every slow path of every generated function calls it first,
-  with the op's declaration, the call's arguments and the public function to proceed with.
-* :func:`execute` (one output), :func:`execute_multi` (several, or data-dependent shapes)
-  and :func:`execute_mutation` (a kernel that writes its first argument): resolve the
-  plan's :class:`~nda.dispatch.Route` (:mod:`nda.dispatch`, with :mod:`nda.layouts` for
-  non-strided operands; its fallback was announced when it was resolved), make the output
-  arrays in the route's layout, and run ``route.run`` inline when ``size < engine.state.limit`` or
-  hand it to the engine (``engine.state.push``), which orders it after what it depends on.
-  On that engine path only, a heavy op reading arrays that share NumPy's memory gets
-  snapshots of them (:func:`nda._snapshots.queued_inputs`), so it stays asynchronous.
+* :func:`invoke` (a call's one slow path): the calling thread's interceptors (recording,
+  tracing, checking: :mod:`nda._intercept`, their own per-thread flag), else the op's own
+  ``body`` (a :class:`Site`, made once per generated function: plan, memoise, outputs).
+* :func:`submit` (a call's one hand-over): a :class:`Task` runs here when it is small and the
+  engine idle (``cost < engine.state.limit``; NumPy's warnings then name the user's line), or
+  becomes one engine task ordered after what it reads and writes. It alone fills the outputs
+  (a 0-d scalar made a buffer, a :class:`~nda.engine.Completion` of asynchronous device work
+  awaited by the engine), says which memory a mutation writes, and takes snapshots of the
+  inputs a queued heavy op shares with NumPy (:func:`nda._snapshots.queued_inputs`).
+* :func:`execute` (one output), :func:`execute_multi` (several, or data-dependent shapes),
+  :func:`execute_mutation` (a kernel that writes its first argument) and
+  :func:`run_elementwise`: resolve the plan's :class:`~nda.dispatch.Route` (:mod:`nda.dispatch`,
+  with :mod:`nda.layouts` for non-strided operands; its fallback was announced when it was
+  resolved), make the output arrays in the route's layout, and :func:`submit`.
 * Host views (:mod:`nda._hostviews`): a view op whose route is a ``host view`` one, or whose
   input is a host view, makes a host view here; a write into a family with host views keeps
   them in step. Only these slow paths look: the fast paths never cache an entry for a
   device whose backend may make host views (its handle says so, resolved at activation).
+
+No other module hands work to the engine (``engine.state.push``) or asks for interceptors
+(``tests/test_invocation_point.py`` checks it).
 
 Layer: arrays and front end, execution (README, "Architecture").
 """
@@ -26,7 +33,7 @@ from __future__ import annotations
 
 import importlib
 from math import prod
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, NamedTuple, Protocol
 
 from . import _hostviews, _intercept
 from ._config import env_flag
@@ -46,11 +53,13 @@ from .ops.spec import SURELY_FITS, Cast, Plan, check_size
 
 __all__ = [
     "EntryCache",
-    "NOT_INTERCEPTED",
     "Provider",
     "install",
     "foreign_operand",
-    "intercepted",
+    "Site",
+    "Task",
+    "invoke",
+    "submit",
     "native",
     "native_operator",
     "unwrap",
@@ -63,7 +72,7 @@ __all__ = [
     "work_size",
     "zero_d_buffer",
     "notify_write",
-    "inline",
+    "touches_failed",
     "TO_DEVICE",
     "TO_LAYOUT",
     "inplace_entry",
@@ -125,9 +134,6 @@ def foreign_operand(other: Any, method: str, array: NDArray) -> Any:
     return _upper.foreign_operand(other, method, array)
 
 
-#: Returned by :func:`intercepted` when the calling thread has no interceptor: run the op.
-NOT_INTERCEPTED: Any = object()
-
 #: The entry points that are intercepted like ops without being catalog ops.
 TO_DEVICE = _intercept.EntryPoint("to_device", "to_device")
 TO_LAYOUT = _intercept.EntryPoint("to_layout", "to_layout")
@@ -142,18 +148,16 @@ def inplace_entry(decl: Any, attr: str) -> _intercept.EntryPoint:
     return found
 
 
-def intercepted(op: Any, args: tuple[Any, ...], kwargs: dict[str, Any], proceed: Callable[..., Any]) -> Any:
-    """The call through the calling thread's interceptors, or :data:`NOT_INTERCEPTED` if it has none."""
-    if _ACTIVE[0] and _local.stack:
-        return _intercept.call(op, args, kwargs, proceed)
-    return NOT_INTERCEPTED
-
-
-def inline(size: int) -> bool:
-    """Whether an op touching ``size`` elements runs right here, on a slow path: ``size <
-    engine.state.limit``, as on the fast paths (interception is decided before, by
-    :func:`intercepted`, and never through the limit)."""
-    return size < _state.limit
+def touches_failed(arrays: tuple[Any, ...] | list[Any]) -> bool:
+    """Whether one of ``arrays`` (other values are skipped), or the base it views, is among the
+    failed arrays the engine keeps (``engine.state.failed``, ``id`` -> entry). The fast paths
+    ask only while that is not empty; a stale id (a collected failed array whose id was reused)
+    only sends a call to the slow path, where the engine decides exactly."""
+    failed = _state.failed
+    for a in arrays:
+        if a.__class__ is NDArray and (id(a) in failed or (a._base is not None and id(a._base) in failed)):
+            return True
+    return False
 
 
 def notify_write(target: Any, value: Any, what: str) -> None:
@@ -171,7 +175,10 @@ def _load_native() -> Any:
     except ImportError:  # not compiled (no C compiler at install): the Python fast paths
         return None
     slots = vars(NDArray)
-    _native.configure(NDArray, slots["_buf"], slots["_meta"], slots["_shape"], slots["_size"], slots["_base"], _state, vars(type(_state))["limit"])
+    state_slots = vars(type(_state))
+    _native.configure(
+        NDArray, slots["_buf"], slots["_meta"], slots["_shape"], slots["_size"], slots["_base"], _state, state_slots["limit"], state_slots["failed"]
+    )
     _native.configure_interception(_ACTIVE, _local)  # the calling thread's interceptors: their own flag
     return _native
 
@@ -244,11 +251,140 @@ def work_size(plan: Plan, name: str = "") -> int:
     return size
 
 
-# ---------------------------------------------------------------------------- running
+# ---------------------------------------------------------------------------- the invocation point
+
+
+class Site(NamedTuple):
+    """A generated function's (or an entry point's) place at the invocation point.
+
+    ``entry``: what the calling thread's interceptors see (the op's declaration, or an
+    :class:`~nda._intercept.EntryPoint`); ``public``: the callable they proceed with; ``body``:
+    the op's own slow path, ``body(args, kwargs, *state)`` (plan, memoise, make the outputs,
+    :func:`submit`). Made once per generated function, when it is generated."""
+
+    entry: Any
+    public: Callable[..., Any]
+    body: Callable[..., Any]
+
+
+def invoke(site: Site, args: tuple[Any, ...], kwargs: dict[str, Any], *state: Any) -> Any:
+    """The one slow path of every generated function, operator and method (anything that is
+    not a hit of its own fast cache): the calling thread's interceptors (recording, tracing,
+    checking: each on its own flag, :mod:`nda._intercept`), else the op's ``body``.
+
+    ``state`` is what the fast path already computed for the body (a memo key), passed on."""
+    if _ACTIVE[0] and _local.stack:
+        return _intercept.call(site.entry, args, kwargs, site.public)
+    return site.body(args, kwargs, *state)
+
+
+class Task(NamedTuple):
+    """One call's work, as the invocation point hands it to :func:`submit`.
+
+    ``kernel(*unwrap(args), **kwargs)`` computes it (``unwrap`` replaces arrays by their
+    buffers when the work runs, after what it reads is written); its result fills ``outs``
+    (one buffer per output when ``multi``; a scalar for a 0-d output becomes a buffer). A
+    mutation has no outputs: ``target`` is the base whose memory the kernel writes, and
+    ``whole`` the array written whole when the write covers it (its old failure no longer
+    matters). ``writes`` defaults to ``outs`` (or ``(target,)``); ``route`` is what the
+    profiler and the engine's explanations name (the kernel by default); ``plan``, when given,
+    lets a queued heavy op take snapshots of inputs NumPy shares (:mod:`nda._snapshots`);
+    ``view``: the op only makes a view (it runs on a poisoned base, see ``engine``);
+    ``inline=False``: always an engine task (what it reads may be pending or failed).
+    """
+
+    name: str
+    kernel: Callable[..., Any]
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    outs: tuple[NDArray, ...]
+    reads: tuple[Any, ...]
+    device: Any
+    cost: int
+    writes: tuple[Any, ...] | None = None
+    route: Any = None
+    multi: bool = False
+    view: bool = False
+    target: NDArray | None = None
+    whole: NDArray | None = None
+    plan: Plan | None = None
+    inline: bool = True
+
+
+def _call(task: Task, args: tuple[Any, ...]) -> Any:
+    """Call the task's kernel; a mutation says which memory it writes (device queues record it)."""
+    target = task.target
+    if target is None:
+        return task.kernel(*unwrap(args), **task.kwargs)
+    whole = task.whole
+    outer = _writing.base
+    _writing.base = target._buf
+    if whole is not None:
+        _writing.overwrite = whole._buf
+    try:
+        return task.kernel(*unwrap(args), **task.kwargs)  # a Completion when the work finishes later
+    finally:
+        _writing.base = outer
+        if whole is not None:
+            _writing.overwrite = None
+
+
+def _fill(task: Task, result: Any) -> None:
+    outs = task.outs
+    if task.multi:
+        for out, buf in zip(outs, tuple(result)):
+            out._buf = buf if out._shape else zero_d_buffer(buf, out._meta)
+    elif outs:
+        out = outs[0]
+        out._buf = result if out._shape else zero_d_buffer(result, out._meta)
+
+
+def _writes(task: Task) -> tuple[Any, ...]:
+    writes = task.writes
+    if writes is None:
+        return (task.target,) if task.target is not None else task.outs
+    return writes
+
+
+def submit(task: Task) -> None:
+    """Run ``task`` here, or hand it to the engine: the one place where a call becomes work.
+
+    Inline when ``task.cost < engine.state.limit`` (the engine is idle and the work is small:
+    its NumPy warnings name the user's line, ``engine._fperrors``) and it touches no failed
+    array the engine keeps (a write into one must clear or keep its failure there); else one engine task,
+    ordered after what it reads and writes, which waits for a :class:`Completion` its kernel
+    returns (asynchronous device work) and fills the outputs then."""
+    if task.cost < _state.limit and task.inline and (not _state.failed or not (touches_failed(task.reads) or touches_failed(_writes(task)))):
+        token = _fp_guard()
+        try:
+            result = _call(task, task.args)
+        finally:
+            _fp_unguard(token)
+        _fill(task, result)
+        return
+    args, reads = task.args, task.reads
+    if task.plan is not None:
+        args, reads = queued_inputs(task.name, task.plan, task.cost)  # heavy ops: snapshots of inputs NumPy shares
+
+    def run() -> Any:
+        result = _call(task, args)
+        if result.__class__ is Completion:  # asynchronous work: the engine waits for the signal
+            if task.outs:
+                _fill(task, result.value)
+            return result
+        _fill(task, result)
+        return None
+
+    _state.push(
+        run, reads, _writes(task), task.device, task.name, cost=task.cost, route=task.kernel if task.route is None else task.route, view=task.view
+    )
+
+
+# ---------------------------------------------------------------------------- planned calls
 
 
 def execute(name: str, plan: Plan) -> NDArray:
-    """Run a planned call through the engine and return its (possibly pending) output."""
+    """A planned call with one output: its route, its (possibly pending) output, :func:`submit`."""
     route = resolve_plan(name, plan)
     kernel, layout = route.run, route.layout
     meta = _META.get((plan.device, plan.out_dtype, layout)) or ArrayMeta(plan.device, plan.out_dtype, layout)
@@ -259,33 +395,11 @@ def execute(name: str, plan: Plan) -> NDArray:
         out._base = base_of(plan.view_of)
         if route.kind is HOST_VIEW or (_HOST_VIEWS and id(plan.view_of) in _HOST_VIEWS):
             kernel = _hostviews.attach(name, plan, out)  # a copy kept in step with its base (nda._hostviews)
-    args, kwargs = plan.args, plan.kwargs
+    # Only a view: it runs on a base a failed write left poisoned and reads as failed through
+    # it (engine._graph), so that it shows the base's values once the base is written whole.
+    view = out._base is not None and (name in _O1_VIEWS or (name == "reshape" and not plan.kwargs.get("copy") and _c_contiguous(plan.view_of)))
     size = work_size(plan, name)
-    zero_d = not plan.out_shape
-    if inline(size):
-        token = _fp_guard()  # NumPy's warnings name the user's line (engine._fperrors)
-        try:
-            result = kernel(*unwrap(args), **kwargs)
-        finally:
-            _fp_unguard(token)
-        out._buf = zero_d_buffer(result, meta) if zero_d else result
-        return out
-    args, reads = queued_inputs(name, plan, size)  # heavy ops: snapshots of inputs NumPy shares (nda._snapshots)
-
-    def run() -> Any:
-        result = kernel(*unwrap(args), **kwargs)
-        if result.__class__ is Completion:  # asynchronous work: the engine waits for the signal
-            out._buf = result.value
-            return result
-        out._buf = zero_d_buffer(result, meta) if zero_d else result
-        return None
-
-    if out._base is not None and (name in _O1_VIEWS or (name == "reshape" and not plan.kwargs.get("copy") and _c_contiguous(plan.view_of))):
-        # Only a view: it runs on a base a failed write left poisoned and reads as failed through
-        # it (engine._graph), so that it shows the base's values once the base is written whole.
-        _state.push(run, reads, (out,), plan.device, name, cost=size, route=kernel, view=True)
-    else:
-        _state.push(run, reads, (out,), plan.device, name, cost=size, route=kernel)
+    submit(Task(name, kernel, plan.args, plan.kwargs, (out,), plan.reads, plan.device, size, view=view, plan=plan))
     return out
 
 
@@ -301,8 +415,6 @@ def execute_mutation(name: str, plan: Plan, target: NDArray) -> None:
     base = base_of(target)
     if _HOST_FAMILIES and id(base) in _HOST_FAMILIES:
         kernel = _hostviews.writing(name, kernel, target, base)  # keeps host views in step
-    args, kwargs = plan.args, plan.kwargs
-    size = work_size(plan)
     reads = plan.reads
     for r in reads:
         if r is target:
@@ -312,36 +424,7 @@ def execute_mutation(name: str, plan: Plan, target: NDArray) -> None:
         overwrites = getattr(plan, "overwrites", False) and (base is target or spans_base(target, base))
         if not overwrites:
             reads = (*reads, target)
-
-    if not overwrites:
-
-        def run() -> Any:
-            outer = _writing.base
-            _writing.base = base._buf  # the memory written: a device queue records the write as the base's
-            try:
-                return kernel(*unwrap(args), **kwargs)  # a Completion when the work finishes later
-            finally:
-                _writing.base = outer
-    else:
-
-        def run() -> Any:
-            outer = _writing.base
-            _writing.base = base._buf
-            _writing.overwrite = target._buf  # ... and it writes all of its memory: its old failure no longer matters
-            try:
-                return kernel(*unwrap(args), **kwargs)
-            finally:
-                _writing.base = outer
-                _writing.overwrite = None
-
-    if inline(size):
-        token = _fp_guard()  # NumPy's warnings name the user's line (engine._fperrors)
-        try:
-            run()
-        finally:
-            _fp_unguard(token)
-        return
-    _state.push(run, reads, (base,), plan.device, name, cost=size, route=kernel)
+    submit(Task(name, kernel, plan.args, plan.kwargs, (), reads, plan.device, work_size(plan), target=base, whole=target if overwrites else None))
 
 
 def _c_contiguous(x: NDArray) -> bool:
@@ -383,20 +466,14 @@ def _owner_of_array(buf: Any) -> Any:
 
 
 def run_elementwise(name: str, kernel: Callable[..., Any], args: tuple[Any, ...], meta: ArrayMeta, shape: tuple[int, ...]) -> NDArray:
-    """The engine path of an element-wise op whose kernel is known (taken when it does not run inline).
+    """An element-wise op whose kernel is known (a generated function's slow path): its output, :func:`submit`.
 
-    A broadcast result too large for any array is refused here, at the call (the inline path
-    is taken only below the engine's limit, where NumPy itself refuses it at once)."""
+    A broadcast result too large for any array is refused here, at the call."""
     out = new_array(None, meta, shape)
     if out._size > SURELY_FITS and meta.layout is _STRIDED:  # a sparse result stores what it stores, whatever its shape
         check_size(name, shape, meta.dtype)
     reads = tuple(a for a in args if a.__class__ is NDArray)
-
-    def run() -> None:
-        buf = kernel(*[a._buf if a.__class__ is NDArray else a for a in args])
-        out._buf = buf if shape else zero_d_buffer(buf, meta)
-
-    _state.push(run, reads, (out,), meta.device, name, cost=out._size, route=kernel)
+    submit(Task(name, kernel, args, {}, (out,), reads, meta.device, out._size))  # no input is larger than a broadcast output
     return out
 
 
@@ -428,30 +505,7 @@ def execute_multi(name: str, plan: Plan, multi: bool, data_dependent: bool) -> l
         if out._size > SURELY_FITS and layout is _STRIDED:
             check_size(name, out._shape, out._meta.dtype)
     size = max([prod(s) for s in shapes] + [a._size for a in plan.reads])
-    kwargs = plan.kwargs
-    now = inline(size)
-    args, reads = (plan.args, plan.reads) if now else queued_inputs(name, plan, size)  # see execute()
-
-    def fill(result: Any) -> None:
-        for out, buf in zip(outs, tuple(result) if multi else (result,)):
-            out._buf = buf if out._shape else zero_d_buffer(buf, out._meta)
-
-    def run() -> Any:
-        result = kernel(*unwrap(args), **kwargs)
-        if result.__class__ is Completion:  # asynchronous work: the engine waits for the signal
-            fill(result.value)
-            return result
-        fill(result)
-        return None
-
-    if now:
-        token = _fp_guard()  # NumPy's warnings name the user's line (engine._fperrors)
-        try:
-            run()
-        finally:
-            _fp_unguard(token)
-    else:
-        _state.push(run, reads, tuple(outs), plan.device, name, cost=size, route=kernel)
+    submit(Task(name, kernel, plan.args, plan.kwargs, tuple(outs), plan.reads, plan.device, size, multi=multi, plan=plan))
     return outs
 
 

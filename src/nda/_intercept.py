@@ -15,7 +15,7 @@ tests ``not ACTIVE[0] or not <the thread's stack>.pushed`` beside its ``size < e
 While nobody intercepts that is one list read; while another thread records it adds one
 thread-local read, and this thread's tiny ops stay on their fast paths. A thread with
 interceptors leaves every fast path, and its slow paths hand the call to its stack
-(``nda._execute.intercepted``).
+(``nda._execute.invoke``).
 
 **The chain.** :func:`call` hands the call to the thread's top interceptor with that
 interceptor *taken off* the stack; its ``proceed(*args, **kwargs)`` calls the op's public

@@ -11,12 +11,14 @@
  *     kernel runs right here on the buffers, and the result is an NDArray with the entry's
  *     metadata (the slots are written at the offsets of NDArray's member descriptors);
  *   - anything else (broadcasting, Python ints, 0-d results, a cache miss, a busy engine,
- *     interceptors on the calling thread): the Python operator, unchanged.
+ *     interceptors on the calling thread, an operand the engine keeps as failed): the Python
+ *     operator, unchanged.
  *
  * The types are method descriptors (Py_TPFLAGS_METHOD_DESCRIPTOR), so the interpreter calls
  * them with the array first, without binding, like a Python function in the class dict.
  * Nothing here keeps state beyond what configure() is given once at import: NDArray, the
- * offsets of its slots, the engine state object and the offset of its ``limit`` slot; and
+ * offsets of its slots, the engine state object and the offsets of its ``limit`` and ``failed``
+ * slots (failed: the dict of failed arrays the engine keeps, looked in only while not empty); and
  * (configure_interception) nda._intercept's ACTIVE list and its thread-local stacks: whether the
  * calling thread intercepts calls is its own flag, read here only while ACTIVE[0] is not 0.
  * NDA_NATIVE=0 makes nda use the Python fast paths (the suite runs both).
@@ -28,7 +30,7 @@
 #include <structmember.h>
 
 static PyTypeObject *ndarray_type = NULL;
-static Py_ssize_t off_buf, off_meta, off_shape, off_size, off_base, off_limit;
+static Py_ssize_t off_buf, off_meta, off_shape, off_size, off_base, off_limit, off_failed;
 static PyObject *engine_state = NULL;
 
 #define SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))
@@ -42,18 +44,19 @@ static Py_ssize_t member_offset(PyObject *descr) {
 }
 
 static PyObject *configure(PyObject *module, PyObject *args) {
-    PyObject *type, *d_buf, *d_meta, *d_shape, *d_size, *d_base, *state, *d_limit;
-    if (!PyArg_ParseTuple(args, "O!OOOOOOO", &PyType_Type, &type, &d_buf, &d_meta, &d_shape, &d_size, &d_base, &state, &d_limit))
+    PyObject *type, *d_buf, *d_meta, *d_shape, *d_size, *d_base, *state, *d_limit, *d_failed;
+    if (!PyArg_ParseTuple(args, "O!OOOOOOOO", &PyType_Type, &type, &d_buf, &d_meta, &d_shape, &d_size, &d_base, &state, &d_limit, &d_failed))
         return NULL;
-    Py_ssize_t offs[6];
-    PyObject *descrs[6] = {d_buf, d_meta, d_shape, d_size, d_base, d_limit};
-    for (int i = 0; i < 6; i++) {
+    Py_ssize_t offs[7];
+    PyObject *descrs[7] = {d_buf, d_meta, d_shape, d_size, d_base, d_limit, d_failed};
+    for (int i = 0; i < 7; i++) {
         offs[i] = member_offset(descrs[i]);
         if (offs[i] < 0) return NULL;
     }
     Py_XSETREF(ndarray_type, (PyTypeObject *)Py_NewRef(type));
     Py_XSETREF(engine_state, Py_NewRef(state));
     off_buf = offs[0]; off_meta = offs[1]; off_shape = offs[2]; off_size = offs[3]; off_base = offs[4]; off_limit = offs[5];
+    off_failed = offs[6];
     Py_RETURN_NONE;
 }
 
@@ -100,8 +103,42 @@ static PyObject *configure_interception(PyObject *module, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-/* ``size < engine.state.limit`` and no interceptor on this thread: 1, 0, or -1 with an exception. */
-static int runs_inline(PyObject *size) {
+/* Whether ``x`` (an NDArray; anything else is not) or the base it views is among the failed
+ * arrays the engine keeps, ``failed`` (``id(array)`` -> entry, not empty). 1 also when that
+ * cannot be told: the Python path decides then. */
+static int is_failed(PyObject *failed, PyObject *x) {
+    if (x == NULL || Py_TYPE(x) != ndarray_type) return 0;
+    PyObject *candidates[2] = {x, SLOT(x, off_base)};
+    for (int i = 0; i < 2; i++) {
+        PyObject *c = candidates[i];
+        if (c == NULL || c == Py_None) continue;
+        PyObject *key = PyLong_FromVoidPtr(c);  /* id(c) */
+        if (key == NULL) {
+            PyErr_Clear();
+            return 1;
+        }
+        int found = PyDict_Contains(failed, key);
+        Py_DECREF(key);
+        if (found != 0) {
+            if (found < 0) PyErr_Clear();
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Whether ``a`` or ``b`` (NULL: none) is a failed array the engine keeps: ``engine.state.failed``,
+ * a dict that is empty unless a failure is kept (then one lookup per array). */
+static int touches_failed(PyObject *a, PyObject *b) {
+    PyObject *failed = SLOT(engine_state, off_failed);
+    if (failed == NULL || !PyDict_CheckExact(failed)) return 1;
+    if (PyDict_GET_SIZE(failed) == 0) return 0;
+    return is_failed(failed, a) || is_failed(failed, b);
+}
+
+/* ``size < engine.state.limit``, no interceptor on this thread, and neither ``a`` nor ``b`` a
+ * failed array the engine keeps: 1, 0, or -1 with an exception. */
+static int runs_inline(PyObject *size, PyObject *a, PyObject *b) {
     PyObject *limit = SLOT(engine_state, off_limit);
     if (limit == NULL || size == NULL || !PyLong_CheckExact(size) || !PyLong_CheckExact(limit)) return 0;
     Py_ssize_t n = PyLong_AsSsize_t(size), most = PyLong_AsSsize_t(limit);
@@ -109,7 +146,7 @@ static int runs_inline(PyObject *size) {
         PyErr_Clear();
         return 0;  /* does not fit: the Python operator decides */
     }
-    return n < most && !intercepting();
+    return n < most && !intercepting() && !touches_failed(a, b);
 }
 
 /* A new NDArray around ``buf`` (a new reference, stolen), with ``meta``, ``shape`` and ``size``. */
@@ -239,7 +276,7 @@ static PyObject *binary_vectorcall(OpObject *op, PyObject *const *args, size_t n
         goto fallback;
     }
     if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 2) goto fallback;
-    int inline_ok = runs_inline(size);
+    int inline_ok = runs_inline(size, x1, x2);
     if (inline_ok < 0) return NULL;
     if (!inline_ok) goto fallback;
     PyObject *first = SLOT(x1, off_buf);
@@ -270,7 +307,7 @@ static PyObject *reflected_vectorcall(OpObject *op, PyObject *const *args, size_
         goto fallback;
     }
     if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 2) goto fallback;
-    int inline_ok = runs_inline(size);
+    int inline_ok = runs_inline(size, x, NULL);
     if (inline_ok < 0) return NULL;
     if (!inline_ok) goto fallback;
     Py_INCREF(entry);
@@ -296,7 +333,7 @@ static PyObject *unary_vectorcall(OpObject *op, PyObject *const *args, size_t na
         goto fallback;
     }
     if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 2) goto fallback;
-    int inline_ok = runs_inline(size);
+    int inline_ok = runs_inline(size, x, NULL);
     if (inline_ok < 0) return NULL;
     if (!inline_ok) goto fallback;
     Py_INCREF(entry);
@@ -327,7 +364,7 @@ static PyObject *planned_vectorcall(OpObject *op, PyObject *const *args, size_t 
     if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 6 || PyTuple_GET_ITEM(entry, 5) != Py_False) goto fallback;
     PyObject *shape = PyTuple_GET_ITEM(entry, 2);
     if (!PyTuple_Check(shape) || PyTuple_GET_SIZE(shape) == 0) goto fallback;  /* 0-d: the Python path */
-    int inline_ok = runs_inline(PyTuple_GET_ITEM(entry, 3));
+    int inline_ok = runs_inline(PyTuple_GET_ITEM(entry, 3), x1, x2);
     if (inline_ok < 0) return NULL;
     if (!inline_ok) goto fallback;
     PyObject *b1 = SLOT(x1, off_buf), *b2 = SLOT(x2, off_buf);
@@ -356,7 +393,7 @@ static PyObject *getitem_vectorcall(OpObject *op, PyObject *const *args, size_t 
     if (meta == NULL || shape == NULL || size_obj == NULL || xbuf == NULL || !PyTuple_Check(shape) || PyTuple_GET_SIZE(shape) == 0)
         goto fallback;
     PyObject *limit = SLOT(engine_state, off_limit);
-    if (limit == NULL || !PyLong_CheckExact(limit) || PyLong_AsSsize_t(limit) <= 0 || intercepting()) {
+    if (limit == NULL || !PyLong_CheckExact(limit) || PyLong_AsSsize_t(limit) <= 0 || intercepting() || touches_failed(x, NULL)) {
         if (PyErr_Occurred()) PyErr_Clear();
         goto fallback;  /* a busy engine, or this thread's interceptors */
     }
@@ -492,7 +529,7 @@ static PyObject *rows_next(RowsObject *it) {
     if (limit != NULL && PyLong_CheckExact(limit) && meta != NULL && xbuf != NULL) {
         Py_ssize_t most = PyLong_AsSsize_t(limit);
         if (most == -1 && PyErr_Occurred()) PyErr_Clear();
-        kernel = most > 0 && !intercepting() ? PyDict_GetItemWithError(it->op->cache, meta) : NULL;  /* borrowed */
+        kernel = most > 0 && !intercepting() && !touches_failed(x, NULL) ? PyDict_GetItemWithError(it->op->cache, meta) : NULL;  /* borrowed */
         if (kernel == NULL && PyErr_Occurred()) return NULL;
     }
     if (kernel == NULL) {  /* x[i] through the Python operator */
@@ -809,8 +846,8 @@ static PyObject *unary_type_new(PyTypeObject *type, PyObject *args, PyObject *kw
 
 static PyMethodDef module_methods[] = {
     {"configure", configure, METH_VARARGS,
-     "configure(NDArray, d_buf, d_meta, d_shape, d_size, d_base, engine_state, d_limit): the array type, the member "
-     "descriptors of its slots, the engine state object and the descriptor of its limit slot."},
+     "configure(NDArray, d_buf, d_meta, d_shape, d_size, d_base, engine_state, d_limit, d_failed): the array type, the "
+     "member descriptors of its slots, the engine state object and the descriptors of its limit and failed slots."},
     {"configure_interception", configure_interception, METH_VARARGS,
      "configure_interception(ACTIVE, local): nda._intercept's count of interceptors and its thread-local stacks."},
     {NULL, NULL, 0, NULL},

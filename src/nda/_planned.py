@@ -43,18 +43,19 @@ from ._devices import strided as _STRIDED
 from ._execute import native as _native
 from ._signatures import result_name
 from ._execute import (
-    NOT_INTERCEPTED,
     _ACTIVE,
     _META,
     EntryCache,
+    Site,
     _local,
     foreign_operand,
     base_of,
     execute,
     execute_multi,
     execute_mutation,
-    intercepted,
+    invoke,
     notify_write,
+    touches_failed,
     work_size,
     zero_d_buffer,
 )
@@ -164,15 +165,15 @@ def make_generic(decl: OpDecl) -> Callable[..., Any]:
     if decl.mutates:
 
         def mutating(*args: Any, **kwargs: Any) -> Any:
-            found = intercepted(decl, args, kwargs, mutating)
-            if found is not NOT_INTERCEPTED:
-                return found
+            return invoke(site, args, kwargs)
+
+        def mutate(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
             if _WRITES and args:
                 notify_write(args[0], args[-1] if len(args) > 1 else None, f"{name}()" if name != "setitem" else "x[...] = value")
             plan = plan_fn(*args, **kwargs)
             execute_mutation(name, plan, args[0])
-            return None
 
+        site = Site(decl, mutating, mutate)
         return mutating
 
     memo = EntryCache()
@@ -194,7 +195,12 @@ def make_generic(decl: OpDecl) -> Callable[..., Any]:
                 fast_key = None
             if fast_key is not None:
                 entry = fast.get(fast_key)
-                if entry is not None and entry[3] < _state.limit and (not _ACTIVE[0] or not _local.stack.pushed):
+                if (
+                    entry is not None
+                    and entry[3] < _state.limit
+                    and (not _ACTIVE[0] or not _local.stack.pushed)
+                    and (not _state.failed or not touches_failed(args))
+                ):
                     kernel, meta, shape, work, size, is_view = entry
                     result = kernel(x1._buf) if n == 1 else kernel(x1._buf, x2._buf)
                     out = _new(NDArray)
@@ -213,6 +219,8 @@ def make_generic(decl: OpDecl) -> Callable[..., Any]:
                 entry = None
             elif not entry[5] < _state.limit:  # the engine is busy
                 entry = None  # planned again, and ordered by the engine
+            elif _state.failed and touches_failed(args):  # a failed array kept: the engine decides
+                entry = None
             if entry is not None:
                 kernel, meta, shape, steps, kernel_kwargs, work, size, is_view = entry
                 kernel_args = [args[s[1]]._buf if s[0] == 0 else s[1] if s[0] == 2 else s[2](args[s[1]]._buf, s[3], copy=False) for s in steps]
@@ -224,9 +232,10 @@ def make_generic(decl: OpDecl) -> Callable[..., Any]:
                 out._size = size
                 out._base = base_of(args[0]) if is_view else None  # a view op's plan may copy (flatten, reshape(copy=True))
                 return out
-        found = intercepted(decl, args, kwargs, fn)
-        if found is not NOT_INTERCEPTED:
-            return found
+        return invoke(site, args, kwargs, key, fast_key)
+
+    def body(args: tuple[Any, ...], kwargs: dict[str, Any], key: Any, fast_key: Any) -> NDArray:
+        """A miss, or a call that does not run inline (after the interceptors: ``invoke``)."""
         reads = HOST_READS[0]
         seen = _generation[0]
         plan = plan_fn(*args, **kwargs)
@@ -274,6 +283,7 @@ def make_generic(decl: OpDecl) -> Callable[..., Any]:
         if fast_key is not None and len(steps) == n and all(st[0] == 0 and args[st[1]] is args[i] for i, st in enumerate(steps)):
             remember(fast, fast_key, (partial(kernel, **plan.kwargs) if plan.kwargs else kernel, meta, plan.out_shape, work, size, is_view), seen)
 
+    site = Site(decl, fn, body)
     reflected_name = "__r" + decl.operators[0][2:] if decl.operators else ""
 
     def operator(self: NDArray, other: Any) -> Any:
@@ -282,7 +292,12 @@ def make_generic(decl: OpDecl) -> Callable[..., Any]:
         if other.__class__ is not NDArray:  # a NumPy or Dask array answers through its reflected operator
             return foreign_operand(other, reflected_name, self)
         entry = fast.get((self._meta, self._shape, other._meta, other._shape, self is other))
-        if entry is not None and entry[3] < _state.limit and (not _ACTIVE[0] or not _local.stack.pushed):
+        if (
+            entry is not None
+            and entry[3] < _state.limit
+            and (not _ACTIVE[0] or not _local.stack.pushed)
+            and (not _state.failed or not touches_failed((self, other)))
+        ):
             kernel, meta, shape, work, size, is_view = entry
             result = kernel(self._buf, other._buf)
             out = _new(NDArray)
@@ -315,15 +330,16 @@ def make_multi(decl: OpDecl) -> Callable[..., Any]:
     result_type = namedtuple(result_name(name), outputs) if named else None  # type: ignore[misc]
 
     def fn(*args: Any, **kwargs: Any) -> Any:
-        found = intercepted(decl, args, kwargs, fn)
-        if found is not NOT_INTERCEPTED:
-            return found
+        return invoke(site, args, kwargs)
+
+    def body(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         plan = plan_fn(*args, **kwargs)
         arrays = execute_multi(name, plan, outputs is not None, decl.data_dependent)
         if outputs is None:
             return arrays[0]
         return result_type(*arrays) if result_type is not None else tuple(arrays)
 
+    site = Site(decl, fn, body)
     if result_type is not None:
         result_type.__module__ = "nda"
         fn.result_type = result_type  # type: ignore[attr-defined]
@@ -342,7 +358,11 @@ def make_getitem(generic: Callable[..., NDArray]) -> Callable[..., NDArray]:
     def __getitem__(self: NDArray, key: Any) -> NDArray:
         kc = key.__class__
         if (
-            (kc is slice or kc is int) and 0 < _state.limit and self._shape and (not _ACTIVE[0] or not _local.stack.pushed)
+            (kc is slice or kc is int)
+            and 0 < _state.limit
+            and self._shape
+            and (not _ACTIVE[0] or not _local.stack.pushed)
+            and (not _state.failed or not touches_failed((self,)))
         ):  # a view: O(1), inline when idle
             kernel = kernels.get(self._meta)
             if kernel is None:
@@ -426,7 +446,7 @@ class _Rows:
             raise StopIteration
         self.i = i + 1
         x = self.x
-        if 0 < _state.limit and (not _ACTIVE[0] or not _local.stack.pushed):
+        if 0 < _state.limit and (not _ACTIVE[0] or not _local.stack.pushed) and (not _state.failed or not touches_failed((x,))):
             kernel = self.kernels.get(x._meta)
             if kernel is not None:
                 out = _new(NDArray)

@@ -30,6 +30,10 @@ class Engine:
     idle_limit = 0
     #: Whether every op on a device queue waits for its work at issue (:meth:`issued`).
     waits_at_issue = True
+    #: The arrays whose work failed and that are still kept (``id(array)`` -> its entry), read
+    #: by every fast path through ``state.failed`` while it is not empty: an engine that never
+    #: keeps a failed array (the failure raises at the call) keeps this one, empty, forever.
+    failed: dict[int, Any] = {}
 
     def push(
         self,

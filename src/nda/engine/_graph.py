@@ -130,7 +130,6 @@ class Graph:
         self.pending = 0  # tasks added and not finished
         self.poison: dict[int, tuple[weakref.ref[Any], BaseException]] = {}
         self.first_error: BaseException | None = None
-        self.dead: list[int] = []  # ids of poisoned arrays that were garbage collected
         self._seq = 0
 
     # ------------------------------------------------------------------ transitions
@@ -278,15 +277,12 @@ class Graph:
 
     def idle(self) -> bool:
         """Nothing pending and nothing poisoned: ops may run inline without any bookkeeping."""
-        self.collect_dead()
         return self.pending == 0 and not self.poison
 
-    def collect_dead(self) -> None:
-        while self.dead:
-            key = self.dead.pop()
-            entry = self.poison.get(key)
-            if entry is not None and entry[0]() is None:
-                del self.poison[key]
+    def quiet(self) -> bool:
+        """Nothing pending: ops that touch no poisoned array may run inline (the front end's
+        fast paths look their inputs up in :attr:`poison` while it is not empty)."""
+        return self.pending == 0
 
     def clear_poison(self, base: Any) -> None:
         self.poison.pop(id(base), None)
@@ -303,12 +299,18 @@ class Graph:
 
     def _poison(self, base: Any, err: BaseException) -> None:
         key = id(base)
-        dead = self.dead
+        poison = self.poison
 
-        def forget(_ref: Any, key: int = key) -> None:
-            dead.append(key)  # list.append is atomic; collect_dead runs under the engine's lock
+        def forget(ref: Any, key: int = key) -> None:
+            # The array is going: its entry goes at once, so that the fast paths, which read this
+            # dict (``engine.state.failed``) while it is not empty, find it empty again. Called
+            # while the array is deallocated, before its id can be reused; one dict operation
+            # under the GIL, like every other writer's (nothing iterates the dict but a fork's child).
+            entry = poison.get(key)
+            if entry is not None and entry[0] is ref:
+                poison.pop(key, None)
 
-        self.poison[key] = (weakref.ref(base, forget), err)
+        poison[key] = (weakref.ref(base, forget), err)
 
 
 def _done() -> None:

@@ -32,14 +32,16 @@ __all__ = ["state"]
 class _State:
     """Holder of the current engine; ops compare with ``state.limit`` and call ``state.push``."""
 
-    __slots__ = ("engine", "limit", "push", "wait_for", "wait_all")
+    __slots__ = ("engine", "limit", "failed", "push", "wait_for", "wait_all")
 
     def __init__(self) -> None:
         self.engine: Engine = SyncEngine()
         self.limit = UNBOUNDED
+        self.failed: dict[int, Any] = self.engine.failed
         self.set(self.engine)
 
     def set(self, engine: Engine) -> None:
+        self.failed = engine.failed  # before the engine's limit is stored: never a limit without its failures
         self.engine = engine
         # Bound methods are cached here so that the hot path does one attribute load.
         self.push = engine.push
@@ -69,8 +71,8 @@ class _State:
         is idle although ``limit`` said otherwise when the fast path read it. A stale ``limit``
         (an idle engine whose last transition stored no limit: a poisoned array collected, a
         store lost to another thread's) is refreshed here, so the next op is fast again."""
-        if profiler.active:
-            return False
+        if profiler.active or self.failed:
+            return False  # failed arrays kept: the engine sees whether the op touches one
         limit = self.engine.current_limit()
         if cost < limit:
             if self.limit != limit:

@@ -162,6 +162,7 @@ class ThreadedEngine(HoldingEngine, Engine):
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
         self._graph = Graph()
+        self.failed = self._graph.poison  # the same dict, for the life of the engine (state.failed)
         self._executor_factory = executor_factory or default_executor
         self._executors: dict[Any, Any] = {}
         self._state: Any = None
@@ -190,13 +191,15 @@ class ThreadedEngine(HoldingEngine, Engine):
         self._state = state
 
     def current_limit(self) -> int:
-        return self.idle_limit if self._held is None and self._graph.idle() else 0
+        # Failed arrays kept (a notebook's variable) do not make the engine busy: the fast paths
+        # look their inputs up in ``state.failed`` while it is not empty (one size test when it is).
+        return self.idle_limit if self._held is None and self._graph.quiet() else 0
 
     def _set_limit(self) -> None:
         """Called with the lock held after the graph changed."""
         state = self._state
         if state is not None and state.engine is self:
-            busy = profiler.active or self._held is not None or not self._graph.idle()
+            busy = profiler.active or self._held is not None or not self._graph.quiet()
             limit = 0 if busy else self.idle_limit
             state.limit = limit
             if limit and profiler.active:

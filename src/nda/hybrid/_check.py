@@ -44,6 +44,7 @@ from typing import Any, Callable
 
 from .. import _intercept
 from .._array import NDArray, new_array
+from .._execute import Task, submit
 from ..engine import state as _state
 from . import _executable, _graph
 from ._explain import call_text, key_text
@@ -401,8 +402,10 @@ def adopt(visible: dict[int, NDArray], values: list[Any], outside: set[int]) -> 
 def _hand_over(ph: NDArray, real: NDArray) -> None:
     """An engine task filling ``ph`` with ``real``'s buffer once ``real`` is written (and no one reads it)."""
 
-    def run() -> None:
-        ph._buf = real._buf
-
     writes = (ph,) if ph._base is not None else (ph, real)
-    _state.push(run, (real,), writes, ph._meta.device, "hybridize: result", cost=0, route=run)
+    submit(Task("hybridize: result", _same, (real,), {}, (ph,), (real,), ph._meta.device, 0, writes=writes, inline=False))
+
+
+def _same(buf: Any) -> Any:
+    """The kernel of a hand-over: the result's buffer, once it is written, becomes the placeholder's."""
+    return buf

@@ -21,9 +21,7 @@ from typing import Any, Callable
 from .._array import NDArray, new_array
 from .._devices import ArrayMeta, strided
 from ..engine import queues as _queues
-from ..engine import state as _state
-from ..engine._fperrors import guard as _fp_guard
-from ..engine._fperrors import unguard as _fp_unguard
+from .._execute import Task, submit
 from ._graph import Graph, Group, Node, Slot
 from ._trace import public_function
 
@@ -167,18 +165,6 @@ def _run_fused(group: Group, kernel: Callable[..., Any], inputs: list[NDArray], 
         outs.append(new_array(None, meta, program.shape))
     size = max(math.prod(program.shape), *(a._size for a in inputs)) if inputs else math.prod(program.shape)
 
-    def run() -> Any:
-        result = kernel(*[a._buf for a in inputs])
-        for out, buf in zip(outs, result):
-            out._buf = buf
-        return None
-
-    if size < _state.limit:
-        token = _fp_guard()  # NumPy's warnings as the ops' own (engine._fperrors: the fused kernel reports per op)
-        try:
-            run()
-        finally:
-            _fp_unguard(token)
-    else:
-        _state.push(run, tuple(inputs), tuple(outs), device, group.name, cost=size, route=kernel)
+    # NumPy's warnings as the ops' own when it runs inline (engine._fperrors: the fused kernel reports per op)
+    submit(Task(group.name, kernel, tuple(inputs), {}, tuple(outs), tuple(inputs), device, size, multi=True))
     return outs
