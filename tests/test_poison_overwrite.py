@@ -224,3 +224,45 @@ def test_what_is_computed_from_a_view_made_before_the_failure_fails(view_device,
     for compute in (lambda: w + 1, lambda: nda.sum(w), lambda: w[:2] * 2):
         with pytest.raises(failed):
             compute().asnumpy()
+
+
+def _a_failed_output(device):
+    """An array whose own op failed on the engine (it never got memory), still referenced."""
+    a = nda.ones((2000, 1000), device=device)
+    bad = nda.take((a * 2 + 1).reshape(-1), nda.asarray([10**8], device=device))
+    with pytest.raises(IndexError):
+        bad.wait_to_read()
+    return bad
+
+
+@pytest.mark.parametrize("write", ["x[...] = 0", "x[:] = y", "copyto"])
+def test_a_whole_write_gives_a_failed_output_memory_and_makes_it_valid_on_cpu(write):
+    """Before: the write's kernel got the memory the failed op never made and raised
+    ``TypeError: 'NoneType' object does not support item assignment`` (found by a user probe),
+    replacing the array's real error. On cpu it now gets memory and is valid (the naive engine
+    raised at ``take``: nothing to write into there)."""
+    if nda.engine.current().name != "threaded":
+        pytest.skip("the naive engine raises at the failing call")
+    bad = _a_failed_output("cpu")
+    y = nda.asarray([3.0])
+    if write == "x[...] = 0":
+        bad[...] = 0
+        expected = [5.0]
+    elif write == "x[:] = y":
+        bad[:] = y
+        expected = [8.0]
+    else:
+        nda.copyto(bad, y)
+        expected = [8.0]
+    np.testing.assert_array_equal((bad + 5).asnumpy(), expected)
+
+
+def test_a_whole_write_leaves_a_failed_output_failed_with_its_error_on_sim():
+    """sim allocates an output when its work runs: an output whose op failed has no memory to
+    write into, and stays failed with its original error (README says so), never garbage."""
+    if nda.engine.current().name != "threaded":
+        pytest.skip("the naive engine raises at the failing call")
+    bad = _a_failed_output("sim")
+    bad[...] = 0
+    with pytest.raises(IndexError, match="out of bounds"):
+        (bad + 5).asnumpy()

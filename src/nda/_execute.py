@@ -35,6 +35,8 @@ import importlib
 from math import prod
 from typing import Any, Callable, NamedTuple, Protocol
 
+import numpy as np
+
 from . import _hostviews, _intercept
 from ._config import env_flag
 from . import backends as _backends
@@ -317,6 +319,10 @@ def _call(task: Task, args: tuple[Any, ...]) -> Any:
     if target is None:
         return task.kernel(*unwrap(args), **task.kwargs)
     whole = task.whole
+    if whole is target and target._buf is None and target._meta.layout is _STRIDED:
+        # A whole write into an array whose own op failed (it never got memory): its memory
+        # now, so that the write makes it valid as it makes a failed array with memory valid.
+        target._buf = _memory_for(target)
     outer = _writing.base
     _writing.base = target._buf
     if whole is not None:
@@ -327,6 +333,12 @@ def _call(task: Task, args: tuple[Any, ...]) -> Any:
         _writing.base = outer
         if whole is not None:
             _writing.overwrite = None
+
+
+def _memory_for(x: NDArray) -> Any:
+    """New memory for ``x`` on its device (contents undefined: a whole write fills it)."""
+    meta = x._meta
+    return _backends.handle(meta.device).from_host(np.empty(x._shape, dtype=meta.dtype.numpy), meta.device)
 
 
 def _fill(task: Task, result: Any) -> None:

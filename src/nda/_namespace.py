@@ -43,6 +43,7 @@ from ._docstrings import public_doc
 from ._signatures import function_signature, method_signature, operator_signature
 from ._array import NDArray
 from ._devices import Device, Layout
+from ._dtypes import same_kind_castable
 from .ops.spec import CATALOG, Method, OpDecl
 
 __all__ = ["ArrayAPI", "build_namespace", "complete_ndarray", "make_function", "operator_roles"]
@@ -406,6 +407,23 @@ def complete_ndarray(api: ArrayAPI) -> None:
         """Copy this array's data into the existing array ``other`` (any device, same shape); returns ``other``."""
         return copyto_(self, other)
 
+    matmul_ = namespace.matmul
+
+    def __imatmul__(self: NDArray, other: Any) -> Any:
+        """``x @= y``: ``x @ y`` stored into ``x`` itself (its views see it), as NumPy and the Array API do.
+
+        The product must have ``x``'s shape (ValueError otherwise) and its dtype must cast to
+        ``x``'s under the same-kind rule (TypeError otherwise); it is computed first, then written."""
+        if other.__class__ is not NDArray:
+            return NotImplemented  # Python then tries x = x @ other, which gets the operand's own answer
+        product = matmul_(self, other)
+        if product._shape != self._shape:
+            raise ValueError(f"x @= y: the product has shape {product._shape}, which does not fit x's shape {self._shape}; use x = x @ y")
+        if not same_kind_castable(product._meta.dtype, self._meta.dtype):
+            raise TypeError(f"x @= y: cannot store the {product._meta.dtype.name} product in place in a {self._meta.dtype.name} array; use x = x @ y")
+        setitem_(self, Ellipsis, product)
+        return self
+
     def __array_namespace__(self: NDArray, *, api_version: str | None = None) -> Any:
         if api_version is not None and api_version not in _API_VERSIONS:
             raise ValueError(f"unsupported Array API version {api_version!r}; nda implements 2025.12 (and accepts 2022.12, 2023.12, 2024.12)")
@@ -448,7 +466,7 @@ def complete_ndarray(api: ArrayAPI) -> None:
     __setitem__.__name__ = "__setitem__"
     __setitem__.__signature__ = _operator_signature("__setitem__", "operator")  # type: ignore[attr-defined]
     methods: list[Callable[..., Any]] = [
-        __setitem__, to_layout, to_device, astype, copy, round, __round__, __divmod__, __rdivmod__, copyto, __array_namespace__,
+        __setitem__, to_layout, to_device, astype, copy, round, __round__, __divmod__, __rdivmod__, copyto, __imatmul__, __array_namespace__,
         __array_ufunc__, __array_function__, attach_grad, detach, backward, __reduce__, __copy__, __deepcopy__,
     ]  # fmt: skip
     for method in methods:
