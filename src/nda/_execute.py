@@ -452,12 +452,17 @@ def spans_base(view: NDArray, base: NDArray) -> bool:
 
     Asked of the buffers as they are now: the same number of elements of the same dtype, the
     same buffer owning the memory (the backend's ``buffer_owner``, NumPy's ``base`` chain),
-    no stride 0 (a broadcast). A view whose buffer is not made yet, or a "view" that copied
-    (``reshape`` of a transposed array), does not count: the write then reads ``base`` and
-    stays failed if ``base`` was, as any partial write.
+    no stride 0 (a broadcast). A view still being computed is waited for first (its errors
+    stay kept), so that the answer does not depend on timing. A view whose buffer never got
+    made, or a "view" that copied (``reshape`` of a transposed array), does not count: the
+    write then reads ``base`` and stays failed if ``base`` was, as any partial write.
     """
     if view._size != base._size or view._meta.dtype != base._meta.dtype or view._meta.layout is not _STRIDED:
         return False
+    if view._buf is None:
+        # The view is still being computed (``x += bad; x[::-1][...] = 7``): its memory decides,
+        # so wait for it (not for its errors, which stay kept) rather than let timing decide.
+        _state.engine.settle(view)
     vbuf, bbuf = view._buf, base._buf
     if vbuf is None or bbuf is None:
         return False

@@ -64,6 +64,11 @@ class Engine:
         A host read of a device-queue array calls this, then :func:`host_read`.
         """
 
+    def settle(self, array: Any) -> None:
+        """Wait for the engine's own pending writes of ``array``'s memory without raising their
+        errors (they stay with the arrays, for the sync points that read them). By default there
+        is nothing to wait for: an engine that runs ops at their call."""
+
     def issued(self, queue: _queues.Queue, number: int, entry: _queues.Entry | None) -> None:
         """An op took ``number`` on a device queue (``entry``: its entry, if it may fail); called
         when :attr:`waits_at_issue`. By default: wait for it; raise its error here."""

@@ -559,6 +559,14 @@ class ThreadedEngine(HoldingEngine, Engine):
         if error is not None:
             deliver(error)
 
+    def settle(self, array: Any) -> None:
+        if self._held is not None:
+            self._sync_held(array, False)
+        base = array._base if array._base is not None else array
+        with self._lock:
+            while self._graph.blockers(base, False):
+                self._help_or_wait(self._graph.queued_behind(base, False))
+
     def wait_all(self) -> None:
         if self._inherited:
             self._start_inherited()
