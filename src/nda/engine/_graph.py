@@ -275,10 +275,6 @@ class Graph:
                 stack.extend(task.deps)
         return best
 
-    def idle(self) -> bool:
-        """Nothing pending and nothing poisoned: ops may run inline without any bookkeeping."""
-        return self.pending == 0 and not self.poison
-
     def quiet(self) -> bool:
         """Nothing pending: ops that touch no poisoned array may run inline (the front end's
         fast paths look their inputs up in :attr:`poison` while it is not empty)."""

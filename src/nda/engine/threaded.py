@@ -7,10 +7,12 @@ release the GIL inside their kernels, so independent large ops overlap.
 
 The shape of the hot path:
 
-* While the engine is idle (nothing pending, nothing poisoned) it sets
-  ``state.limit`` to its inline threshold (:data:`INLINE_MAX`, 2**20 elements), so a
-  smaller op never reaches the engine at all: the front end calls the kernel on the
-  caller's thread. The engine's own Python around an op costs tens of microseconds once
+* While the engine is idle (nothing pending) it sets ``state.limit`` to its inline
+  threshold (:data:`INLINE_MAX`, 2**20 elements), so a smaller op never reaches the engine
+  at all: the front end calls the kernel on the caller's thread. Failed arrays still kept
+  (a notebook's variable) do not make it busy: they are ``state.failed`` (the graph's
+  poison, emptied as each is collected), which the fast paths look their inputs up in
+  while it is not empty; an op that reads one comes here and fails with its error. The engine's own Python around an op costs tens of microseconds once
   a large op has emptied the caches, as much as a whole 300k-element ``x + y``.
 * A large op issued while the engine is idle is *held* (:mod:`._held`): not a task yet,
   and ``state.limit`` drops to 0. A sync point that needs it runs it on the caller's
