@@ -126,3 +126,33 @@ def test_submit_fills_several_outputs_and_writes_a_target(inline: bool) -> None:
 
     submit(Task("fill", fill, (t, 7.0), {}, (), (t,), t.device, 4, target=t, inline=inline))
     np.testing.assert_array_equal(t.to_numpy(), [7, 7, 7, 7])
+
+
+def test_a_0d_result_in_a_registered_layout_keeps_the_converters_buffer():
+    """Found by review: ``submit`` made every 0-d output's buffer the strided device's
+    (``ensure_buffer``: ``np.asarray`` on cpu), also for ``to_layout`` into a layout a program
+    registered, whose converter's 0-d buffer (a ``Box``) became a NumPy object array. Run in a
+    fresh interpreter: the registered layout stays out of this process."""
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent(
+        """
+        import numpy as np, nda
+        from nda import layouts
+        class Box:
+            def __init__(self, a):
+                self.a = np.array(a)
+        layouts.register_layout("boxed")
+        layouts.register_converter("cpu", "strided", "boxed", lambda b: Box(b))
+        layouts.register_converter("cpu", "boxed", "strided", lambda b: b.a)
+        layouts.register_storage("cpu", "boxed", to_host=lambda b: b, from_host=lambda b, d: b)
+        for shape in [(), (2,)]:
+            y = nda.asarray(np.full(shape, 3.0)).to_layout("boxed")
+            print(type(y._buf).__name__, y.to_layout("strided").to_numpy().tolist())
+        """
+    )
+    found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert found.returncode == 0, found.stderr
+    assert found.stdout.split("\n")[:2] == ["Box 3.0", "Box [3.0, 3.0]"], found.stdout + found.stderr

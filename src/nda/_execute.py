@@ -31,11 +31,11 @@ Layer: arrays and front end, execution (README, "Architecture").
 
 from __future__ import annotations
 
+import copy
 import importlib
 from math import prod
 from typing import Any, Callable, NamedTuple, Protocol
 
-import numpy as np
 
 from . import _hostviews, _intercept
 from ._config import env_flag
@@ -319,10 +319,8 @@ def _call(task: Task, args: tuple[Any, ...]) -> Any:
     if target is None:
         return task.kernel(*unwrap(args), **task.kwargs)
     whole = task.whole
-    if whole is target and target._buf is None and target._meta.layout is _STRIDED:
-        # A whole write into an array whose own op failed (it never got memory): its memory
-        # now, so that the write makes it valid as it makes a failed array with memory valid.
-        target._buf = _memory_for(target)
+    if target._buf is None:
+        raise _never_made(target)  # its own op failed: nothing to write into, it stays failed
     outer = _writing.base
     _writing.base = target._buf
     if whole is not None:
@@ -335,20 +333,32 @@ def _call(task: Task, args: tuple[Any, ...]) -> Any:
             _writing.overwrite = None
 
 
-def _memory_for(x: NDArray) -> Any:
-    """New memory for ``x`` on its device (contents undefined: a whole write fills it)."""
-    meta = x._meta
-    return _backends.handle(meta.device).from_host(np.empty(x._shape, dtype=meta.dtype.numpy), meta.device)
+def _never_made(x: NDArray) -> BaseException:
+    """The error a write into ``x`` fails with when ``x``'s own op failed (it never got memory):
+    a copy of that op's error (the engine keeps it in ``state.failed``), so that ``x``, and
+    every view made of it meanwhile, keep failing the same way on every device (sim's streams
+    do the same), instead of a kernel's complaint about missing memory."""
+    entry = _state.failed.get(id(x))
+    if entry is not None and entry[0]() is x:
+        try:
+            error = copy.copy(entry[1])  # type, message and the failed op's note alike
+        except Exception:  # noqa: BLE001 - an exception class whose __init__ does not match its args
+            return RuntimeError(f"this array's own op failed ({type(entry[1]).__name__}: {entry[1]}); a write into it cannot make it valid")
+        vars(error).pop("_nda_noted", None)  # the engine notes this write too, and drops the frames it is raised through
+        return error
+    return RuntimeError(f"this {x._meta.dtype.name} array of shape {x._shape} was never computed (the op that makes it did not run)")
 
 
 def _fill(task: Task, result: Any) -> None:
     outs = task.outs
     if task.multi:
         for out, buf in zip(outs, tuple(result)):
-            out._buf = buf if out._shape else zero_d_buffer(buf, out._meta)
+            out._buf = buf if out._shape or out._meta.layout is not _STRIDED else zero_d_buffer(buf, out._meta)
     elif outs:
         out = outs[0]
-        out._buf = result if out._shape else zero_d_buffer(result, out._meta)
+        # A kernel may return a scalar for a 0-d strided result (NumPy does); a layout's own
+        # buffers (a registered 0-d layout's) are the converter's to make, never wrapped.
+        out._buf = result if out._shape or out._meta.layout is not _STRIDED else zero_d_buffer(result, out._meta)
 
 
 def _writes(task: Task) -> tuple[Any, ...]:
