@@ -44,7 +44,7 @@ from typing import Any, Callable
 
 from .. import _intercept
 from .._array import NDArray, new_array
-from .._execute import Task, submit
+from .._execute import Task, submit, touches_failed
 from ..engine import state as _state
 from . import _executable, _graph
 from ._explain import call_text, key_text
@@ -377,6 +377,7 @@ def adopt(visible: dict[int, NDArray], values: list[Any], outside: set[int]) -> 
         return
     stand_in = {id(values[s]): ph for s, ph in visible.items() if values[s] is not None and values[s] is not ph}
     idle = _state.engine.current_limit() > 0
+    failed = _state.failed  # failed arrays kept do not make the engine busy: a failed result is handed over by a task
     for slot in sorted(visible):
         ph, real = visible[slot], values[slot]
         if real is ph:
@@ -393,7 +394,7 @@ def adopt(visible: dict[int, NDArray], values: list[Any], outside: set[int]) -> 
             base = real  # the op gave back an array the function has: the placeholder is a view of all of it
         if base is not None:
             ph._base = stand_in.get(id(base), base)  # a view: of the placeholder standing in for its base, if any
-        if real._buf is not None and idle:
+        if real._buf is not None and idle and not (failed and touches_failed((real,))):
             ph._buf = real._buf
             continue
         _hand_over(ph, real)
